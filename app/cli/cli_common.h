@@ -1,0 +1,56 @@
+// Shared pieces of the kvdesk-cli subcommands: the model/KV/thread options every command
+// takes, opening a model with a KV pool sized for the run, and the command registry.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/kv_cache.h"
+#include "engine/model.h"
+#include "engine/thread_pool.h"
+
+namespace kvdesk::cli {
+
+// A registered subcommand: what to run once the command line is parsed. Returns the exit code.
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+struct ModelArgs {
+  std::string model_path;
+  std::string tokenizer_path;
+  int threads = 0;              // 0: all cores
+  std::string kv_type = "f16";
+  int block_size = 16;
+  std::string attn_numerics = "exact";
+};
+
+void add_model_options(CLI::App* cmd, ModelArgs& args);
+void add_kv_options(CLI::App* cmd, ModelArgs& args);
+
+KvType parse_kv_type(const std::string& name);   // throws kvdesk::Error
+int resolve_threads(int requested);
+
+// A loaded model, its thread pool, and (after size_kv_cache) a single-user KV pool.
+struct Session {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<KvCache> kv;
+};
+Session open_session(const ModelArgs& args);
+// Creates the KV pool with room for `tokens` tokens (capped at the model's context).
+void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens);
+
+std::vector<int32_t> encode_prompt(const Model& model, const std::string& text, bool add_bos);
+
+Command add_generate_command(CLI::App& app);
+Command add_tokenize_command(CLI::App& app);
+Command add_info_command(CLI::App& app);
+Command add_logits_command(CLI::App& app);
+Command add_make_model_command(CLI::App& app);
+
+}  // namespace kvdesk::cli

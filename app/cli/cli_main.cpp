@@ -1,0 +1,39 @@
+// kvdesk-cli: the headless front end. Parses the command line, runs one subcommand, and turns
+// every failure into one line on stderr: exit 2 for usage, 1 for a runtime error.
+#include <cstdio>
+#include <exception>
+
+#include "app/cli/cli_common.h"
+#include "engine/error.h"
+
+int main(int argc, char** argv) {
+  using namespace kvdesk::cli;
+  CLI::App app{"kvdesk-cli: run GGUF models with a paged KV cache, headless"};
+  app.require_subcommand(1);
+  const std::vector<Command> commands = {
+      add_generate_command(app), add_tokenize_command(app), add_info_command(app),
+      add_logits_command(app), add_make_model_command(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "kvdesk-cli: %s\nRun 'kvdesk-cli --help' for usage.\n", e.what());
+    return 2;
+  }
+  try {
+    for (const Command& c : commands) {
+      if (c.app->parsed()) return c.run();
+    }
+  } catch (const kvdesk::Error& e) {
+    std::fprintf(stderr, "kvdesk-cli: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kvdesk-cli: error: %s\n", e.what());
+    return 1;
+  }
+  return 2;
+}

@@ -1,0 +1,108 @@
+// kvdesk-cli generate: continue a prompt, streaming the text; --json prints one object with
+// the tokens and timings instead.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <random>
+
+#include "app/cli/cli_common.h"
+#include "engine/error.h"
+#include "engine/generator.h"
+
+namespace kvdesk::cli {
+namespace {
+
+struct GenerateArgs {
+  ModelArgs model;
+  std::string prompt;
+  int max_tokens = 64;
+  SamplingParams sampling;
+  bool seed_given = false;
+  bool json = false;
+  bool no_bos = false;
+};
+
+nlohmann::json result_json(const GenerateResult& r, const GenerateArgs& a, const Session& s) {
+  nlohmann::json j;
+  j["prompt_tokens"] = r.prompt_tokens;
+  j["tokens"] = r.tokens;
+  j["text"] = r.text;
+  j["finish_reason"] = finish_reason_name(r.finish);
+  j["prefill_ms"] = r.prefill_ms;
+  j["decode_ms"] = r.decode_ms;
+  j["ttft_ms"] = r.ttft_ms;
+  j["prefill_tok_s"] = r.prefill_tok_s();
+  j["decode_tok_s"] = r.decode_tok_s();
+  j["seed"] = a.sampling.seed;
+  j["threads"] = s.pool->num_threads();
+  j["kv_type"] = a.model.kv_type;
+  j["block_size"] = a.model.block_size;
+  return j;
+}
+
+int run_generate(GenerateArgs& a) {
+  if (!a.seed_given) a.sampling.seed = std::random_device{}();
+  try {
+    validate_sampling_params(a.sampling);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "kvdesk-cli: %s\nRun 'kvdesk-cli generate --help' for usage.\n", e.what());
+    return 2;
+  }
+  Session s = open_session(a.model);
+  const std::vector<int32_t> prompt = encode_prompt(*s.model, a.prompt, !a.no_bos);
+  size_kv_cache(s, a.model, int32_t(prompt.size()) + a.max_tokens);
+  Generator generator(*s.model, *s.kv, *s.pool);
+  GenerateOptions options;
+  options.max_tokens = a.max_tokens;
+  options.sampling = a.sampling;
+  TokenCallback print;
+  if (!a.json) {
+    print = [](int32_t, const std::string& text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    };
+  }
+  const GenerateResult r = generator.generate(prompt, options, print);
+  if (a.json) {
+    std::printf("%s\n", result_json(r, a, s).dump().c_str());
+  } else {
+    std::printf("\n");
+    std::fprintf(stderr, "[%zu prompt tokens, %zu generated, ttft %.1f ms, %.2f tok/s, %s]\n",
+                 r.prompt_tokens.size(), r.tokens.size(), r.ttft_ms, r.decode_tok_s(),
+                 finish_reason_name(r.finish));
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_generate_command(CLI::App& app) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand("generate", "Continue a prompt");
+  add_model_options(cmd, args->model);
+  add_kv_options(cmd, args->model);
+  cmd->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
+  cmd->add_option("-n,--max-tokens", args->max_tokens, "Tokens to generate")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  SamplingParams& sp = args->sampling;
+  sp.temperature = 0.8f;
+  sp.top_k = 40;
+  sp.top_p = 0.95f;
+  sp.min_p = 0.05f;
+  cmd->add_option("--temp", sp.temperature, "Temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--top-k", sp.top_k, "Top-k (0: off)")->capture_default_str();
+  cmd->add_option("--top-p", sp.top_p, "Top-p (1: off)")->capture_default_str();
+  cmd->add_option("--min-p", sp.min_p, "Min-p (0: off)")->capture_default_str();
+  cmd->add_option("--repeat-penalty", sp.repeat_penalty, "Repetition penalty (1: off)")->capture_default_str();
+  cmd->add_option("--repeat-last-n", sp.repeat_last_n, "Tokens the penalty looks back")->capture_default_str();
+  cmd->add_option_function<uint64_t>("--seed", [args](uint64_t seed) {
+    args->sampling.seed = seed;
+    args->seed_given = true;
+  }, "Random seed (default: random)");
+  cmd->add_flag("--no-bos", args->no_bos, "Do not prepend the BOS token");
+  cmd->add_flag("--json", args->json, "Print one JSON object with tokens and timings");
+  return Command{cmd, [args] { return run_generate(*args); }};
+}
+
+}  // namespace kvdesk::cli

@@ -1,0 +1,64 @@
+// Generator: one sequence from prompt to finish on the calling thread: a batched prefill (in
+// chunks), then token-by-token decode with sampling, streaming each token's text as soon as
+// it forms whole UTF-8 characters. The headless front ends (kvdesk-cli) use it directly.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/kv_cache.h"
+#include "engine/sampler.h"
+
+namespace kvdesk {
+
+class Model;
+class ThreadPool;
+
+enum class FinishReason { Stop, Length, ContextFull, KvFull, Cancelled };
+const char* finish_reason_name(FinishReason reason);
+
+struct GenerateOptions {
+  int32_t max_tokens = 64;
+  SamplingParams sampling;
+  int32_t prefill_chunk = 512;   // prompt tokens per forward call
+  bool stop_at_eos = true;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> prompt_tokens;
+  std::vector<int32_t> tokens;   // generated
+  std::string text;              // generated text
+  FinishReason finish = FinishReason::Length;
+  double prefill_ms = 0;         // prompt forward passes
+  double ttft_ms = 0;            // start -> first generated token chosen
+  double decode_ms = 0;          // first token chosen -> last token chosen
+  double decode_tok_s() const;
+  double prefill_tok_s() const;
+};
+
+// Return false to stop (the result then says Cancelled).
+using TokenCallback = std::function<bool(int32_t token, const std::string& text)>;
+
+class Generator {
+ public:
+  Generator(Model& model, KvCache& kv, ThreadPool& pool) : model_(model), kv_(kv), pool_(pool) {}
+
+  GenerateResult generate(const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                          const TokenCallback& on_token = {});
+
+  // Next-token logits at every prompt position: [prompt.size()][vocab].
+  std::vector<float> prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk = 512);
+
+ private:
+  // Runs the whole prompt through seq in chunks. logits: the last token's row, or every
+  // token's rows when all_logits.
+  void prefill(SeqId seq, const std::vector<int32_t>& prompt, bool all_logits,
+               int32_t prefill_chunk, std::vector<float>& logits);
+
+  Model& model_;
+  KvCache& kv_;
+  ThreadPool& pool_;
+};
+
+}  // namespace kvdesk

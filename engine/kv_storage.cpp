@@ -1,0 +1,66 @@
+// KvStorage: per-layer block buffers and their kernel views.
+#include "engine/kv_storage.h"
+
+#include <cstring>
+
+#include "kernels/check.h"
+
+namespace kvdesk {
+namespace {
+
+PagedKvTensor tensor_view(KvType type, uint8_t* data, int32_t block_size, int32_t kv_heads,
+                          int32_t head_dim) {
+  PagedKvTensor t;
+  t.type = type;
+  t.data = data;
+  t.row_stride = kv_type_bytes(type) * size_t(head_dim);
+  t.head_stride = t.row_stride * size_t(block_size);
+  t.block_stride = t.head_stride * size_t(kv_heads);
+  return t;
+}
+
+}  // namespace
+
+size_t kv_bytes_per_token(const ModelConfig& config, KvType k_type, KvType v_type) {
+  return size_t(config.block_count) * size_t(config.kv_dim()) *
+         (kv_type_bytes(k_type) + kv_type_bytes(v_type));
+}
+
+KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout)
+    : layout_(layout),
+      num_layers_(config.block_count),
+      num_kv_heads_(config.head_count_kv),
+      head_dim_(config.head_dim) {
+  KVDESK_ASSERT(layout.block_size > 0 && layout.num_blocks > 0);
+  const size_t values = size_t(layout.block_size) * size_t(num_kv_heads_) * size_t(head_dim_);
+  k_block_bytes_ = kv_type_bytes(layout.k_type) * values;
+  v_block_bytes_ = kv_type_bytes(layout.v_type) * values;
+  for (int32_t l = 0; l < num_layers_; ++l) {
+    k_.emplace_back(new uint8_t[k_block_bytes_ * size_t(layout.num_blocks)]());
+    v_.emplace_back(new uint8_t[v_block_bytes_ * size_t(layout.num_blocks)]());
+  }
+}
+
+PagedKvLayer KvStorage::layer(int32_t index) const {
+  PagedKvLayer l;
+  l.k = tensor_view(layout_.k_type, k_[index].get(), layout_.block_size, num_kv_heads_, head_dim_);
+  l.v = tensor_view(layout_.v_type, v_[index].get(), layout_.block_size, num_kv_heads_, head_dim_);
+  l.block_size = layout_.block_size;
+  l.num_kv_heads = num_kv_heads_;
+  l.head_dim = head_dim_;
+  return l;
+}
+
+size_t KvStorage::bytes_per_block() const {
+  return size_t(num_layers_) * (k_block_bytes_ + v_block_bytes_);
+}
+
+void KvStorage::copy_block(int32_t src, int32_t dst) {
+  KVDESK_ASSERT(src >= 0 && src < layout_.num_blocks && dst >= 0 && dst < layout_.num_blocks);
+  for (int32_t l = 0; l < num_layers_; ++l) {
+    std::memcpy(k_[l].get() + size_t(dst) * k_block_bytes_, k_[l].get() + size_t(src) * k_block_bytes_, k_block_bytes_);
+    std::memcpy(v_[l].get() + size_t(dst) * v_block_bytes_, v_[l].get() + size_t(src) * v_block_bytes_, v_block_bytes_);
+  }
+}
+
+}  // namespace kvdesk

@@ -1,0 +1,52 @@
+// KvStorage: the bytes behind the paged KV cache. For each layer one K and one V buffer of
+// num_blocks physical blocks, in the storage type chosen when the pool is created. It knows
+// nothing of sequences: KvCache decides which block holds what; KvStorage lays blocks out,
+// hands the kernels a PagedKvLayer view, and copies whole blocks (copy-on-write).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "kernels/attention.h"
+#include "kernels/paged_kv.h"
+
+namespace kvdesk {
+
+struct KvLayout {
+  KvType k_type = KvType::F32;
+  KvType v_type = KvType::F32;
+  int32_t block_size = 16;     // tokens per block
+  int32_t num_blocks = 0;      // physical blocks in the pool
+  AttentionNumerics numerics = AttentionNumerics::Exact;  // how attention reads f16 K/V
+};
+
+// The seeds' arithmetic: layers x (K + V) x kv_heads x head_dim x bytes per value.
+size_t kv_bytes_per_token(const ModelConfig& config, KvType k_type, KvType v_type);
+
+class KvStorage {
+ public:
+  KvStorage(const ModelConfig& config, const KvLayout& layout);
+
+  const KvLayout& layout() const { return layout_; }
+  PagedKvLayer layer(int32_t index) const;
+  // Bytes of K and V of one block across all layers.
+  size_t bytes_per_block() const;
+  size_t total_bytes() const { return bytes_per_block() * size_t(layout_.num_blocks); }
+  // Copies every layer's K and V of block src into block dst.
+  void copy_block(int32_t src, int32_t dst);
+
+ private:
+  KvLayout layout_;
+  int32_t num_layers_;
+  int32_t num_kv_heads_;
+  int32_t head_dim_;
+  size_t k_block_bytes_;
+  size_t v_block_bytes_;
+  // Per layer, each [num_blocks][num_kv_heads][block_size][head_dim] in its type.
+  std::vector<std::unique_ptr<uint8_t[]>> k_;
+  std::vector<std::unique_ptr<uint8_t[]>> v_;
+};
+
+}  // namespace kvdesk

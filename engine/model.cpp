@@ -1,0 +1,220 @@
+// The Llama forward pass, top-down: embed -> per layer (attention block, FFN block) ->
+// final norm -> logits. Matmuls are split across the thread pool by weight rows; attention is
+// split by (token, kv head). Buffers are [tokens][features], row-major.
+#include "engine/model.h"
+
+#include <cmath>
+
+#include "engine/error.h"
+#include "engine/thread_pool.h"
+#include "kernels/attention.h"
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/quantize.h"
+
+namespace kvdesk {
+
+void ForwardBatch::add(int32_t token, int32_t position, SeqId seq, bool logits) {
+  tokens.push_back(token);
+  positions.push_back(position);
+  seq_ids.push_back(seq);
+  wants_logits.push_back(logits ? 1 : 0);
+}
+
+int32_t ForwardBatch::num_logit_rows() const {
+  int32_t n = 0;
+  for (uint8_t w : wants_logits) n += w;
+  return n;
+}
+
+// Activation buffers, grown to the largest batch seen and reused across calls.
+struct Model::Scratch {
+  std::vector<float> x, xn, q, k, v, att, tmp, gate, up;  // [T][features]
+  std::vector<float> logit_rows;                          // [L][d_model]
+  std::vector<uint8_t> acts;                              // prepared activation rows
+  std::vector<float> attn_scratch;                        // [threads][attention scratch]
+};
+
+namespace {
+
+// One matrix product of a forward step: y[T][w.rows] = x[T][w.cols] W^T.
+struct MatmulJob {
+  const WeightMatrix* w;
+  const float* x;   // [T][w->cols]
+  float* y;         // [T][w->rows]
+};
+
+// Runs jobs that share one input x (q/k/v, gate/up) as one parallel loop: activations are
+// prepared once per weight type, then row chunks of every job are handed out together, so
+// the step pays one synchronization instead of one per matrix.
+void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJob> jobs,
+                 std::vector<uint8_t>& act_buffer) {
+  struct Part {
+    MatmulArgs args;
+    int64_t rows;
+    int64_t rows_per_task;
+    int64_t first_task;
+  };
+  std::vector<Part> parts;
+  size_t act_bytes_total = 0;
+  for (const MatmulJob& job : jobs) act_bytes_total += act_row_bytes(job.w->type, job.w->cols) * size_t(batch);
+  if (act_buffer.size() < act_bytes_total) act_buffer.resize(act_bytes_total);
+
+  size_t act_offset = 0;
+  int64_t num_tasks = 0;
+  const int64_t threads = pool.num_threads();
+  const MatmulJob* prepared_for = nullptr;
+  uint8_t* acts = nullptr;
+  for (const MatmulJob& job : jobs) {
+    const WeightMatrix& w = *job.w;
+    const size_t row_bytes = act_row_bytes(w.type, w.cols);
+    const bool reuse = prepared_for && prepared_for->x == job.x &&
+                       act_row_bytes(prepared_for->w->type, w.cols) == row_bytes &&
+                       act_format_for(prepared_for->w->type) == act_format_for(w.type);
+    if (!reuse) {
+      acts = act_buffer.data() + act_offset;
+      act_offset += row_bytes * size_t(batch);
+      pool.parallel_for(batch, [&](int64_t b, int) {
+        cpu::prepare_act_row(w.type, job.x + b * w.cols, acts + size_t(b) * row_bytes, w.cols);
+      });
+      prepared_for = &job;
+    }
+    // About 8 chunks per thread balances uneven cores; 16-row multiples keep SIMD tiles whole.
+    int64_t rows_per_task = (w.rows + threads * 8 - 1) / (threads * 8);
+    rows_per_task = (rows_per_task + 15) / 16 * 16;
+    const int64_t tasks = (w.rows + rows_per_task - 1) / rows_per_task;
+    parts.push_back(Part{MatmulArgs{w.type, w.data, w.cols, acts, batch, job.y, w.rows}, w.rows,
+                         rows_per_task, num_tasks});
+    num_tasks += tasks;
+  }
+  pool.parallel_for(num_tasks, [&](int64_t task, int) {
+    size_t p = parts.size() - 1;
+    while (parts[p].first_task > task) --p;
+    const Part& part = parts[p];
+    const int64_t begin = (task - part.first_task) * part.rows_per_task;
+    const int64_t end = std::min(part.rows, begin + part.rows_per_task);
+    cpu::matmul_rows(part.args, begin, end);
+  });
+}
+
+void grow(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+Model::~Model() = default;
+
+std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
+  std::unique_ptr<Model> m(new Model());
+  m->file_ = GgufFile::open(path);
+  m->config_ = read_model_config(*m->file_);
+  m->weights_ = bind_model_weights(*m->file_, m->config_);
+  m->tokenizer_ = options.tokenizer_path.empty() ? Tokenizer::from_gguf(*m->file_)
+                                                 : Tokenizer::from_spm_file(options.tokenizer_path);
+  if (m->tokenizer_->vocab_size() > m->config_.vocab_size) {
+    throw Error(path + ": the tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
+                " tokens but the embedding only " + std::to_string(m->config_.vocab_size));
+  }
+  m->scratch_ = std::make_unique<Scratch>();
+  return m;
+}
+
+void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
+                    std::vector<float>& logits) {
+  const ModelConfig& c = config_;
+  const ModelWeights& w = weights_;
+  Scratch& s = *scratch_;
+  const int64_t T = batch.size();
+  const int64_t D = c.embedding_length;
+  const int64_t F = c.feed_forward_length;
+  const int64_t QD = c.q_dim();
+  const int64_t KVD = c.kv_dim();
+  const int32_t HD = c.head_dim;
+  KVDESK_ASSERT(T > 0);
+  for (int64_t t = 0; t < T; ++t) {
+    KVDESK_ASSERT(batch.tokens[t] >= 0 && batch.tokens[t] < c.vocab_size);
+    KVDESK_ASSERT(batch.positions[t] < kv.num_tokens(batch.seq_ids[t]));
+  }
+  grow(s.x, T * D); grow(s.xn, T * D); grow(s.tmp, T * D);
+  grow(s.q, T * QD); grow(s.att, T * QD); grow(s.k, T * KVD); grow(s.v, T * KVD);
+  grow(s.gate, T * F); grow(s.up, T * F);
+  const int64_t attn_floats = attention_scratch_floats(HD);
+  grow(s.attn_scratch, attn_floats * pool.num_threads());
+
+  // 1. Token embeddings: x[t] = token_embd[token[t]].
+  for (int64_t t = 0; t < T; ++t) {
+    ref::dequantize_row(w.token_embd.type, w.token_embd.row(batch.tokens[t]), s.x.data() + t * D, D);
+  }
+
+  const float attn_scale = 1.0f / std::sqrt(float(HD));
+  for (int32_t l = 0; l < c.block_count; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    const PagedKvLayer kv_layer = kv.layer(l);
+
+    // 2. Attention block: xn = norm(x); q, k, v = xn Wq, xn Wk, xn Wv.
+    for (int64_t t = 0; t < T; ++t) ops::rms_norm(s.x.data() + t * D, lw.attn_norm, s.xn.data() + t * D, D, c.rms_eps);
+    run_matmuls(pool, T, {{&lw.wq, s.xn.data(), s.q.data()},
+                          {&lw.wk, s.xn.data(), s.k.data()},
+                          {&lw.wv, s.xn.data(), s.v.data()}}, s.acts);
+
+    // 3. RoPE on q and k heads, then K/V of every token into its sequence's blocks.
+    for (int64_t t = 0; t < T; ++t) {
+      for (int32_t h = 0; h < c.head_count; ++h) {
+        ops::rope_normal(s.q.data() + t * QD + h * HD, batch.positions[t], c.rope_dimension_count, c.rope_freq_base, c.rope_freq_scale);
+      }
+      for (int32_t h = 0; h < c.head_count_kv; ++h) {
+        ops::rope_normal(s.k.data() + t * KVD + h * HD, batch.positions[t], c.rope_dimension_count, c.rope_freq_base, c.rope_freq_scale);
+      }
+      const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1);
+      paged_kv_write(kv_layer, seq, batch.positions[t], s.k.data() + t * KVD, s.v.data() + t * KVD);
+    }
+
+    // 4. Causal attention: token t attends to positions [0, pos_t] of its sequence. One task
+    //    per (token, kv head) runs that head's group of query heads (GQA).
+    const int32_t group = c.head_count / c.head_count_kv;
+    pool.parallel_for(T * c.head_count_kv, [&](int64_t task, int thread) {
+      const int64_t t = task / c.head_count_kv;
+      const int32_t g = int32_t(task % c.head_count_kv);
+      PagedKvLayer one_head = kv_layer;
+      one_head.k.data += size_t(g) * kv_layer.k.head_stride;
+      one_head.v.data += size_t(g) * kv_layer.v.head_stride;
+      one_head.num_kv_heads = 1;
+      AttentionArgs args;
+      args.q = s.q.data() + t * QD + int64_t(g) * group * HD;
+      args.num_heads = group;
+      args.scale = attn_scale;
+      args.out = s.att.data() + t * QD + int64_t(g) * group * HD;
+      args.scratch = s.attn_scratch.data() + thread * attn_floats;
+      args.numerics = kv.layout().numerics;
+      ref::paged_attention(one_head, kv.view(batch.seq_ids[t], batch.positions[t] + 1), args);
+    });
+
+    // 5. x += att Wo.
+    run_matmuls(pool, T, {{&lw.wo, s.att.data(), s.tmp.data()}}, s.acts);
+    for (int64_t t = 0; t < T; ++t) ops::add_in_place(s.x.data() + t * D, s.tmp.data() + t * D, D);
+
+    // 6. FFN block: x += (silu(xn Wgate) * (xn Wup)) Wdown, xn = norm(x).
+    for (int64_t t = 0; t < T; ++t) ops::rms_norm(s.x.data() + t * D, lw.ffn_norm, s.xn.data() + t * D, D, c.rms_eps);
+    run_matmuls(pool, T, {{&lw.w_gate, s.xn.data(), s.gate.data()},
+                          {&lw.w_up, s.xn.data(), s.up.data()}}, s.acts);
+    for (int64_t t = 0; t < T; ++t) ops::swiglu(s.gate.data() + t * F, s.up.data() + t * F, s.gate.data() + t * F, F);
+    run_matmuls(pool, T, {{&lw.w_down, s.gate.data(), s.tmp.data()}}, s.acts);
+    for (int64_t t = 0; t < T; ++t) ops::add_in_place(s.x.data() + t * D, s.tmp.data() + t * D, D);
+  }
+
+  // 7. Final norm and logits, only for the tokens that asked for them.
+  const int64_t L = batch.num_logit_rows();
+  grow(s.logit_rows, L * D);
+  int64_t row = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (!batch.wants_logits[t]) continue;
+    ops::rms_norm(s.x.data() + t * D, w.output_norm, s.logit_rows.data() + row * D, D, c.rms_eps);
+    ++row;
+  }
+  logits.resize(size_t(L) * size_t(c.vocab_size));
+  if (L > 0) run_matmuls(pool, L, {{&w.output, s.logit_rows.data(), logits.data()}}, s.acts);
+}
+
+}  // namespace kvdesk

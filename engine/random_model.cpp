@@ -1,0 +1,186 @@
+// write_random_model: metadata like a llama.cpp conversion, tensors streamed one at a time.
+#include "engine/random_model.h"
+
+#include <sentencepiece_processor.h>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/gguf_writer.h"
+#include "kernels/quantize.h"
+
+namespace kvdesk {
+namespace {
+
+// splitmix64: a small, fast, well-mixed generator; one stream per tensor keeps files
+// reproducible from (seed, tensor index) alone.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return double((next() >> 11) + 1) * (1.0 / 9007199254740993.0); }  // (0, 1]
+  // Box-Muller, both outputs used.
+  float normal() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double r = std::sqrt(-2.0 * std::log(uniform()));
+    const double a = 2.0 * M_PI * uniform();
+    spare_ = float(r * std::sin(a));
+    has_spare_ = true;
+    return float(r * std::cos(a));
+  }
+
+ private:
+  uint64_t state_;
+  float spare_ = 0;
+  bool has_spare_ = false;
+};
+
+struct Vocabulary {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;   // GGUF token types: 1 normal, 2 unknown, 3 control, 5 unused, 6 byte
+  int32_t bos = 1;
+  int32_t eos = 2;
+  int32_t unk = 0;
+};
+
+Vocabulary read_vocabulary(const std::string& path) {
+  sentencepiece::SentencePieceProcessor sp;
+  const auto status = sp.Load(path);
+  if (!status.ok()) throw Error(path + ": cannot load SentencePiece model: " + status.ToString());
+  Vocabulary v;
+  for (int i = 0; i < sp.GetPieceSize(); ++i) {
+    v.tokens.push_back(sp.IdToPiece(i));
+    v.scores.push_back(sp.GetScore(i));
+    v.types.push_back(sp.IsUnknown(i) ? 2 : sp.IsControl(i) ? 3 : sp.IsUnused(i) ? 5 : sp.IsByte(i) ? 6 : 1);
+  }
+  v.bos = sp.bos_id();
+  v.eos = sp.eos_id();
+  v.unk = sp.unk_id();
+  return v;
+}
+
+void check_spec(const RandomModelSpec& s) {
+  auto fail = [](const std::string& what) { throw Error("make-model: " + what); };
+  if (s.layers < 1 || s.layers > 1024) fail("--layers must be in [1, 1024]");
+  if (s.embd < 2 || s.embd > 65536) fail("--embd must be in [2, 65536]");
+  if (s.heads < 1 || s.embd % s.heads != 0) fail("--embd must be a multiple of --heads");
+  if ((s.embd / s.heads) % 2 != 0) fail("the head dimension (embd / heads) must be even");
+  if (s.kv_heads < 1 || s.heads % s.kv_heads != 0) fail("--heads must be a multiple of --kv-heads");
+  if (s.ff < 1 || s.ff > 262144) fail("--ff must be in [1, 262144]");
+  const GgmlType t = s.type;
+  if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16 && t != GgmlType::Q8_0 &&
+      t != GgmlType::Q4_0) {
+    fail("--type must be one of f32, f16, bf16, q8_0, q4_0");
+  }
+}
+
+uint32_t file_type_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::BF16: return 32;
+    default: return 1;
+  }
+}
+
+class TensorMaker {
+ public:
+  TensorMaker(GgufWriter& writer, const RandomModelSpec& spec) : writer_(writer), spec_(spec) {}
+
+  void matrix(const std::string& name, int64_t rows, int64_t cols) {
+    const GgmlType requested = spec_.type;
+    const GgmlType type = cols % ggml_type_info(requested).block_values == 0 ? requested : GgmlType::F16;
+    const uint64_t seed = spec_.seed * 1000003ull + index_++;
+    writer_.add_tensor(name, type, {cols, rows}, [=](std::vector<uint8_t>& out) {
+      Rng rng(seed);
+      const size_t row_bytes = ggml_row_bytes(type, cols);
+      out.resize(row_bytes * size_t(rows));
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (float& x : row) x = 0.02f * rng.normal();
+        ref::quantize_row(type, row.data(), out.data() + size_t(r) * row_bytes, cols);
+      }
+    });
+  }
+
+  void ones(const std::string& name, int64_t n) {
+    ++index_;
+    writer_.add_tensor(name, GgmlType::F32, {n}, [n](std::vector<uint8_t>& out) {
+      std::vector<float> values(size_t(n), 1.0f);
+      out.assign(reinterpret_cast<const uint8_t*>(values.data()),
+                 reinterpret_cast<const uint8_t*>(values.data() + n));
+    });
+  }
+
+ private:
+  GgufWriter& writer_;
+  const RandomModelSpec& spec_;
+  uint64_t index_ = 0;
+};
+
+}  // namespace
+
+void write_random_model(const RandomModelSpec& spec, const std::string& out_path) {
+  check_spec(spec);
+  const Vocabulary vocab = read_vocabulary(spec.vocab_from);
+  const int64_t n_vocab = int64_t(vocab.tokens.size());
+  const int32_t head_dim = spec.embd / spec.heads;
+
+  GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  w.add_string("general.name", spec.name);
+  w.add_uint32("general.file_type", file_type_of(spec.type));
+  w.add_uint32("llama.context_length", uint32_t(spec.context_length));
+  w.add_uint32("llama.embedding_length", uint32_t(spec.embd));
+  w.add_uint32("llama.block_count", uint32_t(spec.layers));
+  w.add_uint32("llama.feed_forward_length", uint32_t(spec.ff));
+  w.add_uint32("llama.attention.head_count", uint32_t(spec.heads));
+  w.add_uint32("llama.attention.head_count_kv", uint32_t(spec.kv_heads));
+  w.add_uint32("llama.rope.dimension_count", uint32_t(head_dim));
+  w.add_float32("llama.rope.freq_base", spec.rope_freq_base);
+  w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.add_uint32("llama.vocab_size", uint32_t(n_vocab));
+  w.add_string("tokenizer.ggml.model", "llama");
+  w.add_string_array("tokenizer.ggml.tokens", vocab.tokens);
+  w.add_float32_array("tokenizer.ggml.scores", vocab.scores);
+  w.add_int32_array("tokenizer.ggml.token_type", vocab.types);
+  w.add_uint32("tokenizer.ggml.bos_token_id", uint32_t(vocab.bos));
+  w.add_uint32("tokenizer.ggml.eos_token_id", uint32_t(vocab.eos));
+  w.add_uint32("tokenizer.ggml.unknown_token_id", uint32_t(vocab.unk));
+  w.add_bool("tokenizer.ggml.add_bos_token", true);
+  w.add_bool("tokenizer.ggml.add_eos_token", false);
+
+  TensorMaker make(w, spec);
+  const int64_t d = spec.embd;
+  const int64_t kv_dim = int64_t(spec.kv_heads) * head_dim;
+  make.matrix("token_embd.weight", n_vocab, d);
+  make.ones("output_norm.weight", d);
+  make.matrix("output.weight", n_vocab, d);
+  for (int32_t i = 0; i < spec.layers; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    make.ones(p + "attn_norm.weight", d);
+    make.matrix(p + "attn_q.weight", d, d);
+    make.matrix(p + "attn_k.weight", kv_dim, d);
+    make.matrix(p + "attn_v.weight", kv_dim, d);
+    make.matrix(p + "attn_output.weight", d, d);
+    make.ones(p + "ffn_norm.weight", d);
+    make.matrix(p + "ffn_gate.weight", spec.ff, d);
+    make.matrix(p + "ffn_up.weight", spec.ff, d);
+    make.matrix(p + "ffn_down.weight", d, spec.ff);
+  }
+  w.write(out_path);
+}
+
+}  // namespace kvdesk

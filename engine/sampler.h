@@ -1,0 +1,49 @@
+// Sampler: picks the next token from one row of logits. Order of the filters (as llama.cpp's
+// default chain): repetition penalty -> top-k -> temperature -> softmax -> top-p -> min-p ->
+// draw. Temperature 0 is greedy (argmax, lowest id on ties). One Sampler per sequence: its
+// random stream, seeded once, makes a run with the same seed repeat exactly.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace kvdesk {
+
+struct SamplingParams {
+  float temperature = 0.0f;     // 0: greedy
+  int32_t top_k = 0;            // 0: off
+  float top_p = 1.0f;           // 1: off
+  float min_p = 0.0f;           // 0: off
+  float repeat_penalty = 1.0f;  // 1: off
+  int32_t repeat_last_n = 64;   // tokens of history the penalty looks at
+  uint64_t seed = 0;
+};
+
+// Throws kvdesk::Error with the reason when a value is out of its range.
+void validate_sampling_params(const SamplingParams& params);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+
+  // logits[vocab] are not modified; history is the sequence so far (prompt + generated).
+  int32_t sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history);
+
+ private:
+  struct Candidate {
+    int32_t id;
+    float value;   // logit, then probability
+  };
+  void apply_repeat_penalty(const std::vector<int32_t>& history);
+  void keep_top_k();
+  void softmax_with_temperature();
+  void keep_top_p();
+  void keep_min_p();
+  int32_t draw();
+
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::vector<Candidate> candidates_;   // [vocab] at the start of each sample()
+};
+
+}  // namespace kvdesk

@@ -1,0 +1,139 @@
+// Paged attention, scalar reference: gather each cached row through the block table,
+// convert to float, and accumulate softmax(q K^T) V in one online-softmax pass per head.
+#include "kernels/attention.h"
+
+#include <cmath>
+
+#include "kernels/check.h"
+#include "kernels/fp16.h"
+
+namespace kvdesk {
+namespace {
+
+uint8_t* row_ptr(const PagedKvTensor& t, const PagedSeq& seq, int32_t block_size,
+                       int32_t pos, int32_t kv_head) {
+  const int32_t block = seq.block_table[pos / block_size];
+  return t.data + size_t(block) * t.block_stride + size_t(kv_head) * t.head_stride +
+         size_t(pos % block_size) * t.row_stride;
+}
+
+void load_row(KvType type, const uint8_t* src, float* out, int32_t n) {
+  switch (type) {
+    case KvType::F32:
+      for (int32_t i = 0; i < n; ++i) out[i] = reinterpret_cast<const float*>(src)[i];
+      return;
+    case KvType::F16:
+      for (int32_t i = 0; i < n; ++i) out[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(src)[i]);
+      return;
+    case KvType::BF16:
+      for (int32_t i = 0; i < n; ++i) out[i] = bf16_to_fp32(reinterpret_cast<const uint16_t*>(src)[i]);
+      return;
+  }
+  KVDESK_ASSERT(false);
+}
+
+void store_row(KvType type, const float* x, uint8_t* dst, int32_t n) {
+  switch (type) {
+    case KvType::F32:
+      for (int32_t i = 0; i < n; ++i) reinterpret_cast<float*>(dst)[i] = x[i];
+      return;
+    case KvType::F16:
+      for (int32_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(dst)[i] = fp32_to_fp16(x[i]);
+      return;
+    case KvType::BF16:
+      for (int32_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(dst)[i] = fp32_to_bf16(x[i]);
+      return;
+  }
+  KVDESK_ASSERT(false);
+}
+
+float round_to_fp16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
+
+}  // namespace
+
+const char* kv_type_name(KvType type) {
+  switch (type) {
+    case KvType::F32: return "f32";
+    case KvType::F16: return "f16";
+    case KvType::BF16: return "bf16";
+  }
+  return "?";
+}
+
+size_t kv_type_bytes(KvType type) {
+  switch (type) {
+    case KvType::F32: return 4;
+    case KvType::F16: return 2;
+    case KvType::BF16: return 2;
+  }
+  return 0;
+}
+
+int64_t attention_scratch_floats(int32_t head_dim) {
+  return 3 * int64_t(head_dim);
+}
+
+void paged_kv_write(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos,
+                    const float* k, const float* v) {
+  KVDESK_ASSERT(pos >= 0 && pos < seq.num_tokens);
+  for (int32_t g = 0; g < layer.num_kv_heads; ++g) {
+    const float* kg = k + int64_t(g) * layer.head_dim;
+    const float* vg = v + int64_t(g) * layer.head_dim;
+    store_row(layer.k.type, kg, row_ptr(layer.k, seq, layer.block_size, pos, g), layer.head_dim);
+    store_row(layer.v.type, vg, row_ptr(layer.v, seq, layer.block_size, pos, g), layer.head_dim);
+  }
+}
+
+void paged_kv_read_k(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos, int32_t kv_head, float* out) {
+  load_row(layer.k.type, row_ptr(layer.k, seq, layer.block_size, pos, kv_head), out, layer.head_dim);
+}
+
+void paged_kv_read_v(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos, int32_t kv_head, float* out) {
+  load_row(layer.v.type, row_ptr(layer.v, seq, layer.block_size, pos, kv_head), out, layer.head_dim);
+}
+
+namespace ref {
+
+void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
+  const int32_t d = layer.head_dim;
+  KVDESK_ASSERT(seq.num_tokens > 0 && args.num_heads % layer.num_kv_heads == 0);
+  const int32_t group = args.num_heads / layer.num_kv_heads;
+  const bool compat = args.numerics == AttentionNumerics::LlamaCpp;
+  const bool round_q = compat && layer.k.type == KvType::F16;
+  const bool round_acc = compat && layer.v.type == KvType::F16;
+  float* q = args.scratch;           // [d]
+  float* row = args.scratch + d;     // [d]
+  float* acc = args.scratch + 2 * d; // [d]
+  for (int32_t h = 0; h < args.num_heads; ++h) {
+    const int32_t g = h / group;
+    for (int32_t i = 0; i < d; ++i) q[i] = round_q ? round_to_fp16(args.q[h * d + i]) : args.q[h * d + i];
+    for (int32_t i = 0; i < d; ++i) acc[i] = 0;
+    float running_max = -INFINITY;
+    float running_sum = 0;
+    for (int32_t j = 0; j < seq.num_tokens; ++j) {
+      paged_kv_read_k(layer, seq, j, g, row);
+      float s = 0;
+      for (int32_t i = 0; i < d; ++i) s += q[i] * row[i];
+      s *= args.scale;
+      float acc_scale = 1.0f;   // e^(m - m')
+      float weight = 1.0f;      // e^(s - m')
+      if (s > running_max) {
+        acc_scale = std::exp(running_max - s);
+        running_max = s;
+      } else {
+        weight = std::exp(s - running_max);
+      }
+      paged_kv_read_v(layer, seq, j, g, row);
+      for (int32_t i = 0; i < d; ++i) {
+        const float a = acc[i] * acc_scale;
+        acc[i] = round_acc ? round_to_fp16(round_to_fp16(a) + row[i] * weight) : a + row[i] * weight;
+      }
+      running_sum = running_sum * acc_scale + weight;
+    }
+    float* out = args.out + int64_t(h) * d;
+    for (int32_t i = 0; i < d; ++i) out[i] = acc[i] / running_sum;
+  }
+}
+
+}  // namespace ref
+}  // namespace kvdesk

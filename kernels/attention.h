@@ -1,0 +1,46 @@
+// Attention of one query token (all query heads) over one sequence's cached keys and values,
+// read through its block table:
+//   for query head h, kv head g = h / (num_heads / num_kv_heads)   (GQA; MQA when 1 kv head)
+//     s[j] = scale * dot(q[h], K[g][j])          j in [0, seq.num_tokens)
+//     p = softmax(s)
+//     out[h] = sum_j p[j] * V[g][j]
+// Causality is the caller's: it passes num_tokens = position + 1 for a prompt token.
+// One pass over the keys and values with an online softmax (running max m and sum l):
+//   m' = max(m, s[j]);  acc = acc * e^(m - m') + V[j] * e^(s[j] - m');  l = l * e^(m - m') + e^(s[j] - m')
+// so nothing of size num_tokens is stored and long contexts can later be split into chunks.
+#pragma once
+#include <cstdint>
+
+#include "kernels/paged_kv.h"
+
+namespace kvdesk {
+
+// Exact: all arithmetic in f32. LlamaCpp: where K or V is stored in f16, round q and the V
+// accumulator to f16 at the points llama.cpp's CPU flash attention does, which reproduces its
+// logits to ~1e-5 (the reference files in ../shared/models were made that way).
+enum class AttentionNumerics : uint8_t { Exact, LlamaCpp };
+
+struct AttentionArgs {
+  const float* q = nullptr;   // [num_heads][head_dim]
+  int32_t num_heads = 0;
+  float scale = 1.0f;         // usually 1 / sqrt(head_dim)
+  float* out = nullptr;       // [num_heads][head_dim]
+  float* scratch = nullptr;   // [attention_scratch_floats(head_dim)]
+  AttentionNumerics numerics = AttentionNumerics::Exact;
+};
+
+int64_t attention_scratch_floats(int32_t head_dim);
+
+// Write one token's k[num_kv_heads][head_dim] and v[...] at position pos of a sequence.
+void paged_kv_write(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos,
+                    const float* k, const float* v);
+
+// Read back one cached row (tests, CoW checks): out[head_dim].
+void paged_kv_read_k(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos, int32_t kv_head, float* out);
+void paged_kv_read_v(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos, int32_t kv_head, float* out);
+
+namespace ref {
+void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
+}
+
+}  // namespace kvdesk

@@ -1,0 +1,257 @@
+// AVX2 + FMA + F16C kernels: Q8Act quantization, dots and tiled matmul for every computable
+// weight type. Integer blocks go one per ymm through maddubs; float types use FMA.
+// Built with AVX2 flags, reached only through kAvx2Kernels after the CPU check.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/check.h"
+#include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/tile_driver.h"
+
+namespace kvdesk {
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+inline int hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
+}
+
+// ---- activation quantization ----------------------------------------------------------------
+
+// d = amax / 127, qs[i] = round_half_even(x[i] * (1 / d)), sum = sum(qs): bit-identical to ref.
+void quantize_act_block(const float* x, BlockQ8Act& y) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  __m256 amax = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[i]));
+  }
+  const float d = hmax(amax) / 127.0f;
+  const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  __m256i q[4];
+  for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
+  // packs interleave 128-bit lanes: 4-byte groups come out as 0 2 4 6 1 3 5 7.
+  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+  const __m256i ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y.qs), ordered);
+  y.d = d;
+  y.sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+}
+
+void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n) {
+  if (act_format_for(weight_type) == ActFormat::F32) {
+    std::memcpy(act, x, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  KVDESK_ASSERT(n % kQ8ActBlockValues == 0);
+  BlockQ8Act* y = static_cast<BlockQ8Act*>(act);
+  for (int64_t b = 0; b < n / kQ8ActBlockValues; ++b) quantize_act_block(x + b * kQ8ActBlockValues, y[b]);
+}
+
+// ---- integer blocks: Q8_0 / Q4_0 weights x Q8Act --------------------------------------------
+//
+// One block per step. Per 32-bit lane i (4 values):
+//     dot[i]  = sum_{4 values} u8(w) * s8(a)     (maddubs to s16 pairs, madd with 1 to s32)
+//     acc[i] += float(dot[i]) * fp16(w.d) * a.d
+// Q8_0: u8(w) = |w| and s8(a) = a * sign(w), so pairs stay within s16.
+// Q4_0: u8(w) = nibble 0..15, s8(a) = a, and -8 * a.sum is added to lane 0.
+
+struct Q8_0Format {
+  using Block = BlockQ8_0;
+  struct Weights {
+    __m256i abs;    // [32] |w|
+    __m256i signs;  // [32] w, whose signs move onto the activations
+  };
+  static Weights weights(const Block& b) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+    return Weights{_mm256_sign_epi8(w, w), w};
+  }
+  static __m256i dot(const Weights& w, const BlockQ8Act& a, __m256i ones) {
+    const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(av, w.signs)), ones);
+  }
+};
+
+struct Q4_0Format {
+  using Block = BlockQ4_0;
+  struct Weights {
+    __m256i nibbles;  // [32] values 0..15: low nibbles, then high nibbles
+  };
+  static Weights weights(const Block& b) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
+    return Weights{_mm256_and_si256(both, _mm256_set1_epi8(15))};
+  }
+  static __m256i dot(const Weights& w, const BlockQ8Act& a, __m256i ones) {
+    const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
+    const __m256i bias = _mm256_setr_epi32(-8 * a.sum, 0, 0, 0, 0, 0, 0, 0);
+    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w.nibbles, av), ones), bias);
+  }
+};
+
+template <class F, int R, int C>
+inline __attribute__((always_inline)) void quant_step(const Tile& t, int64_t j, __m256 (&acc)[R][C]) {
+  using Block = typename F::Block;
+  const __m256i ones = _mm256_set1_epi16(1);
+  typename F::Weights w[R];
+  __m256 dw[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    const Block& b = row_at<Block>(t.w, t.w_stride, r)[j];
+    w[r] = F::weights(b);
+    dw[r] = _mm256_set1_ps(_cvtsh_ss(b.d));
+  }
+#pragma GCC unroll 16
+  for (int c = 0; c < C; ++c) {
+    const BlockQ8Act& a = row_at<BlockQ8Act>(t.a, t.a_stride, c)[j];
+    const __m256 da = _mm256_broadcast_ss(&a.d);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m256 dot = _mm256_cvtepi32_ps(F::dot(w[r], a, ones));
+      acc[r][c] = _mm256_fmadd_ps(dot, _mm256_mul_ps(dw[r], da), acc[r][c]);
+    }
+  }
+}
+
+template <int R, int C>
+void store_tile(const Tile& t, __m256 (&acc)[R][C]) {
+#pragma GCC unroll 16
+  for (int c = 0; c < C; ++c) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r] = hsum(acc[r][c]);
+  }
+}
+
+template <int R, int C>
+void zero_tile(__m256 (&acc)[R][C]) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  }
+}
+
+template <class F>
+struct QuantKernel {
+  static constexpr int kGemvRows = 2;
+  static constexpr int kRows = 2;
+  static constexpr int kActs = 2;
+
+  template <int R, int C>
+  static void tile(const Tile& t) {
+    __m256 acc[R][C];
+    zero_tile(acc);
+    for (int64_t j = 0; j < t.n / 32; ++j) quant_step<F, R, C>(t, j, acc);
+    store_tile(t, acc);
+  }
+};
+
+// ---- float weights (F32 / F16 / BF16) x float activations ------------------------------------
+//     acc[r][c] += float(w[r][k..k+7]) * a[c][k..k+7];  the last partial vector runs on
+// zero-padded copies.
+
+struct F32Format {
+  using Elem = float;
+  static __m256 load(const Elem* p) { return _mm256_loadu_ps(p); }
+};
+struct F16Format {
+  using Elem = uint16_t;
+  static __m256 load(const Elem* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+};
+struct Bf16Format {
+  using Elem = uint16_t;
+  static __m256 load(const Elem* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+};
+
+template <class F, int R, int C>
+inline __attribute__((always_inline)) void float_step(const Tile& t, int64_t k, __m256 (&acc)[R][C]) {
+  __m256 w[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) w[r] = F::load(row_at<typename F::Elem>(t.w, t.w_stride, r) + k);
+#pragma GCC unroll 16
+  for (int c = 0; c < C; ++c) {
+    const __m256 a = _mm256_loadu_ps(row_at<float>(t.a, t.a_stride, c) + k);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(w[r], a, acc[r][c]);
+  }
+}
+
+// The values [k, n) (fewer than 8) of every row of t, zero-padded to one vector.
+template <class F, int R, int C>
+void float_tail(const Tile& t, int64_t k, __m256 (&acc)[R][C]) {
+  using Elem = typename F::Elem;
+  const size_t rest = static_cast<size_t>(t.n - k);
+  Elem w[R][8] = {};
+  float a[C][8] = {};
+  for (int r = 0; r < R; ++r) std::memcpy(w[r], row_at<Elem>(t.w, t.w_stride, r) + k, rest * sizeof(Elem));
+  for (int c = 0; c < C; ++c) std::memcpy(a[c], row_at<float>(t.a, t.a_stride, c) + k, rest * sizeof(float));
+  const Tile padded{reinterpret_cast<const char*>(w), sizeof(w[0]), reinterpret_cast<const char*>(a),
+                    sizeof(a[0]), 8, nullptr, 0};
+  float_step<F, R, C>(padded, 0, acc);
+}
+
+template <class F>
+struct FloatKernel {
+  static constexpr int kGemvRows = 4;
+  static constexpr int kRows = 4;
+  static constexpr int kActs = 2;
+
+  template <int R, int C>
+  static void tile(const Tile& t) {
+    __m256 acc[R][C];
+    zero_tile(acc);
+    int64_t k = 0;
+    for (; k + 8 <= t.n; k += 8) float_step<F, R, C>(t, k, acc);
+    if (k < t.n) float_tail<F, R, C>(t, k, acc);
+    store_tile(t, acc);
+  }
+};
+
+// ---- entry points ------------------------------------------------------------------------------
+
+float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
+  switch (weight_type) {
+    case GgmlType::F32: return dot_one<FloatKernel<F32Format>>(w_row, act_row, n);
+    case GgmlType::F16: return dot_one<FloatKernel<F16Format>>(w_row, act_row, n);
+    case GgmlType::BF16: return dot_one<FloatKernel<Bf16Format>>(w_row, act_row, n);
+    case GgmlType::Q8_0: return dot_one<QuantKernel<Q8_0Format>>(w_row, act_row, n);
+    case GgmlType::Q4_0: return dot_one<QuantKernel<Q4_0Format>>(w_row, act_row, n);
+    default: KVDESK_ASSERT(!"vec_dot: type is not computable");
+  }
+  return 0.0f;
+}
+
+void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  switch (args.weight_type) {
+    case GgmlType::F32: return matmul_tiled<FloatKernel<F32Format>>(args, row_begin, row_end);
+    case GgmlType::F16: return matmul_tiled<FloatKernel<F16Format>>(args, row_begin, row_end);
+    case GgmlType::BF16: return matmul_tiled<FloatKernel<Bf16Format>>(args, row_begin, row_end);
+    case GgmlType::Q8_0: return matmul_tiled<QuantKernel<Q8_0Format>>(args, row_begin, row_end);
+    case GgmlType::Q4_0: return matmul_tiled<QuantKernel<Q4_0Format>>(args, row_begin, row_end);
+    default: KVDESK_ASSERT(!"matmul_rows: type is not computable");
+  }
+}
+
+}  // namespace
+
+const IsaKernels kAvx2Kernels = {&prepare_act_row, &vec_dot, &matmul_rows};
+
+}  // namespace kvdesk

@@ -1,0 +1,23 @@
+// Internal: the kernel table each ISA translation unit exports, and the table cpu:: uses now.
+// Only dot_dispatch.cpp and matmul.cpp include this; the ISA files keep everything else static.
+#pragma once
+#include <cstdint>
+
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+
+namespace kvdesk {
+
+struct IsaKernels {
+  void (*prepare_act_row)(GgmlType weight_type, const float* x, void* act, int64_t n);
+  float (*vec_dot)(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n);
+  void (*matmul_rows)(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+};
+
+extern const IsaKernels kAvx2Kernels;    // kernels/cpu/dot_avx2.cpp
+extern const IsaKernels kAvx512Kernels;  // kernels/cpu/dot_avx512.cpp
+
+// The table of cpu_isa_active(); set once at startup, changed only by cpu_isa_force.
+const IsaKernels& cpu_isa_kernels();
+
+}  // namespace kvdesk

@@ -1,0 +1,49 @@
+// Dot products of one weight row (stored in its GGUF type, never dequantized in memory)
+// with one activation row. Quantized weights meet activations quantized once per matmul to
+// an 8-bit block format (BlockQ8Act), so the inner loop is integer SIMD; float weights meet
+// float activations.
+//
+// Three faces, one signature: ref:: is the scalar truth, cpu:: dispatches at run time to the
+// widest ISA present (AVX-512 VNNI, AVX2, scalar), and tests compare the two.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/ggml_types.h"
+
+namespace kvdesk {
+
+// Activation block for integer dots: 32 values x[i] ~= d * qs[i]; sum = sum(qs) lets Q4_0's
+// -8 offset be applied once per block instead of per value.
+constexpr int kQ8ActBlockValues = 32;
+struct BlockQ8Act {
+  float d;
+  int32_t sum;
+  int8_t qs[kQ8ActBlockValues];
+};
+static_assert(sizeof(BlockQ8Act) == 40);
+
+enum class ActFormat { F32, Q8Act };
+ActFormat act_format_for(GgmlType weight_type);
+// Bytes of one prepared activation row of n values for this weight type.
+size_t act_row_bytes(GgmlType weight_type, int64_t n);
+
+enum class CpuIsa { Scalar, Avx2, Avx512 };
+const char* cpu_isa_name(CpuIsa isa);
+CpuIsa cpu_isa_detected();          // best ISA of this CPU
+CpuIsa cpu_isa_active();            // what cpu:: uses now
+void cpu_isa_force(CpuIsa isa);     // tests pin a path; clamped to what the CPU supports
+
+namespace ref {
+// x[n] floats -> act (act_row_bytes(weight_type, n) bytes).
+void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n);
+// sum_i w[i] * a[i] over n values; w is one row of weight_type, a a prepared act row.
+float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n);
+}  // namespace ref
+
+namespace cpu {
+void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n);
+float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n);
+}  // namespace cpu
+
+}  // namespace kvdesk

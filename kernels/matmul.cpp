@@ -1,0 +1,37 @@
+// Weight-matrix x activation-batch products over a row range: ref:: loops over ref::vec_dot,
+// cpu:: hands the range to the active ISA's tiled kernel (dot_avx2.cpp / dot_avx512.cpp).
+#include "kernels/matmul.h"
+
+#include "kernels/check.h"
+#include "kernels/cpu/dot_isa.h"
+#include "kernels/dot.h"
+
+namespace kvdesk {
+
+namespace ref {
+
+// y[b * ld_y + r] = vec_dot(W[r], A[b])
+void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  KVDESK_ASSERT(0 <= row_begin && row_begin <= row_end);
+  const size_t w_stride = ggml_row_bytes(args.weight_type, args.n);
+  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
+  const char* w = static_cast<const char*>(args.weights);
+  const char* a = static_cast<const char*>(args.acts);
+  for (int64_t b = 0; b < args.batch; ++b) {
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      args.y[b * args.ld_y + r] = vec_dot(args.weight_type, w + r * w_stride, a + b * a_stride, args.n);
+    }
+  }
+}
+
+}  // namespace ref
+
+namespace cpu {
+
+void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  KVDESK_ASSERT(0 <= row_begin && row_begin <= row_end);
+  cpu_isa_kernels().matmul_rows(args, row_begin, row_end);
+}
+
+}  // namespace cpu
+}  // namespace kvdesk

@@ -1,0 +1,125 @@
+// Scalar row quantizers (ggml's reference rounding, bit for bit) and dequantizers for the
+// computable weight types. Used to write GGUF files and as the truth the SIMD dots are tested by.
+#include "kernels/quantize.h"
+
+#include <cmath>
+
+#include "kernels/check.h"
+#include "kernels/fp16.h"
+
+namespace kvdesk::ref {
+namespace {
+
+// d = amax / 127, qs[i] = round_half_away(x[i] / d)   (ggml: x * (1/d), roundf)
+void quantize_block_q8_0(const float* x, BlockQ8_0& y) {
+  float amax = 0.0f;
+  for (int i = 0; i < kQ8_0BlockValues; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  y.d = fp32_to_fp16(d);
+  for (int i = 0; i < kQ8_0BlockValues; ++i) y.qs[i] = static_cast<int8_t>(std::round(x[i] * id));
+}
+
+// m = the value of largest magnitude (sign kept), d = m / -8,
+// q[i] = min(15, trunc(x[i] / d + 8.5)) so q = 0 is exactly m and 8 is zero.
+void quantize_block_q4_0(const float* x, BlockQ4_0& y) {
+  float amax = 0.0f;
+  float max = 0.0f;
+  for (int i = 0; i < kQ4_0BlockValues; ++i) {
+    if (amax < std::fabs(x[i])) {
+      amax = std::fabs(x[i]);
+      max = x[i];
+    }
+  }
+  const float d = max / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  y.d = fp32_to_fp16(d);
+  constexpr int kHalf = kQ4_0BlockValues / 2;
+  for (int i = 0; i < kHalf; ++i) {
+    const int lo = static_cast<int8_t>(x[i] * id + 8.5f);
+    const int hi = static_cast<int8_t>(x[i + kHalf] * id + 8.5f);
+    y.qs[i] = static_cast<uint8_t>((lo < 15 ? lo : 15) | (hi < 15 ? hi : 15) << 4);
+  }
+}
+
+// y[i] = d * qs[i]
+void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQ8_0BlockValues; ++b) {
+    const float d = fp16_to_fp32(x[b].d);
+    for (int i = 0; i < kQ8_0BlockValues; ++i) y[b * kQ8_0BlockValues + i] = d * x[b].qs[i];
+  }
+}
+
+// y[i] = d * ((qs[i] & 15) - 8), y[i + 16] = d * ((qs[i] >> 4) - 8)
+void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
+  constexpr int kHalf = kQ4_0BlockValues / 2;
+  for (int64_t b = 0; b < n / kQ4_0BlockValues; ++b) {
+    const float d = fp16_to_fp32(x[b].d);
+    float* out = y + b * kQ4_0BlockValues;
+    for (int i = 0; i < kHalf; ++i) {
+      out[i] = d * ((x[b].qs[i] & 15) - 8);
+      out[i + kHalf] = d * ((x[b].qs[i] >> 4) - 8);
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  KVDESK_ASSERT(n % kQ8_0BlockValues == 0);
+  for (int64_t b = 0; b < n / kQ8_0BlockValues; ++b) quantize_block_q8_0(x + b * kQ8_0BlockValues, y[b]);
+}
+
+void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
+  KVDESK_ASSERT(n % kQ4_0BlockValues == 0);
+  for (int64_t b = 0; b < n / kQ4_0BlockValues; ++b) quantize_block_q4_0(x + b * kQ4_0BlockValues, y[b]);
+}
+
+void quantize_row(GgmlType type, const float* x, void* out, int64_t n) {
+  switch (type) {
+    case GgmlType::F32: {
+      float* y = static_cast<float*>(out);
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+      return;
+    }
+    case GgmlType::F16: {
+      uint16_t* y = static_cast<uint16_t*>(out);
+      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
+      return;
+    }
+    case GgmlType::BF16: {
+      uint16_t* y = static_cast<uint16_t*>(out);
+      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_bf16(x[i]);
+      return;
+    }
+    case GgmlType::Q8_0: quantize_row_q8_0(x, static_cast<BlockQ8_0*>(out), n); return;
+    case GgmlType::Q4_0: quantize_row_q4_0(x, static_cast<BlockQ4_0*>(out), n); return;
+    default: KVDESK_ASSERT(!"quantize_row: type is not computable");
+  }
+}
+
+void dequantize_row(GgmlType type, const void* row, float* y, int64_t n) {
+  KVDESK_ASSERT(n % ggml_type_info(type).block_values == 0);
+  switch (type) {
+    case GgmlType::F32: {
+      const float* x = static_cast<const float*>(row);
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+      return;
+    }
+    case GgmlType::F16: {
+      const uint16_t* x = static_cast<const uint16_t*>(row);
+      for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
+      return;
+    }
+    case GgmlType::BF16: {
+      const uint16_t* x = static_cast<const uint16_t*>(row);
+      for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_fp32(x[i]);
+      return;
+    }
+    case GgmlType::Q8_0: dequantize_row_q8_0(static_cast<const BlockQ8_0*>(row), y, n); return;
+    case GgmlType::Q4_0: dequantize_row_q4_0(static_cast<const BlockQ4_0*>(row), y, n); return;
+    default: KVDESK_ASSERT(!"dequantize_row: type is not computable");
+  }
+}
+
+}  // namespace kvdesk::ref

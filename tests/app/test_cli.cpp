@@ -1,0 +1,134 @@
+// kvdesk-cli end to end: JSON shapes of every subcommand, exit codes and one-line errors.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "tests/test_support.h"
+
+using kvdesk::test::model_path;
+using kvdesk::test::reference;
+using kvdesk::test::run_cli;
+using kvdesk::test::TempDir;
+
+namespace {
+
+nlohmann::json parse_json(const kvdesk::test::CliRun& run) {
+  INFO("stderr: " << run.err);
+  REQUIRE(run.exit_code == 0);
+  return nlohmann::json::parse(run.out);
+}
+
+int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("generate --json prints the reference continuation with timings", "[app][cli]") {
+  const std::string threads = GENERATE(std::string("1"), std::string("2"));
+  const auto j = parse_json(run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time",
+                                     "-n", "64", "--temp", "0", "-t", threads, "--json"}));
+  CHECK(j["prompt_tokens"] == reference()["prompt_ids"]);
+  CHECK(j["tokens"] == reference()["generated_ids"]);
+  CHECK(j["text"] == reference()["text"]);
+  for (const char* key : {"prefill_ms", "decode_ms", "ttft_ms", "decode_tok_s"}) {
+    INFO(key);
+    CHECK(j[key].get<double>() > 0);
+  }
+}
+
+TEST_CASE("generate streams the text without --json", "[app][cli]") {
+  const auto run = run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time", "-n", "64", "--temp", "0"});
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out == reference()["text"].get<std::string>() + "\n");
+}
+
+TEST_CASE("the same seed samples the same text", "[app][cli]") {
+  const std::vector<std::string> args = {"generate", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time",
+                                         "-n", "32", "--temp", "1.0", "--seed", "7", "--json"};
+  CHECK(parse_json(run_cli(args))["tokens"] == parse_json(run_cli(args))["tokens"]);
+}
+
+TEST_CASE("tokenize --json gives ids and pieces, and typed <s> stays text", "[app][cli]") {
+  const auto j = parse_json(run_cli({"tokenize", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time", "--json"}));
+  CHECK(j["ids"] == reference()["prompt_ids"]);
+  CHECK(j["pieces"].size() == j["ids"].size());
+  const auto s = parse_json(run_cli({"tokenize", "-m", model_path("stories260K.gguf"), "-p", "<s>", "--no-bos", "--json"}));
+  for (const auto& id : s["ids"]) CHECK(id.get<int>() != 1);
+}
+
+TEST_CASE("info --json describes the model and its KV cost per token", "[app][cli]") {
+  const auto j = parse_json(run_cli({"info", "-m", model_path("stories260K.gguf"), "--json"}));
+  CHECK(j["architecture"] == "llama");
+  CHECK(j["block_count"] == 5);
+  CHECK(j["head_count"] == 8);
+  CHECK(j["head_count_kv"] == 4);
+  CHECK(j["vocab_size"] == 512);
+  // 5 layers x 2 x 4 kv heads x 8 head_dim x 2 bytes
+  CHECK(j["kv_per_token"]["f16"]["bytes_per_token"] == 5 * 2 * 4 * 8 * 2);
+  CHECK(j["kv_per_token"]["f32"]["bytes_per_token"] == 5 * 2 * 4 * 8 * 4);
+  CHECK(j["tensor_types"]["f32"].get<int>() > 0);
+}
+
+TEST_CASE("logits --json gives the top-K at every prompt position", "[app][cli]") {
+  const auto j = parse_json(run_cli({"logits", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time", "--top", "10",
+                                     "--kv-type", "f16", "--attn-numerics", "llamacpp", "--json"}));
+  const auto& positions = j["positions"];
+  REQUIRE(positions.size() == 5);
+  for (size_t p = 0; p < positions.size(); ++p) {
+    const auto& expected = reference()["per_position_top10"][p]["top10"];
+    REQUIRE(positions[p]["top"].size() == 10);
+    CHECK(positions[p]["top"][0][0] == expected[0][0]);
+    CHECK(std::abs(positions[p]["top"][0][1].get<double>() - expected[0][1].get<double>()) < 1e-3);
+  }
+}
+
+TEST_CASE("make-model writes a GGUF that info and generate open", "[app][cli]") {
+  TempDir dir;
+  const std::string out = dir.file("tiny.gguf");
+  const std::string type = GENERATE(std::string("f16"), std::string("q8_0"), std::string("q4_0"));
+  const auto made = run_cli({"make-model", "--layers", "2", "--embd", "128", "--heads", "4", "--kv-heads", "2",
+                             "--ff", "352", "--vocab-from", model_path("tokenizer.model"), "--type", type,
+                             "--seed", "3", "-o", out});
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  const auto info = parse_json(run_cli({"info", "-m", out, "--json"}));
+  CHECK(info["block_count"] == 2);
+  CHECK(info["head_count_kv"] == 2);
+  CHECK(info["vocab_size"] == 32000);
+  CHECK(info["tensor_types"][type].get<int>() > 0);
+  const auto gen = parse_json(run_cli({"generate", "-m", out, "-p", "Hello", "-n", "8", "--temp", "0", "--json"}));
+  CHECK(gen["tokens"].size() == 8);
+}
+
+TEST_CASE("bad arguments exit 2 with a usage line", "[app][cli]") {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {}, {"frobnicate"}, {"generate"}, {"generate", "-m"}, {"generate", "-m", "x.gguf", "-p", "hi", "-n", "zero"},
+           {"generate", "-m", "x.gguf", "-p", "hi", "--block-size", "7"}, {"tokenize", "-p", "hi"}}) {
+    const auto run = run_cli(args);
+    INFO("args: " << nlohmann::json(args).dump() << " stderr: " << run.err);
+    CHECK(run.exit_code == 2);
+    CHECK(!run.err.empty());
+  }
+}
+
+TEST_CASE("a missing or non-GGUF model file exits 1 with one clear line", "[app][cli]") {
+  TempDir dir;
+  const std::string not_gguf = dir.file("notes.gguf");
+  std::ofstream(not_gguf) << "this is not a model\n";
+  for (const std::string& path : {dir.file("missing.gguf"), not_gguf}) {
+    const auto run = run_cli({"generate", "-m", path, "-p", "hi"});
+    INFO(run.err);
+    CHECK(run.exit_code == 1);
+    CHECK(count_lines(run.err) == 1);
+    CHECK(run.err.find(path) != std::string::npos);
+  }
+}
+
+TEST_CASE("invalid sampling values are refused as usage errors", "[app][cli]") {
+  const auto run = run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "hi", "--top-p", "0"});
+  CHECK(run.exit_code == 2);
+  CHECK(run.err.find("top-p") != std::string::npos);
+}

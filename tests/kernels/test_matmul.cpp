@@ -1,0 +1,155 @@
+// Tiled matmul: every SIMD path against ref::matmul_rows for decode (batch 1) and prefill
+// batches, on row ranges that are not whole tiles, and its results independent of the tiling.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/dot.h"
+#include "kernels/ggml_types.h"
+#include "kernels/matmul.h"
+#include "kernels/quantize.h"
+
+using namespace kvdesk;
+
+namespace {
+
+constexpr CpuIsa kSimdIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
+
+std::vector<float> random_values(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(count);
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+// W[rows][n] of `type` and A[batch][n] prepared for it, from normal values.
+struct Problem {
+  GgmlType type;
+  int64_t rows;
+  int64_t n;
+  int64_t batch;
+  std::vector<uint8_t> weights;
+  std::vector<uint8_t> acts;
+
+  Problem(GgmlType t, int64_t rows_, int64_t n_, int64_t batch_) : type(t), rows(rows_), n(n_), batch(batch_) {
+    const size_t w_row = ggml_row_bytes(type, n);
+    const size_t a_row = act_row_bytes(type, n);
+    const std::vector<float> w = random_values(static_cast<size_t>(rows * n), 1);
+    const std::vector<float> a = random_values(static_cast<size_t>(batch * n), 2);
+    weights.resize(w_row * static_cast<size_t>(rows));
+    acts.resize(a_row * static_cast<size_t>(batch));
+    for (int64_t r = 0; r < rows; ++r) ref::quantize_row(type, &w[static_cast<size_t>(r * n)], &weights[w_row * r], n);
+    for (int64_t b = 0; b < batch; ++b) ref::prepare_act_row(type, &a[static_cast<size_t>(b * n)], &acts[a_row * b], n);
+  }
+
+  // y[batch][ld_y], NaN where the call must not write.
+  std::vector<float> run(void (*matmul)(const MatmulArgs&, int64_t, int64_t), int64_t ld_y,
+                         int64_t row_begin, int64_t row_end) const {
+    std::vector<float> y(static_cast<size_t>(batch * ld_y), std::numeric_limits<float>::quiet_NaN());
+    const MatmulArgs args{type, weights.data(), n, acts.data(), batch, y.data(), ld_y};
+    matmul(args, row_begin, row_end);
+    return y;
+  }
+};
+
+template <class Body>
+void for_each_simd_isa(Body body) {
+  for (CpuIsa isa : kSimdIsas) {
+    if (static_cast<int>(isa) > static_cast<int>(cpu_isa_detected())) continue;
+    cpu_isa_force(isa);
+    body(isa);
+  }
+  cpu_isa_force(cpu_isa_detected());
+}
+
+// The n values to try per type: odd block / group counts for quantized types, odd vector
+// tails for float types.
+std::vector<int64_t> sizes_for(GgmlType type) {
+  if (act_format_for(type) == ActFormat::Q8Act) return {96, 4128};
+  return {33, 4103};
+}
+
+constexpr GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0};
+
+}  // namespace
+
+TEST_CASE("SIMD matmul matches ref for batches 1, 3 and 17 on a partial row range", "[kernels][matmul]") {
+  // rows [2, 37) of 37: neither end on a tile boundary; ld_y 40 leaves columns to stay untouched.
+  const int64_t rows = 37, ld_y = 40, row_begin = 2, row_end = 37;
+  for (GgmlType type : kTypes) {
+    for (int64_t n : sizes_for(type)) {
+      for (int64_t batch : {1, 3, 17}) {
+        const Problem p(type, rows, n, batch);
+        const std::vector<float> want = p.run(ref::matmul_rows, ld_y, row_begin, row_end);
+        for_each_simd_isa([&](CpuIsa isa) {
+          INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name << " n " << n
+                      << " batch " << batch);
+          const std::vector<float> got = p.run(cpu::matmul_rows, ld_y, row_begin, row_end);
+          double err = 0.0, ref = 0.0;
+          for (int64_t b = 0; b < batch; ++b) {
+            for (int64_t r = 0; r < ld_y; ++r) {
+              const size_t i = static_cast<size_t>(b * ld_y + r);
+              if (r < row_begin || r >= row_end) {
+                CHECK(std::isnan(got[i]));
+                continue;
+              }
+              err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+              ref += double(want[i]) * want[i];
+            }
+          }
+          CHECK(err / ref < 1e-10);
+        });
+      }
+    }
+  }
+}
+
+TEST_CASE("SIMD matmul matches ref across several L2 row blocks", "[kernels][matmul]") {
+  // 150 rows of 4128 values span more than one 256 KiB row block for every type.
+  for (GgmlType type : kTypes) {
+    const int64_t n = act_format_for(type) == ActFormat::Q8Act ? 4128 : 4103;
+    const Problem p(type, 150, n, 5);
+    const std::vector<float> want = p.run(ref::matmul_rows, 150, 0, 150);
+    for_each_simd_isa([&](CpuIsa isa) {
+      INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name);
+      const std::vector<float> got = p.run(cpu::matmul_rows, 150, 0, 150);
+      double err = 0.0, ref = 0.0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+        ref += double(want[i]) * want[i];
+      }
+      CHECK(err / ref < 1e-10);
+    });
+  }
+}
+
+TEST_CASE("SIMD matmul results do not depend on the row split or the batch size", "[kernels][matmul]") {
+  // Threads split rows anywhere, and decode (batch 1) must agree with prefill bit for bit, so
+  // every output is accumulated in the same order whatever tile it falls in.
+  const int64_t rows = 29, n_quant = 160, n_float = 45, batch = 6;
+  for (GgmlType type : kTypes) {
+    const int64_t n = act_format_for(type) == ActFormat::Q8Act ? n_quant : n_float;
+    const Problem p(type, rows, n, batch);
+    for_each_simd_isa([&](CpuIsa isa) {
+      INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name);
+      const std::vector<float> whole = p.run(cpu::matmul_rows, rows, 0, rows);
+      std::vector<float> split(whole.size());
+      const size_t a_row = act_row_bytes(type, n);
+      for (int64_t b = 0; b < batch; ++b) {
+        // One act row at a time, rows cut at 0, 5, 6, 17, 29.
+        const int64_t cuts[] = {0, 5, 6, 17, rows};
+        for (int i = 0; i + 1 < 5; ++i) {
+          const MatmulArgs args{type, p.weights.data(), n, p.acts.data() + a_row * b, 1,
+                                split.data() + b * rows, rows};
+          cpu::matmul_rows(args, cuts[i], cuts[i + 1]);
+        }
+      }
+      CHECK(split == whole);
+    });
+  }
+}

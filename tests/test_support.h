@@ -1,0 +1,38 @@
+// Test helpers: where the shared models are (KVDESK_MODELS_DIR, from the environment or the
+// build), a scratch folder per test, and running kvdesk-cli as a child process. A missing
+// model fails the test loudly; nothing is downloaded.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kvdesk::test {
+
+std::string models_dir();
+// Full path of a file in the models folder; fails the current test when it is missing.
+std::string model_path(const std::string& name);
+const nlohmann::json& reference();   // stories260K.reference.json
+
+// A fresh empty folder under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs kvdesk-cli with these arguments (no shell quoting issues: arguments are passed as is).
+CliRun run_cli(const std::vector<std::string>& args);
+
+}  // namespace kvdesk::test
