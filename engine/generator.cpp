@@ -51,26 +51,29 @@ double GenerateResult::prefill_tok_s() const {
   return prefill_ms > 0 ? double(prompt_tokens.size()) * 1000.0 / prefill_ms : 0;
 }
 
-void Generator::prefill(SeqId seq, const std::vector<int32_t>& prompt, bool all_logits,
-                        int32_t prefill_chunk, std::vector<float>& logits) {
+int32_t Generator::prefill(SeqId seq, const std::vector<int32_t>& prompt, bool all_logits,
+                           int32_t prefill_chunk, std::vector<float>& logits) {
   const int32_t vocab = model_.config().vocab_size;
   const int32_t n = int32_t(prompt.size());
-  if (!kv_.reserve(seq, n)) {
+  const int32_t cached = all_logits ? 0 : kv_.attach_cached_prefix(seq, prompt);
+  if (!kv_.append(seq, std::span<const int32_t>(prompt).subspan(size_t(cached)))) {
     throw Error("the prompt (" + std::to_string(n) + " tokens) does not fit in the KV cache");
   }
   std::vector<float> chunk_logits;
   if (all_logits) logits.resize(size_t(n) * size_t(vocab));
-  for (int32_t begin = 0; begin < n; begin += prefill_chunk) {
+  for (int32_t begin = cached; begin < n; begin += prefill_chunk) {
     const int32_t end = std::min(n, begin + prefill_chunk);
     ForwardBatch batch;
     for (int32_t p = begin; p < end; ++p) batch.add(prompt[p], p, seq, all_logits || p == n - 1);
     model_.forward(batch, kv_, pool_, chunk_logits);
+    kv_.mark_computed(seq, end);
     if (all_logits) {
       std::copy(chunk_logits.begin(), chunk_logits.end(), logits.begin() + size_t(begin) * size_t(vocab));
     } else if (end == n) {
       logits = chunk_logits;
     }
   }
+  return cached;
 }
 
 std::vector<float> Generator::prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk) {
@@ -97,7 +100,7 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
   std::vector<float> logits;
 
   const auto start = Clock::now();
-  prefill(seq.id(), prompt, false, options.prefill_chunk, logits);
+  result.cached_tokens = prefill(seq.id(), prompt, false, options.prefill_chunk, logits);
   result.prefill_ms = ms_since(start);
 
   const Tokenizer& tokenizer = model_.tokenizer();
@@ -128,15 +131,17 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
       result.finish = FinishReason::ContextFull;
       break;
     }
-    if (!kv_.reserve(seq.id(), position + 1)) {
+    if (!kv_.append(seq.id(), std::span<const int32_t>(&token, 1))) {
       result.finish = FinishReason::KvFull;
       break;
     }
     ForwardBatch batch;
     batch.add(token, position, seq.id(), true);
     model_.forward(batch, kv_, pool_, logits);
-    ++position;
+    kv_.mark_computed(seq.id(), ++position);
   }
+  result.peak_blocks = int32_t(kv_.block_table(seq.id()).size());
+  result.kv = kv_.snapshot();
   const std::string tail = utf8.flush();
   result.text += tail;
   if (on_token && !tail.empty()) on_token(-1, tail);

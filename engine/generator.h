@@ -1,6 +1,7 @@
-// Generator: one sequence from prompt to finish on the calling thread: a batched prefill (in
-// chunks), then token-by-token decode with sampling, streaming each token's text as soon as
-// it forms whole UTF-8 characters. The headless front ends (kvdesk-cli) use it directly.
+// Generator: one sequence from prompt to finish on the calling thread: the prompt's cached
+// prefix attached, a batched prefill of the rest (in chunks), then token-by-token decode with
+// sampling, streaming each token's text as soon as it forms whole UTF-8 characters. The
+// headless front ends (kvdesk-cli) use it directly.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -33,6 +34,9 @@ struct GenerateResult {
   double prefill_ms = 0;         // prompt forward passes
   double ttft_ms = 0;            // start -> first generated token chosen
   double decode_ms = 0;          // first token chosen -> last token chosen
+  int32_t cached_tokens = 0;     // prompt tokens whose KV came from the prefix cache
+  int32_t peak_blocks = 0;       // most KV blocks the sequence held at once
+  KvSnapshot kv;                 // the KV cache as generation ended, before the sequence was freed
   double decode_tok_s() const;
   double prefill_tok_s() const;
 };
@@ -51,10 +55,11 @@ class Generator {
   std::vector<float> prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk = 512);
 
  private:
-  // Runs the whole prompt through seq in chunks. logits: the last token's row, or every
-  // token's rows when all_logits.
-  void prefill(SeqId seq, const std::vector<int32_t>& prompt, bool all_logits,
-               int32_t prefill_chunk, std::vector<float>& logits);
+  // Runs the prompt through seq in chunks. Without all_logits its cached prefix is attached
+  // first and only the rest is computed; logits: the last token's row. With all_logits every
+  // token is computed and logits gets every row. Returns the prompt tokens attached.
+  int32_t prefill(SeqId seq, const std::vector<int32_t>& prompt, bool all_logits,
+                  int32_t prefill_chunk, std::vector<float>& logits);
 
   Model& model_;
   KvCache& kv_;

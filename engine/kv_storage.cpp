@@ -13,7 +13,7 @@ PagedKvTensor tensor_view(KvType type, uint8_t* data, int32_t block_size, int32_
   PagedKvTensor t;
   t.type = type;
   t.data = data;
-  t.row_stride = kv_type_bytes(type) * size_t(head_dim);
+  t.row_stride = kv_row_bytes(type, head_dim);
   t.head_stride = t.row_stride * size_t(block_size);
   t.block_stride = t.head_stride * size_t(kv_heads);
   return t;
@@ -22,8 +22,8 @@ PagedKvTensor tensor_view(KvType type, uint8_t* data, int32_t block_size, int32_
 }  // namespace
 
 size_t kv_bytes_per_token(const ModelConfig& config, KvType k_type, KvType v_type) {
-  return size_t(config.block_count) * size_t(config.kv_dim()) *
-         (kv_type_bytes(k_type) + kv_type_bytes(v_type));
+  return size_t(config.block_count) * size_t(config.head_count_kv) *
+         (kv_row_bytes(k_type, config.head_dim) + kv_row_bytes(v_type, config.head_dim));
 }
 
 KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout)
@@ -32,9 +32,9 @@ KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout)
       num_kv_heads_(config.head_count_kv),
       head_dim_(config.head_dim) {
   KVDESK_ASSERT(layout.block_size > 0 && layout.num_blocks > 0);
-  const size_t values = size_t(layout.block_size) * size_t(num_kv_heads_) * size_t(head_dim_);
-  k_block_bytes_ = kv_type_bytes(layout.k_type) * values;
-  v_block_bytes_ = kv_type_bytes(layout.v_type) * values;
+  const size_t rows = size_t(layout.block_size) * size_t(num_kv_heads_);
+  k_block_bytes_ = kv_row_bytes(layout.k_type, head_dim_) * rows;
+  v_block_bytes_ = kv_row_bytes(layout.v_type, head_dim_) * rows;
   for (int32_t l = 0; l < num_layers_; ++l) {
     k_.emplace_back(new uint8_t[k_block_bytes_ * size_t(layout.num_blocks)]());
     v_.emplace_back(new uint8_t[v_block_bytes_ * size_t(layout.num_blocks)]());
@@ -60,6 +60,26 @@ void KvStorage::copy_block(int32_t src, int32_t dst) {
   for (int32_t l = 0; l < num_layers_; ++l) {
     std::memcpy(k_[l].get() + size_t(dst) * k_block_bytes_, k_[l].get() + size_t(src) * k_block_bytes_, k_block_bytes_);
     std::memcpy(v_[l].get() + size_t(dst) * v_block_bytes_, v_[l].get() + size_t(src) * v_block_bytes_, v_block_bytes_);
+  }
+}
+
+void KvStorage::save_block(int32_t block, uint8_t* dst) const {
+  KVDESK_ASSERT(block >= 0 && block < layout_.num_blocks);
+  for (int32_t l = 0; l < num_layers_; ++l) {
+    std::memcpy(dst, k_[l].get() + size_t(block) * k_block_bytes_, k_block_bytes_);
+    dst += k_block_bytes_;
+    std::memcpy(dst, v_[l].get() + size_t(block) * v_block_bytes_, v_block_bytes_);
+    dst += v_block_bytes_;
+  }
+}
+
+void KvStorage::load_block(int32_t block, const uint8_t* src) {
+  KVDESK_ASSERT(block >= 0 && block < layout_.num_blocks);
+  for (int32_t l = 0; l < num_layers_; ++l) {
+    std::memcpy(k_[l].get() + size_t(block) * k_block_bytes_, src, k_block_bytes_);
+    src += k_block_bytes_;
+    std::memcpy(v_[l].get() + size_t(block) * v_block_bytes_, src, v_block_bytes_);
+    src += v_block_bytes_;
   }
 }
 

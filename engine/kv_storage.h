@@ -22,7 +22,8 @@ struct KvLayout {
   AttentionNumerics numerics = AttentionNumerics::Exact;  // how attention reads f16 K/V
 };
 
-// The seeds' arithmetic: layers x (K + V) x kv_heads x head_dim x bytes per value.
+// The seeds' arithmetic: layers x kv_heads x (K row + V row), each row head_dim values in its
+// type plus that type's scales (kv_row_bytes).
 size_t kv_bytes_per_token(const ModelConfig& config, KvType k_type, KvType v_type);
 
 class KvStorage {
@@ -36,6 +37,10 @@ class KvStorage {
   size_t total_bytes() const { return bytes_per_block() * size_t(layout_.num_blocks); }
   // Copies every layer's K and V of block src into block dst.
   void copy_block(int32_t src, int32_t dst);
+  // A block's bytes (all layers, K then V, in the stored form) to and from host memory of
+  // bytes_per_block() bytes: the host tier of preemption keeps KV exactly as stored.
+  void save_block(int32_t block, uint8_t* dst) const;
+  void load_block(int32_t block, const uint8_t* src);
 
  private:
   KvLayout layout_;
@@ -44,7 +49,7 @@ class KvStorage {
   int32_t head_dim_;
   size_t k_block_bytes_;
   size_t v_block_bytes_;
-  // Per layer, each [num_blocks][num_kv_heads][block_size][head_dim] in its type.
+  // Per layer, each [num_blocks][num_kv_heads][block_size][kv_row_bytes(type, head_dim)].
   std::vector<std::unique_ptr<uint8_t[]>> k_;
   std::vector<std::unique_ptr<uint8_t[]>> v_;
 };

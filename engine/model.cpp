@@ -106,6 +106,15 @@ void grow(std::vector<float>& v, size_t n) {
 
 Model::~Model() = default;
 
+size_t Model::scratch_bytes() const {
+  const Scratch& s = *scratch_;
+  size_t bytes = s.acts.capacity() + s.attn_scratch.capacity() * sizeof(float);
+  for (const std::vector<float>* v : {&s.x, &s.xn, &s.q, &s.k, &s.v, &s.att, &s.tmp, &s.gate, &s.up, &s.logit_rows}) {
+    bytes += v->capacity() * sizeof(float);
+  }
+  return bytes;
+}
+
 std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
   std::unique_ptr<Model> m(new Model());
   m->file_ = GgufFile::open(path);
@@ -140,7 +149,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
   grow(s.x, T * D); grow(s.xn, T * D); grow(s.tmp, T * D);
   grow(s.q, T * QD); grow(s.att, T * QD); grow(s.k, T * KVD); grow(s.v, T * KVD);
   grow(s.gate, T * F); grow(s.up, T * F);
-  const int64_t attn_floats = attention_scratch_floats(HD);
+  const int64_t attn_floats = attention_scratch_floats(c.head_count / c.head_count_kv, HD);
   grow(s.attn_scratch, attn_floats * pool.num_threads());
 
   // 1. Token embeddings: x[t] = token_embd[token[t]].
@@ -188,7 +197,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
       args.out = s.att.data() + t * QD + int64_t(g) * group * HD;
       args.scratch = s.attn_scratch.data() + thread * attn_floats;
       args.numerics = kv.layout().numerics;
-      ref::paged_attention(one_head, kv.view(batch.seq_ids[t], batch.positions[t] + 1), args);
+      cpu::paged_attention(one_head, kv.view(batch.seq_ids[t], batch.positions[t] + 1), args);
     });
 
     // 5. x += att Wo.

@@ -20,7 +20,7 @@ class ThreadPool;
 
 // One forward call: tokens of one or more sequences, each at its own position. A sequence's
 // tokens in a batch are consecutive positions in increasing order (a prefill chunk or one
-// decode token); the KV cache must already hold blocks for them (KvCache::reserve).
+// decode token); the KV cache must already hold slots for them (KvCache::append).
 struct ForwardBatch {
   std::vector<int32_t> tokens;        // [n]
   std::vector<int32_t> positions;     // [n]
@@ -46,6 +46,9 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+
+  // Bytes of the activation buffers the forward pass holds (they grow to the largest batch).
+  size_t scratch_bytes() const;
 
   // logits receives [batch.num_logit_rows()][vocab], in batch order.
   void forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,

@@ -1,11 +1,16 @@
 // Paged attention, scalar reference: gather each cached row through the block table,
-// convert to float, and accumulate softmax(q K^T) V in one online-softmax pass per head.
+// dequantize it to float, and accumulate softmax(q K^T) V in one online-softmax pass per head.
+// cpu:: picks the SIMD kernel for this CPU and head dim, or this reference.
 #include "kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/check.h"
+#include "kernels/cpu/attention_isa.h"
+#include "kernels/dot.h"
 #include "kernels/fp16.h"
+#include "kernels/kv_quant.h"
 
 namespace kvdesk {
 namespace {
@@ -17,60 +22,15 @@ uint8_t* row_ptr(const PagedKvTensor& t, const PagedSeq& seq, int32_t block_size
          size_t(pos % block_size) * t.row_stride;
 }
 
-void load_row(KvType type, const uint8_t* src, float* out, int32_t n) {
-  switch (type) {
-    case KvType::F32:
-      for (int32_t i = 0; i < n; ++i) out[i] = reinterpret_cast<const float*>(src)[i];
-      return;
-    case KvType::F16:
-      for (int32_t i = 0; i < n; ++i) out[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(src)[i]);
-      return;
-    case KvType::BF16:
-      for (int32_t i = 0; i < n; ++i) out[i] = bf16_to_fp32(reinterpret_cast<const uint16_t*>(src)[i]);
-      return;
-  }
-  KVDESK_ASSERT(false);
-}
-
-void store_row(KvType type, const float* x, uint8_t* dst, int32_t n) {
-  switch (type) {
-    case KvType::F32:
-      for (int32_t i = 0; i < n; ++i) reinterpret_cast<float*>(dst)[i] = x[i];
-      return;
-    case KvType::F16:
-      for (int32_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(dst)[i] = fp32_to_fp16(x[i]);
-      return;
-    case KvType::BF16:
-      for (int32_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(dst)[i] = fp32_to_bf16(x[i]);
-      return;
-  }
-  KVDESK_ASSERT(false);
-}
-
 float round_to_fp16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
+
+// ref:: keeps q, one row and the accumulator of one head.
+int64_t ref_scratch_floats(int32_t head_dim) { return 3 * int64_t(head_dim); }
 
 }  // namespace
 
-const char* kv_type_name(KvType type) {
-  switch (type) {
-    case KvType::F32: return "f32";
-    case KvType::F16: return "f16";
-    case KvType::BF16: return "bf16";
-  }
-  return "?";
-}
-
-size_t kv_type_bytes(KvType type) {
-  switch (type) {
-    case KvType::F32: return 4;
-    case KvType::F16: return 2;
-    case KvType::BF16: return 2;
-  }
-  return 0;
-}
-
-int64_t attention_scratch_floats(int32_t head_dim) {
-  return 3 * int64_t(head_dim);
+int64_t attention_scratch_floats(int32_t num_heads, int32_t head_dim) {
+  return std::max(ref_scratch_floats(head_dim), simd_scratch_floats(num_heads, head_dim));
 }
 
 void paged_kv_write(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos,
@@ -79,17 +39,17 @@ void paged_kv_write(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos,
   for (int32_t g = 0; g < layer.num_kv_heads; ++g) {
     const float* kg = k + int64_t(g) * layer.head_dim;
     const float* vg = v + int64_t(g) * layer.head_dim;
-    store_row(layer.k.type, kg, row_ptr(layer.k, seq, layer.block_size, pos, g), layer.head_dim);
-    store_row(layer.v.type, vg, row_ptr(layer.v, seq, layer.block_size, pos, g), layer.head_dim);
+    ref::quantize_kv_row(layer.k.type, kg, row_ptr(layer.k, seq, layer.block_size, pos, g), layer.head_dim);
+    ref::quantize_kv_row(layer.v.type, vg, row_ptr(layer.v, seq, layer.block_size, pos, g), layer.head_dim);
   }
 }
 
 void paged_kv_read_k(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos, int32_t kv_head, float* out) {
-  load_row(layer.k.type, row_ptr(layer.k, seq, layer.block_size, pos, kv_head), out, layer.head_dim);
+  ref::dequantize_kv_row(layer.k.type, row_ptr(layer.k, seq, layer.block_size, pos, kv_head), out, layer.head_dim);
 }
 
 void paged_kv_read_v(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos, int32_t kv_head, float* out) {
-  load_row(layer.v.type, row_ptr(layer.v, seq, layer.block_size, pos, kv_head), out, layer.head_dim);
+  ref::dequantize_kv_row(layer.v.type, row_ptr(layer.v, seq, layer.block_size, pos, kv_head), out, layer.head_dim);
 }
 
 namespace ref {
@@ -136,4 +96,21 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const Atten
 }
 
 }  // namespace ref
+
+namespace cpu {
+
+void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
+  const bool f16_rounding = args.numerics == AttentionNumerics::LlamaCpp &&
+                            (layer.k.type == KvType::F16 || layer.v.type == KvType::F16);
+  const CpuIsa isa = cpu_isa_active();
+  if (!f16_rounding && isa == CpuIsa::Avx512 && layer.head_dim % 16 == 0) {
+    paged_attention_avx512(layer, seq, args);
+  } else if (!f16_rounding && isa != CpuIsa::Scalar && layer.head_dim % 8 == 0) {
+    paged_attention_avx2(layer, seq, args);
+  } else {
+    ref::paged_attention(layer, seq, args);
+  }
+}
+
+}  // namespace cpu
 }  // namespace kvdesk

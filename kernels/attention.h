@@ -8,6 +8,7 @@
 // One pass over the keys and values with an online softmax (running max m and sum l):
 //   m' = max(m, s[j]);  acc = acc * e^(m - m') + V[j] * e^(s[j] - m');  l = l * e^(m - m') + e^(s[j] - m')
 // so nothing of size num_tokens is stored and long contexts can later be split into chunks.
+// K and V rows are read in their stored KvType and dequantized on the fly (kernels/kv_quant.h).
 #pragma once
 #include <cstdint>
 
@@ -25,13 +26,15 @@ struct AttentionArgs {
   int32_t num_heads = 0;
   float scale = 1.0f;         // usually 1 / sqrt(head_dim)
   float* out = nullptr;       // [num_heads][head_dim]
-  float* scratch = nullptr;   // [attention_scratch_floats(head_dim)]
+  float* scratch = nullptr;   // [attention_scratch_floats(num_heads, head_dim)]
   AttentionNumerics numerics = AttentionNumerics::Exact;
 };
 
-int64_t attention_scratch_floats(int32_t head_dim);
+// Scratch floats of one call with num_heads query heads (ref:: or cpu::).
+int64_t attention_scratch_floats(int32_t num_heads, int32_t head_dim);
 
-// Write one token's k[num_kv_heads][head_dim] and v[...] at position pos of a sequence.
+// Write one token's k[num_kv_heads][head_dim] and v[...] at position pos of a sequence,
+// quantized to the layer's K and V types.
 void paged_kv_write(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos,
                     const float* k, const float* v);
 
@@ -40,6 +43,15 @@ void paged_kv_read_k(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos
 void paged_kv_read_v(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos, int32_t kv_head, float* out);
 
 namespace ref {
+// The truth: one key at a time, each row dequantized to f32, std::exp.
+void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
+}
+
+namespace cpu {
+// SIMD (AVX-512 or AVX2, chosen at run time), same result as ref:: up to f32 rounding. Per kv
+// head it runs that head's whole group of query heads, so each K/V row is loaded and
+// dequantized once for the group. Falls back to ref:: for LlamaCpp numerics over f16 K/V and
+// for head dims that are not a multiple of 8.
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
 }
 

@@ -58,6 +58,8 @@ CliRun run_cli(const std::vector<std::string>& args) {
   TempDir dir;
   const std::string out_path = dir.file("stdout");
   const std::string err_path = dir.file("stderr");
+  std::fflush(stdout);   // the child must not inherit (and print again) our buffered output
+  std::fflush(stderr);
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {

@@ -2,11 +2,22 @@
 #include "app/cli/cli_common.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <thread>
 
 #include "engine/error.h"
 
 namespace kvdesk::cli {
+namespace {
+
+std::string kv_type_names() {
+  std::string names;
+  for (KvType t : all_kv_types()) names += std::string(names.empty() ? "" : ", ") + kv_type_name(t);
+  return names;
+}
+
+}  // namespace
 
 void add_model_options(CLI::App* cmd, ModelArgs& args) {
   cmd->add_option("-m,--model", args.model_path, "GGUF model file")->required();
@@ -17,7 +28,7 @@ void add_model_options(CLI::App* cmd, ModelArgs& args) {
 }
 
 void add_kv_options(CLI::App* cmd, ModelArgs& args) {
-  cmd->add_option("--kv-type", args.kv_type, "KV cache storage type: f32, f16, bf16")
+  cmd->add_option("--kv-type", args.kv_type, "KV cache storage type: " + kv_type_names())
       ->capture_default_str();
   cmd->add_option("--block-size", args.block_size, "KV block size in tokens")
       ->check(CLI::IsMember({8, 16, 32, 64, 128}))
@@ -26,13 +37,14 @@ void add_kv_options(CLI::App* cmd, ModelArgs& args) {
                   "exact (f32 math) or llamacpp (f16 rounding as llama.cpp's CPU flash attention)")
       ->check(CLI::IsMember({"exact", "llamacpp"}))
       ->capture_default_str();
+  cmd->add_option("--kv-budget-mib", args.kv_budget_mib,
+                  "KV pool size in MiB (default: just enough for this run)")
+      ->check(CLI::PositiveNumber);
 }
 
 KvType parse_kv_type(const std::string& name) {
-  for (KvType t : {KvType::F32, KvType::F16, KvType::BF16}) {
-    if (name == kv_type_name(t)) return t;
-  }
-  throw Error("unknown KV type '" + name + "' (choose f32, f16 or bf16)");
+  if (const std::optional<KvType> type = kv_type_from_name(name)) return *type;
+  throw Error("unknown KV type '" + name + "' (choose one of " + kv_type_names() + ")");
 }
 
 int resolve_threads(int requested) {
@@ -47,16 +59,31 @@ Session open_session(const ModelArgs& args) {
   return s;
 }
 
+int32_t blocks_in_budget(double budget_mib, size_t block_bytes) {
+  const double blocks = std::floor(budget_mib * 1024.0 * 1024.0 / double(block_bytes));
+  return int32_t(std::min(blocks, double(std::numeric_limits<int32_t>::max())));
+}
+
 void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens) {
-  const KvType kv_type = parse_kv_type(args.kv_type);
-  KvLayout kv_options;
-  kv_options.k_type = kv_type;
-  kv_options.v_type = kv_type;
-  kv_options.block_size = args.block_size;
-  kv_options.numerics = args.attn_numerics == "llamacpp" ? AttentionNumerics::LlamaCpp : AttentionNumerics::Exact;
-  const int32_t capped = std::min(std::max(tokens, 1), session.model->config().context_length);
-  kv_options.num_blocks = (capped + args.block_size - 1) / args.block_size;
-  session.kv = std::make_unique<KvCache>(session.model->config(), kv_options);
+  const ModelConfig& model = session.model->config();
+  KvCacheConfig config;
+  KvLayout& layout = config.layout;
+  layout.k_type = parse_kv_type(args.kv_type);
+  layout.v_type = layout.k_type;
+  layout.block_size = args.block_size;
+  layout.numerics = args.attn_numerics == "llamacpp" ? AttentionNumerics::LlamaCpp : AttentionNumerics::Exact;
+  if (args.kv_budget_mib > 0) {
+    const size_t block_bytes = kv_bytes_per_token(model, layout.k_type, layout.v_type) * size_t(layout.block_size);
+    layout.num_blocks = blocks_in_budget(args.kv_budget_mib, block_bytes);
+    if (layout.num_blocks < 1) {
+      throw Error("a KV budget of " + std::to_string(args.kv_budget_mib) + " MiB holds no block of " +
+                  std::to_string(block_bytes) + " bytes; raise --kv-budget-mib");
+    }
+  } else {
+    const int32_t capped = std::min(std::max(tokens, 1), model.context_length);
+    layout.num_blocks = (capped + args.block_size - 1) / args.block_size;
+  }
+  session.kv = std::make_unique<KvCache>(model, config);
 }
 
 std::vector<int32_t> encode_prompt(const Model& model, const std::string& text, bool add_bos) {

@@ -27,6 +27,7 @@ struct ModelArgs {
   std::string kv_type = "f16";
   int block_size = 16;
   std::string attn_numerics = "exact";
+  double kv_budget_mib = 0;     // 0: a pool just big enough for the run
 };
 
 void add_model_options(CLI::App* cmd, ModelArgs& args);
@@ -42,8 +43,11 @@ struct Session {
   std::unique_ptr<KvCache> kv;
 };
 Session open_session(const ModelArgs& args);
-// Creates the KV pool with room for `tokens` tokens (capped at the model's context).
+// Creates the KV pool: --kv-budget-mib's worth of blocks, or else room for `tokens` tokens
+// (capped at the model's context). Throws kvdesk::Error when the budget holds no block.
 void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens);
+// Whole blocks of block_bytes in budget_mib MiB (clamped to what an int32 block id can name).
+int32_t blocks_in_budget(double budget_mib, size_t block_bytes);
 
 std::vector<int32_t> encode_prompt(const Model& model, const std::string& text, bool add_bos);
 
@@ -52,5 +56,8 @@ Command add_tokenize_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
 Command add_logits_command(CLI::App& app);
 Command add_make_model_command(CLI::App& app);
+Command add_conversations_command(CLI::App& app);
+Command add_replay_command(CLI::App& app);
+Command add_perplexity_command(CLI::App& app);
 
 }  // namespace kvdesk::cli

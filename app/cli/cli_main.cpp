@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const std::vector<Command> commands = {
       add_generate_command(app), add_tokenize_command(app), add_info_command(app),
-      add_logits_command(app), add_make_model_command(app),
+      add_logits_command(app), add_make_model_command(app), add_replay_command(app),
+      add_conversations_command(app), add_perplexity_command(app),
   };
   try {
     app.parse(argc, argv);

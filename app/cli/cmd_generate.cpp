@@ -1,5 +1,5 @@
 // kvdesk-cli generate: continue a prompt, streaming the text; --json prints one object with
-// the tokens and timings instead.
+// the tokens, timings and the KV cache's statistics instead.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -22,6 +22,39 @@ struct GenerateArgs {
   bool no_bos = false;
 };
 
+// The KV cache as generation ended (its sequence still held): occupancy, waste, sharing.
+nlohmann::json kv_json(const GenerateResult& r) {
+  const KvSnapshot& kv = r.kv;
+  nlohmann::json what_if = nlohmann::json::array();
+  for (const BlockSizeWhatIf& w : kv.what_if) {
+    what_if.push_back({{"block_size", w.block_size}, {"waste_tokens", w.waste_tokens}, {"waste_bytes", w.waste_bytes}});
+  }
+  return {
+      {"blocks_total", kv.blocks_total},
+      {"blocks_used", kv.blocks_used},
+      {"blocks_cached", kv.blocks_cached},
+      {"blocks_free", kv.blocks_free},
+      {"blocks_shared", kv.blocks_shared},
+      {"peak_blocks", r.peak_blocks},
+      {"bytes_per_token", kv.bytes_per_token},
+      {"bytes_per_block", kv.bytes_per_block},
+      {"pool_bytes", kv.pool_bytes},
+      {"tokens_stored", kv.tokens_stored},
+      {"internal_waste_tokens", kv.internal_waste_tokens},
+      {"internal_waste_bytes", kv.internal_waste_bytes},
+      {"internal_waste_pct", kv.internal_waste_pct},
+      {"contiguous_waste_tokens", kv.contiguous_waste_tokens},
+      {"contiguous_waste_bytes", kv.contiguous_waste_bytes},
+      {"contiguous_waste_pct", kv.contiguous_waste_pct},
+      {"what_if", what_if},
+      {"prefix_hits", kv.prefix_hits},
+      {"prefix_misses", kv.prefix_misses},
+      {"prefix_hit_rate", kv.prefix_hit_rate},
+      {"evictions", kv.evictions},
+      {"cow_copies", kv.cow_copies},
+  };
+}
+
 nlohmann::json result_json(const GenerateResult& r, const GenerateArgs& a, const Session& s) {
   nlohmann::json j;
   j["prompt_tokens"] = r.prompt_tokens;
@@ -37,6 +70,8 @@ nlohmann::json result_json(const GenerateResult& r, const GenerateArgs& a, const
   j["threads"] = s.pool->num_threads();
   j["kv_type"] = a.model.kv_type;
   j["block_size"] = a.model.block_size;
+  j["cached_tokens"] = r.cached_tokens;
+  j["kv"] = kv_json(r);
   return j;
 }
 

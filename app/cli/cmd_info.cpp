@@ -1,5 +1,7 @@
-// kvdesk-cli info: what a model file is and what its KV cache costs per token for each KV
-// storage type (the seeds' arithmetic: layers x 2 x kv_heads x head_dim x bytes).
+// kvdesk-cli info: what a model file is and what its KV cache costs for each KV storage type:
+// bytes per token (layers x 2 x kv_heads x head_dim x bytes, plus quantized types' scales),
+// blocks in a memory budget and sequences of a context length that fit, beside the same model
+// with one KV head per query head (MHA), so the saving of grouped-query attention shows.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -12,17 +14,44 @@ namespace {
 
 struct InfoArgs {
   ModelArgs model;
+  int32_t context = 0;          // 0: the model's context length
+  double budget_mib = 1024;
   bool json = false;
 };
 
-nlohmann::json info_json(const Model& m) {
+// One KV type's cost for one head layout: per token, per block, and what fits in the budget.
+nlohmann::json capacity_json(const ModelConfig& c, KvType type, const InfoArgs& a, int32_t context) {
+  const int32_t block_size = a.model.block_size;
+  const size_t per_token = kv_bytes_per_token(c, type, type);
+  const size_t per_block = per_token * size_t(block_size);
+  const int32_t blocks = blocks_in_budget(a.budget_mib, per_block);
+  const int32_t blocks_per_sequence = (context + block_size - 1) / block_size;
+  return {
+      {"head_count_kv", c.head_count_kv},
+      {"bytes_per_token", per_token},
+      {"bytes_per_block", per_block},
+      {"blocks", blocks},
+      {"sequences", blocks / blocks_per_sequence},
+  };
+}
+
+nlohmann::json kv_capacity_json(const ModelConfig& c, const InfoArgs& a) {
+  const int32_t context = a.context > 0 ? a.context : c.context_length;
+  ModelConfig mha = c;
+  mha.head_count_kv = c.head_count;
+  nlohmann::json types = nlohmann::json::object();
+  for (KvType t : all_kv_types()) {
+    types[kv_type_name(t)] = {{"gqa", capacity_json(c, t, a, context)}, {"mha", capacity_json(mha, t, a, context)}};
+  }
+  return {{"budget_mib", a.budget_mib}, {"context", context}, {"block_size", a.model.block_size}, {"types", types}};
+}
+
+nlohmann::json info_json(const Model& m, const InfoArgs& a) {
   const ModelConfig& c = m.config();
   std::map<std::string, int> type_counts;
   for (const GgufTensorInfo& t : m.file().tensors()) ++type_counts[std::string(ggml_type_info(t.type).name)];
   nlohmann::json kv = nlohmann::json::object();
-  for (KvType t : {KvType::F32, KvType::F16, KvType::BF16}) {
-    kv[kv_type_name(t)] = {{"bytes_per_token", kv_bytes_per_token(c, t, t)}};
-  }
+  for (KvType t : all_kv_types()) kv[kv_type_name(t)] = {{"bytes_per_token", kv_bytes_per_token(c, t, t)}};
   return {
       {"path", m.file().path()},
       {"gguf_version", m.file().version()},
@@ -44,7 +73,22 @@ nlohmann::json info_json(const Model& m) {
       {"parameters", m.weights().num_parameters},
       {"weight_bytes", m.weights().weight_bytes},
       {"kv_per_token", kv},
+      {"kv_capacity", kv_capacity_json(c, a)},
   };
+}
+
+void print_capacity(const nlohmann::json& cap) {
+  std::printf("  KV capacity in %g MiB, blocks of %d tokens, sequences of %d tokens:\n",
+              cap["budget_mib"].get<double>(), cap["block_size"].get<int>(), cap["context"].get<int>());
+  std::printf("    %-9s %-4s %8s %12s %10s %10s\n", "type", "kv", "B/token", "B/block", "blocks", "sequences");
+  for (KvType type : all_kv_types()) {
+    for (const char* heads : {"gqa", "mha"}) {
+      const nlohmann::json& h = cap["types"][kv_type_name(type)][heads];
+      std::printf("    %-9s %-4s %8lld %12lld %10lld %10lld   (%d kv heads)\n", kv_type_name(type), heads,
+                  h["bytes_per_token"].get<long long>(), h["bytes_per_block"].get<long long>(),
+                  h["blocks"].get<long long>(), h["sequences"].get<long long>(), h["head_count_kv"].get<int>());
+    }
+  }
 }
 
 void print_text(const nlohmann::json& j) {
@@ -58,15 +102,17 @@ void print_text(const nlohmann::json& j) {
   }
   std::printf("  tensor types          ");
   for (const auto& [type, count] : j["tensor_types"].items()) std::printf(" %s x%d", type.c_str(), count.get<int>());
-  std::printf("\n  KV bytes per token (layers x 2 x kv_heads x head_dim x bytes):\n");
-  for (const auto& [type, v] : j["kv_per_token"].items()) {
-    std::printf("    %-5s %8lld\n", type.c_str(), v["bytes_per_token"].get<long long>());
+  std::printf("\n  KV bytes per token (layers x 2 x kv_heads x row bytes, scales included):\n");
+  for (KvType type : all_kv_types()) {
+    const nlohmann::json& v = j["kv_per_token"][kv_type_name(type)];
+    std::printf("    %-9s %8lld\n", kv_type_name(type), v["bytes_per_token"].get<long long>());
   }
+  print_capacity(j["kv_capacity"]);
 }
 
 int run_info(const InfoArgs& a) {
   Session s = open_session(a.model);
-  const nlohmann::json j = info_json(*s.model);
+  const nlohmann::json j = info_json(*s.model, a);
   if (a.json) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -82,6 +128,12 @@ Command add_info_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("info", "Describe a model and its KV cost");
   cmd->add_option("-m,--model", args->model.model_path, "GGUF model file")->required();
   cmd->add_option("--tokenizer", args->model.tokenizer_path, "SentencePiece .model file instead");
+  cmd->add_option("--ctx", args->context, "Context length of the sequences to fit (default: the model's)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--kv-budget-mib", args->budget_mib, "KV memory budget in MiB")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--block-size", args->model.block_size, "KV block size in tokens")
+      ->check(CLI::IsMember({8, 16, 32, 64, 128}))->capture_default_str();
   cmd->add_flag("--json", args->json, "Print JSON");
   args->model.threads = 1;
   return Command{cmd, [args] { return run_info(*args); }};

@@ -9,22 +9,25 @@
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/tile_driver.h"
 
+// Micro-kernel pieces pass ymm structs around; they must inline to stay in registers.
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
 namespace kvdesk {
 namespace {
 
-inline float hsum(__m256 v) {
+ALWAYS_INLINE float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-inline float hmax(__m256 v) {
+ALWAYS_INLINE float hmax(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
 }
 
-inline int hsum_epi32(__m256i v) {
+ALWAYS_INLINE int hsum_epi32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
   return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
@@ -37,6 +40,7 @@ void quantize_act_block(const float* x, BlockQ8Act& y) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 v[4];
   __m256 amax = _mm256_setzero_ps();
+#pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
     v[i] = _mm256_loadu_ps(x + 8 * i);
     amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[i]));
@@ -44,6 +48,7 @@ void quantize_act_block(const float* x, BlockQ8Act& y) {
   const float d = hmax(amax) / 127.0f;
   const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
   __m256i q[4];
+#pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
   // packs interleave 128-bit lanes: 4-byte groups come out as 0 2 4 6 1 3 5 7.
   const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
@@ -77,11 +82,11 @@ struct Q8_0Format {
     __m256i abs;    // [32] |w|
     __m256i signs;  // [32] w, whose signs move onto the activations
   };
-  static Weights weights(const Block& b) {
+  ALWAYS_INLINE static Weights weights(const Block& b) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
     return Weights{_mm256_sign_epi8(w, w), w};
   }
-  static __m256i dot(const Weights& w, const BlockQ8Act& a, __m256i ones) {
+  ALWAYS_INLINE static __m256i dot(const Weights& w, const BlockQ8Act& a, __m256i ones) {
     const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
     return _mm256_madd_epi16(_mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(av, w.signs)), ones);
   }
@@ -92,12 +97,12 @@ struct Q4_0Format {
   struct Weights {
     __m256i nibbles;  // [32] values 0..15: low nibbles, then high nibbles
   };
-  static Weights weights(const Block& b) {
+  ALWAYS_INLINE static Weights weights(const Block& b) {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
     const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
     return Weights{_mm256_and_si256(both, _mm256_set1_epi8(15))};
   }
-  static __m256i dot(const Weights& w, const BlockQ8Act& a, __m256i ones) {
+  ALWAYS_INLINE static __m256i dot(const Weights& w, const BlockQ8Act& a, __m256i ones) {
     const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
     const __m256i bias = _mm256_setr_epi32(-8 * a.sum, 0, 0, 0, 0, 0, 0, 0);
     return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w.nibbles, av), ones), bias);
@@ -105,7 +110,7 @@ struct Q4_0Format {
 };
 
 template <class F, int R, int C>
-inline __attribute__((always_inline)) void quant_step(const Tile& t, int64_t j, __m256 (&acc)[R][C]) {
+ALWAYS_INLINE void quant_step(const Tile& t, int64_t j, __m256 (&acc)[R][C]) {
   using Block = typename F::Block;
   const __m256i ones = _mm256_set1_epi16(1);
   typename F::Weights w[R];
@@ -129,16 +134,16 @@ inline __attribute__((always_inline)) void quant_step(const Tile& t, int64_t j, 
 }
 
 template <int R, int C>
-void store_tile(const Tile& t, __m256 (&acc)[R][C]) {
+ALWAYS_INLINE void store_tile(const Tile& t, __m256 (&acc)[R][C]) {
 #pragma GCC unroll 16
   for (int c = 0; c < C; ++c) {
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r] = hsum(acc[r][c]);
+    for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = hsum(acc[r][c]);
   }
 }
 
 template <int R, int C>
-void zero_tile(__m256 (&acc)[R][C]) {
+ALWAYS_INLINE void zero_tile(__m256 (&acc)[R][C]) {
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
@@ -148,15 +153,20 @@ void zero_tile(__m256 (&acc)[R][C]) {
 
 template <class F>
 struct QuantKernel {
-  static constexpr int kGemvRows = 2;
+  static constexpr int kGemvRows = 4;
   static constexpr int kRows = 2;
-  static constexpr int kActs = 2;
+  static constexpr int kActs = 3;
+
+  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
+    return unpacked_acts(args, a_stride, first);
+  }
 
   template <int R, int C>
   static void tile(const Tile& t) {
+    const int64_t blocks = t.n / 32;
     __m256 acc[R][C];
     zero_tile(acc);
-    for (int64_t j = 0; j < t.n / 32; ++j) quant_step<F, R, C>(t, j, acc);
+    for (int64_t j = 0; j < blocks; ++j) quant_step<F, R, C>(t, j, acc);
     store_tile(t, acc);
   }
 };
@@ -167,22 +177,24 @@ struct QuantKernel {
 
 struct F32Format {
   using Elem = float;
-  static __m256 load(const Elem* p) { return _mm256_loadu_ps(p); }
+  ALWAYS_INLINE static __m256 load(const Elem* p) { return _mm256_loadu_ps(p); }
 };
 struct F16Format {
   using Elem = uint16_t;
-  static __m256 load(const Elem* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  ALWAYS_INLINE static __m256 load(const Elem* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
 };
 struct Bf16Format {
   using Elem = uint16_t;
-  static __m256 load(const Elem* p) {
+  ALWAYS_INLINE static __m256 load(const Elem* p) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
 };
 
 template <class F, int R, int C>
-inline __attribute__((always_inline)) void float_step(const Tile& t, int64_t k, __m256 (&acc)[R][C]) {
+ALWAYS_INLINE void float_step(const Tile& t, int64_t k, __m256 (&acc)[R][C]) {
   __m256 w[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) w[r] = F::load(row_at<typename F::Elem>(t.w, t.w_stride, r) + k);
@@ -196,7 +208,7 @@ inline __attribute__((always_inline)) void float_step(const Tile& t, int64_t k, 
 
 // The values [k, n) (fewer than 8) of every row of t, zero-padded to one vector.
 template <class F, int R, int C>
-void float_tail(const Tile& t, int64_t k, __m256 (&acc)[R][C]) {
+ALWAYS_INLINE void float_tail(const Tile& t, int64_t k, __m256 (&acc)[R][C]) {
   using Elem = typename F::Elem;
   const size_t rest = static_cast<size_t>(t.n - k);
   Elem w[R][8] = {};
@@ -214,6 +226,10 @@ struct FloatKernel {
   static constexpr int kRows = 4;
   static constexpr int kActs = 2;
 
+  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
+    return unpacked_acts(args, a_stride, first);
+  }
+
   template <int R, int C>
   static void tile(const Tile& t) {
     __m256 acc[R][C];
@@ -229,11 +245,11 @@ struct FloatKernel {
 
 float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
   switch (weight_type) {
-    case GgmlType::F32: return dot_one<FloatKernel<F32Format>>(w_row, act_row, n);
-    case GgmlType::F16: return dot_one<FloatKernel<F16Format>>(w_row, act_row, n);
-    case GgmlType::BF16: return dot_one<FloatKernel<Bf16Format>>(w_row, act_row, n);
-    case GgmlType::Q8_0: return dot_one<QuantKernel<Q8_0Format>>(w_row, act_row, n);
-    case GgmlType::Q4_0: return dot_one<QuantKernel<Q4_0Format>>(w_row, act_row, n);
+    case GgmlType::F32: return dot_one<FloatKernel<F32Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::F16: return dot_one<FloatKernel<F16Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::BF16: return dot_one<FloatKernel<Bf16Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q8_0: return dot_one<QuantKernel<Q8_0Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q4_0: return dot_one<QuantKernel<Q4_0Format>>(weight_type, w_row, act_row, n);
     default: KVDESK_ASSERT(!"vec_dot: type is not computable");
   }
   return 0.0f;

@@ -1,6 +1,7 @@
 // AVX-512 (F/BW/VL/DQ/VNNI) kernels: Q8Act quantization, dots and tiled matmul for every
-// computable weight type. Integer blocks go two per zmm through vpdpbusd; float types use FMA.
+// computable weight type. Integer blocks go four per step through vpdpbusd, floats through FMA.
 // Built with AVX-512 flags, reached only through kAvx512Kernels after the CPU check.
+
 // GCC 12's AVX-512 intrinsics self-initialize their undefined operands (`__Y = __Y`) and
 // trip -Wuninitialized once inlined (GCC PR 105593); silence that inside the header only.
 #pragma GCC diagnostic push
@@ -9,11 +10,15 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include <cstdlib>
 #include <cstring>
 
 #include "kernels/check.h"
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/tile_driver.h"
+
+// Micro-kernel pieces pass zmm structs around; they must inline to stay in registers.
+#define ALWAYS_INLINE inline __attribute__((always_inline))
 
 namespace kvdesk {
 namespace {
@@ -47,155 +52,130 @@ void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n)
 
 // ---- integer blocks: Q8_0 / Q4_0 weights x Q8Act --------------------------------------------
 //
-// A step covers a group of blocks (Q8_0: 2, Q4_0: 4; fewer at the end of a row, the missing
-// blocks read as zeros). Per 32-bit lane i of the step:
-//     dot[i]  = bias[i] + sum_{4 bytes} u8(w) * s8(a)               (vpdpbusd)
-//     acc[i] += float(dot[i]) * fp16(w.d) * a.d                      (of the lane's block)
-// with u8(w) = w + 128 (Q8_0) or the nibble 0..15 (Q4_0), and the offset taken back through
+// A step covers 4 blocks (fewer at the end of a row; missing blocks read as zeros), one per
+// 128-bit lane: bytes 16b..16b+15 of the "lo" vectors hold values 0..15 of block b, the "hi"
+// vectors values 16..31. Per 32-bit lane i (block b = i / 4) of the step:
+//     dot[i]  = bias[i] + sum_{4 bytes} u8(w_lo) * s8(a_lo) + sum_{4 bytes} u8(w_hi) * s8(a_hi)
+//     acc[i] += float(dot[i]) * fp16(w[b].d) * a[b].d
+// with u8(w) = w + 128 (Q8_0) or the nibble 0..15 (Q4_0), the offset taken back through
 // bias = -128 * a.sum (Q8_0) or -8 * a.sum (Q4_0) in the block's first lane.
-// Weight groups are read with one 64-byte load plus the few bytes past it (never beyond the
-// group), and vpermt2w gathers the quants and the scales out of the interleaved blocks.
+// Weight blocks interleave a 2-byte scale with the quants, all at even offsets, so vpermt2w
+// gathers quants and scales out of plain 64-byte loads that never reach past the 4 blocks.
 
-alignas(64) constexpr uint16_t kQ8_0PairQs[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
-                                                  12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23,
-                                                  24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
-alignas(64) constexpr uint16_t kQ8_0PairD[32] = {0, 17};
-alignas(64) constexpr uint16_t kQ4_0QuadQs[32] = {1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12,
-                                                  13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 24,
-                                                  25, 26, 28, 29, 30, 31, 32, 33, 34, 35};
-alignas(64) constexpr uint16_t kQ4_0QuadD[32] = {0, 9, 18, 27};
-alignas(64) constexpr int32_t kLaneOfPair[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
-alignas(64) constexpr int32_t kLaneOfQuad[16] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
+constexpr int kStepBlocks = 4;
 
-inline __m512i load_index(const void* table) { return _mm512_load_si512(table); }
-
-// v[idx[0..15]] for the low four floats of v
-inline __m512 spread(__m128 v, __m512i idx) { return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v)); }
-
-// [v[idx[0..15]] in the lanes of `first`, zero elsewhere] for the low four ints of v
-inline __m512i spread_first(__m128i v, __m512i idx, __mmask16 first) {
-  return _mm512_maskz_permutexvar_epi32(first, idx, _mm512_castsi128_si512(v));
-}
-
-// The `bytes` bytes at p as words 0.. of (lo, hi): lo holds bytes 0..63, hi bytes 64.. (at most
-// `tail` of them, always whole 4- or 8-byte reads inside the group).
-template <int kBytes>
-inline void load_group(const char* p, __m512i& lo, __m512i& hi) {
-  if constexpr (kBytes >= 64) {
-    lo = _mm512_loadu_si512(p);
-    if constexpr (kBytes == 68) {
-      hi = _mm512_castsi128_si512(_mm_cvtsi32_si128(*reinterpret_cast<const int*>(p + 64)));
-    } else {
-      static_assert(kBytes == 72);
-      hi = _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 64)));
+// vpermt2w word indices into 4 consecutive blocks of kStrideWords words each (d, then quants).
+template <int kStrideWords>
+struct GatherIndex {
+  alignas(64) uint16_t quants[32];   // [32] 128-bit lane b <- words 1..8 of block b (16 quant bytes)
+  alignas(64) uint16_t scales[32];   // [32] words 4b..4b+3 <- word 0 of block b (its fp16 d)
+  constexpr GatherIndex() : quants(), scales() {
+    for (int b = 0; b < 4; ++b) {
+      for (int i = 0; i < 8; ++i) quants[8 * b + i] = static_cast<uint16_t>(kStrideWords * b + 1 + i);
+      for (int i = 0; i < 4; ++i) scales[4 * b + i] = static_cast<uint16_t>(kStrideWords * b);
     }
+  }
+};
+constexpr GatherIndex<sizeof(BlockQ8_0) / 2> kQ8_0Gather;
+constexpr GatherIndex<sizeof(BlockQ4_0) / 2> kQ4_0Gather;
+alignas(64) constexpr int32_t kLaneBlock[16] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
+
+ALWAYS_INLINE __m512i load_index(const void* table) { return _mm512_load_si512(table); }
+
+// Bytes [kBegin, kEnd) of p as a zmm (zeros past kEnd); a plain load when all 64 are wanted.
+template <int kBegin, int kEnd>
+ALWAYS_INLINE __m512i load_bytes(const char* p) {
+  constexpr int kCount = kEnd - kBegin < 64 ? kEnd - kBegin : 64;
+  if constexpr (kCount <= 0) {
+    return _mm512_setzero_si512();
+  } else if constexpr (kCount == 64) {
+    return _mm512_loadu_si512(p + kBegin);
   } else {
-    lo = _mm512_maskz_loadu_epi8((uint64_t{1} << kBytes) - 1, p);
-    hi = _mm512_setzero_si512();
+    return _mm512_maskz_loadu_epi8((uint64_t{1} << kCount) - 1, p + kBegin);
   }
 }
+
+// fp16 scales gathered into 16 words (one per int32 lane) -> 16 floats
+ALWAYS_INLINE __m512 lane_scales(__m512i words) { return _mm512_cvtph_ps(_mm512_castsi512_si256(words)); }
+
+struct QuantWeights {
+  __m512i lo;      // [64] u8 values 0..15 of each block
+  __m512i hi;      // [64] u8 values 16..31
+  __m512 d;        // [16] fp16(w.d) of each lane's block
+};
+
+struct QuantActs {
+  __m512i lo;      // [64] a.qs[0..15] of each block
+  __m512i hi;      // [64] a.qs[16..31]
+  __m512 d;        // [16] a.d of each lane's block
+  __m512i bias;    // [16] -offset * a.sum in each block's first lane
+};
 
 struct Q8_0Format {
-  static constexpr int kGroup = 2;
-  struct Weights {
-    __m512i qs;     // [64] w + 128 of blocks j, j+1
-    __m128 d;       // [4] fp16(w.d) of blocks j, j+1
-  };
-  struct Acts {
-    __m512i qs;     // [64] a.qs of blocks j, j+1
-    __m512 d;       // [16] a.d of each lane's block
-    __m512i bias;   // [16] -128 * a.sum in lanes 0 and 8
-  };
+  using Block = BlockQ8_0;
+  static constexpr int kOffset = 128;
 
+  // 34-byte blocks: lo quants sit in bytes 0..127, hi quants in bytes 16..143 (gathered from
+  // loads at 16 and 80 with the same word index).
   template <int kBlocks>
-  static Weights weights(const char* p) {
-    __m512i lo, hi;
-    load_group<kBlocks * 34>(p, lo, hi);
-    const __m512i qs = _mm512_permutex2var_epi16(lo, load_index(kQ8_0PairQs), hi);
-    const __m128i d = _mm512_castsi512_si128(_mm512_permutexvar_epi16(load_index(kQ8_0PairD), lo));
-    return Weights{_mm512_xor_si512(qs, _mm512_set1_epi8(-128)), _mm_cvtph_ps(d)};
+  ALWAYS_INLINE static QuantWeights weights(const char* p) {
+    constexpr int kBytes = kBlocks * static_cast<int>(sizeof(BlockQ8_0));
+    const __m512i w0 = load_bytes<0, kBytes>(p);
+    const __m512i w1 = load_bytes<64, kBytes>(p);
+    const __m512i idx = load_index(kQ8_0Gather.quants);
+    const __m512i lo = _mm512_permutex2var_epi16(w0, idx, w1);
+    const __m512i hi = _mm512_permutex2var_epi16(load_bytes<16, kBytes>(p), idx, load_bytes<80, kBytes>(p));
+    const __m512i offset = _mm512_set1_epi8(-128);
+    return QuantWeights{_mm512_xor_si512(lo, offset), _mm512_xor_si512(hi, offset),
+                        lane_scales(_mm512_permutex2var_epi16(w0, load_index(kQ8_0Gather.scales), w1))};
   }
-
-  template <int kBlocks>
-  static Acts acts(const BlockQ8Act* a) {
-    const __m512i lanes = load_index(kLaneOfPair);
-    const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[0].qs));
-    if constexpr (kBlocks == 2) {
-      const __m512i qs = _mm512_inserti64x4(_mm512_castsi256_si512(q0), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[1].qs)), 1);
-      return Acts{qs, spread(_mm_setr_ps(a[0].d, a[1].d, 0.0f, 0.0f), lanes),
-                  spread_first(_mm_setr_epi32(-128 * a[0].sum, -128 * a[1].sum, 0, 0), lanes, 0x0101)};
-    } else {
-      return Acts{_mm512_zextsi256_si512(q0), _mm512_set1_ps(a[0].d),
-                  spread_first(_mm_setr_epi32(-128 * a[0].sum, 0, 0, 0), lanes, 0x0001)};
-    }
-  }
-
-  static __m512 lane_scales(__m128 d) { return spread(d, load_index(kLaneOfPair)); }
-
-  static __m512i dot(const Weights& w, const Acts& a) { return _mm512_dpbusd_epi32(a.bias, w.qs, a.qs); }
 };
 
 struct Q4_0Format {
-  static constexpr int kGroup = 4;
-  struct Weights {
-    __m512i lo;     // [64] values 0..15 of blocks j..j+3 (16 each), as nibbles 0..15
-    __m512i hi;     // [64] values 16..31 of the same blocks
-    __m128 d;       // [4] fp16(w.d) of blocks j..j+3
-  };
-  struct Acts {
-    __m512i lo;     // [64] a.qs[0..15] of blocks j..j+3
-    __m512i hi;     // [64] a.qs[16..31]
-    __m512 d;       // [16] a.d of each lane's block
-    __m512i bias;   // [16] -8 * a.sum in lanes 0, 4, 8, 12
-  };
+  using Block = BlockQ4_0;
+  static constexpr int kOffset = 8;
 
+  // 18-byte blocks: all four fit in bytes 0..71; low nibbles are values 0..15, high 16..31.
   template <int kBlocks>
-  static Weights weights(const char* p) {
-    __m512i lo, hi;
-    load_group<kBlocks * 18>(p, lo, hi);
-    const __m512i q = _mm512_permutex2var_epi16(lo, load_index(kQ4_0QuadQs), hi);
-    const __m128i d = _mm512_castsi512_si128(_mm512_permutexvar_epi16(load_index(kQ4_0QuadD), lo));
+  ALWAYS_INLINE static QuantWeights weights(const char* p) {
+    constexpr int kBytes = kBlocks * static_cast<int>(sizeof(BlockQ4_0));
+    const __m512i w0 = load_bytes<0, kBytes>(p);
+    __m512i w1 = _mm512_setzero_si512();
+    if constexpr (kBytes > 64) {
+      w1 = _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 64)));
+    }
+    const __m512i q = _mm512_permutex2var_epi16(w0, load_index(kQ4_0Gather.quants), w1);
     const __m512i mask = _mm512_set1_epi8(15);
-    return Weights{_mm512_and_si512(q, mask), _mm512_and_si512(_mm512_srli_epi16(q, 4), mask), _mm_cvtph_ps(d)};
-  }
-
-  template <int kBlocks>
-  static Acts acts(const BlockQ8Act* a) {
-    __m512i lo = _mm512_setzero_si512();
-    __m512i hi = _mm512_setzero_si512();
-#pragma GCC unroll 4
-    for (int b = 0; b < kBlocks; ++b) {
-      lo = insert_lane(lo, a[b].qs, b);
-      hi = insert_lane(hi, a[b].qs + 16, b);
-    }
-    const __m128 d = _mm_setr_ps(a[0].d, kBlocks > 1 ? a[1].d : 0.0f, kBlocks > 2 ? a[2].d : 0.0f,
-                                 kBlocks > 3 ? a[3].d : 0.0f);
-    const __m128i sums = _mm_setr_epi32(a[0].sum, kBlocks > 1 ? a[1].sum : 0, kBlocks > 2 ? a[2].sum : 0,
-                                        kBlocks > 3 ? a[3].sum : 0);
-    const __m512i lanes = load_index(kLaneOfQuad);
-    return Acts{lo, hi, spread(d, lanes), spread_first(_mm_slli_epi32(_mm_sub_epi32(_mm_setzero_si128(), sums), 3), lanes, 0x1111)};
-  }
-
-  static __m512 lane_scales(__m128 d) { return spread(d, load_index(kLaneOfQuad)); }
-
-  static __m512i dot(const Weights& w, const Acts& a) {
-    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(a.bias, w.lo, a.lo), w.hi, a.hi);
-  }
-
- private:
-  static __m512i insert_lane(__m512i v, const int8_t* p, int lane) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    switch (lane) {
-      case 0: return _mm512_inserti32x4(v, x, 0);
-      case 1: return _mm512_inserti32x4(v, x, 1);
-      case 2: return _mm512_inserti32x4(v, x, 2);
-      default: return _mm512_inserti32x4(v, x, 3);
-    }
+    return QuantWeights{_mm512_and_si512(q, mask), _mm512_and_si512(_mm512_srli_epi16(q, 4), mask),
+                        lane_scales(_mm512_permutexvar_epi16(load_index(kQ4_0Gather.scales), w0))};
   }
 };
 
+// 16 bytes at p into 128-bit lane kLane of v
+template <int kLane>
+ALWAYS_INLINE __m512i insert_lane(__m512i v, const int8_t* p) {
+  return _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), kLane);
+}
+
+// The act side of a step over blocks a[0..kBlocks), in register layout.
+template <class F, int kBlocks>
+ALWAYS_INLINE QuantActs quant_acts(const BlockQ8Act* a) {
+  __m512i lo = insert_lane<0>(_mm512_setzero_si512(), a[0].qs);
+  __m512i hi = insert_lane<0>(_mm512_setzero_si512(), a[0].qs + 16);
+  if constexpr (kBlocks > 1) lo = insert_lane<1>(lo, a[1].qs), hi = insert_lane<1>(hi, a[1].qs + 16);
+  if constexpr (kBlocks > 2) lo = insert_lane<2>(lo, a[2].qs), hi = insert_lane<2>(hi, a[2].qs + 16);
+  if constexpr (kBlocks > 3) lo = insert_lane<3>(lo, a[3].qs), hi = insert_lane<3>(hi, a[3].qs + 16);
+  const auto d = [a](int b) { return b < kBlocks ? a[b].d : 0.0f; };
+  const auto bias = [a](int b) { return b < kBlocks ? -F::kOffset * a[b].sum : 0; };
+  const __m512i lanes = load_index(kLaneBlock);
+  const __m512 dv = _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(_mm_setr_ps(d(0), d(1), d(2), d(3))));
+  const __m512i bv = _mm512_maskz_permutexvar_epi32(
+      0x1111, lanes, _mm512_castsi128_si512(_mm_setr_epi32(bias(0), bias(1), bias(2), bias(3))));
+  return QuantActs{lo, hi, dv, bv};
+}
+
 template <int R, int C>
-inline __attribute__((always_inline)) void zero_tile(__m512 (&acc)[R][C]) {
+ALWAYS_INLINE void zero_tile(__m512 (&acc)[R][C]) {
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
@@ -204,45 +184,88 @@ inline __attribute__((always_inline)) void zero_tile(__m512 (&acc)[R][C]) {
 }
 
 template <int R, int C>
-inline __attribute__((always_inline)) void store_tile(const Tile& t, __m512 (&acc)[R][C]) {
+ALWAYS_INLINE void store_tile(const Tile& t, __m512 (&acc)[R][C]) {
 #pragma GCC unroll 16
   for (int c = 0; c < C; ++c) {
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r] = _mm512_reduce_add_ps(acc[r][c]);
+    for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = _mm512_reduce_add_ps(acc[r][c]);
   }
 }
 
-// Blocks [j, j + kBlocks) of every row and act of the tile.
+// Blocks [j, j + kBlocks) of every row of the tile against the packed acts of that step.
 template <class F, int R, int C, int kBlocks>
-inline __attribute__((always_inline)) void quant_step(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
-  constexpr size_t kBlockBytes = F::kGroup == 2 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
-  typename F::Weights w[R];
-  __m512 dw[R];
+ALWAYS_INLINE void quant_step(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
+  constexpr size_t kBlockBytes = sizeof(typename F::Block);
+  QuantWeights w[R];
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    w[r] = F::template weights<kBlocks>(t.w + r * t.w_stride + j * kBlockBytes);
-    dw[r] = F::lane_scales(w[r].d);
-  }
+  for (int r = 0; r < R; ++r) w[r] = F::template weights<kBlocks>(t.w + r * t.w_stride + j * kBlockBytes);
 #pragma GCC unroll 16
   for (int c = 0; c < C; ++c) {
-    const typename F::Acts a = F::template acts<kBlocks>(row_at<BlockQ8Act>(t.a, t.a_stride, c) + j);
+    const QuantActs& a = row_at<QuantActs>(t.a, t.a_stride, c)[j / kStepBlocks];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const __m512 dot = _mm512_cvtepi32_ps(F::dot(w[r], a));
-      acc[r][c] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw[r], a.d), acc[r][c]);
+      const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(a.bias, w[r].lo, a.lo), w[r].hi, a.hi);
+      acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(w[r].d, a.d), acc[r][c]);
     }
   }
 }
 
 template <class F, int R, int C>
-inline __attribute__((always_inline)) void quant_tail(const Tile& t, int64_t j, int64_t blocks,
-                                                      __m512 (&acc)[R][C]) {
+ALWAYS_INLINE void quant_tail(const Tile& t, int64_t j, int64_t blocks, __m512 (&acc)[R][C]) {
   switch (blocks - j) {
     case 1: return quant_step<F, R, C, 1>(t, j, acc);
-    case 2: if constexpr (F::kGroup > 2) return quant_step<F, R, C, 2>(t, j, acc); break;
-    case 3: if constexpr (F::kGroup > 3) return quant_step<F, R, C, 3>(t, j, acc); break;
-    default: break;
+    case 2: return quant_step<F, R, C, 2>(t, j, acc);
+    case 3: return quant_step<F, R, C, 3>(t, j, acc);
+    default: return;
   }
+}
+
+// Per-thread home of the packed activations; grows to the largest panel, freed at thread exit.
+class PackScratch {
+ public:
+  PackScratch() = default;
+  PackScratch(const PackScratch&) = delete;
+  PackScratch& operator=(const PackScratch&) = delete;
+  ~PackScratch() { std::free(data_); }
+
+  QuantActs* get(size_t count) {
+    if (count > capacity_) {
+      std::free(data_);
+      data_ = static_cast<QuantActs*>(std::aligned_alloc(alignof(QuantActs), count * sizeof(QuantActs)));
+      KVDESK_ASSERT(data_ != nullptr);
+      capacity_ = count;
+    }
+    return data_;
+  }
+
+ private:
+  QuantActs* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+thread_local PackScratch pack_scratch;
+
+// Q8Act rows [first, first + count) -> [count][steps] QuantActs, the register image each step
+// loads, so the lane shuffles are paid once per act instead of once per weight row tile.
+template <class F>
+ActPanel pack_quant_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int count) {
+  const int64_t blocks = args.n / 32;
+  const int64_t steps = (blocks + kStepBlocks - 1) / kStepBlocks;
+  QuantActs* out = pack_scratch.get(static_cast<size_t>(steps * count));
+  const char* acts = static_cast<const char*>(args.acts) + static_cast<size_t>(first) * a_stride;
+  for (int c = 0; c < count; ++c) {
+    const BlockQ8Act* a = row_at<BlockQ8Act>(acts, a_stride, c);
+    QuantActs* row = out + c * steps;
+    int64_t j = 0;
+    for (; j + kStepBlocks <= blocks; j += kStepBlocks) row[j / kStepBlocks] = quant_acts<F, kStepBlocks>(a + j);
+    switch (blocks - j) {
+      case 1: row[j / kStepBlocks] = quant_acts<F, 1>(a + j); break;
+      case 2: row[j / kStepBlocks] = quant_acts<F, 2>(a + j); break;
+      case 3: row[j / kStepBlocks] = quant_acts<F, 3>(a + j); break;
+      default: break;
+    }
+  }
+  return ActPanel{reinterpret_cast<const char*>(out), static_cast<size_t>(steps) * sizeof(QuantActs)};
 }
 
 template <class F>
@@ -251,13 +274,17 @@ struct QuantKernel {
   static constexpr int kRows = 4;
   static constexpr int kActs = 4;
 
+  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int count) {
+    return pack_quant_acts<F>(args, a_stride, first, count);
+  }
+
   template <int R, int C>
   static void tile(const Tile& t) {
     const int64_t blocks = t.n / 32;
     __m512 acc[R][C];
     zero_tile(acc);
     int64_t j = 0;
-    for (; j + F::kGroup <= blocks; j += F::kGroup) quant_step<F, R, C, F::kGroup>(t, j, acc);
+    for (; j + kStepBlocks <= blocks; j += kStepBlocks) quant_step<F, R, C, kStepBlocks>(t, j, acc);
     quant_tail<F>(t, j, blocks, acc);
     store_tile(t, acc);
   }
@@ -268,22 +295,23 @@ struct QuantKernel {
 
 struct F32Format {
   using Elem = float;
-  static __m512 load(const Elem* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+  ALWAYS_INLINE static __m512 load(const Elem* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 };
 struct F16Format {
   using Elem = uint16_t;
-  static __m512 load(const Elem* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+  ALWAYS_INLINE static __m512 load(const Elem* p, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+  }
 };
 struct Bf16Format {
   using Elem = uint16_t;
-  static __m512 load(const Elem* p, __mmask16 m) {
+  ALWAYS_INLINE static __m512 load(const Elem* p, __mmask16 m) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
   }
 };
 
 template <class F, int R, int C>
-inline __attribute__((always_inline)) void float_step(const Tile& t, int64_t k, __mmask16 m,
-                                                      __m512 (&acc)[R][C]) {
+ALWAYS_INLINE void float_step(const Tile& t, int64_t k, __mmask16 m, __m512 (&acc)[R][C]) {
   __m512 w[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) w[r] = F::load(row_at<typename F::Elem>(t.w, t.w_stride, r) + k, m);
@@ -301,6 +329,10 @@ struct FloatKernel {
   static constexpr int kRows = 4;
   static constexpr int kActs = 6;
 
+  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
+    return unpacked_acts(args, a_stride, first);
+  }
+
   template <int R, int C>
   static void tile(const Tile& t) {
     __m512 acc[R][C];
@@ -316,11 +348,11 @@ struct FloatKernel {
 
 float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
   switch (weight_type) {
-    case GgmlType::F32: return dot_one<FloatKernel<F32Format>>(w_row, act_row, n);
-    case GgmlType::F16: return dot_one<FloatKernel<F16Format>>(w_row, act_row, n);
-    case GgmlType::BF16: return dot_one<FloatKernel<Bf16Format>>(w_row, act_row, n);
-    case GgmlType::Q8_0: return dot_one<QuantKernel<Q8_0Format>>(w_row, act_row, n);
-    case GgmlType::Q4_0: return dot_one<QuantKernel<Q4_0Format>>(w_row, act_row, n);
+    case GgmlType::F32: return dot_one<FloatKernel<F32Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::F16: return dot_one<FloatKernel<F16Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::BF16: return dot_one<FloatKernel<Bf16Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q8_0: return dot_one<QuantKernel<Q8_0Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q4_0: return dot_one<QuantKernel<Q4_0Format>>(weight_type, w_row, act_row, n);
     default: KVDESK_ASSERT(!"vec_dot: type is not computable");
   }
   return 0.0f;

@@ -1,5 +1,5 @@
-// Internal: the kernel table each ISA translation unit exports, and the table cpu:: uses now.
-// Only dot_dispatch.cpp and matmul.cpp include this; the ISA files keep everything else static.
+// Internal: the kernel table each ISA translation unit exports (everything else in those files
+// has internal linkage), and the table cpu:: uses now. Not for use outside kernels/.
 #pragma once
 #include <cstdint>
 

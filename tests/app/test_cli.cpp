@@ -39,6 +39,65 @@ TEST_CASE("generate --json prints the reference continuation with timings", "[ap
   }
 }
 
+TEST_CASE("generate --json reports the KV cache as the run ended", "[app][cli][kv]") {
+  const auto j = parse_json(run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time",
+                                     "-n", "64", "--temp", "0", "--json"}));
+  CHECK(j["cached_tokens"] == 0);
+  const auto& kv = j["kv"];
+  // 5 prompt + 63 appended tokens (the last one is sampled, never computed) in blocks of 16;
+  // the default pool holds the run's 69 tokens.
+  CHECK(kv["blocks_total"] == 5);
+  CHECK(kv["blocks_used"] == 5);
+  CHECK(kv["peak_blocks"] == 5);
+  CHECK(kv["blocks_cached"] == 0);
+  CHECK(kv["blocks_free"] == 0);
+  CHECK(kv["blocks_shared"] == 0);
+  CHECK(kv["bytes_per_token"] == 5 * 2 * 4 * 8 * 2);
+  CHECK(kv["bytes_per_block"] == 16 * 5 * 2 * 4 * 8 * 2);
+  CHECK(kv["internal_waste_tokens"] == 80 - 68);
+  CHECK(kv["contiguous_waste_tokens"] == 512 - 68);
+  CHECK(kv["prefix_misses"] == 0);
+  CHECK(kv["prefix_hit_rate"] == 0.0);
+  CHECK(kv["evictions"] == 0);
+  CHECK(kv["cow_copies"] == 0);
+  CHECK(kv["what_if"].size() == 4);
+  CHECK(j["tokens"] == reference()["generated_ids"]);
+}
+
+TEST_CASE("a KV budget in MiB sizes the pool in whole blocks", "[app][cli][kv]") {
+  const auto j = parse_json(run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time",
+                                     "-n", "8", "--temp", "0", "--kv-budget-mib", "1", "--json"}));
+  CHECK(j["kv"]["blocks_total"] == 1048576 / (16 * 640));   // f16: 640 bytes per token
+  CHECK(j["kv"]["blocks_used"] == 1);
+  const auto tiny = run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "hi", "--kv-budget-mib", "0.001"});
+  CHECK(tiny.exit_code == 1);
+  CHECK(tiny.err.find("--kv-budget-mib") != std::string::npos);
+}
+
+TEST_CASE("info shows what fits in a KV budget for each KV type beside an MHA model", "[app][cli][kv]") {
+  const auto j = parse_json(run_cli({"info", "-m", model_path("stories260K.gguf"), "--ctx", "256",
+                                     "--kv-budget-mib", "1", "--json"}));
+  const auto& cap = j["kv_capacity"];
+  CHECK(cap["context"] == 256);
+  CHECK(cap["block_size"] == 16);
+  const auto& gqa = cap["types"]["f16"]["gqa"];
+  const auto& mha = cap["types"]["f16"]["mha"];
+  CHECK(gqa["head_count_kv"] == 4);
+  CHECK(gqa["bytes_per_token"] == 640);
+  CHECK(gqa["bytes_per_block"] == 10240);
+  CHECK(gqa["blocks"] == 102);
+  CHECK(gqa["sequences"] == 6);   // 256 tokens = 16 blocks
+  CHECK(mha["head_count_kv"] == 8);
+  CHECK(mha["bytes_per_token"] == 1280);
+  CHECK(mha["blocks"] == 51);
+  CHECK(mha["sequences"] == 3);
+  CHECK(cap["types"].contains("f32"));
+  CHECK(cap["types"].contains("bf16"));
+  const auto text = run_cli({"info", "-m", model_path("stories260K.gguf")});
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("KV capacity") != std::string::npos);
+}
+
 TEST_CASE("generate streams the text without --json", "[app][cli]") {
   const auto run = run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time", "-n", "64", "--temp", "0"});
   REQUIRE(run.exit_code == 0);

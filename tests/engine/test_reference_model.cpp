@@ -26,13 +26,13 @@ Run open_model(const std::string& file, int threads, KvType kv_type = KvType::F3
                AttentionNumerics numerics = AttentionNumerics::Exact) {
   Run r;
   r.model = Model::load(model_path(file));
-  KvLayout options;
-  options.k_type = kv_type;
-  options.v_type = kv_type;
-  options.block_size = block_size;
-  options.numerics = numerics;
-  options.num_blocks = (r.model->config().context_length + block_size - 1) / block_size;
-  r.kv = std::make_unique<KvCache>(r.model->config(), options);
+  KvCacheConfig config;
+  config.layout.k_type = kv_type;
+  config.layout.v_type = kv_type;
+  config.layout.block_size = block_size;
+  config.layout.numerics = numerics;
+  config.layout.num_blocks = (r.model->config().context_length + block_size - 1) / block_size;
+  r.kv = std::make_unique<KvCache>(r.model->config(), config);
   r.pool = std::make_unique<ThreadPool>(threads);
   return r;
 }
@@ -58,7 +58,7 @@ TEST_CASE("stories260K greedy continuation equals the reference with 1 and 2 thr
   CHECK(result.tokens == ids_of(reference()["generated_ids"]));
   CHECK(result.text == reference()["text"].get<std::string>());
   r.kv->check_invariants();
-  CHECK(r.kv->pool().num_free() == r.kv->pool().num_blocks());
+  CHECK(r.kv->num_available_blocks() == r.kv->num_blocks());
 }
 
 // The reference logits come from llama.cpp's CPU flash attention over an f16 KV cache, which

@@ -1,91 +1,255 @@
-// Paged attention equals attention over the same keys and values laid out contiguously,
-// whatever the block table's order, block size, GQA ratio or length.
+// Paged attention: ref:: equals attention over the same keys and values laid out contiguously,
+// whatever the block table's order, block size, GQA ratio, length or KV type; cpu:: (AVX-512
+// and AVX2) equals ref::; and each KV type stays within its format's error of f32 attention.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <tuple>
 
 #include "kernels/attention.h"
+#include "kernels/dot.h"
+#include "kernels/kv_quant.h"
 
 using namespace kvdesk;
 
 namespace {
 
-// Contiguous reference: k, v [num_tokens][kv_heads][head_dim].
-void contiguous_attention(const std::vector<float>& q, const std::vector<float>& k,
-                          const std::vector<float>& v, int n, int heads, int kv_heads, int d,
-                          std::vector<float>& out) {
-  const int group = heads / kv_heads;
-  out.assign(size_t(heads) * d, 0.0f);
-  for (int h = 0; h < heads; ++h) {
+// One query token over n cached tokens: q[heads][d], k and v [n][kv_heads][d].
+struct Problem {
+  int heads, kv_heads, d, n;
+  std::vector<float> q, k, v;
+};
+
+Problem random_problem(uint32_t seed, int heads, int kv_heads, int d, int n) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  Problem p{heads, kv_heads, d, n, std::vector<float>(size_t(heads) * d), std::vector<float>(size_t(n) * kv_heads * d), {}};
+  p.v.resize(p.k.size());
+  for (std::vector<float>* x : {&p.q, &p.k, &p.v}) {
+    for (float& e : *x) e = normal(rng);
+  }
+  return p;
+}
+
+// A problem's K and V written through paged_kv_write into a pool of shuffled blocks; the
+// spare blocks and unwritten rows hold 0xFF bytes (NaN in float types), so a stray read shows.
+class PagedKv {
+ public:
+  PagedKv(const Problem& p, KvType k_type, KvType v_type, int block_size, uint32_t seed) {
+    const int blocks = (p.n + block_size - 1) / block_size;
+    const int pool_blocks = blocks + 3;
+    table_.resize(size_t(pool_blocks));
+    for (int i = 0; i < pool_blocks; ++i) table_[size_t(i)] = i;
+    std::mt19937 rng(seed);
+    std::shuffle(table_.begin(), table_.end(), rng);
+    table_.resize(size_t(blocks));
+    layer_.block_size = block_size;
+    layer_.num_kv_heads = p.kv_heads;
+    layer_.head_dim = p.d;
+    init_tensor(layer_.k, k_store_, k_type, pool_blocks);
+    init_tensor(layer_.v, v_store_, v_type, pool_blocks);
+    for (int j = 0; j < p.n; ++j) {
+      const size_t row = size_t(j) * p.kv_heads * p.d;
+      paged_kv_write(layer_, seq(), j, &p.k[row], &p.v[row]);
+    }
+  }
+  const PagedKvLayer& layer() const { return layer_; }
+  PagedSeq seq() const { return PagedSeq{table_.data(), int32_t(table_.size()) * layer_.block_size}; }
+
+ private:
+  void init_tensor(PagedKvTensor& t, std::vector<uint8_t>& store, KvType type, int pool_blocks) {
+    t.type = type;
+    t.row_stride = kv_row_bytes(type, layer_.head_dim);
+    t.head_stride = t.row_stride * size_t(layer_.block_size);
+    t.block_stride = t.head_stride * size_t(layer_.num_kv_heads);
+    store.assign(t.block_stride * size_t(pool_blocks), 0xFF);
+    t.data = store.data();
+  }
+
+  PagedKvLayer layer_;
+  std::vector<int32_t> table_;
+  std::vector<uint8_t> k_store_, v_store_;
+};
+
+// x [rows][d] as the type stores it, dequantized again.
+std::vector<float> rounded(KvType type, const std::vector<float>& x, int d) {
+  std::vector<float> y(x.size());
+  std::vector<uint8_t> row(kv_row_bytes(type, d));
+  for (size_t r = 0; r < x.size() / size_t(d); ++r) {
+    ref::quantize_kv_row(type, &x[r * d], row.data(), d);
+    ref::dequantize_kv_row(type, row.data(), &y[r * d], d);
+  }
+  return y;
+}
+
+// Softmax attention in double over contiguous k, v [n][kv_heads][d].
+std::vector<float> contiguous_attention(const Problem& p, const std::vector<float>& k, const std::vector<float>& v) {
+  const int group = p.heads / p.kv_heads;
+  const int d = p.d;
+  std::vector<float> out(size_t(p.heads) * d);
+  for (int h = 0; h < p.heads; ++h) {
     const int g = h / group;
-    std::vector<double> s(n);
-    double max_s = -1e30;
-    for (int j = 0; j < n; ++j) {
+    std::vector<double> s(size_t(p.n)), acc(size_t(d), 0.0);
+    double max_s = -INFINITY;
+    for (int j = 0; j < p.n; ++j) {
       double dot = 0;
-      for (int i = 0; i < d; ++i) dot += double(q[h * d + i]) * k[(size_t(j) * kv_heads + g) * d + i];
-      s[j] = dot / std::sqrt(double(d));
-      max_s = std::max(max_s, s[j]);
+      for (int i = 0; i < d; ++i) dot += double(p.q[size_t(h) * d + i]) * k[(size_t(j) * p.kv_heads + g) * d + i];
+      s[size_t(j)] = dot / std::sqrt(double(d));
+      max_s = std::max(max_s, s[size_t(j)]);
     }
     double sum = 0;
     for (double& x : s) sum += (x = std::exp(x - max_s));
-    for (int j = 0; j < n; ++j) {
-      for (int i = 0; i < d; ++i) out[h * d + i] += float(s[j] / sum * v[(size_t(j) * kv_heads + g) * d + i]);
+    for (int j = 0; j < p.n; ++j) {
+      for (int i = 0; i < d; ++i) acc[size_t(i)] += s[size_t(j)] / sum * v[(size_t(j) * p.kv_heads + g) * d + i];
     }
+    for (int i = 0; i < d; ++i) out[size_t(h) * d + i] = float(acc[size_t(i)]);
+  }
+  return out;
+}
+
+enum class Path { Ref, Avx2, Avx512 };
+
+const char* path_name(Path path) {
+  return path == Path::Ref ? "ref" : path == Path::Avx2 ? "avx2" : "avx512";
+}
+
+std::vector<float> run_attention(Path path, const PagedKv& kv, const Problem& p,
+                                 AttentionNumerics numerics = AttentionNumerics::Exact) {
+  std::vector<float> out(size_t(p.heads) * p.d), scratch(size_t(attention_scratch_floats(p.heads, p.d)));
+  AttentionArgs args;
+  args.q = p.q.data();
+  args.num_heads = p.heads;
+  args.scale = 1.0f / std::sqrt(float(p.d));
+  args.out = out.data();
+  args.scratch = scratch.data();
+  args.numerics = numerics;
+  PagedSeq seq = kv.seq();
+  seq.num_tokens = p.n;
+  if (path == Path::Ref) {
+    ref::paged_attention(kv.layer(), seq, args);
+  } else {
+    cpu_isa_force(path == Path::Avx2 ? CpuIsa::Avx2 : CpuIsa::Avx512);
+    cpu::paged_attention(kv.layer(), seq, args);
+    cpu_isa_force(cpu_isa_detected());
+  }
+  return out;
+}
+
+double nmse(const std::vector<float>& out, const std::vector<float>& expected) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    err += (double(out[i]) - expected[i]) * (double(out[i]) - expected[i]);
+    norm += double(expected[i]) * expected[i];
+  }
+  return err / norm;
+}
+
+void check_close(const std::vector<float>& out, const std::vector<float>& expected, float rel) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    INFO("i=" << i << " out " << out[i] << " expected " << expected[i]);
+    REQUIRE(std::fabs(out[i] - expected[i]) <= rel * (1.0f + std::fabs(expected[i])));
   }
 }
 
 }  // namespace
 
-TEST_CASE("paged attention over shuffled blocks equals contiguous attention", "[kernels][attention]") {
+TEST_CASE("paged attention over shuffled blocks equals contiguous attention for every kv type", "[kernels][attention]") {
   const int block_size = GENERATE(8, 16, 32, 64);
   const int group = GENERATE(1, 2, 4, 8);
   const int kv_heads = GENERATE(1, 2);
   const int n = GENERATE(1, 37, 130);
+  const KvType type = GENERATE(from_range(all_kv_types().begin(), all_kv_types().end()));
   const int d = 16;
-  const int heads = kv_heads * group;
-  std::mt19937 rng(block_size * 1000 + group * 10 + n);
-  std::normal_distribution<float> normal;
-  std::vector<float> q(size_t(heads) * d), k(size_t(n) * kv_heads * d), v(k.size());
-  for (float& x : q) x = normal(rng);
-  for (float& x : k) x = normal(rng);
-  for (float& x : v) x = normal(rng);
-
-  const int blocks = (n + block_size - 1) / block_size;
-  const int pool_blocks = blocks + 3;
-  std::vector<int32_t> table(pool_blocks);
-  for (int i = 0; i < pool_blocks; ++i) table[i] = i;
-  std::shuffle(table.begin(), table.end(), rng);
-  table.resize(blocks);
-
-  PagedKvLayer layer;
-  layer.block_size = block_size;
-  layer.num_kv_heads = kv_heads;
-  layer.head_dim = d;
-  std::vector<float> k_store(size_t(pool_blocks) * kv_heads * block_size * d, NAN);
-  std::vector<float> v_store(k_store.size(), NAN);
-  for (auto [t, store] : {std::pair{&layer.k, &k_store}, std::pair{&layer.v, &v_store}}) {
-    t->type = KvType::F32;
-    t->data = reinterpret_cast<uint8_t*>(store->data());
-    t->row_stride = sizeof(float) * d;
-    t->head_stride = t->row_stride * block_size;
-    t->block_stride = t->head_stride * kv_heads;
+  const uint32_t seed = uint32_t(block_size * 1000 + group * 10 + n);
+  const Problem p = random_problem(seed, kv_heads * group, kv_heads, d, n);
+  const PagedKv kv(p, type, type, block_size, seed);
+  // The contiguous side rounds each row through the format on its own, without any paging.
+  const std::vector<float> expected = contiguous_attention(p, rounded(type, p.k, d), rounded(type, p.v, d));
+  for (Path path : {Path::Ref, Path::Avx512}) {
+    INFO(kv_type_name(type) << " block " << block_size << " group " << group << " kv heads " << kv_heads
+                            << " n " << n << " " << path_name(path));
+    check_close(run_attention(path, kv, p), expected, 1e-5f);
   }
-  const PagedSeq seq{table.data(), n};
-  for (int j = 0; j < n; ++j) paged_kv_write(layer, seq, j, &k[size_t(j) * kv_heads * d], &v[size_t(j) * kv_heads * d]);
+}
 
-  std::vector<float> expected, out(size_t(heads) * d), scratch(attention_scratch_floats(d));
-  contiguous_attention(q, k, v, n, heads, kv_heads, d, expected);
-  AttentionArgs args;
-  args.q = q.data();
-  args.num_heads = heads;
-  args.scale = 1.0f / std::sqrt(float(d));
-  args.out = out.data();
-  args.scratch = scratch.data();
-  ref::paged_attention(layer, seq, args);
-  for (size_t i = 0; i < out.size(); ++i) {
-    INFO("i=" << i);
-    CHECK(std::fabs(out[i] - expected[i]) <= 1e-5f * (1.0f + std::fabs(expected[i])));
+// Rounding each K and V value by a relative e moves every score by at most
+// E = scale * e * max_j sum_i |q_i k_ji|, so the softmax weights by at most 2E in sum, and an
+// output by at most max|v| (e + 2E) to first order.
+TEST_CASE("f16 and bf16 paged attention stays within their rounding of f32 attention", "[kernels][attention]") {
+  const auto [type, e] = GENERATE(table<KvType, double>({{KvType::F16, 0x1p-11}, {KvType::BF16, 0x1p-8}}));
+  const int d = GENERATE(8, 64, 128);
+  const int n = GENERATE(1, 37, 300);
+  const Problem p = random_problem(uint32_t(d + n), 8, 2, d, n);
+  const PagedKv kv(p, type, type, 16, uint32_t(n));
+  const std::vector<float> expected = contiguous_attention(p, p.k, p.v);
+  double v_max = 0;
+  for (float x : p.v) v_max = std::max(v_max, double(std::fabs(x)));
+  for (int h = 0; h < p.heads; ++h) {
+    const int g = h / (p.heads / p.kv_heads);
+    double score_err = 0;
+    for (int j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int i = 0; i < d; ++i) sum += std::fabs(double(p.q[size_t(h) * d + i]) * p.k[(size_t(j) * p.kv_heads + g) * d + i]);
+      score_err = std::max(score_err, sum * e / std::sqrt(double(d)));
+    }
+    const double bound = v_max * (e + 2 * score_err) * 1.1;
+    for (Path path : {Path::Ref, Path::Avx512}) {
+      const std::vector<float> out = run_attention(path, kv, p);
+      for (int i = 0; i < d; ++i) {
+        INFO(kv_type_name(type) << " d " << d << " n " << n << " head " << h << " " << path_name(path));
+        REQUIRE(std::fabs(out[size_t(h) * d + i] - expected[size_t(h) * d + i]) <= bound);
+      }
+    }
   }
+}
+
+TEST_CASE("cpu paged attention equals the reference for every kv type shape and isa", "[kernels][attention]") {
+  const Path path = GENERATE(Path::Avx2, Path::Avx512);
+  const auto [k_type, v_type] = GENERATE(table<KvType, KvType>({
+      {KvType::F32, KvType::F32}, {KvType::F16, KvType::F16}, {KvType::BF16, KvType::BF16},
+      {KvType::FP8_E4M3, KvType::FP8_E4M3}, {KvType::FP8_E5M2, KvType::FP8_E5M2}, {KvType::INT8, KvType::INT8},
+      {KvType::INT4, KvType::INT4}, {KvType::INT8, KvType::INT4}, {KvType::F16, KvType::FP8_E4M3}}));
+  const int block_size = GENERATE(8, 16, 32, 64);
+  // heads, kv heads, head dim, tokens: GQA 1/2/4/8, MQA, odd groups (head tiles 4+2, 2+1),
+  // lengths that are not multiples of any block size.
+  const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({
+      {4, 4, 64, 37}, {8, 4, 64, 130}, {16, 4, 128, 37}, {32, 4, 64, 130}, {8, 1, 128, 100},
+      {32, 1, 64, 75}, {6, 1, 64, 50}, {3, 1, 8, 19}, {8, 4, 8, 69}, {2, 2, 8, 1}, {16, 2, 128, 1000}}));
+  const uint32_t seed = uint32_t(heads * 7919 + d * 31 + n + block_size);
+  const Problem p = random_problem(seed, heads, kv_heads, d, n);
+  const PagedKv kv(p, k_type, v_type, block_size, seed);
+  const std::vector<float> expected = run_attention(Path::Ref, kv, p);
+  const std::vector<float> out = run_attention(path, kv, p);
+  INFO(path_name(path) << " k " << kv_type_name(k_type) << " v " << kv_type_name(v_type) << " block " << block_size
+                       << " heads " << heads << "/" << kv_heads << " d " << d << " n " << n);
+  CHECK(nmse(out, expected) < 1e-11);
+  check_close(out, expected, 1e-5f);
+}
+
+TEST_CASE("llama.cpp numerics over f16 kv take the reference path bit for bit", "[kernels][attention]") {
+  const Problem p = random_problem(3, 8, 4, 64, 77);
+  const PagedKv kv(p, KvType::F16, KvType::F16, 16, 3);
+  const std::vector<float> expected = run_attention(Path::Ref, kv, p, AttentionNumerics::LlamaCpp);
+  const std::vector<float> out = run_attention(Path::Avx512, kv, p, AttentionNumerics::LlamaCpp);
+  CHECK(std::memcmp(out.data(), expected.data(), sizeof(float) * out.size()) == 0);
+  CHECK(nmse(expected, run_attention(Path::Ref, kv, p)) > 0);
+}
+
+// Output NMSE against exact f32 attention over N(0, 1) keys and values (d 64, 300 tokens):
+// the keys' and the values' round-trip errors add, so it is about twice a row's round-trip
+// NMSE (kv_quant.h: e4m3 6.6e-4, e5m2 2.6e-3, int8 3.5e-5, int4 7.3e-3; measured here 1.1e-3,
+// 4.9e-3, 6.8e-5, 1.5e-2). Bounds: 3x the round-trip NMSE; the floor shows it was quantized.
+TEST_CASE("quantized kv attention stays within its format's error of f32 attention", "[kernels][attention]") {
+  const auto [type, bound] = GENERATE(table<KvType, double>({{KvType::FP8_E4M3, 2e-3}, {KvType::FP8_E5M2, 8e-3},
+                                                             {KvType::INT8, 1e-4}, {KvType::INT4, 2.2e-2}}));
+  const Problem p = random_problem(11, 16, 4, 64, 300);
+  const PagedKv kv(p, type, type, 16, 11);
+  const std::vector<float> expected = contiguous_attention(p, p.k, p.v);
+  const double err = nmse(run_attention(Path::Avx512, kv, p), expected);
+  INFO(kv_type_name(type) << " attention NMSE " << err);
+  CHECK(err < bound);
+  CHECK(err > bound / 30);
 }

@@ -2,6 +2,7 @@
 // activation quantization bit-exact against ref, and ref itself against dequantized rows.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -120,8 +121,8 @@ TEST_CASE("SIMD activation quantization matches ref bit for bit", "[kernels][dot
   for_each_simd_isa([](CpuIsa isa) {
     for (int64_t n : {32, 64, 96, 4128, 11008}) {
       std::vector<float> x = random_values(n, static_cast<uint32_t>(n));
-      for (int i = 0; i < 32; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero block: d = 0
-      x[40] = 1e30f;                                                    // a block dominated by one value
+      x[static_cast<size_t>(n - 5)] = 1e30f;  // a block dominated by one value
+      if (n > 32) std::fill(x.begin(), x.begin() + 32, 0.0f);  // an all-zero block: d = 0
       for (GgmlType type : kQuantTypes) {
         INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name << " n " << n);
         const std::vector<uint8_t> want = prepared_act(type, x);
@@ -249,9 +250,9 @@ TEST_CASE("quantized dots approximate the exact float dot within the quantizatio
   const int64_t n = 4128;
   const std::vector<float> x = random_values(n, 31);
   std::vector<float> y = random_values(n, 32);
-  for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] += 0.5f * x[static_cast<size_t>(i)];
+  for (size_t i = 0; i < x.size(); ++i) y[i] += 0.5f * x[i];
   double exact = 0.0;
-  for (int64_t i = 0; i < n; ++i) exact += static_cast<double>(x[static_cast<size_t>(i)]) * y[static_cast<size_t>(i)];
+  for (size_t i = 0; i < x.size(); ++i) exact += static_cast<double>(x[i]) * y[i];
   for (GgmlType type : kQuantTypes) {
     std::vector<uint8_t> w(ggml_row_bytes(type, n));
     ref::quantize_row(type, x.data(), w.data(), n);

@@ -36,15 +36,20 @@ struct Problem {
   std::vector<uint8_t> weights;
   std::vector<uint8_t> acts;
 
-  Problem(GgmlType t, int64_t rows_, int64_t n_, int64_t batch_) : type(t), rows(rows_), n(n_), batch(batch_) {
+  Problem(GgmlType t, int64_t rows_, int64_t n_, int64_t batch_)
+      : type(t), rows(rows_), n(n_), batch(batch_) {
     const size_t w_row = ggml_row_bytes(type, n);
     const size_t a_row = act_row_bytes(type, n);
     const std::vector<float> w = random_values(static_cast<size_t>(rows * n), 1);
     const std::vector<float> a = random_values(static_cast<size_t>(batch * n), 2);
     weights.resize(w_row * static_cast<size_t>(rows));
     acts.resize(a_row * static_cast<size_t>(batch));
-    for (int64_t r = 0; r < rows; ++r) ref::quantize_row(type, &w[static_cast<size_t>(r * n)], &weights[w_row * r], n);
-    for (int64_t b = 0; b < batch; ++b) ref::prepare_act_row(type, &a[static_cast<size_t>(b * n)], &acts[a_row * b], n);
+    for (int64_t r = 0; r < rows; ++r) {
+      ref::quantize_row(type, &w[static_cast<size_t>(r * n)], &weights[w_row * static_cast<size_t>(r)], n);
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      ref::prepare_act_row(type, &a[static_cast<size_t>(b * n)], &acts[a_row * static_cast<size_t>(b)], n);
+    }
   }
 
   // y[batch][ld_y], NaN where the call must not write.

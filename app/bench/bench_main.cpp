@@ -1,0 +1,72 @@
+// kvdesk-bench: the seeds' measurement table built in. `kvdesk-bench MODE -m MODEL [flags]`
+// measures one thing (speed, kv, capacity, prefix, quality, trace, or an A/B of one knob),
+// prints its tables as Markdown on stdout and progress on stderr, and writes --json and
+// --report files. Exit codes: 0 done, 1 runtime error, 2 bad arguments, 130 stopped by
+// Ctrl-C (the reports then hold what was measured, marked "partial": true).
+#include <cstdio>
+#include <exception>
+
+#include "app/bench/bench_cli.h"
+#include "app/bench/bench_modes.h"
+#include "engine/error.h"
+
+namespace kvdesk::bench {
+namespace {
+
+Report run_mode(const std::string& mode, const BenchOptions& o) {
+  if (mode == "speed") return run_speed(o);
+  if (mode == "kv") return run_kv(o);
+  if (mode == "capacity") return run_capacity(o);
+  if (mode == "prefix") return run_prefix(o);
+  if (mode == "quality") return run_quality(o);
+  if (mode == "trace") return run_trace(o);
+  return run_ab(o);
+}
+
+int run(const ModeCommand& command, int argc, char** argv) {
+  const BenchOptions& o = *command.options;
+  RunInfo info = make_run_info(argc, argv);
+  info.model = model_json(o.model_path, read_config(o.model_path));
+  install_stop_handler();
+  const Report report = run_mode(command.mode, o);
+  for (const Table& t : report.tables) std::printf("%s", table_markdown(t).c_str());
+  for (const std::string& note : report.notes) std::printf("%s\n\n", note.c_str());
+  write_report(report, info, o.json_path, o.report_path);
+  if (!report.partial) return 0;
+  progress("stopped by Ctrl-C: the reports hold what was measured (\"partial\": true)");
+  return 130;
+}
+
+}  // namespace
+}  // namespace kvdesk::bench
+
+int main(int argc, char** argv) {
+  using namespace kvdesk::bench;
+  CLI::App app{"kvdesk-bench: measure the paged KV cache (speed, kv, capacity, prefix, quality, trace, ab)"};
+  app.require_subcommand(1);
+  std::vector<ModeCommand> commands = add_mode_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "kvdesk-bench: %s\nRun 'kvdesk-bench --help' for usage.\n", e.what());
+    return 2;
+  }
+  for (ModeCommand& c : commands) {
+    if (!c.app->parsed()) continue;
+    if (const std::optional<std::string> problem = finish_options(c)) {
+      std::fprintf(stderr, "kvdesk-bench %s: %s\n", c.mode.c_str(), problem->c_str());
+      return 2;
+    }
+    try {
+      return run(c, argc, argv);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kvdesk-bench: error: %s\n", e.what());
+      return 1;
+    }
+  }
+  return 2;
+}

@@ -1,0 +1,106 @@
+// kvdesk-bench quality: what each KV storage type costs in output quality, measured against
+// f32 KV on the same model and text: perplexity, mean and max KL divergence of the next-token
+// distributions, and top-1 agreement (engine/perplexity.h). Deterministic, so one run each.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "app/bench/bench_modes.h"
+#include "app/bench/bench_stats.h"
+#include "engine/error.h"
+#include "engine/kv_storage.h"
+#include "engine/model.h"
+#include "engine/perplexity.h"
+#include "engine/thread_pool.h"
+
+namespace kvdesk::bench {
+namespace {
+
+constexpr const char* kDefaultText = KVDESK_SOURCE_DIR "/assets/quality/tinystories_sample.txt";
+constexpr int32_t kGeneratedWords = 600;
+
+struct Text {
+  std::string source;  // the file, or "generated (seed N)"
+  std::string body;
+};
+
+// --text, else the bundled sample, else (sample missing) words drawn from the seed.
+Text load_text(const BenchOptions& o) {
+  const std::string path = o.text_path.empty() ? kDefaultText : o.text_path;
+  std::ifstream in(path, std::ios::binary);
+  if (in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return {path, ss.str()};
+  }
+  if (!o.text_path.empty()) throw Error(path + ": cannot open the text file");
+  Rng rng(o.seed);
+  return {"generated (" + std::to_string(kGeneratedWords) + " words, seed " + std::to_string(o.seed) + ")",
+          random_words(kGeneratedWords, rng)};
+}
+
+KvLayout layout_of(KvType type, int32_t block_size) {
+  KvLayout layout;
+  layout.k_type = type;
+  layout.v_type = type;
+  layout.block_size = block_size;
+  return layout;
+}
+
+}  // namespace
+
+Report run_quality(const BenchOptions& o) {
+  const Text text = load_text(o);
+  const std::unique_ptr<Model> model = Model::load(o.model_path, ModelLoadOptions{o.tokenizer_path});
+  ThreadPool pool(resolve_threads(o.knobs.threads));
+  std::vector<int32_t> tokens = model->tokenizer().encode(text.body, false);
+  if (o.max_text_tokens > 0 && int32_t(tokens.size()) > o.max_text_tokens) tokens.resize(size_t(o.max_text_tokens));
+  Report r;
+  r.mode = "quality";
+  Table t{"KV type vs f32 KV",
+          {"KV type", "bytes/token", "perplexity", "f32 perplexity", "KL mean (nats)", "KL max", "top-1 agree %"},
+          {}};
+  Plot p{"kl", "Mean KL divergence from f32 KV", "KV type", "nats", {}, {{"KL mean", {}, {}}}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (KvType type : parse_kv_types(o.kv_types)) {
+    if (type == KvType::F32) continue;
+    if (stop_requested()) break;
+    PerplexityOptions po;
+    po.layout = layout_of(type, o.knobs.block_size);
+    po.reference = layout_of(KvType::F32, o.knobs.block_size);
+    po.ctx = o.ctx;
+    po.bos = model->tokenizer().bos_id();
+    const PerplexityResult q = evaluate_perplexity(*model, pool, tokens, po);
+    const size_t bytes = kv_bytes_per_token(model->config(), type, type);
+    progress("quality " + std::string(kv_type_name(type)) + ": ppl " + format_number(q.ppl, 4) + " (f32 " +
+             format_number(q.ppl_ref, 4) + "), KL " + format_number(q.kl_mean, 6));
+    t.rows.push_back({kv_type_name(type), std::to_string(bytes), format_number(q.ppl, 4), format_number(q.ppl_ref, 4),
+                      format_number(q.kl_mean, 6), format_number(q.kl_max, 6), format_number(q.top1_agree, 2)});
+    p.categories.push_back(kv_type_name(type));
+    p.series[0].y.push_back(q.kl_mean);
+    rows.push_back({{"kv_type", kv_type_name(type)},
+                    {"bytes_per_token", bytes},
+                    {"ppl", q.ppl},
+                    {"ppl_ref", q.ppl_ref},
+                    {"kl_mean", q.kl_mean},
+                    {"kl_max", q.kl_max},
+                    {"top1_agree", q.top1_agree},
+                    {"tokens", q.tokens},
+                    {"ctx", q.ctx}});
+  }
+  r.partial = stop_requested();
+  r.settings = {{"text", text.source},
+                {"text_tokens", tokens.size()},
+                {"ctx", o.ctx},
+                {"reference", "f32"},
+                {"block_size", o.knobs.block_size}};
+  r.results["types"] = rows;
+  r.tables.push_back(t);
+  r.plots.push_back(p);
+  r.notes.push_back(
+      "Every type runs the same windows of the text as the f32 reference; KL is KL(f32 || type) per "
+      "position, top-1 agreement the share of positions whose most likely next token matches f32's.");
+  return r;
+}
+
+}  // namespace kvdesk::bench

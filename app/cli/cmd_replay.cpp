@@ -1,0 +1,77 @@
+// kvdesk-cli replay: plays a chat trace (app/replay/trace.h) through the engine in real time
+// and prints each turn's figures and a summary.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "app/cli/cli_common.h"
+#include "app/replay/replayer.h"
+
+namespace kvdesk::cli {
+namespace {
+
+struct ReplayArgs {
+  ModelArgs model;
+  std::string trace_path;
+  int kv_blocks = 0;
+  int step_tokens = 256;
+  int max_running = 32;
+  std::string preempt = "recompute";
+  bool no_prefix_cache = false;
+  bool json = false;
+};
+
+EngineSettings engine_settings(const ReplayArgs& a) {
+  EngineSettings s;
+  s.model_path = a.model.model_path;
+  s.tokenizer_path = a.model.tokenizer_path;
+  s.threads = resolve_threads(a.model.threads);
+  s.kv.k_type = parse_kv_type(a.model.kv_type);
+  s.kv.v_type = s.kv.k_type;
+  s.kv.block_size = a.model.block_size;
+  s.kv.num_blocks = a.kv_blocks;
+  s.prefix_caching = !a.no_prefix_cache;
+  s.scheduler.step_token_budget = a.step_tokens;
+  s.scheduler.max_running = a.max_running;
+  s.scheduler.preempt_mode = a.preempt == "swap" ? PreemptMode::Swap : PreemptMode::Recompute;
+  return s;
+}
+
+int run_replay(const ReplayArgs& a) {
+  Replayer replayer(read_trace(a.trace_path));
+  replayer.run(engine_settings(a));
+  const nlohmann::json report = replayer.report_json();
+  if (a.json) {
+    std::printf("%s\n", report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  for (const auto& t : report["turns"]) {
+    std::printf("[%s #%d] %d prompt (%d cached) ttft %.1f ms %.1f tok/s: %s\n",
+                t["conversation"].get<std::string>().c_str(), t["turn"].get<int>(), t["prompt_tokens"].get<int>(),
+                t["cached_tokens"].get<int>(), t["ttft_ms"].get<double>(), t["decode_tok_s"].get<double>(),
+                t["text"].get<std::string>().c_str());
+  }
+  std::printf("summary: %s\n", report["summary"].dump().c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_replay_command(CLI::App& app) {
+  auto args = std::make_shared<ReplayArgs>();
+  CLI::App* cmd = app.add_subcommand("replay", "Replay a chat trace (JSON lines) through the engine");
+  add_model_options(cmd, args->model);
+  add_kv_options(cmd, args->model);
+  cmd->add_option("--trace", args->trace_path, "Trace file, one JSON object per user turn")->required();
+  cmd->add_option("--kv-blocks", args->kv_blocks, "KV pool size in blocks (default: from memory)")->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--step-tokens", args->step_tokens, "Token budget per engine step (chunked prefill)")
+      ->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  cmd->add_option("--max-running", args->max_running, "Most sequences in one batch")->check(CLI::Range(1, 4096))->capture_default_str();
+  cmd->add_option("--preempt", args->preempt, "Preemption mode: recompute or swap")
+      ->check(CLI::IsMember({"recompute", "swap"}))->capture_default_str();
+  cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "Turn the prefix cache off");
+  cmd->add_flag("--json", args->json, "Print the per-turn results and a summary as JSON");
+  return Command{cmd, [args] { return run_replay(*args); }};
+}
+
+}  // namespace kvdesk::cli

@@ -1,0 +1,35 @@
+// Command-line parsing for kvdesk (CLI11).
+#include "app/gui/app_options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+namespace kvdesk::gui {
+
+ParsedOptions parse_app_options(int argc, char** argv) {
+  ParsedOptions parsed;
+  AppOptions& o = parsed.options;
+  CLI::App app{"kvdesk: chat with local language models and watch their paged KV cache"};
+  app.add_option("--model,-m", o.model_path, "GGUF model to open (default: the most recently used one)");
+  app.add_option("--db", o.db_path, "conversation database (default: ~/.local/share/kvdesk/kvdesk.db)");
+  app.add_option("--script", o.script_path, "replay the actions in FILE, one per line, then exit");
+  app.add_option("--screenshot-dir", o.screenshot_dir, "where the script's screenshots go");
+  app.add_option("--script-timeout", o.script_timeout_s, "seconds one script line may wait")->check(CLI::PositiveNumber);
+  app.add_flag("--frame-stats", o.frame_stats, "print the median and p95 frame time at exit");
+  app.add_option("--kv-blocks", o.kv_blocks, "KV pool of exactly N blocks")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads,-t", o.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--width", o.width, "window width")->check(CLI::Range(320, 8192));
+  app.add_option("--height", o.height, "window height")->check(CLI::Range(240, 8192));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    parsed.exit_code = app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "kvdesk: %s\nRun 'kvdesk --help' for usage.\n", e.what());
+    parsed.exit_code = 2;
+  }
+  return parsed;
+}
+
+}  // namespace kvdesk::gui

@@ -1,0 +1,31 @@
+// The kvdesk command line: kvdesk [--model PATH] [--db PATH] [--script FILE
+// [--screenshot-dir DIR] [--script-timeout S]] [--frame-stats] [--kv-blocks N] [--threads N].
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kvdesk::gui {
+
+struct AppOptions {
+  std::string model_path;        // empty: the most recent model, else none
+  std::string db_path;           // empty: the store's default path
+  std::string script_path;       // non-empty: scripted mode
+  std::string screenshot_dir = ".";
+  double script_timeout_s = 120; // the longest one script line may wait
+  bool frame_stats = false;      // print median / p95 frame time at exit
+  int32_t kv_blocks = 0;         // > 0: a pool of exactly this many blocks
+  int32_t threads = 0;           // 0: all cores
+  int32_t width = 1280;
+  int32_t height = 800;
+};
+
+// Returns the options, or the process exit code when parsing ended the run (--help: 0,
+// bad arguments: 2, with the message on stderr).
+struct ParsedOptions {
+  AppOptions options;
+  std::optional<int> exit_code;
+};
+ParsedOptions parse_app_options(int argc, char** argv);
+
+}  // namespace kvdesk::gui

@@ -1,0 +1,336 @@
+// Controller, part 1: starting up (store, preferences, model), the action dispatcher,
+// store -> view reloads, model and KV settings, and the statistics the KV panels draw.
+// Conversations, messages and generation are in controller_chat.cpp.
+#include "app/gui/controller.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "app/gui/kv_view.h"
+#include "engine/error.h"
+#include "kernels/paged_kv.h"
+#include "ui/panel_data.h"
+
+namespace kvdesk::gui {
+namespace {
+
+constexpr auto kStatsInterval = std::chrono::milliseconds(150);
+constexpr auto kPlotInterval = std::chrono::seconds(1);
+constexpr size_t kPlotSamples = 300;   // five minutes
+constexpr uint64_t kMiB = uint64_t(1) << 20;
+
+uint64_t available_memory_bytes() {
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+}
+
+// Reads a numeric setting into value; a missing or unreadable one leaves the default.
+template <class T>
+void read_setting(store::ConversationStore& store, const char* key, T& value) {
+  const std::optional<std::string> text = store.setting(key);
+  if (!text) return;
+  try {
+    if constexpr (std::is_same_v<T, float>) {
+      value = std::stof(*text);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      value = *text == "1";
+    } else {
+      value = T(std::stoll(*text));
+    }
+  } catch (const std::exception&) {
+  }
+}
+
+KvType kv_type_or_throw(const std::string& name) {
+  const std::optional<KvType> type = kv_type_from_name(name);
+  if (!type) throw Error("unknown KV type '" + name + "'");
+  return *type;
+}
+
+}  // namespace
+
+Controller::Controller(ui::ViewModel& vm, std::function<void()> wake) : vm_(vm), engine_(std::move(wake)) {}
+
+Controller::~Controller() {
+  // Answers still streaming keep what they have (marked Stopped) before the engine goes.
+  for (auto& [id, live] : live_) {
+    try {
+      store().update_message(live.message, live.text, store::MessageStatus::Stopped);
+    } catch (const Error&) {
+    }
+  }
+}
+
+void Controller::start(const AppOptions& options) {
+  options_ = options;
+  open_store(options.db_path.empty() ? store::default_database_path().string() : options.db_path);
+  load_preferences();
+  reload_conversations();
+  if (!vm_.conversations.empty()) select(vm_.conversations.front().id);
+  std::string model = options.model_path;
+  if (model.empty()) {
+    const std::vector<store::RecentModel> recent = store().recent_models();
+    if (!recent.empty()) model = recent.front().path;
+  }
+  vm_.ui.model_path = model;
+  if (!model.empty()) apply({ui::ActionKind::OpenModel, 0, model});
+}
+
+void Controller::open_store(const std::string& path) {
+  try {
+    store_.emplace(store::ConversationStore::open(path));
+  } catch (const Error& e) {
+    const std::filesystem::path fallback =
+        std::filesystem::temp_directory_path() / ("kvdesk-temporary-" + std::to_string(::getpid()) + ".db");
+    std::filesystem::remove(fallback);
+    store_.emplace(store::ConversationStore::open(fallback));
+    vm_.status.modal = std::string("Could not open the conversation database:\n") + e.what() +
+                       "\n\nThis session uses a temporary database (" + fallback.string() +
+                       "); its conversations will not be kept.";
+    set_status("database not opened; using a temporary one", true);
+  }
+  const int64_t interrupted = store().mark_interrupted_answers();
+  if (interrupted > 0) set_status(std::to_string(interrupted) + " answer(s) were interrupted last time", false);
+}
+
+store::ConversationStore& Controller::store() {
+  KVDESK_ASSERT(store_.has_value());
+  return *store_;
+}
+
+void Controller::load_preferences() {
+  store::ConversationStore& s = store();
+  ui::SamplingView& p = vm_.sampling;
+  read_setting(s, "sampling.temperature", p.temperature);
+  read_setting(s, "sampling.top_k", p.top_k);
+  read_setting(s, "sampling.top_p", p.top_p);
+  read_setting(s, "sampling.min_p", p.min_p);
+  read_setting(s, "sampling.repeat_penalty", p.repeat_penalty);
+  read_setting(s, "sampling.max_tokens", p.max_tokens);
+  read_setting(s, "sampling.seed", p.seed);
+  read_setting(s, "sampling.slide_context", p.slide_context);
+  ui::KvSettingsEdit& kv = vm_.ui.kv_edit;
+  if (auto t = s.setting("kv.k_type"); t && kv_type_from_name(*t)) kv.k_type = *t;
+  if (auto t = s.setting("kv.v_type"); t && kv_type_from_name(*t)) kv.v_type = *t;
+  read_setting(s, "kv.block_size", kv.block_size);
+  read_setting(s, "kv.budget_mib", kv.budget_mib);
+  read_setting(s, "kv.prefix_caching", kv.prefix_caching);
+  vm_.presets.clear();
+  for (const store::Preset& preset : s.list_presets()) vm_.presets.push_back({preset.id, preset.name, preset.system_prompt});
+  vm_.model.recent.clear();
+  for (const store::RecentModel& m : s.recent_models()) vm_.model.recent.push_back(m.path);
+}
+
+bool Controller::apply(const ui::UiAction& a) {
+  using ui::ActionKind;
+  try {
+    switch (a.kind) {
+      case ActionKind::NewChat: new_chat(); break;
+      case ActionKind::SelectConversation: select(a.id); break;
+      case ActionKind::RenameConversation: rename(a.id, a.text); break;
+      case ActionKind::DeleteConversation: remove(a.id); break;
+      case ActionKind::Search: reload_conversations(); break;
+      case ActionKind::Send: send(a.text); break;
+      case ActionKind::Stop: stop(); break;
+      case ActionKind::Regenerate: regenerate(); break;
+      case ActionKind::EditResend: edit_resend(a.id, a.text); break;
+      case ActionKind::SwitchBranch: switch_branch(a.id); break;
+      case ActionKind::SetSystemPrompt: set_system_prompt(a.text); break;
+      case ActionKind::SavePreset: store().create_preset(a.text, a.text2); load_preferences(); break;
+      case ActionKind::ApplyPreset:
+        for (const ui::PresetView& p : vm_.presets) {
+          if (p.id == a.id) set_system_prompt(p.system_prompt);
+        }
+        break;
+      case ActionKind::DeletePreset: store().delete_preset(a.id); load_preferences(); break;
+      case ActionKind::SetSampling: save_sampling(); break;
+      case ActionKind::OpenModel: open_model(a.text); break;
+      case ActionKind::ReconfigureKv: reconfigure_kv(); break;
+      case ActionKind::Quit: quit_ = true; break;
+    }
+    return true;
+  } catch (const Error& e) {
+    set_status(std::string(ui::action_name(a.kind)) + ": " + e.what(), true);
+    return false;
+  }
+}
+
+void Controller::apply_all(const ui::UiActions& actions) {
+  for (const ui::UiAction& a : actions) apply(a);
+}
+
+void Controller::update() {
+  for (const Event& e : engine_.poll_events()) {
+    try {
+      on_event(e);
+    } catch (const Error& error) {
+      set_status(error.what(), true);
+    }
+  }
+  save_streaming_answers();
+  const auto now = Clock::now();
+  if (vm_.model.state == ui::ModelState::Loading) {
+    vm_.model.loading_seconds = std::chrono::duration<double>(now - model_load_started_).count();
+  }
+  if (now - last_stats_ >= kStatsInterval) {
+    last_stats_ = now;
+    refresh_stats();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Store -> view
+// ---------------------------------------------------------------------------------------
+void Controller::reload_conversations() {
+  vm_.conversations.clear();
+  for (const store::Conversation& c : store().list_conversations(vm_.ui.search)) {
+    vm_.conversations.push_back({c.id, c.title, live_request_of(c.id).has_value()});
+  }
+}
+
+void Controller::reload_chat() {
+  ui::ChatView& chat = vm_.chat;
+  const std::optional<store::Conversation> c = chat.conversation_id ? store().conversation(chat.conversation_id) : std::nullopt;
+  chat.messages.clear();
+  chat.generating = false;
+  if (!c) {
+    chat = ui::ChatView{};
+    return;
+  }
+  chat.title = c->title;
+  chat.system_prompt = c->system_prompt;
+  chat.generating = live_request_of(c->id).has_value();
+  for (const store::Message& m : store().branch_path(c->id)) {
+    ui::MessageView v;
+    v.id = m.id;
+    v.role = ui::MessageRole(int(m.role));
+    v.state = ui::MessageState(int(m.status));
+    v.text = m.content;
+    const std::vector<store::Message> siblings = store().siblings(m.id);
+    v.sibling_count = int32_t(siblings.size());
+    for (size_t i = 0; i < siblings.size(); ++i) {
+      if (siblings[i].id != m.id) continue;
+      v.sibling_index = int32_t(i);
+      v.prev_sibling = i > 0 ? siblings[i - 1].id : 0;
+      v.next_sibling = i + 1 < siblings.size() ? siblings[i + 1].id : 0;
+    }
+    if (m.stats) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%lld tokens, %.1f tok/s, TTFT %.0f ms, %s",
+                    static_cast<long long>(m.stats->completion_tokens), m.stats->decode_tok_s, m.stats->ttft_ms,
+                    m.stats->finish_reason.c_str());
+      v.stats = buf;
+    }
+    chat.messages.push_back(std::move(v));
+  }
+  for (const auto& [id, live] : live_) {
+    if (ui::MessageView* v = view_message(live.message)) v->text = live.text;
+  }
+}
+
+void Controller::select(store::ConversationId id) {
+  vm_.chat.conversation_id = id;
+  vm_.ui.editing_message = 0;
+  vm_.ui.scroll_chat_to_bottom = true;
+  reload_chat();
+}
+
+// ---------------------------------------------------------------------------------------
+// Model and KV settings
+// ---------------------------------------------------------------------------------------
+EngineSettings Controller::engine_settings(const std::string& model_path) const {
+  const ui::KvSettingsEdit& kv = vm_.ui.kv_edit;
+  EngineSettings s;
+  s.model_path = model_path;
+  s.threads = options_.threads;
+  s.kv.k_type = kv_type_or_throw(kv.k_type);
+  s.kv.v_type = kv_type_or_throw(kv.v_type);
+  s.kv.block_size = kv.block_size;
+  s.kv.num_blocks = options_.kv_blocks;
+  s.kv_budget_bytes = uint64_t(kv.budget_mib) * kMiB;
+  s.prefix_caching = kv.prefix_caching;
+  return s;
+}
+
+void Controller::open_model(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error("no model file at '" + path + "'");
+  engine_.load_model(engine_settings(path));
+  ui::ModelView loading;
+  loading.state = ui::ModelState::Loading;
+  loading.path = path;
+  loading.recent = vm_.model.recent;
+  vm_.model = std::move(loading);
+  vm_.kv = ui::KvView{};
+  vm_.kv_types.clear();
+  model_load_started_ = Clock::now();
+}
+
+void Controller::reconfigure_kv() {
+  EngineSettings s = engine_settings(vm_.model.path);
+  if (s.kv_budget_bytes > 0) s.kv.num_blocks = 0;   // a budget set here wins over --kv-blocks
+  engine_.reconfigure_kv(s.kv, s.kv_budget_bytes, s.prefix_caching);
+  reconfiguring_ = true;
+  const ui::KvSettingsEdit& kv = vm_.ui.kv_edit;
+  store().set_setting("kv.k_type", kv.k_type);
+  store().set_setting("kv.v_type", kv.v_type);
+  store().set_setting("kv.block_size", std::to_string(kv.block_size));
+  store().set_setting("kv.budget_mib", std::to_string(kv.budget_mib));
+  store().set_setting("kv.prefix_caching", kv.prefix_caching ? "1" : "0");
+  set_status("re-creating the KV pool (" + kv.k_type + "/" + kv.v_type + ", block " + std::to_string(kv.block_size) + ")",
+             false);
+}
+
+void Controller::save_sampling() {
+  const ui::SamplingView& p = vm_.sampling;
+  store().set_setting("sampling.temperature", std::to_string(p.temperature));
+  store().set_setting("sampling.top_k", std::to_string(p.top_k));
+  store().set_setting("sampling.top_p", std::to_string(p.top_p));
+  store().set_setting("sampling.min_p", std::to_string(p.min_p));
+  store().set_setting("sampling.repeat_penalty", std::to_string(p.repeat_penalty));
+  store().set_setting("sampling.max_tokens", std::to_string(p.max_tokens));
+  store().set_setting("sampling.seed", std::to_string(p.seed));
+  store().set_setting("sampling.slide_context", p.slide_context ? "1" : "0");
+}
+
+// ---------------------------------------------------------------------------------------
+// Statistics -> KV panels
+// ---------------------------------------------------------------------------------------
+void Controller::refresh_stats() {
+  const EngineStats stats = engine_.stats();
+  const auto now = Clock::now();
+  if (now - last_plot_sample_ >= kPlotInterval) {
+    last_plot_sample_ = now;
+    sample_plots(stats);
+  }
+  if (stats.steps == last_stats_steps_ || !stats.model_loaded || vm_.model.state != ui::ModelState::Loaded) return;
+  last_stats_steps_ = stats.steps;
+  std::map<int64_t, std::string> titles;
+  for (const ui::ConversationSummary& c : vm_.conversations) titles[c.id] = c.title;
+  vm_.kv = make_kv_view(stats.kv, stats.prefix_caching, sequence_owners(stats.owners, titles));
+  vm_.engine = make_engine_view(stats);
+  fill_model_view(stats.model, vm_.model);
+  if (vm_.kv_types.empty()) vm_.kv_types = kv_type_costs(stats.model);
+  vm_.memory = {stats.model.weight_bytes, stats.activation_bytes, available_memory_bytes()};
+  vm_.chat.context_used = 0;
+  for (const ui::KvSequenceView& s : vm_.kv.sequences) {
+    if (s.conversation_id == vm_.chat.conversation_id && s.conversation_id != 0) vm_.chat.context_used = s.num_tokens;
+  }
+}
+
+void Controller::sample_plots(const EngineStats& stats) {
+  ui::TimeSeriesView& t = vm_.plots;
+  t.sample_seconds = std::chrono::duration<float>(kPlotInterval).count();
+  ui::push_sample(t.tokens_per_s, float(stats.tokens_per_s), kPlotSamples);
+  ui::push_sample(t.blocks_used, float(stats.kv.blocks_used), kPlotSamples);
+  ui::push_sample(t.hit_rate, float(stats.kv.prefix_hit_rate * 100.0), kPlotSamples);
+}
+
+void Controller::set_status(const std::string& message, bool error) {
+  vm_.status.message = message;
+  vm_.status.message_is_error = error;
+}
+
+}  // namespace kvdesk::gui

@@ -1,0 +1,113 @@
+// Controller: the app's one place that sees everything. It carries out UiActions (engine
+// and store), turns engine events into view-model updates and store saves, and refreshes the
+// KV panels from the engine's statistics. UI thread only.
+//
+//   send:   user message committed -> empty Streaming answer committed -> engine.submit
+//           (conversation_key = conversation id, so the next turn reuses the parked KV)
+//   tokens: appended to the view at once, saved to the store at least every second
+//   finish: final text, status and answer statistics saved; context and TTFT shown
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/gui/app_options.h"
+#include "app/store/conversation_store.h"
+#include "engine/engine.h"
+#include "ui/ui_actions.h"
+#include "ui/view_model.h"
+
+namespace kvdesk::gui {
+
+class Controller {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // wake: called on the engine thread when events are ready (glfwPostEmptyEvent).
+  Controller(ui::ViewModel& vm, std::function<void()> wake);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Opens the database (a bad one: a temporary database and a notice instead), restores the
+  // conversations, presets and settings, and opens the model asked for or the last one used.
+  void start(const AppOptions& options);
+
+  // Carries out one action. A kvdesk::Error (bad input, store failure) becomes the status
+  // line's error and false; nothing here ends the process.
+  bool apply(const ui::UiAction& action);
+  void apply_all(const ui::UiActions& actions);
+
+  // Once per frame: engine events -> view and store; statistics -> KV panels (a few times
+  // a second); streaming answers saved when a second has passed.
+  void update();
+
+  bool quit_requested() const { return quit_; }
+  bool streaming() const { return !live_.empty(); }
+  // Whether the last finished answer failed (for scripts), with the engine's message.
+  const std::string& last_failure() const { return last_failure_; }
+
+ private:
+  // An answer being generated.
+  struct LiveAnswer {
+    store::ConversationId conversation = 0;
+    store::MessageId message = 0;
+    std::string text;
+    Clock::time_point last_save;
+  };
+
+  // --- controller.cpp: lifecycle, store <-> view, model and KV settings, statistics ---
+  void open_store(const std::string& path);
+  void load_preferences();
+  void reload_conversations();
+  void reload_chat();
+  void select(store::ConversationId id);
+  void open_model(const std::string& path);
+  void reconfigure_kv();
+  void save_sampling();
+  void refresh_stats();
+  void sample_plots(const EngineStats& stats);
+  EngineSettings engine_settings(const std::string& model_path) const;
+  store::ConversationStore& store();
+
+  // --- controller_chat.cpp: conversations, messages, generation ---
+  void new_chat();
+  void rename(store::ConversationId id, const std::string& title);
+  void remove(store::ConversationId id);
+  void send(const std::string& text);
+  void regenerate();
+  void edit_resend(store::MessageId id, const std::string& text);
+  void switch_branch(store::MessageId id);
+  void stop();
+  void set_system_prompt(const std::string& text);
+  // Adds the empty answer under `parent` and submits the branch ending at `parent`.
+  void start_answer(store::ConversationId conversation, store::MessageId parent);
+  Request make_request(store::ConversationId conversation, const std::vector<store::Message>& history);
+  void on_event(const Event& event);
+  void on_token(RequestId id, const std::string& text);
+  void on_finished(RequestId id, const Event& event);
+  void on_error(RequestId id, const std::string& message);
+  void save_streaming_answers();
+  ui::MessageView* view_message(store::MessageId id);
+  std::optional<RequestId> live_request_of(store::ConversationId conversation) const;
+  void set_status(const std::string& message, bool error);
+
+  ui::ViewModel& vm_;
+  Engine engine_;
+  std::optional<store::ConversationStore> store_;
+  AppOptions options_;
+  std::map<RequestId, LiveAnswer> live_;
+  bool quit_ = false;
+  bool reconfiguring_ = false;
+  std::string last_failure_;
+  Clock::time_point model_load_started_;
+  Clock::time_point last_stats_;
+  Clock::time_point last_plot_sample_;
+  uint64_t last_stats_steps_ = 0;
+};
+
+}  // namespace kvdesk::gui

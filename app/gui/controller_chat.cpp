@@ -1,0 +1,266 @@
+// Controller, part 2: conversations, messages and generation. Every user message is
+// committed before its request is submitted; the answer exists in the store (Streaming) from
+// the start, is saved at least every second while tokens arrive and gets its final text,
+// status and statistics when the engine finishes it.
+#include <random>
+
+#include "app/gui/controller.h"
+#include "engine/error.h"
+
+namespace kvdesk::gui {
+namespace {
+
+constexpr const char* kNewChatTitle = "New chat";
+constexpr size_t kTitleBytes = 40;
+constexpr auto kSaveInterval = std::chrono::seconds(1);
+
+// The first line of text, cut to at most kTitleBytes bytes on a UTF-8 character boundary.
+std::string title_from(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.size() > kTitleBytes) {
+    size_t cut = kTitleBytes;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+    line = line.substr(0, cut) + "...";
+  }
+  return line.empty() ? kNewChatTitle : line;
+}
+
+const char* role_string(store::Role role) {
+  switch (role) {
+    case store::Role::System: return "system";
+    case store::Role::User: return "user";
+    case store::Role::Assistant: return "assistant";
+  }
+  return "user";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Conversations
+// ---------------------------------------------------------------------------------------
+void Controller::new_chat() {
+  const store::ConversationId id = store().create_conversation(kNewChatTitle);
+  reload_conversations();
+  select(id);
+}
+
+void Controller::rename(store::ConversationId id, const std::string& title) {
+  if (title.empty()) throw Error("a conversation's title cannot be empty");
+  store().rename_conversation(id, title);
+  reload_conversations();
+  if (id == vm_.chat.conversation_id) reload_chat();
+}
+
+void Controller::remove(store::ConversationId id) {
+  if (const std::optional<RequestId> r = live_request_of(id)) {
+    engine_.cancel(*r);
+    live_.erase(*r);
+  }
+  engine_.release_conversation(uint64_t(id));
+  store().delete_conversation(id);
+  reload_conversations();
+  if (id == vm_.chat.conversation_id) select(vm_.conversations.empty() ? 0 : vm_.conversations.front().id);
+  set_status("conversation deleted", false);
+}
+
+void Controller::set_system_prompt(const std::string& text) {
+  if (vm_.chat.conversation_id == 0) throw Error("select or start a conversation first");
+  store().set_system_prompt(vm_.chat.conversation_id, text);
+  vm_.chat.system_prompt = text;
+}
+
+// ---------------------------------------------------------------------------------------
+// Messages and branches
+// ---------------------------------------------------------------------------------------
+void Controller::send(const std::string& text) {
+  if (vm_.model.state != ui::ModelState::Loaded) throw Error("no model is open: open one first");
+  if (text.empty()) throw Error("the message is empty");
+  if (vm_.chat.conversation_id == 0) new_chat();
+  const store::ConversationId conversation = vm_.chat.conversation_id;
+  if (live_request_of(conversation)) throw Error("this conversation is still answering: stop it first");
+  const std::optional<store::Conversation> c = store().conversation(conversation);
+  if (!c) throw Error("the conversation no longer exists");
+  const store::MessageId user =
+      store().add_message({.conversation = conversation, .parent = c->active_leaf_id, .role = store::Role::User, .content = text});
+  if (!c->active_leaf_id && c->title == kNewChatTitle) store().rename_conversation(conversation, title_from(text));
+  start_answer(conversation, user);
+}
+
+void Controller::regenerate() {
+  if (vm_.model.state != ui::ModelState::Loaded) throw Error("no model is open: open one first");
+  const store::ConversationId conversation = vm_.chat.conversation_id;
+  if (conversation == 0 || vm_.chat.messages.empty()) throw Error("nothing to regenerate");
+  if (live_request_of(conversation)) throw Error("this conversation is still answering: stop it first");
+  const ui::MessageView& last = vm_.chat.messages.back();
+  store::MessageId parent = last.id;
+  if (last.role == ui::MessageRole::Assistant) {
+    const std::optional<store::Message> m = store().message(last.id);
+    if (!m || !m->parent_id) throw Error("the last answer has no question to answer again");
+    parent = *m->parent_id;
+  }
+  start_answer(conversation, parent);
+}
+
+void Controller::edit_resend(store::MessageId id, const std::string& text) {
+  if (vm_.model.state != ui::ModelState::Loaded) throw Error("no model is open: open one first");
+  if (text.empty()) throw Error("the message is empty");
+  const std::optional<store::Message> m = store().message(id);
+  if (!m || m->role != store::Role::User) throw Error("only your own messages can be edited");
+  if (live_request_of(m->conversation_id)) throw Error("this conversation is still answering: stop it first");
+  const store::MessageId edited = store().add_message(
+      {.conversation = m->conversation_id, .parent = m->parent_id, .role = store::Role::User, .content = text});
+  start_answer(m->conversation_id, edited);
+}
+
+void Controller::switch_branch(store::MessageId id) {
+  const std::optional<store::Message> m = store().message(id);
+  if (!m) throw Error("that message no longer exists");
+  store().set_active_leaf(m->conversation_id, store().newest_leaf_under(id));
+  reload_chat();
+}
+
+void Controller::stop() {
+  const std::optional<RequestId> r = live_request_of(vm_.chat.conversation_id);
+  if (!r) throw Error("nothing is being generated here");
+  engine_.cancel(*r);
+}
+
+// ---------------------------------------------------------------------------------------
+// Generation
+// ---------------------------------------------------------------------------------------
+void Controller::start_answer(store::ConversationId conversation, store::MessageId parent) {
+  store().set_active_leaf(conversation, parent);
+  const std::vector<store::Message> history = store().branch_path(conversation);
+  const store::MessageId answer = store().add_message({.conversation = conversation, .parent = parent,
+                                                       .role = store::Role::Assistant, .content = "",
+                                                       .status = store::MessageStatus::Streaming});
+  const RequestId id = engine_.submit(make_request(conversation, history));
+  live_[id] = LiveAnswer{conversation, answer, "", Clock::now()};
+  last_failure_.clear();
+  reload_conversations();
+  if (conversation == vm_.chat.conversation_id) reload_chat();
+  vm_.ui.scroll_chat_to_bottom = true;
+}
+
+Request Controller::make_request(store::ConversationId conversation, const std::vector<store::Message>& history) {
+  Request r;
+  const std::optional<store::Conversation> c = store().conversation(conversation);
+  if (c && !c->system_prompt.empty()) r.messages.push_back({"system", c->system_prompt});
+  for (const store::Message& m : history) {
+    if (m.role == store::Role::Assistant && m.content.empty()) continue;
+    r.messages.push_back({role_string(m.role), m.content});
+  }
+  const ui::SamplingView& s = vm_.sampling;
+  r.sampling.temperature = s.temperature;
+  r.sampling.top_k = s.top_k;
+  r.sampling.top_p = s.top_p;
+  r.sampling.min_p = s.min_p;
+  r.sampling.repeat_penalty = s.repeat_penalty;
+  r.sampling.seed = s.seed != 0 ? uint64_t(s.seed) : std::random_device{}();   // 0: a new seed each answer
+  r.max_tokens = s.max_tokens;
+  r.context_policy = s.slide_context ? ContextPolicy::SinkWindow : ContextPolicy::Stop;
+  r.conversation_key = uint64_t(conversation);
+  return r;
+}
+
+void Controller::on_event(const Event& e) {
+  switch (e.kind) {
+    case EventKind::Token: on_token(e.request, e.text); break;
+    case EventKind::Finished: on_finished(e.request, e); break;
+    case EventKind::Error: on_error(e.request, e.text); break;
+    case EventKind::ModelLoaded:
+      last_stats_steps_ = 0;
+      vm_.kv_types.clear();
+      if (reconfiguring_) {
+        reconfiguring_ = false;
+        set_status("KV pool re-created", false);
+        break;
+      }
+      vm_.model.state = ui::ModelState::Loaded;
+      store().note_model_opened(vm_.model.path);
+      load_preferences();
+      set_status("model loaded", false);
+      break;
+  }
+}
+
+void Controller::on_token(RequestId id, const std::string& text) {
+  const auto it = live_.find(id);
+  if (it == live_.end()) return;
+  it->second.text += text;
+  if (ui::MessageView* v = view_message(it->second.message)) v->text = it->second.text;
+}
+
+void Controller::on_finished(RequestId id, const Event& e) {
+  const auto it = live_.find(id);
+  if (it == live_.end()) return;
+  const LiveAnswer live = std::move(it->second);
+  live_.erase(it);
+  const bool cancelled = e.finish == FinishReason::Cancelled;
+  store::AnswerStats stats{vm_.model.name, e.metrics.prompt_tokens, e.metrics.generated_tokens, e.metrics.ttft_ms,
+                           e.metrics.decode_tok_s, cancelled ? "user" : finish_reason_name(e.finish)};
+  store().finish_message(live.message, live.text,
+                         cancelled ? store::MessageStatus::Stopped : store::MessageStatus::Complete, stats);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "TTFT %.0f ms, %.1f tok/s (%d tokens, %d of %d prompt tokens cached)", e.metrics.ttft_ms,
+                e.metrics.decode_tok_s, e.metrics.generated_tokens, e.metrics.cached_tokens, e.metrics.prompt_tokens);
+  vm_.status.last_answer = buf;
+  reload_conversations();
+  if (live.conversation == vm_.chat.conversation_id) {
+    reload_chat();
+    vm_.ui.scroll_chat_to_bottom = true;   // the answer's statistics and Regenerate below it
+  }
+}
+
+void Controller::on_error(RequestId id, const std::string& message) {
+  const auto it = live_.find(id);
+  if (id == 0 || it == live_.end()) {
+    if (id == 0 && vm_.model.state == ui::ModelState::Loading) {
+      vm_.model.state = ui::ModelState::Failed;
+      vm_.model.error = message;
+    }
+    reconfiguring_ = false;
+    set_status(message, true);
+    return;
+  }
+  const LiveAnswer live = std::move(it->second);
+  live_.erase(it);
+  store::AnswerStats stats;
+  stats.model = vm_.model.name;
+  stats.finish_reason = "error";
+  store().finish_message(live.message, live.text, store::MessageStatus::Failed, stats);
+  last_failure_ = message;
+  set_status("generation failed: " + message, true);
+  reload_conversations();
+  if (live.conversation == vm_.chat.conversation_id) reload_chat();
+}
+
+void Controller::save_streaming_answers() {
+  const auto now = Clock::now();
+  for (auto& [id, live] : live_) {
+    if (now - live.last_save < kSaveInterval) continue;
+    live.last_save = now;
+    try {
+      store().update_message(live.message, live.text, store::MessageStatus::Streaming);
+    } catch (const Error& e) {
+      set_status(std::string("saving the answer failed: ") + e.what(), true);
+    }
+  }
+}
+
+ui::MessageView* Controller::view_message(store::MessageId id) {
+  for (ui::MessageView& m : vm_.chat.messages) {
+    if (m.id == id) return &m;
+  }
+  return nullptr;
+}
+
+std::optional<RequestId> Controller::live_request_of(store::ConversationId conversation) const {
+  for (const auto& [id, live] : live_) {
+    if (live.conversation == conversation) return id;
+  }
+  return std::nullopt;
+}
+
+}  // namespace kvdesk::gui

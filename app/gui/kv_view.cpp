@@ -1,0 +1,144 @@
+// KvSnapshot / ModelSummary -> ui views, KV type costs, and the sequence-owner guess.
+#include "app/gui/kv_view.h"
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "kernels/kv_quant.h"
+#include "kernels/paged_kv.h"
+
+namespace kvdesk::gui {
+namespace {
+
+ui::BlockKind block_kind(BlockState state) {
+  switch (state) {
+    case BlockState::Free: return ui::BlockKind::Free;
+    case BlockState::Cached: return ui::BlockKind::Cached;
+    case BlockState::Used: return ui::BlockKind::Used;
+    case BlockState::Shared: return ui::BlockKind::Shared;
+  }
+  return ui::BlockKind::Free;
+}
+
+void copy_counters(const KvSnapshot& s, ui::KvView& v) {
+  v.k_type = kv_type_name(s.layout.k_type);
+  v.v_type = kv_type_name(s.layout.v_type);
+  v.block_size = s.layout.block_size;
+  v.bytes_per_token = s.bytes_per_token;
+  v.bytes_per_block = s.bytes_per_block;
+  v.pool_bytes = s.pool_bytes;
+  v.max_context = s.max_context;
+  v.blocks_total = s.blocks_total;
+  v.blocks_used = s.blocks_used;
+  v.blocks_cached = s.blocks_cached;
+  v.blocks_free = s.blocks_free;
+  v.blocks_shared = s.blocks_shared;
+  v.tokens_stored = s.tokens_stored;
+  v.slots_reserved = s.slots_reserved;
+  v.internal_waste_tokens = s.internal_waste_tokens;
+  v.internal_waste_bytes = s.internal_waste_bytes;
+  v.internal_waste_pct = s.internal_waste_pct;
+  v.contiguous_reserved_tokens = s.contiguous_reserved_tokens;
+  v.contiguous_waste_tokens = s.contiguous_waste_tokens;
+  v.contiguous_waste_bytes = s.contiguous_waste_bytes;
+  v.contiguous_waste_pct = s.contiguous_waste_pct;
+  v.prefix_hits = s.prefix_hits;
+  v.prefix_misses = s.prefix_misses;
+  v.prefix_hit_tokens = s.prefix_hit_tokens;
+  v.prefix_hit_rate = s.prefix_hit_rate;
+  v.evictions = s.evictions;
+  v.cow_copies = s.cow_copies;
+}
+
+// Round-trip NMSE (sum err^2 / sum x^2) of one type on seeded Gaussian rows.
+double round_trip_nmse(KvType type, int32_t head_dim) {
+  constexpr int kRows = 64;
+  std::mt19937 rng(1234);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(head_dim)), y(static_cast<size_t>(head_dim));
+  std::vector<uint8_t> row(kv_row_bytes(type, head_dim));
+  double err = 0, ref = 0;
+  for (int r = 0; r < kRows; ++r) {
+    for (float& v : x) v = normal(rng);
+    ref::quantize_kv_row(type, x.data(), row.data(), head_dim);
+    ref::dequantize_kv_row(type, row.data(), y.data(), head_dim);
+    for (int32_t i = 0; i < head_dim; ++i) {
+      err += double(x[size_t(i)] - y[size_t(i)]) * double(x[size_t(i)] - y[size_t(i)]);
+      ref += double(x[size_t(i)]) * double(x[size_t(i)]);
+    }
+  }
+  return ref > 0 ? err / ref : 0.0;
+}
+
+}  // namespace
+
+ui::KvView make_kv_view(const KvSnapshot& snapshot, bool prefix_caching, const SequenceOwners& owners) {
+  ui::KvView view;
+  view.valid = true;
+  view.prefix_caching = prefix_caching;
+  copy_counters(snapshot, view);
+  view.blocks.reserve(snapshot.blocks.size());
+  for (const KvBlockInfo& b : snapshot.blocks) view.blocks.push_back({block_kind(b.state), b.ref_count, b.filled_tokens});
+  for (const KvSequenceInfo& s : snapshot.sequences) {
+    ui::KvSequenceView seq;
+    seq.seq_id = s.seq_id;
+    seq.num_tokens = s.num_tokens;
+    seq.block_table = s.block_table;
+    const auto it = owners.find(s.seq_id);
+    if (it != owners.end()) {
+      seq.conversation_id = it->second.conversation_id;
+      seq.label = it->second.title;
+    } else {
+      seq.label = "seq " + std::to_string(s.seq_id);
+    }
+    view.sequences.push_back(std::move(seq));
+  }
+  for (const BlockSizeWhatIf& w : snapshot.what_if) view.what_if.push_back({w.block_size, w.waste_tokens, w.waste_bytes});
+  return view;
+}
+
+void fill_model_view(const ModelSummary& m, ui::ModelView& view) {
+  view.path = m.path;
+  view.name = m.path.substr(m.path.find_last_of('/') + 1);   // the file, as model pickers show it
+  view.architecture = m.architecture;
+  view.backend = m.backend;
+  view.context_length = m.context_length;
+  view.layers = m.layers;
+  view.heads = m.heads;
+  view.kv_heads = m.kv_heads;
+  view.head_dim = m.head_dim;
+  view.threads = m.threads;
+  view.parameters = m.parameters;
+  view.weight_bytes = m.weight_bytes;
+}
+
+ui::EngineView make_engine_view(const EngineStats& stats) {
+  return {stats.running, stats.waiting, stats.swapped, stats.parked, stats.tokens_per_s, stats.preemptions};
+}
+
+std::vector<ui::KvTypeCost> kv_type_costs(const ModelSummary& model) {
+  std::vector<ui::KvTypeCost> costs;
+  if (model.head_dim <= 0) return costs;
+  for (KvType t : all_kv_types()) {
+    ui::KvTypeCost c;
+    c.name = kv_type_name(t);
+    c.bytes_per_token = uint64_t(model.layers) * uint64_t(model.kv_heads) * 2 * kv_row_bytes(t, model.head_dim);
+    c.nmse = round_trip_nmse(t, model.head_dim);
+    costs.push_back(std::move(c));
+  }
+  return costs;
+}
+
+SequenceOwners sequence_owners(const std::vector<kvdesk::SequenceOwner>& holders, const std::map<int64_t, std::string>& titles) {
+  SequenceOwners owners;
+  for (const kvdesk::SequenceOwner& h : holders) {
+    if (h.conversation_key == 0) continue;
+    const int64_t id = int64_t(h.conversation_key);
+    const auto title = titles.find(id);
+    owners[h.seq_id] = {id, title == titles.end() ? std::string() : title->second};
+  }
+  return owners;
+}
+
+}  // namespace kvdesk::gui

@@ -1,0 +1,33 @@
+// From the engine's statistics to the panels' plain data: the KvSnapshot as a ui::KvView
+// (with each sequence's conversation), the model summary, and what every KV storage type
+// costs per token and how much error its round trip adds.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "engine/engine_types.h"
+#include "ui/view_model.h"
+
+namespace kvdesk::gui {
+
+// seq_id -> conversation id and title, for the sequences the controller could attribute.
+struct SequenceOwner {
+  int64_t conversation_id = 0;
+  std::string title;
+};
+using SequenceOwners = std::map<int32_t, SequenceOwner>;
+
+ui::KvView make_kv_view(const KvSnapshot& snapshot, bool prefix_caching, const SequenceOwners& owners);
+void fill_model_view(const ModelSummary& model, ui::ModelView& view);
+ui::EngineView make_engine_view(const EngineStats& stats);
+
+// Bytes per token (K and V of one type) for this model shape, and the round-trip NMSE of
+// each type measured on seeded Gaussian rows of head_dim values.
+std::vector<ui::KvTypeCost> kv_type_costs(const ModelSummary& model);
+
+// The engine names each sequence's holder by conversation key (= conversation id); titles
+// come from the conversation list.
+SequenceOwners sequence_owners(const std::vector<kvdesk::SequenceOwner>& holders, const std::map<int64_t, std::string>& titles);
+
+}  // namespace kvdesk::gui

@@ -1,0 +1,194 @@
+// kvdesk: the desktop app. Numbered phases as in ImGui's example_glfw_opengl3: options,
+// window + GL context, ImGui + fonts, controller (store, model), the frame loop, shutdown.
+// One frame: engine events in -> panels drawn from the view model -> actions carried out
+// -> rendered (and captured, in scripted mode) -> swapped.
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "app/gui/app_options.h"
+#include "app/gui/controller.h"
+#include "app/gui/frame_stats.h"
+#include "app/gui/screenshot.h"
+#include "app/gui/script.h"
+#include "engine/error.h"
+#include "ui/fonts.h"
+#include "ui/panels.h"
+
+namespace {
+
+using namespace kvdesk;
+using Clock = std::chrono::steady_clock;
+
+// While nothing streams the loop sleeps until input or an engine event arrives, waking a few
+// times a second for the statistics; scripts and streaming answers keep frames coming.
+// Frames are also capped at 60 a second: every token wakes the loop, and a frame per token
+// would take the CPU the engine needs.
+constexpr double kIdleWaitS = 0.25;
+constexpr double kBusyWaitS = 1.0 / 60.0;
+constexpr auto kMinFrameInterval = std::chrono::microseconds(16667);
+
+void glfw_error(int code, const char* description) { std::fprintf(stderr, "kvdesk: GLFW error %d: %s\n", code, description); }
+
+GLFWwindow* create_window(const gui::AppOptions& options) {
+  glfwSetErrorCallback(glfw_error);
+  if (!glfwInit()) return nullptr;
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  GLFWwindow* window = glfwCreateWindow(options.width, options.height, "kvdesk", nullptr, nullptr);
+  if (!window) return nullptr;
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(options.script_path.empty() ? 1 : 0);
+  return window;
+}
+
+ui::Fonts init_imgui(GLFWwindow* window) {
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;   // the layout is fixed; nothing to remember
+  ImGui::StyleColorsDark();
+  ImGui::GetStyle().WindowRounding = 0;
+  ui::Fonts fonts = ui::load_fonts(17.0f);
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 330");
+  return fonts;
+}
+
+struct Frame {
+  GLFWwindow* window;
+  ui::ViewModel& vm;
+  const ui::Fonts& fonts;
+  gui::Controller& controller;
+  gui::Script* script;
+  gui::ScriptFrameRequest request;
+  int exit_code = 0;
+  bool done = false;
+};
+
+// Script step before drawing; marks the frame loop done (with the exit code) when it ends.
+void step_script(Frame& f) {
+  if (!f.script) return;
+  switch (f.script->step(f.controller, f.vm, f.request)) {
+    case gui::Script::Status::Running: return;
+    case gui::Script::Status::Done: f.done = true; return;
+    case gui::Script::Status::Failed:
+      std::fprintf(stderr, "kvdesk: script failed: %s\n", f.script->failure().c_str());
+      f.exit_code = 1;
+      f.done = true;
+      return;
+  }
+}
+
+void capture_if_asked(Frame& f, int width, int height) {
+  if (f.request.screenshot_path.empty()) return;
+  try {
+    gui::save_screenshot(f.request.screenshot_path, width, height);
+  } catch (const Error& e) {
+    f.request.screenshot_error = e.what();
+  }
+  f.request.screenshot_path.clear();
+  f.request.screenshot_done = true;
+}
+
+// 5. One frame. Returns the milliseconds spent before GL rendering (events, panels, actions):
+// what kvdesk's own code costs, apart from the GPU (or, under Xvfb, llvmpipe) drawing it.
+double run_frame(Frame& f) {
+  const auto start = Clock::now();
+  f.controller.update();                                   // 5a. engine events, statistics
+  step_script(f);                                          // 5b. scripted actions
+  ImGui_ImplOpenGL3_NewFrame();                            // 5c. draw the panels
+  ImGui_ImplGlfw_NewFrame();
+  ImGui::NewFrame();
+  const ui::UiActions actions = ui::draw_main_window(f.vm, f.fonts);
+  ImGui::Render();
+  f.controller.apply_all(actions);                         // 5d. the user's actions
+  const double ui_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  int width = 0, height = 0;                               // 5e. render, capture, swap
+  glfwGetFramebufferSize(f.window, &width, &height);
+  glViewport(0, 0, width, height);
+  glClearColor(0.1f, 0.1f, 0.11f, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  capture_if_asked(f, width, height);
+  glfwSwapBuffers(f.window);
+  if (f.controller.quit_requested() || glfwWindowShouldClose(f.window)) f.done = true;
+  return ui_ms;
+}
+
+int run(const gui::AppOptions& options) {
+  // 1. The script first: a bad one fails before any window opens.
+  std::optional<gui::Script> script;
+  if (!options.script_path.empty()) script = gui::Script::load(options.script_path, options.screenshot_dir, options.script_timeout_s);
+  // 2. Window and GL context.
+  GLFWwindow* window = create_window(options);
+  if (!window) {
+    std::fprintf(stderr, "kvdesk: cannot open a window (no display? under CI use xvfb-run)\n");
+    glfwTerminate();
+    return 1;
+  }
+  // 3. ImGui and fonts (the Korean atlas is built on the first frame).
+  ui::ViewModel vm;
+  const ui::Fonts fonts = init_imgui(window);
+  vm.status.font_note = fonts.note;
+  gui::FrameStats frame_stats;      // every frame
+  gui::FrameStats streaming_stats;  // frames while an answer streams
+  gui::FrameStats streaming_ui;     // their part before GL rendering
+  int exit_code = 0;
+  {
+    // 4. Controller: database, preferences, model. Its engine wakes the loop on events.
+    gui::Controller controller(vm, [] { glfwPostEmptyEvent(); });
+    controller.start(options);
+    Frame frame{window, vm, fonts, controller, script ? &*script : nullptr, {}};
+    // 5. Frame loop.
+    auto last_start = Clock::now() - kMinFrameInterval;
+    while (!frame.done) {
+      std::this_thread::sleep_until(last_start + kMinFrameInterval);
+      glfwWaitEventsTimeout(script || controller.streaming() ? kBusyWaitS : kIdleWaitS);
+      const auto start = Clock::now();
+      last_start = start;
+      const bool streaming = controller.streaming();
+      const double ui_ms = run_frame(frame);
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      frame_stats.add(ms);
+      if (streaming) {
+        streaming_stats.add(ms);
+        streaming_ui.add(ui_ms);
+      }
+    }
+    exit_code = frame.exit_code;
+  }
+  // 6. Shutdown (the controller, and with it the engine thread, is gone by now).
+  if (options.frame_stats) {
+    std::printf("kvdesk: frame time, all frames: %s\n", frame_stats.summary().c_str());
+    std::printf("kvdesk: frame time, while streaming: %s\n", streaming_stats.summary().c_str());
+    std::printf("kvdesk: frame time, while streaming, before GL rendering: %s\n", streaming_ui.summary().c_str());
+  }
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const gui::ParsedOptions parsed = gui::parse_app_options(argc, argv);
+  if (parsed.exit_code) return *parsed.exit_code;
+  try {
+    return run(parsed.options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kvdesk: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,166 @@
+// Scripted mode: parse once, then run one line at a time, waiting (up to the timeout) where
+// a line needs the model, an answer, a screenshot or time. Each action is followed by a few
+// frames so the window has laid itself out before anything is captured.
+#include "app/gui/script.h"
+
+#include <fstream>
+#include <set>
+
+#include "engine/error.h"
+#include "ui/panels.h"
+
+namespace kvdesk::gui {
+namespace {
+
+constexpr int kSettleFrames = 3;
+
+const std::set<std::string>& known_commands() {
+  static const std::set<std::string> commands = {
+      "new_chat", "system", "send", "wait_answer", "regenerate", "edit_last", "stop", "wait_model",
+      "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "quit"};
+  return commands;
+}
+
+const std::set<std::string>& commands_with_argument() {
+  static const std::set<std::string> commands = {"system", "send", "edit_last", "sleep", "open_panel",
+                                                 "select_conversation", "screenshot", "kv_type"};
+  return commands;
+}
+
+}  // namespace
+
+Script Script::load(const std::string& path, const std::string& screenshot_dir, double timeout_s) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read the script '" + path + "'");
+  Script script;
+  script.path_ = path;
+  script.screenshot_dir_ = screenshot_dir;
+  script.timeout_s_ = timeout_s;
+  std::string text;
+  for (int number = 1; std::getline(in, text); ++number) {
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (text.empty() || text[0] == '#') continue;
+    const size_t space = text.find(' ');
+    Line line{number, text.substr(0, space), space == std::string::npos ? "" : text.substr(space + 1)};
+    const std::string where = path + ":" + std::to_string(number) + ": ";
+    if (!known_commands().count(line.command)) throw Error(where + "unknown command '" + line.command + "'");
+    if (commands_with_argument().count(line.command) && line.argument.empty()) {
+      throw Error(where + "'" + line.command + "' needs an argument");
+    }
+    if (line.command == "open_panel" && !ui::panel_from_name(line.argument)) {
+      throw Error(where + "no panel named '" + line.argument + "'");
+    }
+    script.lines_.push_back(std::move(line));
+  }
+  return script;
+}
+
+Script::Status Script::step(Controller& controller, ui::ViewModel& vm, ScriptFrameRequest& frame) {
+  if (!failure_.empty()) return Status::Failed;
+  if (settle_frames_ > 0) {
+    --settle_frames_;
+    return Status::Running;
+  }
+  if (next_ >= lines_.size()) return Status::Done;
+  const Line& line = lines_[next_];
+  if (!line_started_) {
+    line_started_ = true;
+    line_start_ = Clock::now();
+  }
+  const Outcome outcome = run(line, controller, vm, frame);
+  if (!failure_.empty()) return Status::Failed;
+  if (outcome == Outcome::Quit) return Status::Done;
+  if (outcome == Outcome::Wait) {
+    if (std::chrono::duration<double>(Clock::now() - line_start_).count() > timeout_s_) {
+      fail(line, "timed out after " + std::to_string(int(timeout_s_)) + " s");
+      return Status::Failed;
+    }
+    return Status::Running;
+  }
+  ++next_;
+  line_started_ = false;
+  settle_frames_ = kSettleFrames;
+  return Status::Running;
+}
+
+Script::Outcome Script::wait_for_model(const ui::ViewModel& vm) {
+  if (vm.model.state == ui::ModelState::Failed) throw Error("the model failed to load: " + vm.model.error);
+  if (vm.model.state == ui::ModelState::None) throw Error("no model is open (pass --model)");
+  return vm.model.state == ui::ModelState::Loaded ? Outcome::Next : Outcome::Wait;
+}
+
+Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewModel& vm, ScriptFrameRequest& frame) {
+  using ui::ActionKind;
+  const std::string& c = line.command;
+  const std::string& arg = line.argument;
+  auto act = [&](ui::UiAction action) {
+    if (!controller.apply(action)) throw Error(vm.status.message);
+    return Outcome::Next;
+  };
+  try {
+    if (c == "quit") return Outcome::Quit;
+    if (c == "new_chat") return act({ActionKind::NewChat});
+    if (c == "system") return act({ActionKind::SetSystemPrompt, 0, arg});
+    if (c == "stop") return act({ActionKind::Stop});
+    if (c == "wait_model") return wait_for_model(vm);
+    if (c == "send" || c == "regenerate" || c == "edit_last") {
+      if (wait_for_model(vm) == Outcome::Wait) return Outcome::Wait;
+      if (c == "send") return act({ActionKind::Send, 0, arg});
+      if (c == "regenerate") return act({ActionKind::Regenerate});
+      for (auto it = vm.chat.messages.rbegin(); it != vm.chat.messages.rend(); ++it) {
+        if (it->role == ui::MessageRole::User) return act({ActionKind::EditResend, it->id, arg});
+      }
+      throw Error("no user message to edit");
+    }
+    if (c == "wait_answer") {
+      if (controller.streaming()) return Outcome::Wait;
+      if (!controller.last_failure().empty()) throw Error("the answer failed: " + controller.last_failure());
+      return Outcome::Next;
+    }
+    if (c == "sleep") {
+      return std::chrono::duration<double>(Clock::now() - line_start_).count() < std::stod(arg) ? Outcome::Wait
+                                                                                             : Outcome::Next;
+    }
+    if (c == "kv_type") {
+      if (wait_for_model(vm) == Outcome::Wait) return Outcome::Wait;
+      vm.ui.kv_edit.k_type = vm.ui.kv_edit.v_type = arg;
+      return act({ActionKind::ReconfigureKv});
+    }
+    if (c == "open_panel") {
+      vm.ui.panel = *ui::panel_from_name(arg);
+      vm.ui.panel_requested = true;
+      return Outcome::Next;
+    }
+    if (c == "select_conversation") {
+      const size_t n = size_t(std::stoul(arg));
+      if (n < 1 || n > vm.conversations.size()) {
+        throw Error("there are " + std::to_string(vm.conversations.size()) + " conversations");
+      }
+      return act({ActionKind::SelectConversation, vm.conversations[n - 1].id});
+    }
+    if (c == "screenshot") {
+      if (!screenshot_requested_) {
+        screenshot_requested_ = true;
+        frame = ScriptFrameRequest{};
+        frame.screenshot_path = screenshot_dir_ + "/" + arg;
+        return Outcome::Wait;
+      }
+      if (!frame.screenshot_done) return Outcome::Wait;
+      screenshot_requested_ = false;
+      if (!frame.screenshot_error.empty()) throw Error(frame.screenshot_error);
+      return Outcome::Next;
+    }
+  } catch (const std::exception& e) {   // kvdesk::Error, or a number that did not parse
+    fail(line, e.what());
+    return Outcome::Wait;
+  }
+  fail(line, "unknown command");
+  return Outcome::Wait;
+}
+
+void Script::fail(const Line& line, const std::string& why) {
+  failure_ = path_ + ":" + std::to_string(line.number) + ": " + line.command +
+             (line.argument.empty() ? "" : " " + line.argument) + ": " + why;
+}
+
+}  // namespace kvdesk::gui

@@ -1,0 +1,62 @@
+// Scripted mode (tests, screenshots, measurements): kvdesk --script FILE replays one action
+// per line through the same UiActions a user's clicks make. Lines: new_chat, system TEXT,
+// send TEXT, wait_answer, regenerate, edit_last TEXT, stop, wait_model, sleep SECONDS,
+// open_panel NAME, select_conversation N (1 = top of the list), screenshot NAME.png,
+// kv_type NAME (K and V storage type; the pool is re-created), quit.
+// Blank lines and lines starting with # are skipped. A failing line ends the run.
+#pragma once
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "app/gui/controller.h"
+#include "ui/view_model.h"
+
+namespace kvdesk::gui {
+
+// What the script asks of the frame loop: a screenshot after the next render.
+struct ScriptFrameRequest {
+  std::string screenshot_path;   // non-empty: save the back buffer here, then clear it
+  bool screenshot_done = false;
+  std::string screenshot_error;
+};
+
+class Script {
+ public:
+  enum class Status { Running, Done, Failed };
+
+  // Reads and checks every line (unknown commands are errors here, before anything runs).
+  // Throws kvdesk::Error naming the file and line.
+  static Script load(const std::string& path, const std::string& screenshot_dir, double timeout_s);
+
+  // Advances as far as it can in this frame.
+  Status step(Controller& controller, ui::ViewModel& vm, ScriptFrameRequest& frame);
+  // "FILE:LINE: TEXT: why", once step() returned Failed.
+  const std::string& failure() const { return failure_; }
+
+ private:
+  struct Line {
+    int number = 0;
+    std::string command;
+    std::string argument;
+  };
+  using Clock = std::chrono::steady_clock;
+  enum class Outcome { Wait, Next, Quit };
+
+  Outcome run(const Line& line, Controller& controller, ui::ViewModel& vm, ScriptFrameRequest& frame);
+  Outcome wait_for_model(const ui::ViewModel& vm);
+  void fail(const Line& line, const std::string& why);
+
+  std::string path_;
+  std::string screenshot_dir_;
+  double timeout_s_ = 120;
+  std::vector<Line> lines_;
+  size_t next_ = 0;
+  bool line_started_ = false;
+  Clock::time_point line_start_;
+  int settle_frames_ = 0;
+  bool screenshot_requested_ = false;
+  std::string failure_;
+};
+
+}  // namespace kvdesk::gui

@@ -1,0 +1,162 @@
+// Replayer: a loop that submits turns whose time has come, drains events, and records.
+#include "app/replay/replayer.h"
+
+#include <algorithm>
+
+#include "engine/error.h"
+
+namespace kvdesk {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5))];
+}
+
+}  // namespace
+
+void wait_for_model(Engine& engine) {
+  for (;;) {
+    for (const Event& e : engine.poll_events()) {
+      if (e.kind == EventKind::ModelLoaded) return;
+      if (e.kind == EventKind::Error) throw Error(e.text);
+    }
+    engine.wait_idle(std::chrono::milliseconds(50));
+  }
+}
+
+Replayer::Replayer(std::vector<TraceConversation> trace) : trace_(std::move(trace)) {
+  for (const TraceConversation& c : trace_) {
+    conversations_.push_back(Conversation{&c, {}, 0, c.turns.empty() ? 0 : c.turns[0].start_ms, 0});
+  }
+}
+
+void Replayer::run(const EngineSettings& settings, const std::atomic<bool>* stop) {
+  Engine engine([this] { wake(); });
+  engine.load_model(settings);
+  wait_for_model(engine);
+  start_ = Clock::now();
+  while (!done() && !(stop && stop->load())) {
+    submit_ready(engine);
+    handle(engine.poll_events());
+    const EngineStats stats = engine.stats();
+    peak_blocks_ = std::max(peak_blocks_, stats.kv.blocks_used);
+    last_stats_ = stats;
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_cv_.wait_for(lock, std::chrono::milliseconds(2), [this] { return woken_; });
+    woken_ = false;
+  }
+  wall_ms_ = elapsed_ms();
+  for (const Conversation& c : conversations_) {
+    if (c.in_flight != 0) engine.cancel(c.in_flight);
+  }
+  engine.wait_idle(std::chrono::seconds(10));
+  last_stats_ = engine.stats();
+}
+
+void Replayer::wake() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  woken_ = true;
+  wake_cv_.notify_one();
+}
+
+double Replayer::elapsed_ms() const {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
+}
+
+bool Replayer::done() const {
+  return std::all_of(conversations_.begin(), conversations_.end(), [](const Conversation& c) {
+    return c.next_turn == c.trace->turns.size() && c.in_flight == 0;
+  });
+}
+
+void Replayer::submit_ready(Engine& engine) {
+  const double now = elapsed_ms();
+  for (size_t i = 0; i < conversations_.size(); ++i) {
+    Conversation& c = conversations_[i];
+    if (c.in_flight != 0 || c.next_turn == c.trace->turns.size() || c.ready_at_ms > now) continue;
+    const TraceTurn& t = c.trace->turns[c.next_turn];
+    if (c.history.empty() && !t.system.empty()) c.history.push_back({"system", t.system});
+    c.history.push_back({"user", t.user});
+    Request r;
+    r.messages = c.history;
+    r.max_tokens = t.max_tokens;
+    r.sampling.temperature = t.temperature;
+    r.conversation_key = i + 1;
+    c.in_flight = engine.submit(r);
+    conversation_of_[c.in_flight] = i;
+    results_.push_back(TurnResult{c.trace->name, c.next_turn, {}, {}, {}});
+    result_of_[c.in_flight] = results_.size() - 1;
+  }
+}
+
+void Replayer::handle(const std::vector<Event>& events) {
+  for (const Event& e : events) {
+    auto it = conversation_of_.find(e.request);
+    if (it == conversation_of_.end()) continue;
+    TurnResult& r = results_[result_of_[e.request]];
+    if (e.kind == EventKind::Token) {
+      r.text += e.text;
+      if (e.token >= 0) r.tokens.push_back(e.token);
+    } else if (e.kind == EventKind::Error) {
+      throw Error("conversation '" + r.conversation + "' turn " + std::to_string(r.turn) + ": " + e.text);
+    } else if (e.kind == EventKind::Finished) {
+      r.metrics = e.metrics;
+      Conversation& c = conversations_[it->second];
+      c.history.push_back({"assistant", r.text});
+      c.in_flight = 0;
+      ++c.next_turn;
+      if (c.next_turn < c.trace->turns.size()) c.ready_at_ms = elapsed_ms() + c.trace->turns[c.next_turn].start_ms;
+    }
+  }
+}
+
+ReplaySummary Replayer::summary() const {
+  ReplaySummary s;
+  std::vector<double> ttft, itl50, itl95;
+  int64_t output_tokens = 0;
+  for (const TurnResult& r : results_) {
+    ttft.push_back(r.metrics.ttft_ms);
+    if (r.metrics.generated_tokens > 1) {
+      itl50.push_back(r.metrics.itl_p50_ms);
+      itl95.push_back(r.metrics.itl_p95_ms);
+    }
+    output_tokens += int64_t(r.tokens.size());
+  }
+  const double seconds = wall_ms_ / 1000.0;
+  s.wall_ms = wall_ms_;
+  s.requests_per_s = seconds > 0 ? double(results_.size()) / seconds : 0;
+  s.output_tok_s = seconds > 0 ? double(output_tokens) / seconds : 0;
+  s.ttft_p50_ms = percentile(ttft, 0.5);
+  s.ttft_p95_ms = percentile(ttft, 0.95);
+  s.itl_p50_ms = percentile(itl50, 0.5);
+  s.itl_p95_ms = percentile(itl95, 0.95);
+  s.peak_kv_blocks = peak_blocks_;
+  s.prefix_hit_rate = last_stats_.kv.prefix_hit_rate;
+  s.preemptions = last_stats_.preemptions;
+  s.swapped_bytes = last_stats_.swapped_bytes;
+  return s;
+}
+
+nlohmann::json Replayer::report_json() const {
+  nlohmann::json turns = nlohmann::json::array();
+  for (const TurnResult& r : results_) {
+    turns.push_back({{"conversation", r.conversation}, {"turn", r.turn}, {"prompt_tokens", r.metrics.prompt_tokens},
+                     {"cached_tokens", r.metrics.cached_tokens}, {"tokens", r.tokens}, {"text", r.text},
+                     {"ttft_ms", r.metrics.ttft_ms}, {"decode_tok_s", r.metrics.decode_tok_s},
+                     {"preemptions", r.metrics.preemptions}});
+  }
+  const ReplaySummary s = summary();
+  nlohmann::json summary = {
+      {"wall_ms", s.wall_ms}, {"requests_per_s", s.requests_per_s}, {"output_tok_s", s.output_tok_s},
+      {"ttft_p50_ms", s.ttft_p50_ms}, {"ttft_p95_ms", s.ttft_p95_ms}, {"itl_p50_ms", s.itl_p50_ms},
+      {"itl_p95_ms", s.itl_p95_ms}, {"peak_kv_blocks", s.peak_kv_blocks}, {"prefix_hit_rate", s.prefix_hit_rate},
+      {"preemptions", s.preemptions}, {"swapped_bytes", s.swapped_bytes},
+  };
+  return {{"turns", turns}, {"summary", summary}};
+}
+
+}  // namespace kvdesk

@@ -1,0 +1,83 @@
+// Replayer: plays a chat trace through an Engine in real time, as users would, and reports
+// per-turn and summary figures (the replay JSON of kvdesk-cli and kvdesk-bench trace).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "app/replay/trace.h"
+#include "engine/engine.h"
+
+namespace kvdesk {
+
+struct TurnResult {
+  std::string conversation;
+  size_t turn = 0;
+  RequestMetrics metrics;
+  std::vector<int32_t> tokens;
+  std::string text;
+};
+
+struct ReplaySummary {
+  double wall_ms = 0;
+  double requests_per_s = 0;
+  double output_tok_s = 0;
+  double ttft_p50_ms = 0;
+  double ttft_p95_ms = 0;
+  double itl_p50_ms = 0;           // median over turns of each turn's median inter-token latency
+  double itl_p95_ms = 0;
+  int32_t peak_kv_blocks = 0;
+  double prefix_hit_rate = 0;
+  uint64_t preemptions = 0;
+  uint64_t swapped_bytes = 0;
+};
+
+class Replayer {
+ public:
+  explicit Replayer(std::vector<TraceConversation> trace);
+
+  // Loads the model, replays every turn, returns when the last answer ends. stop, when set
+  // to true by another thread (Ctrl-C), ends the replay early with what was measured.
+  void run(const EngineSettings& settings, const std::atomic<bool>* stop = nullptr);
+
+  const std::vector<TurnResult>& results() const { return results_; }
+  ReplaySummary summary() const;
+  nlohmann::json report_json() const;
+
+ private:
+  struct Conversation {
+    const TraceConversation* trace;
+    std::vector<ChatMessage> history;
+    size_t next_turn = 0;
+    double ready_at_ms = 0;
+    RequestId in_flight = 0;
+  };
+
+  void wake();
+  double elapsed_ms() const;
+  bool done() const;
+  void submit_ready(Engine& engine);
+  void handle(const std::vector<Event>& events);
+
+  std::vector<TraceConversation> trace_;
+  std::vector<Conversation> conversations_;
+  std::vector<TurnResult> results_;
+  std::map<RequestId, size_t> conversation_of_;
+  std::map<RequestId, size_t> result_of_;
+  std::chrono::steady_clock::time_point start_;
+  double wall_ms_ = 0;
+  int32_t peak_blocks_ = 0;
+  EngineStats last_stats_;
+  std::mutex mutex_;
+  std::condition_variable wake_cv_;
+  bool woken_ = false;
+};
+
+// Waits for the engine's ModelLoaded event; throws kvdesk::Error with the load error.
+void wait_for_model(Engine& engine);
+
+}  // namespace kvdesk

@@ -1,0 +1,31 @@
+// Conversations as files: Markdown of one branch (to read or share), and JSON of a whole tree
+// or one branch (backups, moving between machines), which imports back into a store.
+// Pure functions over plain data: no database here.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/store/store_types.h"
+
+namespace kvdesk::store {
+
+inline constexpr std::string_view kConversationFormat = "kvdesk.conversation";
+inline constexpr int kConversationFormatVersion = 1;
+
+// {"format", "version", "id", "title", "system_prompt", "created_at_ms", "updated_at_ms",
+//  "active_leaf_id", "messages": [{"id", "parent_id", "role", "content", "status",
+//  "created_at_ms", "updated_at_ms", "stats"?}]}. `tree.messages` may be the whole tree or a path.
+nlohmann::json conversation_to_json(const ConversationTree& tree);
+// The inverse. Hostile input is expected: wrong types, unknown roles, missing parents, cycles and
+// duplicate ids throw kvdesk::Error. The messages come back parents first, otherwise in file order.
+ConversationTree conversation_from_json(const nlohmann::json& j);
+ConversationTree conversation_from_json_text(std::string_view text);
+
+// The conversation as Markdown: the title, the system prompt, then each message of `path` under
+// a heading naming its role (contents are written as they are: answers usually are Markdown).
+std::string conversation_to_markdown(const Conversation& conversation, const std::vector<Message>& path);
+
+}  // namespace kvdesk::store

@@ -1,0 +1,188 @@
+// ConversationStore, the parts beside conversations: system-prompt presets, key/value settings,
+// the bounded recent-models list and a conversation's saved KV cache (zstd-compressed when
+// that makes it smaller, raw otherwise).
+#include "app/store/conversation_store.h"
+
+#include <zstd.h>
+
+#include <memory>
+
+#include "engine/error.h"
+
+namespace kvdesk::store {
+namespace {
+
+// Fast over strong: KV caches are large and compress modestly whatever the level.
+constexpr int kZstdLevel = 1;
+
+// The zstd frame of `bytes` (with a checksum, so damage is found on load), or nothing when
+// compressing does not make them smaller.
+std::optional<std::vector<uint8_t>> compress(std::span<const uint8_t> bytes) {
+  const std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  if (!cctx) return std::nullopt;
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, kZstdLevel);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
+  std::vector<uint8_t> out(ZSTD_compressBound(bytes.size()));
+  const size_t n = ZSTD_compress2(cctx.get(), out.data(), out.size(), bytes.data(), bytes.size());
+  if (ZSTD_isError(n) || n >= bytes.size()) return std::nullopt;
+  out.resize(n);
+  return out;
+}
+
+std::vector<uint8_t> decompress(const std::vector<uint8_t>& frame, size_t num_bytes, const std::string& where) {
+  std::vector<uint8_t> out(num_bytes);
+  const size_t n = ZSTD_decompress(out.data(), out.size(), frame.data(), frame.size());
+  if (ZSTD_isError(n) || n != num_bytes) {
+    throw Error(where + ": the saved KV cache is damaged (" +
+                (ZSTD_isError(n) ? std::string(ZSTD_getErrorName(n)) : "wrong size") + "); clear it and save it again");
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Presets
+// ---------------------------------------------------------------------------------------------
+
+PresetId ConversationStore::create_preset(std::string_view name, std::string_view system_prompt) {
+  Transaction tx(*db_);
+  {
+    Statement taken = db_->prepare("SELECT 1 FROM presets WHERE name = ?1");
+    taken.bind(1, name);
+    if (taken.step()) throw Error("a preset named '" + std::string(name) + "' already exists; choose another name");
+  }
+  db_->prepare("INSERT INTO presets (name, system_prompt) VALUES (?1, ?2)").bind(1, name).bind(2, system_prompt).run();
+  const PresetId id = db_->last_insert_id();
+  tx.commit();
+  return id;
+}
+
+void ConversationStore::update_preset(PresetId id, std::string_view name, std::string_view system_prompt) {
+  Transaction tx(*db_);
+  {
+    Statement taken = db_->prepare("SELECT 1 FROM presets WHERE name = ?1 AND id != ?2");
+    taken.bind(1, name).bind(2, id);
+    if (taken.step()) throw Error("a preset named '" + std::string(name) + "' already exists; choose another name");
+  }
+  db_->prepare("UPDATE presets SET name = ?2, system_prompt = ?3 WHERE id = ?1")
+      .bind(1, id)
+      .bind(2, name)
+      .bind(3, system_prompt)
+      .run();
+  if (db_->changes() == 0) throw Error(path() + ": preset " + std::to_string(id) + " does not exist (deleted?)");
+  tx.commit();
+}
+
+void ConversationStore::delete_preset(PresetId id) { db_->prepare("DELETE FROM presets WHERE id = ?1").bind(1, id).run(); }
+
+std::vector<Preset> ConversationStore::list_presets() {
+  Statement s = db_->prepare("SELECT id, name, system_prompt FROM presets ORDER BY name, id");
+  std::vector<Preset> out;
+  while (s.step()) out.push_back(Preset{.id = s.column_int(0), .name = s.column_text(1), .system_prompt = s.column_text(2)});
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+// ---------------------------------------------------------------------------------------------
+
+std::optional<std::string> ConversationStore::setting(std::string_view key) {
+  Statement s = db_->prepare("SELECT value FROM settings WHERE key = ?1");
+  s.bind(1, key);
+  if (!s.step()) return std::nullopt;
+  return s.column_text(0);
+}
+
+void ConversationStore::set_setting(std::string_view key, std::string_view value) {
+  db_->prepare("INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+      .bind(1, key)
+      .bind(2, value)
+      .run();
+}
+
+void ConversationStore::erase_setting(std::string_view key) {
+  db_->prepare("DELETE FROM settings WHERE key = ?1").bind(1, key).run();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recent models. seq orders them (larger: opened later); last_opened is for display, and two
+// models opened in the same millisecond would tie on it.
+// ---------------------------------------------------------------------------------------------
+
+void ConversationStore::note_model_opened(std::string_view path) {
+  Transaction tx(*db_);
+  db_->prepare("INSERT INTO recent_models (path, last_opened, seq) "
+               "VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM recent_models)) "
+               "ON CONFLICT(path) DO UPDATE SET last_opened = excluded.last_opened, seq = excluded.seq")
+      .bind(1, path)
+      .bind(2, unix_time_ms())
+      .run();
+  db_->prepare("DELETE FROM recent_models WHERE path NOT IN (SELECT path FROM recent_models ORDER BY seq DESC LIMIT ?1)")
+      .bind(1, kMaxRecentModels)
+      .run();
+  tx.commit();
+}
+
+std::vector<RecentModel> ConversationStore::recent_models() {
+  Statement s = db_->prepare("SELECT path, last_opened FROM recent_models ORDER BY seq DESC");
+  std::vector<RecentModel> out;
+  while (s.step()) out.push_back(RecentModel{.path = s.column_text(0), .last_opened_ms = s.column_int(1)});
+  return out;
+}
+
+void ConversationStore::forget_recent_model(std::string_view path) {
+  db_->prepare("DELETE FROM recent_models WHERE path = ?1").bind(1, path).run();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Saved KV cache
+// ---------------------------------------------------------------------------------------------
+
+void ConversationStore::save_kv(ConversationId id, std::string_view key, std::span<const uint8_t> bytes) {
+  const std::optional<std::vector<uint8_t>> frame = compress(bytes);
+  Transaction tx(*db_);
+  require_conversation(id);
+  db_->prepare("INSERT INTO conversation_kv (conversation_id, key, codec, num_bytes, saved_at, data) "
+               "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(conversation_id) DO UPDATE SET key = excluded.key, "
+               "codec = excluded.codec, num_bytes = excluded.num_bytes, saved_at = excluded.saved_at, data = excluded.data")
+      .bind(1, id)
+      .bind(2, key)
+      .bind(3, frame ? "zstd" : "raw")
+      .bind(4, int64_t(bytes.size()))
+      .bind(5, unix_time_ms())
+      .bind_blob(6, frame ? std::span<const uint8_t>(*frame) : bytes)
+      .run();
+  tx.commit();
+}
+
+std::optional<std::vector<uint8_t>> ConversationStore::load_kv(ConversationId id, std::string_view key) {
+  Statement s = db_->prepare("SELECT codec, num_bytes, data FROM conversation_kv WHERE conversation_id = ?1 AND key = ?2");
+  s.bind(1, id).bind(2, key);
+  if (!s.step()) return std::nullopt;
+  const std::string codec = s.column_text(0);
+  const auto num_bytes = size_t(s.column_int(1));
+  std::vector<uint8_t> data = s.column_blob(2);
+  const std::string where = path() + ": conversation " + std::to_string(id);
+  if (codec == "zstd") return decompress(data, num_bytes, where);
+  if (data.size() != num_bytes) throw Error(where + ": the saved KV cache is damaged (wrong size); clear it and save it again");
+  return data;
+}
+
+std::optional<KvBlobInfo> ConversationStore::kv_info(ConversationId id) {
+  Statement s = db_->prepare("SELECT key, num_bytes, length(data), saved_at FROM conversation_kv WHERE conversation_id = ?1");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return KvBlobInfo{
+      .key = s.column_text(0),
+      .num_bytes = s.column_int(1),
+      .stored_bytes = s.column_int(2),
+      .saved_at_ms = s.column_int(3),
+  };
+}
+
+void ConversationStore::clear_kv(ConversationId id) {
+  db_->prepare("DELETE FROM conversation_kv WHERE conversation_id = ?1").bind(1, id).run();
+}
+
+}  // namespace kvdesk::store

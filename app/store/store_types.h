@@ -1,0 +1,92 @@
+// The plain data the conversation store reads and writes: conversations, messages (a tree per
+// conversation), answer statistics, presets and recent models, plus the names roles and statuses
+// have in the database and in exported JSON.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvdesk::store {
+
+using ConversationId = int64_t;
+using MessageId = int64_t;
+using PresetId = int64_t;
+
+enum class Role { System, User, Assistant };
+
+enum class MessageStatus {
+  Complete,      // a finished user message or answer
+  Streaming,     // an answer being generated (saved as it grows)
+  Stopped,       // the user stopped the answer; the text is what was generated until then
+  Failed,        // generation failed; the text is what was generated before the failure
+  Interrupted,   // found Streaming after kvdesk ended without finishing it (a crash or kill)
+};
+
+std::string_view role_name(Role role);                 // "system", "user", "assistant"
+std::optional<Role> parse_role(std::string_view name);
+std::string_view status_name(MessageStatus status);    // "complete", "streaming", ...
+std::optional<MessageStatus> parse_status(std::string_view name);
+
+int64_t unix_time_ms();   // the timestamps the store writes: Unix time in milliseconds
+
+// What generating an answer took; saved once the answer is finished.
+struct AnswerStats {
+  std::string model;               // the model file's name or path
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double ttft_ms = 0;              // time to first token
+  double decode_tok_s = 0;
+  std::string finish_reason;       // "stop", "length", "user", "error", ...
+};
+
+// A message in a conversation's tree. parent_id is empty for a root; two messages with the same
+// parent are sibling branches (e.g. an edited user message and the original).
+struct Message {
+  MessageId id = 0;
+  ConversationId conversation_id = 0;
+  std::optional<MessageId> parent_id;
+  Role role = Role::User;
+  std::string content;
+  MessageStatus status = MessageStatus::Complete;
+  int64_t created_at_ms = 0;       // Unix time in milliseconds
+  int64_t updated_at_ms = 0;
+  std::optional<AnswerStats> stats;
+};
+
+struct Conversation {
+  ConversationId id = 0;
+  std::string title;
+  std::string system_prompt;
+  std::optional<MessageId> active_leaf_id;   // the end of the branch shown; empty when no messages
+  int64_t created_at_ms = 0;
+  int64_t updated_at_ms = 0;                 // last rename, new message or finished answer
+};
+
+// A whole conversation: every message of every branch, parents before children.
+struct ConversationTree {
+  Conversation conversation;
+  std::vector<Message> messages;
+};
+
+struct Preset {
+  PresetId id = 0;
+  std::string name;
+  std::string system_prompt;
+};
+
+struct RecentModel {
+  std::string path;
+  int64_t last_opened_ms = 0;
+};
+
+// What is saved of a conversation's KV cache (the bytes themselves are loaded on demand).
+struct KvBlobInfo {
+  std::string key;                 // identifies the model and KV settings the bytes belong to
+  int64_t num_bytes = 0;           // uncompressed size
+  int64_t stored_bytes = 0;        // size in the database
+  int64_t saved_at_ms = 0;
+};
+
+}  // namespace kvdesk::store

@@ -1,0 +1,322 @@
+// Engine: a command inbox and an event outbox around one engine thread that owns the model,
+// the KV cache and the scheduler. Commands are closures run on the engine thread between
+// steps, so the engine's state needs no locks; only the two queues and the stats are shared.
+#include "engine/engine.h"
+
+#include <unistd.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "engine/chat_template.h"
+#include "engine/error.h"
+#include "engine/model.h"
+#include "engine/scheduler.h"
+#include "engine/thread_pool.h"
+
+namespace kvdesk {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kStatsInterval = std::chrono::milliseconds(100);
+// Without an explicit budget the pool holds this many full contexts...
+constexpr int64_t kDefaultContexts = 4;
+// ...but never more than this share of the memory available now.
+constexpr double kDefaultMemoryShare = 0.25;
+
+size_t available_memory_bytes() {
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? size_t(pages) * size_t(page_size) : size_t(1) << 30;
+}
+
+int32_t pool_blocks(const EngineSettings& s, const ModelConfig& config, size_t bytes_per_block) {
+  if (s.kv.num_blocks > 0) return s.kv.num_blocks;
+  size_t budget = s.kv_budget_bytes;
+  if (budget == 0) {
+    const size_t per_context = bytes_per_block * size_t((config.context_length + s.kv.block_size - 1) / s.kv.block_size);
+    budget = std::min(per_context * kDefaultContexts, size_t(double(available_memory_bytes()) * kDefaultMemoryShare));
+  }
+  const size_t blocks = budget / bytes_per_block;
+  if (blocks < 1) throw Error("the KV budget of " + std::to_string(budget) + " bytes is smaller than one block (" +
+                              std::to_string(bytes_per_block) + " bytes)");
+  if (blocks > size_t(1) << 24) throw Error("the KV budget asks for more than 16M blocks");
+  return int32_t(blocks);
+}
+
+uint64_t model_identity(const Model& m) {
+  const ModelConfig& c = m.config();
+  const std::string key = m.file().path() + "|" + std::to_string(m.file().file_size()) + "|" +
+                          std::to_string(c.rope_freq_base) + "|" + std::to_string(c.rope_freq_scale);
+  return std::hash<std::string>{}(key);
+}
+
+}  // namespace
+
+struct Engine::State {
+  std::function<void()> wake;
+  std::thread thread;
+
+  // Shared between threads, guarded by mutex.
+  std::mutex mutex;
+  std::condition_variable work_cv;
+  std::condition_variable idle_cv;
+  std::deque<std::function<void()>> inbox;
+  std::vector<Event> outbox;
+  EngineStats stats;
+  bool stopping = false;
+  bool idle = true;
+  std::atomic<RequestId> next_id{1};
+
+  // Engine thread only.
+  EngineSettings settings;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<KvCache> kv;
+  std::unique_ptr<Scheduler> scheduler;
+  ChatFormat chat_format = ChatFormat::Plain;
+  std::vector<Event> pending;
+  Clock::time_point last_stats;
+  uint64_t tokens_at_last_stats = 0;
+
+  void post(std::function<void()> command) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      inbox.push_back(std::move(command));
+      idle = false;
+    }
+    work_cv.notify_one();
+  }
+
+  void run();
+  void flush_events();
+  void publish_stats(bool force);
+  void error_event(RequestId id, const std::string& message) {
+    Event e;
+    e.kind = EventKind::Error;
+    e.request = id;
+    e.text = message;
+    pending.push_back(std::move(e));
+  }
+
+  void load(const EngineSettings& s);
+  void create_kv(const KvLayout& layout, size_t budget, bool prefix_caching);
+  void submit(RequestId id, Request request, Clock::time_point submitted);
+};
+
+void Engine::State::run() {
+  for (;;) {
+    std::deque<std::function<void()>> commands;
+    const bool busy = scheduler && scheduler->has_work();
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      if (!busy && inbox.empty()) {
+        idle = true;
+        idle_cv.notify_all();
+      }
+      work_cv.wait(lock, [&] { return stopping || busy || !inbox.empty(); });
+      if (stopping) return;
+      commands.swap(inbox);
+    }
+    for (auto& command : commands) {
+      try {
+        command();
+      } catch (const std::exception& e) {
+        error_event(0, e.what());
+      }
+    }
+    if (scheduler && scheduler->has_work()) {
+      try {
+        scheduler->step(pending);
+      } catch (const std::exception& e) {
+        scheduler->fail_all(std::string("engine step failed: ") + e.what(), pending);
+      }
+    }
+    publish_stats(!commands.empty() || !(scheduler && scheduler->has_work()));
+    flush_events();
+  }
+}
+
+void Engine::State::flush_events() {
+  if (pending.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (Event& e : pending) outbox.push_back(std::move(e));
+  }
+  pending.clear();
+  if (wake) wake();
+}
+
+void Engine::State::publish_stats(bool force) {
+  const auto now = Clock::now();
+  if (!force && now - last_stats < kStatsInterval) return;
+  EngineStats s;
+  s.model_loaded = model != nullptr;
+  if (model) {
+    const ModelConfig& c = model->config();
+    s.model = ModelSummary{model->file().path(), c.name, c.architecture, c.context_length, c.block_count,
+                           c.head_count, c.head_count_kv, c.head_dim, model->weights().num_parameters,
+                           model->weights().weight_bytes, "cpu", pool->num_threads()};
+    s.running = scheduler->num_running();
+    s.waiting = scheduler->num_waiting();
+    s.swapped = scheduler->num_swapped();
+    s.parked = scheduler->num_parked();
+    s.generated_tokens = scheduler->generated_tokens();
+    s.preemptions = scheduler->preemptions();
+    s.swapped_bytes = scheduler->swapped_bytes();
+    s.swap_ms = scheduler->swap_ms();
+    s.kv = kv->snapshot();
+    s.owners = scheduler->sequence_owners();
+    s.activation_bytes = model->scratch_bytes();
+    s.prefix_caching = settings.prefix_caching;
+    const double seconds = std::chrono::duration<double>(now - last_stats).count();
+    s.tokens_per_s = seconds > 0 ? double(s.generated_tokens - tokens_at_last_stats) / seconds : 0;
+    tokens_at_last_stats = s.generated_tokens;
+  }
+  last_stats = now;
+  std::lock_guard<std::mutex> lock(mutex);
+  s.steps = stats.steps + 1;
+  stats = std::move(s);
+}
+
+void Engine::State::load(const EngineSettings& s) {
+  if (scheduler) scheduler->fail_all("the model was replaced", pending);
+  scheduler.reset();
+  kv.reset();
+  model.reset();
+  settings = s;
+  model = Model::load(s.model_path, ModelLoadOptions{s.tokenizer_path});
+  const int32_t threads = s.threads > 0 ? s.threads : std::max(1, int32_t(std::thread::hardware_concurrency()));
+  pool = std::make_unique<ThreadPool>(threads);
+  chat_format = detect_chat_format(model->file());
+  create_kv(s.kv, s.kv_budget_bytes, s.prefix_caching);
+  scheduler = std::make_unique<Scheduler>(*model, *kv, *pool, s.scheduler);
+  Event e;
+  e.kind = EventKind::ModelLoaded;
+  pending.push_back(std::move(e));
+}
+
+void Engine::State::create_kv(const KvLayout& layout, size_t budget, bool prefix_caching) {
+  KvCacheConfig config;
+  config.layout = layout;
+  config.prefix_caching = prefix_caching;
+  config.identity = model_identity(*model);
+  const size_t bytes_per_block = kv_bytes_per_token(model->config(), layout.k_type, layout.v_type) * size_t(layout.block_size);
+  EngineSettings sizing = settings;
+  sizing.kv = layout;
+  sizing.kv_budget_bytes = budget;
+  config.layout.num_blocks = pool_blocks(sizing, model->config(), bytes_per_block);
+  kv = std::make_unique<KvCache>(model->config(), config);
+  settings.kv = layout;
+  settings.kv_budget_bytes = budget;
+  settings.prefix_caching = prefix_caching;
+}
+
+void Engine::State::submit(RequestId id, Request request, Clock::time_point submitted) {
+  try {
+    if (!model) throw Error("no model is loaded");
+    const Tokenizer& tokenizer = model->tokenizer();
+    std::vector<int32_t> prompt = request.prompt_tokens;
+    if (!request.messages.empty()) {
+      prompt = tokenizer.encode(render_chat(chat_format, request.messages), tokenizer.add_bos_default());
+    }
+    for (int32_t t : prompt) {
+      if (t < 0 || t >= model->config().vocab_size) throw Error("token id " + std::to_string(t) + " is out of range");
+    }
+    scheduler->add(id, request, std::move(prompt), submitted);
+  } catch (const Error& e) {
+    error_event(id, e.what());
+  }
+}
+
+Engine::Engine(std::function<void()> wake) : state_(std::make_unique<State>()) {
+  state_->wake = std::move(wake);
+  state_->thread = std::thread([s = state_.get()] { s->run(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->work_cv.notify_one();
+  state_->thread.join();
+}
+
+void Engine::load_model(const EngineSettings& settings) {
+  state_->post([s = state_.get(), settings] { s->load(settings); });
+}
+
+void Engine::reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching) {
+  state_->post([s = state_.get(), kv, kv_budget_bytes, prefix_caching] {
+    if (!s->model) throw Error("no model is loaded");
+    s->scheduler->detach_all_sequences();
+    s->create_kv(kv, kv_budget_bytes, prefix_caching);
+    s->scheduler->set_kv_cache(*s->kv);
+    Event e;
+    e.kind = EventKind::ModelLoaded;
+    s->pending.push_back(std::move(e));
+  });
+}
+
+void Engine::unload_model() {
+  state_->post([s = state_.get()] {
+    if (s->scheduler) s->scheduler->fail_all("the model was unloaded", s->pending);
+    s->scheduler.reset();
+    s->kv.reset();
+    s->model.reset();
+  });
+}
+
+RequestId Engine::submit(Request request) {
+  const RequestId id = state_->next_id++;
+  const auto submitted = Clock::now();
+  state_->post([s = state_.get(), id, request = std::move(request), submitted]() mutable {
+    s->submit(id, std::move(request), submitted);
+  });
+  return id;
+}
+
+void Engine::cancel(RequestId request) {
+  state_->post([s = state_.get(), request] {
+    if (s->scheduler) s->scheduler->cancel(request, s->pending);
+  });
+}
+
+RequestId Engine::fork(RequestId source, const SamplingParams& sampling, int32_t max_tokens) {
+  const RequestId id = state_->next_id++;
+  state_->post([s = state_.get(), source, id, sampling, max_tokens] {
+    validate_sampling_params(sampling);
+    if (!s->scheduler || !s->scheduler->fork(source, id, sampling, max_tokens)) {
+      s->error_event(id, "request " + std::to_string(source) + " is not running: nothing to fork");
+    }
+  });
+  return id;
+}
+
+void Engine::release_conversation(uint64_t conversation_key) {
+  state_->post([s = state_.get(), conversation_key] {
+    if (s->scheduler) s->scheduler->release_conversation(conversation_key);
+  });
+}
+
+std::vector<Event> Engine::poll_events() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::vector<Event> events;
+  events.swap(state_->outbox);
+  return events;
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->stats;
+}
+
+bool Engine::wait_idle(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  return state_->idle_cv.wait_for(lock, timeout, [&] { return state_->idle && state_->inbox.empty(); });
+}
+
+}  // namespace kvdesk

@@ -1,0 +1,56 @@
+// Engine: the in-process inference server. It owns the model, the paged KV cache and the
+// scheduler, and runs them on its own thread. Every public call only posts a command and
+// returns at once (no call waits for a model step); results come back as Events, drained by
+// poll_events(), and a wake-up callback tells the UI thread there is something to drain.
+//
+//   UI thread: submit() -> inbox -> engine thread: admit, step() = schedule -> forward ->
+//   sample -> events -> outbox -> wake() -> UI thread: poll_events()
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "engine/engine_types.h"
+
+namespace kvdesk {
+
+class Engine {
+ public:
+  // wake is called on the engine thread whenever events are ready (e.g. glfwPostEmptyEvent).
+  explicit Engine(std::function<void()> wake = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Loads (or replaces) the model; ModelLoaded or Error (request 0) follows. Requests in
+  // flight on a replaced model end with an Error event.
+  void load_model(const EngineSettings& settings);
+  // Re-creates the KV pool with new KV settings on the loaded model; live requests carry on
+  // (their sequences are re-prefilled). ModelLoaded follows.
+  void reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching);
+  void unload_model();
+
+  // Returns the request's id at once. Bad input ends it with an Error event.
+  RequestId submit(Request request);
+  void cancel(RequestId request);
+  // A new request that shares everything the source has so far (its KV blocks included)
+  // and continues it with other sampling settings: n > 1 samples, alternative answers.
+  RequestId fork(RequestId source, const SamplingParams& sampling, int32_t max_tokens);
+  // Forgets a parked conversation's sequence (e.g. the conversation was deleted).
+  void release_conversation(uint64_t conversation_key);
+
+  std::vector<Event> poll_events();
+  // The latest statistics snapshot (published at least 5 times a second while busy).
+  EngineStats stats() const;
+
+  // For tests and the CLI: blocks until no request is running or waiting (true) or the
+  // timeout passes (false).
+  bool wait_idle(std::chrono::milliseconds timeout);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace kvdesk

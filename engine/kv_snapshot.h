@@ -1,0 +1,76 @@
+// KvSnapshot: one plain, copyable picture of the paged KV cache for the UI panels, the CLI's
+// --json and the benchmarks. Made by KvCache::snapshot(); holds no pointers into the cache.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/kv_storage.h"
+
+namespace kvdesk {
+
+enum class BlockState : uint8_t {
+  Free,      // never used, or its cached contents were evicted
+  Cached,    // ref_count 0 but findable by hash: reusable until evicted (LRU)
+  Used,      // held by exactly one sequence
+  Shared,    // held by several sequences (ref_count > 1)
+};
+
+struct KvBlockInfo {
+  BlockState state = BlockState::Free;
+  int32_t ref_count = 0;
+  int32_t filled_tokens = 0;   // tokens written in it (block_size when full)
+};
+
+struct KvSequenceInfo {
+  int32_t seq_id = 0;
+  int32_t num_tokens = 0;
+  std::vector<int32_t> block_table;   // [blocks] physical ids, in logical order
+  int32_t shared_blocks = 0;          // entries of block_table with ref_count > 1
+};
+
+// Waste if every live sequence had been given blocks of another size.
+struct BlockSizeWhatIf {
+  int32_t block_size = 0;
+  int64_t waste_tokens = 0;
+  size_t waste_bytes = 0;
+};
+
+struct KvSnapshot {
+  KvLayout layout;
+  size_t bytes_per_token = 0;          // K + V, all layers, scales included
+  size_t bytes_per_block = 0;
+  size_t pool_bytes = 0;
+  int32_t max_context = 0;             // the model's context length
+
+  int32_t blocks_total = 0;
+  int32_t blocks_used = 0;             // ref_count >= 1 (Used + Shared)
+  int32_t blocks_cached = 0;           // evictable
+  int32_t blocks_free = 0;
+  int32_t blocks_shared = 0;           // ref_count > 1
+  std::vector<KvBlockInfo> blocks;     // [blocks_total]
+  std::vector<KvSequenceInfo> sequences;
+
+  // Internal fragmentation: slots reserved in held blocks but not yet filled.
+  int64_t tokens_stored = 0;           // distinct token slots filled in held blocks
+  int64_t slots_reserved = 0;          // blocks_used x block_size
+  int64_t internal_waste_tokens = 0;
+  size_t internal_waste_bytes = 0;
+  double internal_waste_pct = 0;       // of reserved
+  // The seeds' comparison: each live sequence preallocated max_context contiguous slots.
+  int64_t contiguous_reserved_tokens = 0;
+  int64_t contiguous_waste_tokens = 0;
+  size_t contiguous_waste_bytes = 0;
+  double contiguous_waste_pct = 0;
+  std::vector<BlockSizeWhatIf> what_if;   // block sizes 8, 16, 32, 64
+
+  // Prefix cache and copy-on-write, counted since the cache was created.
+  uint64_t prefix_hits = 0;            // blocks found by hash at admission
+  uint64_t prefix_misses = 0;          // full prompt blocks looked up and not found
+  uint64_t prefix_hit_tokens = 0;      // prefill tokens saved
+  double prefix_hit_rate = 0;          // hits / (hits + misses)
+  uint64_t evictions = 0;
+  uint64_t cow_copies = 0;
+};
+
+}  // namespace kvdesk

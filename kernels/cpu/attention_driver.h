@@ -1,0 +1,314 @@
+// Internal, included only by the ISA translation units (attention_avx512.cpp, _avx2.cpp): paged
+// attention written once over an ISA's float vector of W lanes. Everything here has internal
+// linkage, so each ISA keeps its own copy.
+//
+// Per kv head, its G query heads run together over tiles of W token rows:
+//   1. scores  s[h][r] = scale * row_scale_k[r] * dot(q[h], K[r])   each K row dequantized
+//      once into registers and used by every head; the W partial-sum vectors of a head are
+//      added across lanes by one W x W transpose (~3 ops per dot instead of a full reduce).
+//   2. softmax m' = max(m, max_r s);  acc *= e^(m - m');  p = e^(s - m');  l = l e^(m - m') + sum p
+//      (the online softmax of ref::, one step per tile instead of per token)
+//   3. values  acc[h] += sum_r p[h][r] * row_scale_v[r] * V[r]   each V vector dequantized once
+//      per tile of up to 8 heads whose accumulators stay in registers.
+// A tile's rows may span blocks: row pointers come from the block table, row by row.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <cstdlib>
+
+#include "kernels/attention.h"
+#include "kernels/check.h"
+#include "kernels/cpu/attention_isa.h"
+#include "kernels/kv_quant.h"
+
+namespace kvdesk {
+namespace {
+
+// Cephes expf on [-87.3, 0]: e^x = 2^n e^r, n = round(x / ln2), r = x - n ln2 split in two
+// parts for exactness, e^r ~ 1 + r + r^2 P(r). Relative error ~1e-7; below -87.3 the
+// result is 0 (std::exp gives a denormal there, which nothing downstream can see).
+constexpr float kExpLowest = -87.3f;
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f;
+constexpr float kLn2Lo = -2.12194440e-4f;
+constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
+template <class Isa>
+typename Isa::Vec exp_nonpositive(typename Isa::Vec x) {
+  using Vec = typename Isa::Vec;
+  const Vec n = Isa::round(Isa::mul(x, Isa::set1(kLog2e)));
+  const Vec r = Isa::fma(n, Isa::set1(-kLn2Lo), Isa::fma(n, Isa::set1(-kLn2Hi), x));
+  Vec y = Isa::set1(kExpPoly[0]);
+  for (int i = 1; i < 6; ++i) y = Isa::fma(y, r, Isa::set1(kExpPoly[i]));
+  y = Isa::add(Isa::fma(y, Isa::mul(r, r), r), Isa::set1(1.0f));
+  return Isa::zero_below(x, kExpLowest, Isa::ldexp(y, n));
+}
+
+// One row of `Type` as vectors: value[c*W + i] = scale(row) * lane i of load(row, c).
+// The per-row scale is applied once per row (to the finished dot, or to the softmax weight).
+template <class Isa, KvType Type>
+struct RowReader {
+  using Vec = typename Isa::Vec;
+  static constexpr int W = Isa::kLanes;
+
+  static float scale(const uint8_t* row) {
+    if constexpr (kv_row_has_scale()) {
+      float s;
+      std::memcpy(&s, row, sizeof(s));
+      return Type == KvType::FP8_E4M3 ? s * 256.0f : s;   // Isa::load_e4m3 gives value * 2^-8
+    }
+    return 1.0f;
+  }
+
+  static Vec load(const uint8_t* row, int32_t c, int32_t d) {
+    constexpr size_t kScaleBytes = sizeof(float);
+    if constexpr (Type == KvType::F32) return Isa::load_f32(row + 4 * c * W);
+    if constexpr (Type == KvType::F16) return Isa::load_f16(row + 2 * c * W);
+    if constexpr (Type == KvType::BF16) return Isa::load_bf16(row + 2 * c * W);
+    if constexpr (Type == KvType::FP8_E4M3) return Isa::load_e4m3(row + kScaleBytes + c * W);
+    if constexpr (Type == KvType::FP8_E5M2) return Isa::load_e5m2(row + kScaleBytes + c * W);
+    if constexpr (Type == KvType::INT8) return Isa::load_i8(row + kScaleBytes + c * W);
+    if constexpr (Type == KvType::INT4) {
+      uint16_t s16;
+      std::memcpy(&s16, row + sizeof(s16) * size_t(c * W / kKvInt4Group), sizeof(s16));
+      return Isa::load_i4(row + kv_row_values_offset(Type, d) + c * W / 2, _cvtsh_ss(s16));
+    }
+  }
+
+  static constexpr bool kv_row_has_scale() {
+    return Type == KvType::FP8_E4M3 || Type == KvType::FP8_E5M2 || Type == KvType::INT8;
+  }
+};
+
+// Up to W consecutive token rows of one kv head: where each K and V row is.
+template <class Isa>
+struct RowTile {
+  int32_t rows = 0;
+  const uint8_t* k[Isa::kLanes];
+  const uint8_t* v[Isa::kLanes];
+};
+
+// One kv head and its query heads, with the float scratch split into its parts.
+struct GroupJob {
+  const float* q;   // [heads][d]
+  float* out;       // [heads][d]
+  int32_t heads;
+  int32_t d;
+  float scale;
+  float* parts;     // [kSimdMaxHeadTile][W][W]   partial dot vectors of one head tile
+  float* p;         // [heads][W]             scores, then softmax weights, of one tile
+  float* acc;       // [heads][d]
+  float* m;         // [heads] running max
+  float* l;         // [heads] running sum
+};
+
+template <class Isa, KvType Type>
+typename Isa::Vec row_scales(const uint8_t* const* rows, int32_t n) {
+  alignas(64) float s[Isa::kLanes] = {};
+  for (int32_t r = 0; r < n; ++r) s[r] = RowReader<Isa, Type>::scale(rows[r]);
+  return Isa::load(s);
+}
+
+// Step 1 for heads [h0, h0 + HT): p[h] = scale * row_scale_k * dot(q[h], K[r]), -inf past rows.
+template <class Isa, KvType Type, int HT>
+void score_heads(const RowTile<Isa>& tile, const GroupJob& job, int32_t h0, typename Isa::Vec k_scale) {
+  using Vec = typename Isa::Vec;
+  constexpr int W = Isa::kLanes;
+  for (int32_t r = 0; r < tile.rows; ++r) {
+    Vec dot[HT];
+    for (int i = 0; i < HT; ++i) dot[i] = Isa::zero();
+    for (int32_t c = 0; c < job.d / W; ++c) {
+      const Vec k = RowReader<Isa, Type>::load(tile.k[r], c, job.d);
+      for (int i = 0; i < HT; ++i) dot[i] = Isa::fma(Isa::load(job.q + (h0 + i) * job.d + c * W), k, dot[i]);
+    }
+    for (int i = 0; i < HT; ++i) Isa::store(job.parts + (i * W + r) * W, dot[i]);
+  }
+  for (int32_t r = tile.rows; r < W; ++r) {
+    for (int i = 0; i < HT; ++i) Isa::store(job.parts + (i * W + r) * W, Isa::zero());
+  }
+  for (int i = 0; i < HT; ++i) {
+    const Vec s = Isa::mul(Isa::transpose_sum(job.parts + i * W * W), k_scale);
+    Isa::store(job.p + (h0 + i) * W, Isa::first_lanes(s, tile.rows, -INFINITY));
+  }
+}
+
+// Step 3 for heads [h0, h0 + HT): acc[h] += sum_r p[h][r] * V[r] (p already has the V scales).
+template <class Isa, KvType Type, int HT>
+void accumulate_heads(const RowTile<Isa>& tile, const GroupJob& job, int32_t h0) {
+  using Vec = typename Isa::Vec;
+  constexpr int W = Isa::kLanes;
+  for (int32_t c = 0; c < job.d / W; ++c) {
+    Vec acc[HT];
+    for (int i = 0; i < HT; ++i) acc[i] = Isa::load(job.acc + (h0 + i) * job.d + c * W);
+    for (int32_t r = 0; r < tile.rows; ++r) {
+      const Vec v = RowReader<Isa, Type>::load(tile.v[r], c, job.d);
+      for (int i = 0; i < HT; ++i) acc[i] = Isa::fma(Isa::set1(job.p[(h0 + i) * W + r]), v, acc[i]);
+    }
+    for (int i = 0; i < HT; ++i) Isa::store(job.acc + (h0 + i) * job.d + c * W, acc[i]);
+  }
+}
+
+// Runs Step<HT> over all heads in tiles of kSimdMaxHeadTile (8), then 4, 2, 1.
+template <template <int> class Step, class... Args>
+void for_head_tiles(int32_t heads, Args&&... args) {
+  int32_t h = 0;
+  for (; h + kSimdMaxHeadTile <= heads; h += kSimdMaxHeadTile) Step<kSimdMaxHeadTile>::run(h, args...);
+  if (heads - h >= 4) Step<4>::run(h, args...), h += 4;
+  if (heads - h >= 2) Step<2>::run(h, args...), h += 2;
+  if (heads - h >= 1) Step<1>::run(h, args...);
+}
+
+template <class Isa, KvType Type>
+struct Scores {
+  template <int HT>
+  struct Step {
+    static void run(int32_t h0, const RowTile<Isa>& tile, const GroupJob& job, typename Isa::Vec k_scale) {
+      score_heads<Isa, Type, HT>(tile, job, h0, k_scale);
+    }
+  };
+  static void tile(const RowTile<Isa>& tile, const GroupJob& job) {
+    const typename Isa::Vec k_scale = Isa::mul(row_scales<Isa, Type>(tile.k, tile.rows), Isa::set1(job.scale));
+    for_head_tiles<Step>(job.heads, tile, job, k_scale);
+  }
+};
+
+template <class Isa, KvType Type>
+struct Values {
+  template <int HT>
+  struct Step {
+    static void run(int32_t h0, const RowTile<Isa>& tile, const GroupJob& job) {
+      accumulate_heads<Isa, Type, HT>(tile, job, h0);
+    }
+  };
+  static void tile(const RowTile<Isa>& tile, const GroupJob& job) {
+    if constexpr (RowReader<Isa, Type>::kv_row_has_scale()) {
+      const typename Isa::Vec v_scale = row_scales<Isa, Type>(tile.v, tile.rows);
+      for (int32_t h = 0; h < job.heads; ++h) {
+        Isa::store(job.p + h * Isa::kLanes, Isa::mul(Isa::load(job.p + h * Isa::kLanes), v_scale));
+      }
+    }
+    for_head_tiles<Step>(job.heads, tile, job);
+  }
+};
+
+// Step 2 for every head: turns the tile's scores into weights and rescales what came before.
+template <class Isa>
+void softmax_tile(const GroupJob& job) {
+  constexpr int W = Isa::kLanes;
+  for (int32_t h = 0; h < job.heads; ++h) {
+    const typename Isa::Vec s = Isa::load(job.p + h * W);
+    const float tile_max = Isa::reduce_max(s);
+    if (tile_max > job.m[h]) {
+      if (job.l[h] != 0.0f) {
+        const float alpha = std::exp(job.m[h] - tile_max);
+        job.l[h] *= alpha;
+        float* acc = job.acc + h * job.d;
+        for (int32_t c = 0; c < job.d; c += W) Isa::store(acc + c, Isa::mul(Isa::load(acc + c), Isa::set1(alpha)));
+      }
+      job.m[h] = tile_max;
+    }
+    const typename Isa::Vec p = exp_nonpositive<Isa>(Isa::add(s, Isa::set1(-job.m[h])));
+    job.l[h] += Isa::reduce_add(p);
+    Isa::store(job.p + h * W, p);
+  }
+}
+
+template <class Isa>
+using TileFn = void (*)(const RowTile<Isa>&, const GroupJob&);
+
+template <class Isa, template <class, KvType> class Phase>
+TileFn<Isa> tile_fn(KvType type) {
+  switch (type) {
+    case KvType::F32: return &Phase<Isa, KvType::F32>::tile;
+    case KvType::F16: return &Phase<Isa, KvType::F16>::tile;
+    case KvType::BF16: return &Phase<Isa, KvType::BF16>::tile;
+    case KvType::FP8_E4M3: return &Phase<Isa, KvType::FP8_E4M3>::tile;
+    case KvType::FP8_E5M2: return &Phase<Isa, KvType::FP8_E5M2>::tile;
+    case KvType::INT8: return &Phase<Isa, KvType::INT8>::tile;
+    case KvType::INT4: return &Phase<Isa, KvType::INT4>::tile;
+  }
+  KVDESK_ASSERT(false);
+  return nullptr;
+}
+
+// Row pointers of positions [first, first + W) of kv head `head`, as many as the sequence has.
+template <class Isa>
+void locate_rows(const PagedKvLayer& layer, const PagedSeq& seq, int32_t head, int32_t first, RowTile<Isa>& tile) {
+  tile.rows = seq.num_tokens - first < Isa::kLanes ? seq.num_tokens - first : Isa::kLanes;
+  const uint8_t* k_head = layer.k.data + size_t(head) * layer.k.head_stride;
+  const uint8_t* v_head = layer.v.data + size_t(head) * layer.v.head_stride;
+  int32_t b = first / layer.block_size;
+  int32_t offset = first % layer.block_size;
+  for (int32_t r = 0; r < tile.rows; ++r) {
+    const size_t block = size_t(seq.block_table[b]);
+    tile.k[r] = k_head + block * layer.k.block_stride + size_t(offset) * layer.k.row_stride;
+    tile.v[r] = v_head + block * layer.v.block_stride + size_t(offset) * layer.v.row_stride;
+    if (++offset == layer.block_size) offset = 0, ++b;
+  }
+}
+
+// Asks for the rows of the next tile while this one computes: scattered blocks defeat the
+// hardware prefetcher, which only follows sequential streams.
+template <class Isa>
+void prefetch_rows(const RowTile<Isa>& tile, size_t k_row_bytes, size_t v_row_bytes) {
+  constexpr size_t kLine = 64;
+  for (int32_t r = 0; r < tile.rows; ++r) {
+    for (size_t o = 0; o < k_row_bytes; o += kLine) __builtin_prefetch(tile.k[r] + o);
+    for (size_t o = 0; o < v_row_bytes; o += kLine) __builtin_prefetch(tile.v[r] + o);
+  }
+}
+
+template <class Isa>
+void attend_group(const PagedKvLayer& layer, const PagedSeq& seq, int32_t head, const GroupJob& job) {
+  constexpr int W = Isa::kLanes;
+  const TileFn<Isa> scores = tile_fn<Isa, Scores>(layer.k.type);
+  const TileFn<Isa> values = tile_fn<Isa, Values>(layer.v.type);
+  for (int32_t h = 0; h < job.heads; ++h) job.m[h] = -INFINITY, job.l[h] = 0.0f;
+  std::memset(job.acc, 0, sizeof(float) * size_t(job.heads) * size_t(job.d));
+  const size_t k_row_bytes = kv_row_bytes(layer.k.type, job.d);
+  const size_t v_row_bytes = kv_row_bytes(layer.v.type, job.d);
+  RowTile<Isa> tiles[3];
+  const int DIST = getenv("PFD") ? atoi(getenv("PFD")) : 1;
+  for (int i = 0; i < DIST; ++i) if (i * W < seq.num_tokens) { locate_rows(layer, seq, head, i * W, tiles[i]); if (i) prefetch_rows(tiles[i], k_row_bytes, v_row_bytes); }
+  for (int32_t first = 0, t = 0; first < seq.num_tokens; first += W, t = (t + 1) % 3) {
+    if (first + DIST * W < seq.num_tokens) {
+      RowTile<Isa>& nx = tiles[(t + DIST) % 3];
+      locate_rows(layer, seq, head, first + DIST * W, nx);
+      prefetch_rows(nx, k_row_bytes, v_row_bytes);
+    }
+    scores(tiles[t], job);
+    softmax_tile<Isa>(job);
+    values(tiles[t], job);
+  }
+  for (int32_t h = 0; h < job.heads; ++h) {
+    const typename Isa::Vec inv_l = Isa::set1(1.0f / job.l[h]);
+    for (int32_t c = 0; c < job.d; c += W) {
+      Isa::store(job.out + h * job.d + c, Isa::mul(Isa::load(job.acc + h * job.d + c), inv_l));
+    }
+  }
+}
+
+template <class Isa>
+void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
+  constexpr int W = Isa::kLanes;
+  static_assert(W <= kSimdMaxLanes);
+  const int32_t d = layer.head_dim;
+  KVDESK_ASSERT(seq.num_tokens > 0 && d % W == 0 && args.num_heads % layer.num_kv_heads == 0);
+  const int32_t heads = args.num_heads / layer.num_kv_heads;
+  float* scratch = args.scratch;
+  GroupJob job{nullptr, nullptr, heads, d, args.scale, scratch, nullptr, nullptr, nullptr, nullptr};
+  job.p = job.parts + kSimdMaxHeadTile * W * W;
+  job.acc = job.p + heads * W;
+  job.m = job.acc + heads * d;
+  job.l = job.m + heads;
+  for (int32_t g = 0; g < layer.num_kv_heads; ++g) {
+    job.q = args.q + int64_t(g) * heads * d;
+    job.out = args.out + int64_t(g) * heads * d;
+    attend_group<Isa>(layer, seq, g, job);
+  }
+}
+
+}  // namespace
+}  // namespace kvdesk

@@ -1,0 +1,167 @@
+// Perplexity and KV-quality comparison on stories260K: the numbers equal the logits' own
+// arithmetic, a type compared with itself agrees perfectly, and each quantized KV type stays
+// within measured, justified distances of f32 KV over the 68-position reference sequence.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/generator.h"
+#include "engine/model.h"
+#include "engine/perplexity.h"
+#include "engine/thread_pool.h"
+#include "tests/test_support.h"
+
+using namespace kvdesk;
+using kvdesk::test::model_path;
+using kvdesk::test::reference;
+
+namespace {
+
+std::string sample_text() {
+  const auto path = std::filesystem::path(__FILE__).parent_path() / "../../assets/quality/tinystories_sample.txt";
+  std::ifstream in(path);
+  REQUIRE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+KvLayout layout_of(KvType type) {
+  KvLayout layout;
+  layout.k_type = type;
+  layout.v_type = type;
+  return layout;
+}
+
+// The reference sequence without its BOS: 4 prompt tokens and the 64 generated ones, so the
+// window BOS + these has 68 scored positions, the last predicting the 64th generated token.
+std::vector<int32_t> reference_text() {
+  std::vector<int32_t> tokens = reference()["prompt_ids"].get<std::vector<int32_t>>();
+  tokens.erase(tokens.begin());
+  for (int32_t id : reference()["generated_ids"].get<std::vector<int32_t>>()) tokens.push_back(id);
+  return tokens;
+}
+
+struct Fixture {
+  std::unique_ptr<Model> model = Model::load(model_path("stories260K.gguf"));
+  ThreadPool pool{2};
+};
+
+}  // namespace
+
+TEST_CASE("perplexity is the exponentiated mean negative log-likelihood of the logits", "[engine][perplexity]") {
+  Fixture f;
+  const std::vector<int32_t> text = f.model->tokenizer().encode("Once upon a time, there was a little dog. The dog liked to run.", false);
+  PerplexityOptions options;
+  options.layout = layout_of(KvType::F32);
+  options.bos = f.model->tokenizer().bos_id();
+  const PerplexityResult r = evaluate_perplexity(*f.model, f.pool, text, options);
+
+  std::vector<int32_t> window = {options.bos};
+  window.insert(window.end(), text.begin(), text.end());
+  KvCacheConfig config;
+  config.layout = layout_of(KvType::F32);
+  config.layout.num_blocks = 8;
+  KvCache kv(f.model->config(), config);
+  const std::vector<float> logits = Generator(*f.model, kv, f.pool).prompt_logits(window);
+  const size_t vocab = size_t(f.model->config().vocab_size);
+  double nll = 0;
+  for (size_t p = 0; p + 1 < window.size(); ++p) {
+    const float* z = logits.data() + p * vocab;
+    double sum = 0;
+    for (size_t i = 0; i < vocab; ++i) sum += std::exp(double(z[i]));
+    nll -= z[window[p + 1]] - std::log(sum);
+  }
+  CHECK(r.tokens == int64_t(text.size()));
+  CHECK(r.ctx == 512);
+  CHECK(r.ppl == Approx(std::exp(nll / double(text.size()))).epsilon(1e-9));
+  CHECK(r.ppl_ref == 0);
+}
+
+TEST_CASE("every text token is scored once whatever the window", "[engine][perplexity]") {
+  Fixture f;
+  const std::vector<int32_t> text = f.model->tokenizer().encode(sample_text(), false);
+  const int32_t ctx = GENERATE(2, 33, 512);
+  PerplexityOptions options;
+  options.layout = layout_of(KvType::F32);
+  options.bos = f.model->tokenizer().bos_id();
+  options.ctx = ctx;
+  const PerplexityResult r = evaluate_perplexity(*f.model, f.pool, text, options);
+  INFO("ctx " << ctx << " ppl " << r.ppl);
+  CHECK(r.tokens == int64_t(text.size()));
+  CHECK(r.argmax.size() == text.size());
+  CHECK(std::isfinite(r.ppl));
+  CHECK(r.ppl > 1.0);
+  // The model writes stories like this one: with context it predicts them far better than the
+  // 512-token vocabulary's uniform guess, and better than from BOS alone.
+  if (ctx == 512) CHECK(r.ppl < 20);
+  if (ctx == 2) CHECK(r.ppl > 50);
+}
+
+TEST_CASE("a kv type compared with itself has zero divergence and full agreement", "[engine][perplexity]") {
+  Fixture f;
+  PerplexityOptions options;
+  options.layout = layout_of(KvType::F16);
+  options.reference = layout_of(KvType::F16);
+  options.bos = f.model->tokenizer().bos_id();
+  const PerplexityResult r = evaluate_perplexity(*f.model, f.pool, reference_text(), options);
+  CHECK(r.tokens == 68);
+  CHECK(r.ppl == r.ppl_ref);
+  CHECK(r.kl_mean == 0);
+  CHECK(r.kl_max == 0);
+  CHECK(r.top1_agree == 100);
+}
+
+TEST_CASE("bad windows and empty texts are errors a user can act on", "[engine][perplexity]") {
+  Fixture f;
+  PerplexityOptions options;
+  options.layout = layout_of(KvType::F32);
+  options.bos = f.model->tokenizer().bos_id();
+  CHECK_THROWS_WITH(evaluate_perplexity(*f.model, f.pool, {}, options), Catch::Contains("no token to score"));
+  options.ctx = 513;
+  CHECK_THROWS_WITH(evaluate_perplexity(*f.model, f.pool, reference_text(), options), Catch::Contains("--ctx"));
+}
+
+// Over the 68 positions of the reference sequence, against f32 KV. Measured (KL mean / max in
+// nats, top-1 agreement): bf16 2.2e-5 / 3.3e-4 / 100%, fp8_e4m3 3.9e-3 / 0.058 / 98.5%,
+// fp8_e5m2 0.020 / 0.21 / 97.1%, int8 5.0e-4 / 4.7e-3 / 100%, int4 0.47 / 13 / 81%. While the
+// error is small, KL grows with the square of the logits' error, so it ranks like the formats'
+// round-trip NMSE on this model's K/V rows (int8 2e-5 < e4m3 3e-4 < e5m2 1e-3). int4 is past
+// that regime here: stories260K's head_dim is 8, so a group is a whole row, and its keys
+// have an outlier channel (|k| up to 28) that leaves the other 7 values one or two of 16 levels.
+// Bounds: about 2x the measured KL and one or two more top-1 misses than measured, so a
+// regression in a quantizer or kernel shows while the formats' ranking stays asserted.
+TEST_CASE("quantized kv stays close to f32 kv over the reference sequence", "[engine][perplexity][kv]") {
+  Fixture f;
+  const auto [type, kl_mean_bound, kl_max_bound, top1_bound] = GENERATE(table<KvType, double, double, double>({
+      {KvType::BF16, 5e-5, 1e-3, 100}, {KvType::INT8, 1e-3, 1e-2, 100}, {KvType::FP8_E4M3, 8e-3, 0.15, 95},
+      {KvType::FP8_E5M2, 4e-2, 0.5, 94}, {KvType::INT4, 1.0, 30, 70}}));
+  PerplexityOptions options;
+  options.layout = layout_of(type);
+  options.reference = layout_of(KvType::F32);
+  options.bos = f.model->tokenizer().bos_id();
+  const PerplexityResult r = evaluate_perplexity(*f.model, f.pool, reference_text(), options);
+  INFO(kv_type_name(type) << ": KL mean " << r.kl_mean << " max " << r.kl_max << ", top-1 " << r.top1_agree
+                          << "%, ppl " << r.ppl << " vs " << r.ppl_ref);
+  CHECK(r.tokens == 68);
+  CHECK(r.kl_mean < kl_mean_bound);
+  CHECK(r.kl_max < kl_max_bound);
+  CHECK(r.top1_agree >= top1_bound);
+}
+
+// Greedy decoding picks the most likely token, so a run that agrees with the reference's next
+// token at all 64 generated positions, fed the reference's own tokens, generates them.
+TEST_CASE("int8 kv keeps the 64 reference tokens", "[engine][perplexity][kv]") {
+  Fixture f;
+  PerplexityOptions options;
+  options.layout = layout_of(KvType::INT8);
+  options.bos = f.model->tokenizer().bos_id();
+  const PerplexityResult r = evaluate_perplexity(*f.model, f.pool, reference_text(), options);
+  const std::vector<int32_t> generated = reference()["generated_ids"].get<std::vector<int32_t>>();
+  const size_t first = reference()["prompt_ids"].size() - 1;   // the last prompt position
+  REQUIRE(r.argmax.size() == first + generated.size());
+  CHECK(std::vector<int32_t>(r.argmax.begin() + std::ptrdiff_t(first), r.argmax.end()) == generated);
+}

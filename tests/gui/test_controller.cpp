@@ -1,0 +1,139 @@
+// Tests of the controller without a window: UiActions against a real engine (stories260K)
+// and a scratch database, checked in the view model and in the store.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "app/gui/controller.h"
+#include "tests/test_support.h"
+
+using namespace kvdesk;
+using ui::ActionKind;
+
+namespace {
+
+// Runs the controller's frame work until `done` or 60 s pass.
+bool pump(gui::Controller& c, const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    c.update();
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+struct Session {
+  test::TempDir dir;
+  ui::ViewModel vm;
+  gui::Controller controller{vm, {}};
+
+  explicit Session(bool with_model = true) {
+    gui::AppOptions options;
+    options.db_path = dir.file("kvdesk.db");
+    if (with_model) options.model_path = test::model_path("stories260K.gguf");
+    controller.start(options);
+    if (with_model) REQUIRE(pump(controller, [&] { return vm.model.state == ui::ModelState::Loaded; }));
+  }
+  void answer(const ui::UiAction& action) {
+    REQUIRE(controller.apply(action));
+    REQUIRE(pump(controller, [&] { return !controller.streaming(); }));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("chat actions drive the engine and the store", "[gui][controller]") {
+  Session s;
+  s.vm.sampling.max_tokens = 24;
+  REQUIRE(s.controller.apply({ActionKind::NewChat}));
+  s.answer({ActionKind::Send, 0, "Once upon a time"});
+  REQUIRE(s.vm.chat.messages.size() == 2);
+  CHECK(s.vm.chat.title == "Once upon a time");
+  CHECK(s.vm.chat.messages[1].state == ui::MessageState::Complete);
+  CHECK_FALSE(s.vm.chat.messages[1].stats.empty());
+  CHECK_FALSE(s.vm.status.last_answer.empty());
+  const int64_t first_answer = s.vm.chat.messages[1].id;
+
+  s.answer({ActionKind::Regenerate});
+  REQUIRE(s.vm.chat.messages.size() == 2);
+  CHECK(s.vm.chat.messages[1].sibling_count == 2);
+  CHECK(s.vm.chat.messages[1].sibling_index == 1);
+  REQUIRE(s.vm.chat.messages[1].prev_sibling == first_answer);
+  REQUIRE(s.controller.apply({ActionKind::SwitchBranch, first_answer}));
+  CHECK(s.vm.chat.messages[1].id == first_answer);
+
+  s.answer({ActionKind::EditResend, s.vm.chat.messages[0].id, "There was a dog"});
+  CHECK(s.vm.chat.messages[0].text == "There was a dog");
+  CHECK(s.vm.chat.messages[0].sibling_count == 2);
+
+  const int64_t id = s.vm.chat.conversation_id;
+  REQUIRE(s.controller.apply({ActionKind::RenameConversation, id, "Stories"}));
+  CHECK(s.vm.conversations.at(0).title == "Stories");
+  s.vm.ui.search = "no such words";
+  REQUIRE(s.controller.apply({ActionKind::Search, 0, s.vm.ui.search}));
+  CHECK(s.vm.conversations.empty());
+  s.vm.ui.search = "dog";
+  REQUIRE(s.controller.apply({ActionKind::Search, 0, s.vm.ui.search}));
+  CHECK(s.vm.conversations.size() == 1);
+
+  REQUIRE(s.controller.apply({ActionKind::DeleteConversation, id}));
+  CHECK(s.vm.conversations.empty());
+  CHECK(s.vm.chat.conversation_id == 0);
+}
+
+TEST_CASE("stop keeps what was generated as a stopped answer", "[gui][controller]") {
+  Session s;
+  s.vm.sampling.max_tokens = 400;
+  REQUIRE(s.controller.apply({ActionKind::Send, 0, "Once upon a time"}));
+  REQUIRE(s.controller.apply({ActionKind::Stop}));
+  REQUIRE(pump(s.controller, [&] { return !s.controller.streaming(); }));
+  REQUIRE(s.vm.chat.messages.size() == 2);
+  CHECK(s.vm.chat.messages[1].state == ui::MessageState::Stopped);
+}
+
+TEST_CASE("presets, system prompts and sampling settings are kept", "[gui][controller]") {
+  Session s;
+  REQUIRE(s.controller.apply({ActionKind::NewChat}));
+  REQUIRE(s.controller.apply({ActionKind::SavePreset, 0, "Pirate", "You are a pirate."}));
+  REQUIRE(s.vm.presets.size() == 1);
+  REQUIRE(s.controller.apply({ActionKind::ApplyPreset, s.vm.presets[0].id}));
+  CHECK(s.vm.chat.system_prompt == "You are a pirate.");
+  CHECK_FALSE(s.controller.apply({ActionKind::SavePreset, 0, "Pirate", "again"}));   // names are unique
+  CHECK(s.vm.status.message_is_error);
+  REQUIRE(s.controller.apply({ActionKind::DeletePreset, s.vm.presets[0].id}));
+  CHECK(s.vm.presets.empty());
+  s.vm.sampling.temperature = 0.25f;
+  s.vm.sampling.top_k = 7;
+  REQUIRE(s.controller.apply({ActionKind::SetSampling}));
+
+  ui::ViewModel again;
+  gui::Controller reopened(again, {});
+  gui::AppOptions options;
+  options.db_path = s.dir.file("kvdesk.db");
+  reopened.start(options);
+  CHECK(again.sampling.temperature == Approx(0.25f));
+  CHECK(again.sampling.top_k == 7);
+  CHECK(again.chat.system_prompt == "You are a pirate.");
+  CHECK(again.model.recent.size() == 1);
+}
+
+TEST_CASE("bad input becomes a status-line error, never an abort", "[gui][controller]") {
+  Session s(false);
+  CHECK(s.vm.model.state == ui::ModelState::None);
+  CHECK_FALSE(s.controller.apply({ActionKind::Send, 0, "hello"}));
+  CHECK(s.vm.status.message_is_error);
+  CHECK(s.vm.status.message.find("no model") != std::string::npos);
+  CHECK_FALSE(s.controller.apply({ActionKind::OpenModel, 0, s.dir.file("missing.gguf")}));
+  CHECK_FALSE(s.controller.apply({ActionKind::SetSystemPrompt, 0, "no conversation selected"}));
+  REQUIRE(s.controller.apply({ActionKind::NewChat}));
+  CHECK_FALSE(s.controller.apply({ActionKind::RenameConversation, s.vm.chat.conversation_id, ""}));
+  CHECK_FALSE(s.controller.apply({ActionKind::Regenerate}));
+  CHECK_FALSE(s.controller.apply({ActionKind::Stop}));
+  CHECK_FALSE(s.controller.apply({ActionKind::SwitchBranch, 12345}));
+  s.vm.ui.kv_edit.k_type = "f12";
+  CHECK_FALSE(s.controller.apply({ActionKind::ReconfigureKv}));
+  CHECK(s.vm.status.message.find("unknown KV type 'f12'") != std::string::npos);
+}

@@ -1,0 +1,257 @@
+// Scripted sessions of the real kvdesk window under Xvfb with stories260K: a two-turn chat,
+// a regenerate, panels opened, screenshots checked non-blank, the database holding the
+// conversation, and a second run restoring and continuing it. Also: failures end the run
+// with the failing line, and a bad database or model gives a message, not a crash.
+#include <catch2/catch.hpp>
+#include <stb_image.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "app/store/conversation_store.h"
+#include "tests/test_support.h"
+
+namespace {
+
+using kvdesk::test::TempDir;
+namespace store = kvdesk::store;
+
+struct AppRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// Runs kvdesk under its own Xvfb server. xvfb-run -a takes the first free display from -n on;
+// starting the search at a number from the pid keeps parallel tests from racing for one.
+AppRun run_kvdesk(const TempDir& dir, const std::vector<std::string>& args) {
+  const std::string out_path = dir.file("stdout");
+  const std::string err_path = dir.file("stderr");
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (!std::freopen(out_path.c_str(), "w", stdout) || !std::freopen(err_path.c_str(), "w", stderr)) _exit(127);
+    const std::string first_display = std::to_string(100 + ::getpid() % 800);
+    std::vector<std::string> all = {"xvfb-run", "-a", "-n", first_display, "-s", "-screen 0 1280x800x24", KVDESK_APP_PATH};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp("xvfb-run", argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  AppRun run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.out = read_all(out_path);
+  run.err = read_all(err_path);
+  return run;
+}
+
+// A screenshot that is a real picture: the window's size, and not one flat colour.
+void check_screenshot(const std::string& path) {
+  int w = 0, h = 0, channels = 0;
+  unsigned char* pixels = stbi_load(path.c_str(), &w, &h, &channels, 3);
+  REQUIRE(pixels != nullptr);
+  CHECK(w == 1280);
+  CHECK(h == 800);
+  double sum = 0, sum_sq = 0;
+  const size_t n = size_t(w) * size_t(h) * 3;
+  for (size_t i = 0; i < n; ++i) {
+    sum += pixels[i];
+    sum_sq += double(pixels[i]) * pixels[i];
+  }
+  stbi_image_free(pixels);
+  const double mean = sum / double(n);
+  const double variance = sum_sq / double(n) - mean * mean;
+  INFO(path << ": mean " << mean << ", variance " << variance);
+  CHECK(variance > 100.0);
+}
+
+}  // namespace
+
+TEST_CASE("a scripted chat is saved and a second run restores and continues it", "[gui][session]") {
+  TempDir dir;
+  const std::string model = kvdesk::test::model_path("stories260K.gguf");
+  const std::string db = dir.file("kvdesk.db");
+  write_file(dir.file("first.txt"),
+             "new_chat\n"
+             "system You tell short stories.\n"
+             "send Once upon a time\n"
+             "wait_answer\n"
+             "send Tell me more\n"
+             "wait_answer\n"
+             "regenerate\n"
+             "wait_answer\n"
+             "screenshot chat.png\n"
+             "open_panel blocks\n"
+             "screenshot blocks.png\n"
+             "open_panel sharing\n"
+             "screenshot sharing.png\n"
+             "open_panel memory\n"
+             "screenshot memory.png\n"
+             "open_panel fragmentation\n"
+             "open_panel quantization\n"
+             "open_panel plots\n"
+             "screenshot plots.png\n"
+             "quit\n");
+  const AppRun first = run_kvdesk(dir, {"--model", model, "--db", db, "--script", dir.file("first.txt"),
+                                        "--screenshot-dir", dir.path().string()});
+  INFO("stderr: " << first.err);
+  REQUIRE(first.exit_code == 0);
+  for (const char* name : {"chat.png", "blocks.png", "sharing.png", "memory.png", "plots.png"}) {
+    check_screenshot(dir.file(name));
+  }
+
+  store::MessageId regenerated = 0;
+  {
+    store::ConversationStore s = store::ConversationStore::open(db);
+    const std::vector<store::Conversation> conversations = s.list_conversations();
+    REQUIRE(conversations.size() == 1);
+    CHECK(conversations[0].title == "Once upon a time");
+    CHECK(conversations[0].system_prompt == "You tell short stories.");
+    const std::vector<store::Message> path = s.branch_path(conversations[0].id);
+    REQUIRE(path.size() == 4);
+    CHECK(path[0].content == "Once upon a time");
+    CHECK(path[2].content == "Tell me more");
+    for (const store::Message& m : path) CHECK(m.status == store::MessageStatus::Complete);
+    CHECK(path[3].role == store::Role::Assistant);
+    REQUIRE(path[3].stats.has_value());
+    CHECK(path[3].stats->completion_tokens > 0);
+    CHECK(s.siblings(path[3].id).size() == 2);   // the first answer and the regenerated one
+    regenerated = path[3].id;
+    REQUIRE(s.recent_models().size() == 1);
+    CHECK(s.recent_models()[0].path == model);
+  }
+
+  // No --model: the last one used opens again; the conversation is there to continue.
+  write_file(dir.file("second.txt"),
+             "select_conversation 1\n"
+             "send And then?\n"
+             "wait_answer\n"
+             "open_panel blocks\n"
+             "screenshot restored.png\n"
+             "quit\n");
+  const AppRun second = run_kvdesk(dir, {"--db", db, "--script", dir.file("second.txt"), "--screenshot-dir",
+                                         dir.path().string()});
+  INFO("stderr: " << second.err);
+  REQUIRE(second.exit_code == 0);
+  check_screenshot(dir.file("restored.png"));
+  store::ConversationStore s = store::ConversationStore::open(db);
+  const std::vector<store::Conversation> conversations = s.list_conversations();
+  REQUIRE(conversations.size() == 1);
+  const std::vector<store::Message> path = s.branch_path(conversations[0].id);
+  REQUIRE(path.size() == 6);
+  CHECK(path[3].id == regenerated);
+  CHECK(path[4].content == "And then?");
+  CHECK(path[5].status == store::MessageStatus::Complete);
+}
+
+TEST_CASE("an edited message becomes a branch next to the original", "[gui][session]") {
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  write_file(dir.file("edit.txt"),
+             "new_chat\n"
+             "send Once upon a time\n"
+             "wait_answer\n"
+             "edit_last There was a cat\n"
+             "wait_answer\n"
+             "screenshot edited.png\n"
+             "quit\n");
+  const AppRun run = run_kvdesk(dir, {"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script",
+                                      dir.file("edit.txt"), "--screenshot-dir", dir.path().string()});
+  INFO("stderr: " << run.err);
+  REQUIRE(run.exit_code == 0);
+  store::ConversationStore s = store::ConversationStore::open(db);
+  const store::ConversationId id = s.list_conversations().at(0).id;
+  const std::vector<store::Message> path = s.branch_path(id);
+  REQUIRE(path.size() == 2);
+  CHECK(path[0].content == "There was a cat");
+  CHECK(s.siblings(path[0].id).size() == 2);
+  CHECK(s.roots(id).size() == 2);
+}
+
+TEST_CASE("a conversation carries on after the KV pool changes type", "[gui][session]") {
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  write_file(dir.file("kv.txt"),
+             "new_chat\n"
+             "send Once upon a time\n"
+             "wait_answer\n"
+             "kv_type int8\n"
+             "send Then what?\n"
+             "wait_answer\n"
+             "open_panel quantization\n"
+             "screenshot int8.png\n"
+             "quit\n");
+  const AppRun run = run_kvdesk(dir, {"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script",
+                                      dir.file("kv.txt"), "--screenshot-dir", dir.path().string()});
+  INFO("stderr: " << run.err);
+  REQUIRE(run.exit_code == 0);
+  check_screenshot(dir.file("int8.png"));
+  store::ConversationStore s = store::ConversationStore::open(db);
+  const std::vector<store::Message> path = s.branch_path(s.list_conversations().at(0).id);
+  REQUIRE(path.size() == 4);
+  CHECK(path[3].status == store::MessageStatus::Complete);
+  CHECK(s.setting("kv.k_type") == std::optional<std::string>("int8"));
+}
+
+TEST_CASE("a script fails on its first bad line, naming it", "[gui][script]") {
+  TempDir dir;
+  SECTION("an unknown command fails before the window opens") {
+    write_file(dir.file("bad.txt"), "new_chat\n\nfly away\n");
+    const AppRun run = run_kvdesk(dir, {"--db", dir.file("db"), "--script", dir.file("bad.txt")});
+    CHECK(run.exit_code == 1);
+    CHECK(run.err.find("bad.txt:3: unknown command 'fly'") != std::string::npos);
+  }
+  SECTION("an action that fails ends the run with its line on stderr") {
+    write_file(dir.file("fail.txt"), "new_chat\nselect_conversation 7\nquit\n");
+    const AppRun run = run_kvdesk(dir, {"--db", dir.file("db"), "--script", dir.file("fail.txt")});
+    CHECK(run.exit_code == 1);
+    CHECK(run.err.find("fail.txt:2: select_conversation 7: there are 1 conversations") != std::string::npos);
+  }
+  SECTION("a wait that never ends times out") {
+    write_file(dir.file("wait.txt"), "sleep 30\n");
+    const AppRun run = run_kvdesk(dir, {"--db", dir.file("db"), "--script", dir.file("wait.txt"), "--script-timeout", "1"});
+    CHECK(run.exit_code == 1);
+    CHECK(run.err.find("wait.txt:1: sleep 30: timed out") != std::string::npos);
+  }
+}
+
+TEST_CASE("a bad database or model gives a message in the window, never a crash", "[gui][script]") {
+  TempDir dir;
+  SECTION("a database that is not one: a temporary database, the file left as it was") {
+    const std::string junk = "this is not an SQLite database, and kvdesk must not touch it\n";
+    write_file(dir.file("junk.db"), junk);
+    write_file(dir.file("s.txt"), "new_chat\nscreenshot notice.png\nquit\n");
+    const AppRun run = run_kvdesk(dir, {"--db", dir.file("junk.db"), "--script", dir.file("s.txt"), "--screenshot-dir",
+                                        dir.path().string()});
+    INFO("stderr: " << run.err);
+    CHECK(run.exit_code == 0);
+    CHECK(read_all(dir.file("junk.db")) == junk);
+    check_screenshot(dir.file("notice.png"));
+  }
+  SECTION("a model file that is not a model: the load fails, the app goes on") {
+    write_file(dir.file("junk.gguf"), "GGUF? no.");
+    write_file(dir.file("s.txt"), "wait_model\nquit\n");
+    const AppRun run = run_kvdesk(dir, {"--model", dir.file("junk.gguf"), "--db", dir.file("db"), "--script",
+                                        dir.file("s.txt")});
+    CHECK(run.exit_code == 1);
+    CHECK(run.err.find("wait_model: the model failed to load") != std::string::npos);
+  }
+}

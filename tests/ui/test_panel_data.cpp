@@ -1,0 +1,284 @@
+// Tests of ui/panel_data: the figures, colours, layouts and text the panels show.
+#include <catch2/catch.hpp>
+
+#include "ui/panel_data.h"
+
+using namespace kvdesk::ui;
+
+namespace {
+
+KvSequenceView seq(int32_t id, int64_t conversation, const std::string& label, std::vector<int32_t> table) {
+  KvSequenceView s;
+  s.seq_id = id;
+  s.conversation_id = conversation;
+  s.label = label;
+  s.block_table = std::move(table);
+  s.num_tokens = int32_t(s.block_table.size()) * 16;
+  return s;
+}
+
+// Three sequences: A and B share blocks 0-1 (a system prompt), A and C share nothing else.
+KvView sharing_view() {
+  KvView kv;
+  kv.valid = true;
+  kv.block_size = 16;
+  kv.blocks.resize(8);
+  kv.blocks[0] = {BlockKind::Shared, 2, 16};
+  kv.blocks[1] = {BlockKind::Shared, 2, 16};
+  kv.blocks[2] = {BlockKind::Used, 1, 16};
+  kv.blocks[3] = {BlockKind::Used, 1, 5};
+  kv.blocks[4] = {BlockKind::Used, 1, 9};
+  kv.blocks[5] = {BlockKind::Cached, 0, 16};
+  kv.sequences = {seq(0, 10, "Alpha", {0, 1, 2, 3}), seq(1, 11, "Beta", {0, 1, 4}), seq(2, 0, "seq 2", {6})};
+  kv.blocks[6] = {BlockKind::Used, 1, 3};
+  return kv;
+}
+
+}  // namespace
+
+TEST_CASE("format_bytes picks a binary unit with three significant digits", "[ui][panel_data]") {
+  CHECK(format_bytes(0) == "0 B");
+  CHECK(format_bytes(1023) == "1023 B");
+  CHECK(format_bytes(1536) == "1.50 KiB");
+  CHECK(format_bytes(uint64_t(200) << 20) == "200 MiB");
+  CHECK(format_bytes(uint64_t(3) << 30) == "3.00 GiB");
+}
+
+TEST_CASE("format_count groups thousands", "[ui][panel_data]") {
+  CHECK(format_count(0) == "0");
+  CHECK(format_count(999) == "999");
+  CHECK(format_count(1000) == "1,000");
+  CHECK(format_count(1234567) == "1,234,567");
+  CHECK(format_count(-4096) == "-4,096");
+}
+
+TEST_CASE("block colours tell the four states apart and redden with more sharers", "[ui][panel_data]") {
+  const uint32_t free_c = block_style({BlockKind::Free, 0, 0}).fill;
+  const uint32_t cached = block_style({BlockKind::Cached, 0, 16}).fill;
+  const uint32_t used = block_style({BlockKind::Used, 1, 16}).fill;
+  const uint32_t shared2 = block_style({BlockKind::Shared, 2, 16}).fill;
+  const uint32_t shared6 = block_style({BlockKind::Shared, 6, 16}).fill;
+  CHECK(free_c != cached);
+  CHECK(cached != used);
+  CHECK(used != shared2);
+  CHECK(shared2 != shared6);
+  CHECK(((shared6 >> 8) & 0xFF) < ((shared2 >> 8) & 0xFF));   // less green: redder
+  CHECK(std::string(block_style({BlockKind::Shared, 3, 16}).label) == "shared");
+  CHECK((free_c >> 24) == 255);
+}
+
+TEST_CASE("block_grid fits the blocks in the area with square cells", "[ui][panel_data]") {
+  SECTION("a few blocks get the largest cells") {
+    const BlockGrid g = block_grid(16, 400, 300);
+    CHECK(g.cell == 22);
+    CHECK(g.columns == 18);
+    CHECK(g.rows == 1);
+  }
+  SECTION("4096 blocks fill a 500x400 panel without scrolling") {
+    const BlockGrid g = block_grid(4096, 500, 400);
+    CHECK(float(g.rows) * g.cell <= 400);
+    CHECK(g.columns * g.rows >= 4096);
+    CHECK(g.cell >= 6);
+  }
+  SECTION("10,000 blocks in a small panel use the smallest cells and scroll") {
+    const BlockGrid g = block_grid(10000, 200, 100);
+    CHECK(g.cell == 3);
+    CHECK(g.gap == 0);
+    CHECK(float(g.rows) * g.cell > 100);
+  }
+  SECTION("no blocks, no rows") {
+    CHECK(block_grid(0, 400, 300).rows == 0);
+  }
+}
+
+TEST_CASE("block_at maps a point to the block under it", "[ui][panel_data]") {
+  const BlockGrid g = block_grid(100, 100, 100);   // 10 columns of 10 px
+  REQUIRE(g.columns == 10);
+  REQUIRE(g.cell == 10);
+  CHECK(block_at(g, 100, 0, 0) == 0);
+  CHECK(block_at(g, 100, 15, 0) == 1);
+  CHECK(block_at(g, 100, 5, 25) == 20);
+  CHECK(block_at(g, 100, 99, 99) == 99);
+  CHECK(block_at(g, 100, 105, 5) == -1);
+  CHECK(block_at(g, 95, 99, 99) == -1);
+  CHECK(block_at(g, 100, -1, 5) == -1);
+}
+
+TEST_CASE("a block's tooltip names its state, fill and holders", "[ui][panel_data]") {
+  const KvView kv = sharing_view();
+  CHECK(sequences_holding(kv, 0) == std::vector<int32_t>{0, 1});
+  CHECK(sequences_holding(kv, 5).empty());
+  const std::string tip = block_tooltip(kv, 0);
+  CHECK(tip.find("block 0: shared by 2") != std::string::npos);
+  CHECK(tip.find("16/16 tokens") != std::string::npos);
+  CHECK(tip.find("Alpha, Beta") != std::string::npos);
+  CHECK(block_tooltip(kv, 3).find("5/16 tokens") != std::string::npos);
+  CHECK(block_tooltip(kv, 99).empty());
+}
+
+TEST_CASE("conversation_blocks gives the conversation's block table in order", "[ui][panel_data]") {
+  const KvView kv = sharing_view();
+  CHECK(conversation_blocks(kv, 10) == std::vector<int32_t>{0, 1, 2, 3});
+  CHECK(conversation_blocks(kv, 11) == std::vector<int32_t>{0, 1, 4});
+  CHECK(conversation_blocks(kv, 12).empty());
+  CHECK(conversation_blocks(kv, 0).empty());
+}
+
+TEST_CASE("the prefix tree groups the sequences by the blocks they share", "[ui][panel_data]") {
+  const KvView kv = sharing_view();
+  const std::vector<PrefixNode> tree = prefix_tree(kv);
+  REQUIRE(tree.size() == 4);
+  // Alpha and Beta share logical blocks 0-1, then each has its own tail; seq 2 is alone.
+  CHECK(tree[0].depth == 0);
+  CHECK(tree[0].first_block == 0);
+  CHECK(tree[0].num_blocks == 2);
+  CHECK(tree[0].members == std::vector<int32_t>{0, 1});
+  CHECK(tree[1].depth == 1);
+  CHECK(tree[1].first_block == 2);
+  CHECK(tree[1].num_blocks == 2);
+  CHECK(tree[1].members == std::vector<int32_t>{0});
+  CHECK(tree[2].members == std::vector<int32_t>{1});
+  CHECK(tree[2].num_blocks == 1);
+  CHECK(tree[3].depth == 0);
+  CHECK(tree[3].members == std::vector<int32_t>{2});
+  CHECK(prefix_tree(KvView{}).empty());
+}
+
+TEST_CASE("tokens saved by sharing count each extra holder of a filled block", "[ui][panel_data]") {
+  KvView kv = sharing_view();
+  CHECK(tokens_saved_by_sharing(kv) == 32);
+  kv.blocks[0].ref_count = 4;
+  CHECK(tokens_saved_by_sharing(kv) == 16 * 3 + 16);
+}
+
+TEST_CASE("the memory bar's segments add up to the whole", "[ui][panel_data]") {
+  KvView kv;
+  kv.bytes_per_block = 1024;
+  kv.blocks_used = 10;
+  kv.blocks_cached = 5;
+  kv.blocks_free = 85;
+  const MemoryView memory{.weight_bytes = 100 * 1024, .activation_bytes = 0, .available_bytes = 200 * 1024};
+  const std::vector<BarSegment> s = memory_segments(memory, kv);
+  REQUIRE(s.size() == 6);
+  CHECK(s[0].label == "weights");
+  CHECK(s[2].bytes == 10 * 1024);
+  CHECK(s[3].bytes == 5 * 1024);
+  CHECK(s[4].bytes == 85 * 1024);
+  float sum = 0;
+  for (const BarSegment& b : s) sum += b.fraction;
+  CHECK(sum == Approx(1.0f));
+  CHECK(s[5].fraction == Approx(200.0f / 400.0f));
+  for (const BarSegment& b : memory_segments(MemoryView{}, KvView{})) CHECK(b.fraction == 0);
+}
+
+TEST_CASE("the KV pool bar splits the pool alone", "[ui][panel_data]") {
+  KvView kv;
+  kv.bytes_per_block = 100;
+  kv.blocks_used = 1;
+  kv.blocks_cached = 1;
+  kv.blocks_free = 2;
+  const std::vector<BarSegment> s = kv_pool_segments(kv);
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].label == "KV used");
+  CHECK(s[0].fraction == Approx(0.25f));
+  CHECK(s[2].fraction == Approx(0.5f));
+}
+
+TEST_CASE("bar segments get a visible minimum width taken from the widest", "[ui][panel_data]") {
+  std::vector<BarSegment> s(3);
+  s[0].bytes = 1;
+  s[0].fraction = 0.0001f;
+  s[1].bytes = 0;
+  s[2].bytes = 10000;
+  s[2].fraction = 0.9999f;
+  const std::vector<float> w = segment_widths(s, 400, 4);
+  REQUIRE(w.size() == 3);
+  CHECK(w[0] == 4);
+  CHECK(w[1] == 0);
+  CHECK(w[0] + w[1] + w[2] == Approx(400));
+}
+
+TEST_CASE("conversations that fit follow the seeds' arithmetic with the GQA factor", "[ui][panel_data]") {
+  // The seeds' example: 32 layers, 8 KV heads of 128, f16: 131,072 bytes per token;
+  // a 4,096-token conversation takes 512 MiB, so 16 GiB hold 32 of them. 32 query heads:
+  // GQA factor 4, so without GQA only 8 would fit.
+  const uint64_t f16_per_token = uint64_t(32) * 2 * 8 * 128 * 2;
+  REQUIRE(f16_per_token == 131072);
+  const std::vector<KvTypeCost> types = {{"f16", f16_per_token, 0}, {"int8", f16_per_token / 2 + 2048, 0}};
+  const uint64_t pool = uint64_t(16) << 30;
+  const std::vector<FitRow> rows = conversations_that_fit(types, pool, 4096, 32, 8, "f16");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].bytes_per_conversation == uint64_t(512) << 20);
+  CHECK(rows[0].fits == 32);
+  CHECK(rows[0].fits_without_gqa == 8);
+  CHECK(rows[0].current);
+  CHECK_FALSE(rows[1].current);
+  CHECK(rows[1].fits == 62);   // int8 with per-row scales: a little over half of f16, so < 64
+  SECTION("without GQA the factor is one") {
+    const std::vector<FitRow> mha = conversations_that_fit(types, pool, 4096, 8, 8, "f16");
+    CHECK(mha[0].fits == mha[0].fits_without_gqa);
+  }
+  SECTION("no context, nothing fits and nothing divides by zero") {
+    CHECK(conversations_that_fit(types, pool, 0, 32, 8, "f16")[0].fits == 0);
+  }
+}
+
+TEST_CASE("push_sample keeps the newest samples", "[ui][panel_data]") {
+  std::vector<float> series;
+  for (int i = 0; i < 10; ++i) push_sample(series, float(i), 4);
+  CHECK(series == std::vector<float>{6, 7, 8, 9});
+  CHECK(series_max(series) == 9);
+  CHECK(series_max({}) == 0);
+}
+
+TEST_CASE("split_code_blocks separates fenced code from prose", "[ui][panel_data]") {
+  SECTION("prose only") {
+    const auto s = split_code_blocks("hello world");
+    REQUIRE(s.size() == 1);
+    CHECK_FALSE(s[0].code);
+    CHECK(s[0].text == "hello world");
+  }
+  SECTION("a closed fence with a language") {
+    const auto s = split_code_blocks("Try:\n```cpp\nint x = 1;\nint y;\n```\nDone.");
+    REQUIRE(s.size() == 3);
+    CHECK(s[0].text == "Try:\n");
+    CHECK(s[1].code);
+    CHECK(s[1].language == "cpp");
+    CHECK(s[1].text == "int x = 1;\nint y;");
+    CHECK(s[2].text == "Done.");
+  }
+  SECTION("an unclosed fence (still streaming) runs to the end") {
+    const auto s = split_code_blocks("```\nfor (;;)");
+    REQUIRE(s.size() == 1);
+    CHECK(s[0].code);
+    CHECK(s[0].text == "for (;;)");
+  }
+  SECTION("a fence still being typed") {
+    const auto s = split_code_blocks("text ```py");
+    REQUIRE(s.size() == 2);
+    CHECK(s[1].code);
+    CHECK(s[1].language == "py");
+  }
+  CHECK(split_code_blocks("").empty());
+}
+
+TEST_CASE("the status line names the model, the context and the last answer", "[ui][panel_data]") {
+  ViewModel vm;
+  CHECK(status_line(vm).find("open") != std::string::npos);
+  vm.model.state = ModelState::Loaded;
+  vm.model.name = "stories260K";
+  vm.model.backend = "cpu";
+  vm.model.threads = 2;
+  vm.model.context_length = 512;
+  vm.chat.context_used = 37;
+  vm.status.last_answer = "TTFT 12 ms, 300.0 tok/s";
+  const std::string line = status_line(vm);
+  CHECK(line.find("stories260K") != std::string::npos);
+  CHECK(line.find("cpu") != std::string::npos);
+  CHECK(line.find("37 / 512") != std::string::npos);
+  CHECK(line.find("TTFT 12 ms") != std::string::npos);
+  vm.model.state = ModelState::Failed;
+  vm.model.error = "bad magic";
+  CHECK(status_line(vm).find("bad magic") != std::string::npos);
+  CHECK(sibling_label(0, 2) == "1/2");
+}

@@ -1,0 +1,232 @@
+// Headless ImGui: every panel drawn over empty, small and huge (10,000-block) view models with
+// no window and no GL (the font atlas built in memory, NewFrame/Render without a backend).
+#include <catch2/catch.hpp>
+#include <imgui.h>
+
+#include <chrono>
+
+#include "ui/panels.h"
+
+using namespace kvdesk::ui;
+
+namespace {
+
+constexpr Panel kAllPanels[] = {Panel::Settings, Panel::Blocks, Panel::Fragmentation, Panel::Sharing,
+                                Panel::Quantization, Panel::Memory, Panel::Plots};
+
+// One ImGui context for a test; the atlas built the way a renderer would ask for it.
+class HeadlessImGui {
+ public:
+  explicit HeadlessImGui(bool korean = false) {
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1280, 800);
+    io.DeltaTime = 1.0f / 60.0f;
+    io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;   // as the OpenGL3 backend
+    fonts_ = load_fonts(16.0f, korean);
+    unsigned char* pixels = nullptr;
+    int width = 0, height = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+    REQUIRE(pixels != nullptr);
+    atlas_width_ = width;
+  }
+  ~HeadlessImGui() { ImGui::DestroyContext(); }
+
+  // Draws one frame; returns the actions and checks the draw data.
+  UiActions frame(ViewModel& vm) {
+    ImGui::NewFrame();
+    UiActions actions = draw_main_window(vm, fonts_);
+    ImGui::Render();
+    const ImDrawData* data = ImGui::GetDrawData();
+    REQUIRE(data != nullptr);
+    CHECK(data->Valid);
+    CHECK(data->TotalVtxCount > 0);
+    vertices_ = data->TotalVtxCount;
+    return actions;
+  }
+  // Every side panel in turn, two frames each (a requested tab shows on the next frame).
+  void all_panels(ViewModel& vm) {
+    for (Panel p : kAllPanels) {
+      vm.ui.panel = p;
+      vm.ui.panel_requested = true;
+      frame(vm);
+      frame(vm);
+      CHECK(vm.ui.panel == p);
+    }
+  }
+  const Fonts& fonts() const { return fonts_; }
+  int vertices() const { return vertices_; }
+  int atlas_width() const { return atlas_width_; }
+
+ private:
+  Fonts fonts_;
+  int vertices_ = 0;
+  int atlas_width_ = 0;
+};
+
+KvView make_kv(int32_t num_blocks, int32_t num_sequences) {
+  KvView kv;
+  kv.valid = true;
+  kv.k_type = kv.v_type = "f16";
+  kv.block_size = 16;
+  kv.bytes_per_token = 4096;
+  kv.bytes_per_block = 4096 * 16;
+  kv.pool_bytes = kv.bytes_per_block * uint64_t(num_blocks);
+  kv.max_context = 4096;
+  kv.blocks_total = num_blocks;
+  kv.blocks.resize(size_t(num_blocks));
+  // Every sequence shares block 0..1 (a common system prompt), then owns 3 blocks.
+  int32_t next = 2;
+  for (int32_t s = 0; s < num_sequences && next + 3 <= num_blocks; ++s) {
+    KvSequenceView seq;
+    seq.seq_id = s;
+    seq.conversation_id = s + 1;
+    seq.label = "conversation " + std::to_string(s + 1);
+    seq.block_table = {0, 1, next, next + 1, next + 2};
+    seq.num_tokens = 16 * 4 + 7;
+    for (int32_t b = next; b < next + 3; ++b) kv.blocks[size_t(b)] = {BlockKind::Used, 1, b == next + 2 ? 7 : 16};
+    next += 3;
+    kv.sequences.push_back(std::move(seq));
+  }
+  if (!kv.sequences.empty() && num_blocks >= 2) {
+    kv.blocks[0] = kv.blocks[1] = {BlockKind::Shared, int32_t(kv.sequences.size()), 16};
+  }
+  for (int32_t b = next; b < num_blocks; ++b) kv.blocks[size_t(b)] = {b % 3 == 0 ? BlockKind::Cached : BlockKind::Free, 0, b % 3 == 0 ? 16 : 0};
+  for (const KvBlockView& b : kv.blocks) {
+    kv.blocks_used += b.ref_count > 0;
+    kv.blocks_shared += b.ref_count > 1;
+    kv.blocks_cached += b.kind == BlockKind::Cached;
+    kv.blocks_free += b.kind == BlockKind::Free;
+  }
+  kv.slots_reserved = int64_t(kv.blocks_used) * 16;
+  kv.tokens_stored = kv.slots_reserved - 9 * int64_t(kv.sequences.size());
+  kv.internal_waste_tokens = kv.slots_reserved - kv.tokens_stored;
+  kv.internal_waste_pct = kv.slots_reserved ? 100.0 * double(kv.internal_waste_tokens) / double(kv.slots_reserved) : 0;
+  kv.contiguous_reserved_tokens = 4096 * int64_t(kv.sequences.size());
+  kv.contiguous_waste_tokens = kv.contiguous_reserved_tokens - 71 * int64_t(kv.sequences.size());
+  kv.contiguous_waste_pct = 98.3;
+  kv.what_if = {{8, 1, 8192}, {16, 9, 9 * 4096}, {32, 25, 25 * 4096}, {64, 57, 57 * 4096}};
+  kv.prefix_hits = 40;
+  kv.prefix_misses = 10;
+  kv.prefix_hit_rate = 0.8;
+  return kv;
+}
+
+ViewModel make_vm(int32_t num_blocks, int32_t num_sequences, int32_t num_messages) {
+  ViewModel vm;
+  vm.model.state = ModelState::Loaded;
+  vm.model.name = "stories260K";
+  vm.model.backend = "cpu";
+  vm.model.context_length = 4096;
+  vm.model.layers = 5;
+  vm.model.heads = 8;
+  vm.model.kv_heads = 4;
+  vm.model.head_dim = 8;
+  vm.kv = make_kv(num_blocks, num_sequences);
+  vm.kv_types = {{"f32", 1280, 0}, {"f16", 640, 1e-7}, {"int8", 480, 4e-5}, {"int4", 280, 1e-2}};
+  vm.memory = {1 << 20, 0, uint64_t(1) << 33};
+  for (int32_t i = 0; i < num_sequences; ++i) vm.conversations.push_back({i + 1, "conversation " + std::to_string(i + 1), i % 2 == 0});
+  vm.chat.conversation_id = num_sequences > 0 ? 1 : 0;
+  vm.chat.title = "conversation 1";
+  for (int32_t i = 0; i < num_messages; ++i) {
+    MessageView m;
+    m.id = i + 1;
+    m.role = i % 2 == 0 ? MessageRole::User : MessageRole::Assistant;
+    m.text = i % 4 == 1 ? "Here is code:\n```cpp\nint main() { return 0; }\n```\nand more prose after it." : "Once upon a time";
+    m.sibling_count = i == 1 ? 2 : 1;
+    m.next_sibling = i == 1 ? 99 : 0;
+    m.stats = m.role == MessageRole::Assistant ? "12 tokens, 300.0 tok/s" : "";
+    vm.chat.messages.push_back(std::move(m));
+  }
+  for (int i = 0; i < 300; ++i) {
+    vm.plots.tokens_per_s.push_back(float(i % 50));
+    vm.plots.blocks_used.push_back(float(i));
+    vm.plots.hit_rate.push_back(50.0f);
+  }
+  vm.presets = {{1, "Pirate", "You are a pirate."}};
+  return vm;
+}
+
+}  // namespace
+
+TEST_CASE("every panel draws over an empty view model", "[ui][headless]") {
+  HeadlessImGui imgui;
+  ViewModel vm;
+  imgui.all_panels(vm);
+  vm.model.state = ModelState::Loading;
+  vm.model.loading_seconds = 1.5;
+  imgui.frame(vm);
+  vm.model.state = ModelState::Failed;
+  vm.model.error = "not a GGUF file";
+  imgui.frame(vm);
+}
+
+TEST_CASE("every panel draws over a small view model", "[ui][headless]") {
+  HeadlessImGui imgui;
+  ViewModel vm = make_vm(64, 3, 6);
+  imgui.all_panels(vm);
+  SECTION("the popups and the notice draw too") {
+    vm.ui.rename_conversation = 2;
+    vm.ui.rename_text = "renamed";
+    imgui.frame(vm);
+    imgui.frame(vm);
+    vm.ui.rename_conversation = 0;
+    vm.ui.delete_conversation = 3;
+    imgui.frame(vm);
+    imgui.frame(vm);
+    vm.status.modal = "Could not open the database";
+    imgui.frame(vm);
+    imgui.frame(vm);
+  }
+  SECTION("editing, selecting and streaming messages draw") {
+    vm.ui.editing_message = 1;
+    vm.ui.edit_text = "changed";
+    vm.ui.selectable_messages = {2};
+    vm.chat.generating = true;
+    vm.chat.messages.back().state = MessageState::Streaming;
+    imgui.frame(vm);
+    imgui.frame(vm);
+  }
+}
+
+TEST_CASE("every panel draws over a huge view model of 10,000 blocks", "[ui][headless]") {
+  HeadlessImGui imgui;
+  ViewModel vm = make_vm(10000, 1000, 200);
+  imgui.all_panels(vm);
+  vm.ui.panel = Panel::Blocks;
+  vm.ui.panel_requested = true;
+  imgui.frame(vm);
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kFrames = 20;
+  for (int i = 0; i < kFrames; ++i) imgui.frame(vm);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kFrames;
+  CHECK(imgui.vertices() > 4 * 10000);   // every block is a quad
+  WARN("block map of 10,000 blocks + 200 messages: " << ms << " ms per frame (CPU side, headless)");
+  CHECK(ms < 100.0);
+}
+
+TEST_CASE("actions come back from the panels without touching anything else", "[ui][headless]") {
+  HeadlessImGui imgui;
+  ViewModel vm = make_vm(64, 2, 2);
+  const UiActions actions = imgui.frame(vm);
+  CHECK(actions.empty());   // no input, no action
+}
+
+TEST_CASE("the Korean font is found and its atlas built with oversampling 1", "[ui][headless]") {
+  HeadlessImGui imgui(true);
+  if (imgui.fonts().korean) {
+    CHECK(imgui.fonts().note.find("Korean") == 0);
+    CHECK(imgui.atlas_width() <= 4096);
+  } else {
+    CHECK(imgui.fonts().note.find("no CJK font") == 0);
+  }
+  ViewModel vm = make_vm(64, 1, 0);
+  vm.chat.messages.push_back({1, MessageRole::User, MessageState::Complete, "안녕하세요, KV 캐시!"});
+  imgui.frame(vm);
+}
+
+TEST_CASE("panel names round-trip for scripts", "[ui][headless]") {
+  for (Panel p : kAllPanels) CHECK(panel_from_name(panel_name(p)) == p);
+  CHECK_FALSE(panel_from_name("nope").has_value());
+}

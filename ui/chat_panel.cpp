@@ -1,0 +1,184 @@
+// The chat: the selected conversation's active branch, streaming as it grows, with branch
+// switchers ("< 1/2 >"), Edit on user messages, Copy / Select on every message, monospaced
+// code blocks, Regenerate under the last answer, and the composer with Send / Stop.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+
+#include "ui/panel_data.h"
+#include "ui/panels.h"
+
+namespace kvdesk::ui {
+namespace {
+
+ImVec4 role_colour(MessageRole role) {
+  switch (role) {
+    case MessageRole::User: return ImVec4(0.55f, 0.75f, 1.0f, 1);
+    case MessageRole::Assistant: return ImVec4(0.6f, 0.9f, 0.6f, 1);
+    case MessageRole::System: return ImVec4(0.8f, 0.8f, 0.5f, 1);
+  }
+  return ImVec4(1, 1, 1, 1);
+}
+
+bool contains(const std::vector<int64_t>& ids, int64_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+void toggle(std::vector<int64_t>& ids, int64_t id) {
+  auto it = std::find(ids.begin(), ids.end(), id);
+  if (it == ids.end()) {
+    ids.push_back(id);
+  } else {
+    ids.erase(it);
+  }
+}
+
+// Read-only multiline text the user can select and copy (Ctrl+C), as tall as its content.
+void selectable_text(const char* id, std::string& text, ImFont* font) {
+  if (font) ImGui::PushFont(font);
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float height = ImGui::CalcTextSize(text.c_str(), nullptr, false).y + ImGui::GetStyle().FramePadding.y * 2 + 4;
+  ImGui::InputTextMultiline(id, &text, ImVec2(width, std::min(height, 600.0f)), ImGuiInputTextFlags_ReadOnly);
+  if (font) ImGui::PopFont();
+}
+
+void draw_body(MessageView& m, const Fonts& fonts, bool selectable) {
+  if (selectable) {
+    selectable_text("##select", m.text, nullptr);
+    return;
+  }
+  std::vector<TextSegment> segments = split_code_blocks(m.text);
+  for (size_t i = 0; i < segments.size(); ++i) {
+    TextSegment& s = segments[i];
+    ImGui::PushID(int(i));
+    if (s.code) {
+      if (!s.language.empty()) ImGui::TextDisabled("%s", s.language.c_str());
+      selectable_text("##code", s.text, fonts.mono);
+    } else {
+      ImGui::PushTextWrapPos(0.0f);
+      ImGui::TextUnformatted(s.text.c_str(), s.text.c_str() + s.text.size());
+      ImGui::PopTextWrapPos();
+    }
+    ImGui::PopID();
+  }
+  if (m.text.empty() && m.state == MessageState::Streaming) ImGui::TextDisabled("...");
+}
+
+void draw_branch_switcher(const MessageView& m, UiActions& actions) {
+  if (m.sibling_count <= 1) return;
+  ImGui::SameLine();
+  ImGui::BeginDisabled(m.prev_sibling == 0);
+  if (ImGui::ArrowButton("##prev", ImGuiDir_Left)) actions.push_back({ActionKind::SwitchBranch, m.prev_sibling});
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  ImGui::TextUnformatted(sibling_label(m.sibling_index, m.sibling_count).c_str());
+  ImGui::SameLine();
+  ImGui::BeginDisabled(m.next_sibling == 0);
+  if (ImGui::ArrowButton("##next", ImGuiDir_Right)) actions.push_back({ActionKind::SwitchBranch, m.next_sibling});
+  ImGui::EndDisabled();
+}
+
+void draw_edit_box(ViewModel& vm, const MessageView& m, UiActions& actions) {
+  ImGui::InputTextMultiline("##edit", &vm.ui.edit_text, ImVec2(-1, ImGui::GetTextLineHeight() * 5));
+  ImGui::BeginDisabled(vm.chat.generating || vm.ui.edit_text.empty());
+  if (ImGui::Button("Send edit")) {
+    actions.push_back({ActionKind::EditResend, m.id, vm.ui.edit_text});
+    vm.ui.editing_message = 0;
+  }
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel")) vm.ui.editing_message = 0;
+}
+
+void draw_message(ViewModel& vm, MessageView& m, bool last, const Fonts& fonts, UiActions& actions) {
+  ImGui::PushID(static_cast<int>(m.id));
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextColored(role_colour(m.role), "%s", role_label(m.role));
+  if (const char* state = state_label(m.state); *state) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(%s)", state);
+  }
+  draw_branch_switcher(m, actions);
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Copy")) ImGui::SetClipboardText(m.text.c_str());
+  ImGui::SameLine();
+  const bool selectable = contains(vm.ui.selectable_messages, m.id);
+  if (ImGui::SmallButton(selectable ? "Done" : "Select")) toggle(vm.ui.selectable_messages, m.id);
+  if (m.role == MessageRole::User && !vm.chat.generating) {
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Edit")) {
+      vm.ui.editing_message = m.id;
+      vm.ui.edit_text = m.text;
+    }
+  }
+  if (vm.ui.editing_message == m.id) {
+    draw_edit_box(vm, m, actions);
+  } else {
+    draw_body(m, fonts, selectable);
+  }
+  if (!m.stats.empty()) ImGui::TextDisabled("%s", m.stats.c_str());
+  if (last && m.role == MessageRole::Assistant && !vm.chat.generating) {
+    if (ImGui::SmallButton("Regenerate")) actions.push_back({ActionKind::Regenerate});
+  }
+  ImGui::Separator();
+  ImGui::PopID();
+}
+
+void draw_header(ViewModel& vm) {
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted(vm.chat.title.empty() ? "(untitled)" : vm.chat.title.c_str());
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Rename")) {
+    vm.ui.rename_conversation = vm.chat.conversation_id;
+    vm.ui.rename_text = vm.chat.title;
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Delete")) vm.ui.delete_conversation = vm.chat.conversation_id;
+  ImGui::Separator();
+}
+
+void draw_composer(ViewModel& vm, UiActions& actions) {
+  const bool can_send = vm.model.state == ModelState::Loaded && !vm.chat.generating;
+  const float button_w = 72;
+  const ImGuiInputTextFlags flags = ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CtrlEnterForNewLine;
+  const bool enter = ImGui::InputTextMultiline("##composer", &vm.ui.composer,
+                                               ImVec2(-button_w - ImGui::GetStyle().ItemSpacing.x, -1), flags);
+  ImGui::SameLine();
+  if (vm.chat.generating) {
+    if (ImGui::Button("Stop", ImVec2(button_w, -1))) actions.push_back({ActionKind::Stop});
+    return;
+  }
+  ImGui::BeginDisabled(!can_send || vm.ui.composer.empty());
+  const bool send = ImGui::Button("Send", ImVec2(button_w, -1));
+  ImGui::EndDisabled();
+  if ((send || enter) && can_send && !vm.ui.composer.empty()) {
+    actions.push_back({ActionKind::Send, 0, vm.ui.composer});
+    vm.ui.composer.clear();
+    vm.ui.scroll_chat_to_bottom = true;
+  }
+}
+
+}  // namespace
+
+void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions) {
+  if (vm.chat.conversation_id != 0) draw_header(vm);
+  const float composer_h = ImGui::GetTextLineHeight() * 4 + ImGui::GetStyle().FramePadding.y * 2;
+  ImGui::BeginChild("##messages", ImVec2(0, -composer_h - ImGui::GetStyle().ItemSpacing.y));
+  if (vm.chat.messages.empty()) {
+    ImGui::TextDisabled(vm.model.state == ModelState::Loaded ? "Type a message below to start."
+                                                             : "Open a model to start chatting.");
+  }
+  const bool at_bottom = ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4;
+  for (size_t i = 0; i < vm.chat.messages.size(); ++i) {
+    draw_message(vm, vm.chat.messages[i], i + 1 == vm.chat.messages.size(), fonts, actions);
+  }
+  if (vm.ui.scroll_chat_to_bottom || (vm.chat.generating && at_bottom)) {
+    ImGui::SetScrollHereY(1.0f);
+    vm.ui.scroll_chat_to_bottom = false;
+  }
+  ImGui::EndChild();
+  draw_composer(vm, actions);
+}
+
+}  // namespace kvdesk::ui

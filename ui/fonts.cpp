@@ -1,0 +1,77 @@
+// Fonts: CJK font search with a fallback to the default font (see fonts.h). OversampleH/V = 1
+// halves the Hangul atlas and the first frame (PLATFORM.md).
+#include "ui/fonts.h"
+
+#include <imgui.h>
+
+#include <filesystem>
+
+namespace kvdesk::ui {
+namespace {
+
+// Latin, general punctuation, arrows, geometric shapes, CJK punctuation, Hangul jamo and syllables.
+const ImWchar kBodyRanges[] = {0x0020, 0x00FF, 0x2000, 0x206F, 0x2190, 0x21FF, 0x25A0, 0x25FF,
+                               0x3000, 0x303F, 0x3131, 0x3163, 0xAC00, 0xD7A3, 0};
+const ImWchar kLatinRanges[] = {0x0020, 0x00FF, 0x2000, 0x206F, 0};
+
+const char* const kMonoCandidates[] = {
+    "/usr/share/fonts/truetype/nanum/NanumGothicCoding.ttf",
+    "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
+};
+
+ImFontConfig font_config() {
+  ImFontConfig config;
+  config.OversampleH = 1;
+  config.OversampleV = 1;
+  config.PixelSnapH = true;
+  return config;
+}
+
+ImFont* add_first_existing(const std::vector<std::string>& paths, float size_px, const ImWchar* ranges,
+                           std::string* used) {
+  ImGuiIO& io = ImGui::GetIO();
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) continue;
+    ImFontConfig config = font_config();
+    if (ImFont* font = io.Fonts->AddFontFromFileTTF(path.c_str(), size_px, &config, ranges)) {
+      if (used) *used = std::filesystem::path(path).stem().string();
+      return font;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<std::string>& cjk_font_candidates() {
+  static const std::vector<std::string> paths = {
+      "/usr/share/fonts/truetype/nanum/NanumGothic.ttf",
+      "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+      "/usr/share/fonts/truetype/noto/NotoSansCJK-Regular.ttc",
+      "/usr/share/fonts/truetype/nanum/NanumBarunGothic.ttf",
+  };
+  return paths;
+}
+
+Fonts load_fonts(float size_px, bool korean) {
+  ImGuiIO& io = ImGui::GetIO();
+  Fonts fonts;
+  std::string used;
+  if (korean) fonts.body = add_first_existing(cjk_font_candidates(), size_px, kBodyRanges, &used);
+  if (fonts.body) {
+    fonts.korean = true;
+    fonts.note = "Korean: " + used;
+  } else {
+    ImFontConfig config = font_config();
+    config.SizePixels = 13.0f;
+    fonts.body = io.Fonts->AddFontDefault(&config);
+    fonts.note = korean ? "no CJK font found (install fonts-nanum): Korean shows as '?'" : "default font";
+  }
+  const std::vector<std::string> mono(std::begin(kMonoCandidates), std::end(kMonoCandidates));
+  fonts.mono = add_first_existing(mono, size_px, kLatinRanges, nullptr);
+  if (!fonts.mono) fonts.mono = fonts.body;
+  return fonts;
+}
+
+}  // namespace kvdesk::ui

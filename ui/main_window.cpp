@@ -1,0 +1,161 @@
+// The main window: one borderless window filling the viewport. Model bar and menu on top;
+// below it three columns (conversations | chat | KV panels as tabs) and a status line.
+#include <imgui.h>
+
+#include <algorithm>
+
+#include "ui/panel_data.h"
+#include "ui/panels.h"
+
+namespace kvdesk::ui {
+namespace {
+
+constexpr Panel kPanels[] = {Panel::Settings, Panel::Blocks, Panel::Fragmentation, Panel::Sharing,
+                             Panel::Quantization, Panel::Memory, Panel::Plots};
+
+const char* panel_title(Panel panel) {
+  switch (panel) {
+    case Panel::Settings: return "Settings";
+    case Panel::Blocks: return "Blocks";
+    case Panel::Fragmentation: return "Waste";
+    case Panel::Sharing: return "Sharing";
+    case Panel::Quantization: return "KV types";
+    case Panel::Memory: return "Memory";
+    case Panel::Plots: return "Plots";
+  }
+  return "?";
+}
+
+void draw_panel(Panel panel, ViewModel& vm, UiActions& actions) {
+  switch (panel) {
+    case Panel::Settings: draw_settings_panel(vm, actions); break;
+    case Panel::Blocks: draw_block_map_panel(vm); break;
+    case Panel::Fragmentation: draw_fragmentation_panel(vm); break;
+    case Panel::Sharing: draw_sharing_panel(vm); break;
+    case Panel::Quantization: draw_quantization_panel(vm, actions); break;
+    case Panel::Memory: draw_memory_budget_panel(vm); break;
+    case Panel::Plots: draw_time_plots_panel(vm); break;
+  }
+}
+
+void draw_menu_bar(ViewModel& vm, UiActions& actions) {
+  if (!ImGui::BeginMenuBar()) return;
+  if (ImGui::BeginMenu("File")) {
+    if (ImGui::MenuItem("New chat")) actions.push_back({ActionKind::NewChat});
+    if (ImGui::MenuItem("Quit")) actions.push_back({ActionKind::Quit});
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("View")) {
+    for (Panel p : kPanels) {
+      if (ImGui::MenuItem(panel_title(p), nullptr, vm.ui.panel == p)) {
+        vm.ui.panel = p;
+        vm.ui.panel_requested = true;
+      }
+    }
+    ImGui::EndMenu();
+  }
+  ImGui::EndMenuBar();
+}
+
+// The KV panels as tabs. A requested panel is selected on this frame's tab bar and takes
+// over vm.ui.panel from the next frame on (the old tab is still drawn this frame).
+void draw_side_tabs(ViewModel& vm, UiActions& actions) {
+  if (!ImGui::BeginTabBar("##panels")) return;
+  for (Panel p : kPanels) {
+    const ImGuiTabItemFlags flags = vm.ui.panel_requested && vm.ui.panel == p ? ImGuiTabItemFlags_SetSelected : 0;
+    if (ImGui::BeginTabItem(panel_title(p), nullptr, flags)) {
+      if (!vm.ui.panel_requested) vm.ui.panel = p;
+      draw_panel(p, vm, actions);
+      ImGui::EndTabItem();
+    }
+  }
+  ImGui::EndTabBar();
+  vm.ui.panel_requested = false;
+}
+
+void draw_status_line(const ViewModel& vm) {
+  ImGui::TextUnformatted(status_line(vm).c_str());
+  if (!vm.status.message.empty()) {
+    ImGui::SameLine();
+    const ImVec4 colour = vm.status.message_is_error ? ImVec4(1.0f, 0.45f, 0.4f, 1) : ImVec4(0.6f, 0.85f, 0.6f, 1);
+    ImGui::TextColored(colour, "| %s", vm.status.message.c_str());
+  }
+  if (!vm.status.font_note.empty()) {
+    const float w = ImGui::CalcTextSize(vm.status.font_note.c_str()).x;
+    ImGui::SameLine(std::max(ImGui::GetCursorPosX() + 8, ImGui::GetWindowContentRegionMax().x - w));
+    ImGui::TextDisabled("%s", vm.status.font_note.c_str());
+  }
+}
+
+void draw_modal(ViewModel& vm) {
+  if (!vm.status.modal.empty() && !ImGui::IsPopupOpen("Notice")) ImGui::OpenPopup("Notice");
+  if (!ImGui::BeginPopupModal("Notice", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+  ImGui::PushTextWrapPos(520);
+  ImGui::TextUnformatted(vm.status.modal.c_str());
+  ImGui::PopTextWrapPos();
+  if (ImGui::Button("OK", ImVec2(120, 0))) {
+    vm.status.modal.clear();
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::EndPopup();
+}
+
+}  // namespace
+
+const char* panel_name(Panel panel) {
+  switch (panel) {
+    case Panel::Settings: return "settings";
+    case Panel::Blocks: return "blocks";
+    case Panel::Fragmentation: return "fragmentation";
+    case Panel::Sharing: return "sharing";
+    case Panel::Quantization: return "quantization";
+    case Panel::Memory: return "memory";
+    case Panel::Plots: return "plots";
+  }
+  return "?";
+}
+
+std::optional<Panel> panel_from_name(std::string_view name) {
+  for (Panel p : kPanels) {
+    if (name == panel_name(p)) return p;
+  }
+  return std::nullopt;
+}
+
+UiActions draw_main_window(ViewModel& vm, const Fonts& fonts) {
+  UiActions actions;
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(viewport->WorkPos);
+  ImGui::SetNextWindowSize(viewport->WorkSize);
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_MenuBar;
+  ImGui::Begin("kvdesk", nullptr, flags);
+  draw_menu_bar(vm, actions);
+  draw_model_bar(vm, actions);
+
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float height = avail.y - ImGui::GetFrameHeightWithSpacing();
+  const float left = std::max(180.0f, avail.x * 0.17f);
+  const float right = std::max(380.0f, avail.x * 0.42f);
+  const float middle = std::max(200.0f, avail.x - left - right - 2 * style.ItemSpacing.x);
+
+  ImGui::BeginChild("##left", ImVec2(left, height), true);
+  draw_conversation_list_panel(vm, actions);
+  ImGui::EndChild();
+  ImGui::SameLine();
+  ImGui::BeginChild("##chat", ImVec2(middle, height), true);
+  draw_chat_panel(vm, fonts, actions);
+  ImGui::EndChild();
+  ImGui::SameLine();
+  ImGui::BeginChild("##kv", ImVec2(0, height), true);
+  draw_side_tabs(vm, actions);
+  ImGui::EndChild();
+
+  draw_status_line(vm);
+  draw_modal(vm);
+  ImGui::End();
+  return actions;
+}
+
+}  // namespace kvdesk::ui

@@ -1,0 +1,62 @@
+// The model bar: a path field, Open, the recent models, and what the engine says about the
+// model (loading for N s, loaded with its shape, or why it failed).
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include "ui/panel_data.h"
+#include "ui/panels.h"
+
+namespace kvdesk::ui {
+namespace {
+
+void draw_model_state(const ModelView& m) {
+  switch (m.state) {
+    case ModelState::None:
+      ImGui::TextDisabled("no model open");
+      break;
+    case ModelState::Loading: {
+      static const char kSpinner[] = "|/-\\";
+      ImGui::Text("%c loading %.1f s", kSpinner[int(m.loading_seconds * 8) % 4], m.loading_seconds);
+      break;
+    }
+    case ModelState::Loaded:
+      ImGui::Text("%s (%s)  %s params, %d layers, %d/%d heads (q/kv), ctx %d, %s", m.name.c_str(),
+                  m.architecture.c_str(), format_count(m.parameters).c_str(), m.layers, m.heads, m.kv_heads, m.context_length,
+                  format_bytes(m.weight_bytes).c_str());
+      break;
+    case ModelState::Failed:
+      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1), "failed: %s", m.error.c_str());
+      break;
+  }
+}
+
+}  // namespace
+
+void draw_model_bar(ViewModel& vm, UiActions& actions) {
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Model");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(340);
+  const bool enter = ImGui::InputTextWithHint("##model_path", "path to a .gguf model", &vm.ui.model_path,
+                                              ImGuiInputTextFlags_EnterReturnsTrue);
+  ImGui::SameLine();
+  ImGui::BeginDisabled(vm.ui.model_path.empty() || vm.model.state == ModelState::Loading);
+  if (ImGui::Button("Open") || enter) actions.push_back({ActionKind::OpenModel, 0, vm.ui.model_path});
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(90);
+  if (ImGui::BeginCombo("##recent", "Recent")) {
+    if (vm.model.recent.empty()) ImGui::TextDisabled("no recent models");
+    for (const std::string& path : vm.model.recent) {
+      if (ImGui::Selectable(path.c_str())) {
+        vm.ui.model_path = path;
+        actions.push_back({ActionKind::OpenModel, 0, path});
+      }
+    }
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine();
+  draw_model_state(vm.model);
+}
+
+}  // namespace kvdesk::ui

@@ -1,0 +1,358 @@
+// Panel data: plain computations behind the panels (see panel_data.h).
+#include "ui/panel_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <map>
+
+namespace kvdesk::ui {
+
+// ---------------------------------------------------------------------------------------
+// Formatting
+// ---------------------------------------------------------------------------------------
+std::string format_bytes(uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char buf[32];
+  if (unit == 0) {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  } else {
+    std::snprintf(buf, sizeof buf, value < 10 ? "%.2f %s" : value < 100 ? "%.1f %s" : "%.0f %s", value, kUnits[unit]);
+  }
+  return buf;
+}
+
+std::string format_count(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string format_percent(double pct) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", pct);
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------
+// Block map
+// ---------------------------------------------------------------------------------------
+BlockStyle block_style(const KvBlockView& block) {
+  switch (block.kind) {
+    case BlockKind::Free: return {rgba(58, 60, 66), "free"};
+    case BlockKind::Cached: return {rgba(70, 120, 200), "cached"};
+    case BlockKind::Used: return {rgba(80, 180, 95), "used"};
+    case BlockKind::Shared: {
+      // 2 sharers: orange; 6 or more: red.
+      const int32_t extra = std::clamp(block.ref_count - 2, 0, 4);
+      const uint32_t green = uint32_t(165 - extra * 30);
+      return {rgba(235, green, 40), "shared"};
+    }
+  }
+  return {rgba(255, 0, 255), "?"};
+}
+
+BlockGrid block_grid(int32_t num_blocks, float width, float height, float min_cell, float max_cell) {
+  BlockGrid grid;
+  if (num_blocks <= 0 || width < 1) return grid;
+  float cell = std::floor(std::sqrt(std::max(width, 1.0f) * std::max(height, 1.0f) / float(num_blocks)));
+  // Shrink until the rows the width allows fit the height (the estimate ignores rounding).
+  for (cell = std::clamp(cell, min_cell, max_cell); cell > min_cell; cell -= 1) {
+    const int32_t cols = std::max(1, int32_t(width / cell));
+    const int32_t rows = (num_blocks + cols - 1) / cols;
+    if (float(rows) * cell <= height) break;
+  }
+  grid.cell = cell;
+  grid.gap = cell >= 5 ? 1.0f : 0.0f;
+  grid.columns = std::max(1, int32_t(width / cell));
+  grid.rows = (num_blocks + grid.columns - 1) / grid.columns;
+  return grid;
+}
+
+int32_t block_at(const BlockGrid& grid, int32_t num_blocks, float x, float y) {
+  if (x < 0 || y < 0 || grid.cell <= 0) return -1;
+  const int32_t col = int32_t(x / grid.cell);
+  const int32_t row = int32_t(y / grid.cell);
+  if (col >= grid.columns) return -1;
+  const int32_t index = row * grid.columns + col;
+  return index < num_blocks ? index : -1;
+}
+
+std::vector<int32_t> sequences_holding(const KvView& kv, int32_t block) {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < kv.sequences.size(); ++i) {
+    const auto& table = kv.sequences[i].block_table;
+    if (std::find(table.begin(), table.end(), block) != table.end()) out.push_back(int32_t(i));
+  }
+  return out;
+}
+
+std::string block_tooltip(const KvView& kv, int32_t block) {
+  if (block < 0 || size_t(block) >= kv.blocks.size()) return {};
+  const KvBlockView& b = kv.blocks[size_t(block)];
+  std::string text = "block " + std::to_string(block) + ": " + block_style(b).label;
+  if (b.kind == BlockKind::Shared) text += " by " + std::to_string(b.ref_count);
+  text += "\nref count " + std::to_string(b.ref_count) + ", " + std::to_string(b.filled) + "/" +
+          std::to_string(kv.block_size) + " tokens";
+  const std::vector<int32_t> holders = sequences_holding(kv, block);
+  if (!holders.empty()) {
+    text += "\nheld by: ";
+    for (size_t i = 0; i < holders.size(); ++i) {
+      if (i > 0) text += ", ";
+      text += kv.sequences[size_t(holders[i])].label;
+    }
+  }
+  return text;
+}
+
+std::vector<int32_t> conversation_blocks(const KvView& kv, int64_t conversation_id) {
+  if (conversation_id == 0) return {};
+  for (const KvSequenceView& s : kv.sequences) {
+    if (s.conversation_id == conversation_id) return s.block_table;
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------
+// Fragmentation
+// ---------------------------------------------------------------------------------------
+FragmentationFigures fragmentation_figures(const KvView& kv) {
+  FragmentationFigures f;
+  f.paged_waste_tokens = kv.internal_waste_tokens;
+  f.paged_waste_bytes = kv.internal_waste_bytes;
+  f.paged_waste_pct = kv.internal_waste_pct;
+  f.contiguous_waste_tokens = kv.contiguous_waste_tokens;
+  f.contiguous_waste_bytes = kv.contiguous_waste_bytes;
+  f.contiguous_waste_pct = kv.contiguous_waste_pct;
+  if (kv.slots_reserved > 0) f.reserve_ratio = double(kv.contiguous_reserved_tokens) / double(kv.slots_reserved);
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------
+// Sharing
+// ---------------------------------------------------------------------------------------
+namespace {
+
+// Groups `members` (all with a block at `start`) by that block, keeping first-seen order,
+// then emits each group's common run and recurses past it.
+void build_prefix_nodes(const KvView& kv, const std::vector<int32_t>& members, int32_t start, int32_t depth,
+                        std::vector<PrefixNode>& out) {
+  std::vector<std::pair<int32_t, std::vector<int32_t>>> groups;   // block -> members
+  for (int32_t m : members) {
+    const int32_t block = kv.sequences[size_t(m)].block_table[size_t(start)];
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == block; });
+    if (it == groups.end()) {
+      groups.push_back({block, {m}});
+    } else {
+      it->second.push_back(m);
+    }
+  }
+  for (const auto& [block, group] : groups) {
+    // The run every member of the group holds in common from `start`.
+    int32_t run = 1;
+    for (;; ++run) {
+      const size_t at = size_t(start + run);
+      const auto& first = kv.sequences[size_t(group[0])].block_table;
+      const bool all = std::all_of(group.begin(), group.end(), [&](int32_t m) {
+        const auto& table = kv.sequences[size_t(m)].block_table;
+        return at < table.size() && at < first.size() && table[at] == first[at];
+      });
+      if (!all) break;
+    }
+    out.push_back(PrefixNode{depth, start, run, group});
+    std::vector<int32_t> rest;
+    for (int32_t m : group) {
+      if (kv.sequences[size_t(m)].block_table.size() > size_t(start + run)) rest.push_back(m);
+    }
+    if (!rest.empty()) build_prefix_nodes(kv, rest, start + run, depth + 1, out);
+  }
+}
+
+}  // namespace
+
+std::vector<PrefixNode> prefix_tree(const KvView& kv) {
+  std::vector<int32_t> members;
+  for (size_t i = 0; i < kv.sequences.size(); ++i) {
+    if (!kv.sequences[i].block_table.empty()) members.push_back(int32_t(i));
+  }
+  std::vector<PrefixNode> out;
+  if (!members.empty()) build_prefix_nodes(kv, members, 0, 0, out);
+  return out;
+}
+
+int64_t tokens_saved_by_sharing(const KvView& kv) {
+  int64_t saved = 0;
+  for (const KvBlockView& b : kv.blocks) {
+    if (b.ref_count > 1) saved += int64_t(b.filled) * (b.ref_count - 1);
+  }
+  return saved;
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory budget
+// ---------------------------------------------------------------------------------------
+std::vector<BarSegment> memory_segments(const MemoryView& memory, const KvView& kv) {
+  const uint64_t per_block = kv.bytes_per_block;
+  std::vector<BarSegment> segments = {
+      {"weights", memory.weight_bytes, 0, rgba(150, 110, 200)},
+      {"activations", memory.activation_bytes, 0, rgba(200, 160, 90)},
+      {"KV used", per_block * uint64_t(std::max(kv.blocks_used, 0)), 0, rgba(80, 180, 95)},
+      {"KV cached", per_block * uint64_t(std::max(kv.blocks_cached, 0)), 0, rgba(70, 120, 200)},
+      {"KV free", per_block * uint64_t(std::max(kv.blocks_free, 0)), 0, rgba(90, 94, 102)},
+      {"headroom", memory.available_bytes, 0, rgba(120, 124, 132, 90)},
+  };
+  uint64_t total = 0;
+  for (const BarSegment& s : segments) total += s.bytes;
+  if (total == 0) return segments;
+  for (BarSegment& s : segments) s.fraction = float(double(s.bytes) / double(total));
+  return segments;
+}
+
+std::vector<BarSegment> kv_pool_segments(const KvView& kv) {
+  std::vector<BarSegment> all = memory_segments(MemoryView{}, kv);
+  std::vector<BarSegment> pool(all.begin() + 2, all.begin() + 5);
+  uint64_t total = 0;
+  for (const BarSegment& s : pool) total += s.bytes;
+  for (BarSegment& s : pool) s.fraction = total ? float(double(s.bytes) / double(total)) : 0.0f;
+  return pool;
+}
+
+std::vector<float> segment_widths(const std::vector<BarSegment>& segments, float width, float min_px) {
+  std::vector<float> widths;
+  float added = 0;
+  size_t widest = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    float w = segments[i].fraction * width;
+    if (segments[i].bytes > 0 && w < min_px) {
+      added += min_px - w;
+      w = min_px;
+    }
+    widths.push_back(w);
+    if (w > widths[widest]) widest = i;
+  }
+  if (!widths.empty()) widths[widest] = std::max(0.0f, widths[widest] - added);
+  return widths;
+}
+
+std::vector<FitRow> conversations_that_fit(const std::vector<KvTypeCost>& types, uint64_t pool_bytes,
+                                           int32_t context_length, int32_t heads, int32_t kv_heads,
+                                           std::string_view current_type) {
+  std::vector<FitRow> rows;
+  const double gqa = kv_heads > 0 && heads > kv_heads ? double(heads) / double(kv_heads) : 1.0;
+  for (const KvTypeCost& t : types) {
+    FitRow row;
+    row.type = t.name;
+    row.bytes_per_token = t.bytes_per_token;
+    row.bytes_per_conversation = t.bytes_per_token * uint64_t(std::max(context_length, 0));
+    if (row.bytes_per_conversation > 0) {
+      row.fits = int64_t(pool_bytes / row.bytes_per_conversation);
+      row.fits_without_gqa = int64_t(double(pool_bytes) / (double(row.bytes_per_conversation) * gqa));
+    }
+    row.current = t.name == current_type;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------
+// Time plots
+// ---------------------------------------------------------------------------------------
+void push_sample(std::vector<float>& series, float value, size_t max_samples) {
+  series.push_back(value);
+  if (series.size() > max_samples) series.erase(series.begin(), series.end() - std::ptrdiff_t(max_samples));
+}
+
+float series_max(const std::vector<float>& series) {
+  float m = 0;
+  for (float v : series) m = std::max(m, v);
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------
+// Chat
+// ---------------------------------------------------------------------------------------
+std::vector<TextSegment> split_code_blocks(std::string_view text) {
+  std::vector<TextSegment> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t fence = text.find("```", pos);
+    if (fence == std::string_view::npos) {
+      out.push_back({false, "", std::string(text.substr(pos))});
+      break;
+    }
+    if (fence > pos) out.push_back({false, "", std::string(text.substr(pos, fence - pos))});
+    const size_t line_end = text.find('\n', fence + 3);
+    TextSegment code{true, "", ""};
+    if (line_end == std::string_view::npos) {
+      code.language = std::string(text.substr(fence + 3));
+      out.push_back(std::move(code));
+      break;
+    }
+    code.language = std::string(text.substr(fence + 3, line_end - fence - 3));
+    const size_t close = text.find("```", line_end + 1);
+    const size_t body_end = close == std::string_view::npos ? text.size() : close;
+    code.text = std::string(text.substr(line_end + 1, body_end - line_end - 1));
+    if (!code.text.empty() && code.text.back() == '\n') code.text.pop_back();
+    out.push_back(std::move(code));
+    if (close == std::string_view::npos) break;
+    pos = close + 3;
+    if (pos < text.size() && text[pos] == '\n') ++pos;
+  }
+  return out;
+}
+
+std::string sibling_label(int32_t index, int32_t count) {
+  return std::to_string(index + 1) + "/" + std::to_string(count);
+}
+
+const char* role_label(MessageRole role) {
+  switch (role) {
+    case MessageRole::System: return "System";
+    case MessageRole::User: return "You";
+    case MessageRole::Assistant: return "Assistant";
+  }
+  return "?";
+}
+
+const char* state_label(MessageState state) {
+  switch (state) {
+    case MessageState::Complete: return "";
+    case MessageState::Streaming: return "generating...";
+    case MessageState::Stopped: return "stopped";
+    case MessageState::Failed: return "failed";
+    case MessageState::Interrupted: return "interrupted";
+  }
+  return "";
+}
+
+std::string status_line(const ViewModel& vm) {
+  const ModelView& m = vm.model;
+  switch (m.state) {
+    case ModelState::None: return "No model: open one (path field above, or a recent model).";
+    case ModelState::Loading: {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f s", m.loading_seconds);
+      return "Loading " + m.path + " ... " + buf;
+    }
+    case ModelState::Failed: return "Model failed to load: " + m.error;
+    case ModelState::Loaded: break;
+  }
+  std::string line = (m.name.empty() ? m.path : m.name) + " | " + m.backend + " x" + std::to_string(m.threads) +
+                     " threads | context " + std::to_string(vm.chat.context_used) + " / " +
+                     std::to_string(m.context_length);
+  if (!vm.status.last_answer.empty()) line += " | last answer: " + vm.status.last_answer;
+  return line;
+}
+
+}  // namespace kvdesk::ui

@@ -1,0 +1,33 @@
+// The desktop window's panels, one file each. A panel draws part of the ViewModel with ImGui
+// and appends what the user asked for to UiActions; it never calls the engine or the store.
+// main_window.cpp lays them out: model bar on top, conversations | chat | KV tabs, status line.
+#pragma once
+#include <optional>
+#include <string_view>
+
+#include "ui/fonts.h"
+#include "ui/ui_actions.h"
+#include "ui/view_model.h"
+
+namespace kvdesk::ui {
+
+// The whole window for one frame (call between ImGui::NewFrame and ImGui::Render).
+UiActions draw_main_window(ViewModel& vm, const Fonts& fonts);
+
+void draw_model_bar(ViewModel& vm, UiActions& actions);
+void draw_conversation_list_panel(ViewModel& vm, UiActions& actions);
+void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions);
+void draw_settings_panel(ViewModel& vm, UiActions& actions);
+void draw_block_map_panel(const ViewModel& vm);
+void draw_fragmentation_panel(const ViewModel& vm);
+void draw_sharing_panel(const ViewModel& vm);
+void draw_quantization_panel(ViewModel& vm, UiActions& actions);
+void draw_memory_budget_panel(const ViewModel& vm);
+void draw_time_plots_panel(const ViewModel& vm);
+
+// Tab names of the KV side panels: "settings", "blocks", "fragmentation", "sharing",
+// "quantization", "memory", "plots" (what scripts' open_panel takes).
+const char* panel_name(Panel panel);
+std::optional<Panel> panel_from_name(std::string_view name);
+
+}  // namespace kvdesk::ui

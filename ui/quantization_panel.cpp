@@ -1,0 +1,107 @@
+// Quantization: the KV storage types in use, what each type costs per token and how much
+// error its round trip adds, and the controls that re-create the pool with another type,
+// block size or budget (conversations carry on: the engine prefills them again).
+#include <imgui.h>
+
+#include <cstdio>
+
+#include "ui/panel_data.h"
+#include "ui/panels.h"
+
+namespace kvdesk::ui {
+namespace {
+
+constexpr int32_t kBlockSizes[] = {8, 16, 32, 64};
+
+std::string nmse_text(double nmse) {
+  if (nmse < 0) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, nmse == 0 ? "0 (exact)" : "%.1e", nmse);
+  return buf;
+}
+
+void type_combo(const char* label, std::string& value, const std::vector<KvTypeCost>& types) {
+  ImGui::SetNextItemWidth(140);
+  if (!ImGui::BeginCombo(label, value.c_str())) return;
+  for (const KvTypeCost& t : types) {
+    if (ImGui::Selectable(t.name.c_str(), t.name == value)) value = t.name;
+  }
+  ImGui::EndCombo();
+}
+
+void draw_types_table(const ViewModel& vm) {
+  const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp;
+  if (!ImGui::BeginTable("##kv_types", 4, flags)) return;
+  ImGui::TableSetupColumn("type (K and V)");
+  ImGui::TableSetupColumn("bytes / token");
+  ImGui::TableSetupColumn("vs f32");
+  ImGui::TableSetupColumn("round-trip NMSE");
+  ImGui::TableHeadersRow();
+  uint64_t f32 = 0;
+  for (const KvTypeCost& t : vm.kv_types) {
+    if (t.name == "f32") f32 = t.bytes_per_token;
+  }
+  for (const KvTypeCost& t : vm.kv_types) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    const bool current = t.name == vm.kv.k_type && t.name == vm.kv.v_type;
+    ImGui::Text(current ? "%s (now)" : "%s", t.name.c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(format_count(int64_t(t.bytes_per_token)).c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("%.0f%%", f32 > 0 ? 100.0 * double(t.bytes_per_token) / double(f32) : 0.0);
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(nmse_text(t.nmse).c_str());
+  }
+  ImGui::EndTable();
+}
+
+void draw_controls(ViewModel& vm, UiActions& actions) {
+  KvSettingsEdit& e = vm.ui.kv_edit;
+  ImGui::TextUnformatted("Change the KV pool");
+  type_combo("K type", e.k_type, vm.kv_types);
+  ImGui::SameLine();
+  type_combo("V type", e.v_type, vm.kv_types);
+  ImGui::SetNextItemWidth(140);
+  if (ImGui::BeginCombo("block size", std::to_string(e.block_size).c_str())) {
+    for (int32_t b : kBlockSizes) {
+      if (ImGui::Selectable(std::to_string(b).c_str(), b == e.block_size)) e.block_size = b;
+    }
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(120);
+  ImGui::InputInt("budget MiB (0: auto)", &e.budget_mib, 16, 256);
+  if (e.budget_mib < 0) e.budget_mib = 0;
+  ImGui::Checkbox("prefix caching", &e.prefix_caching);
+  ImGui::SameLine();
+  ImGui::BeginDisabled(vm.model.state != ModelState::Loaded);
+  if (ImGui::Button("Apply")) actions.push_back({ActionKind::ReconfigureKv});
+  ImGui::EndDisabled();
+  ImGui::TextDisabled("Running conversations carry on: their KV is prefilled again into the new pool.");
+}
+
+}  // namespace
+
+void draw_quantization_panel(ViewModel& vm, UiActions& actions) {
+  const KvView& kv = vm.kv;
+  if (kv.valid) {
+    double nmse = -1;
+    for (const KvTypeCost& t : vm.kv_types) {
+      if (t.name == kv.k_type) nmse = t.nmse;
+    }
+    ImGui::Text("K: %s   V: %s   block: %d tokens", kv.k_type.c_str(), kv.v_type.c_str(), kv.block_size);
+    ImGui::Text("%s bytes/token, %s per block, pool %s", format_count(int64_t(kv.bytes_per_token)).c_str(),
+                format_bytes(kv.bytes_per_block).c_str(), format_bytes(kv.pool_bytes).c_str());
+    ImGui::Text("K round-trip error (NMSE on Gaussian rows): %s", nmse_text(nmse).c_str());
+  } else {
+    ImGui::TextDisabled("No KV cache yet: open a model.");
+  }
+  ImGui::Spacing();
+  draw_types_table(vm);
+  ImGui::Spacing();
+  ImGui::Separator();
+  draw_controls(vm, actions);
+}
+
+}  // namespace kvdesk::ui

@@ -1,0 +1,87 @@
+// Chat settings: the selected conversation's system prompt, reusable presets, and the
+// sampling settings new answers use. Edits become actions when the field is left.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include "ui/panels.h"
+
+namespace kvdesk::ui {
+namespace {
+
+void draw_system_prompt(ViewModel& vm, UiActions& actions) {
+  ImGui::TextUnformatted("System prompt");
+  ImGui::BeginDisabled(vm.chat.conversation_id == 0);
+  ImGui::InputTextMultiline("##system_prompt", &vm.chat.system_prompt, ImVec2(-1, ImGui::GetTextLineHeight() * 5));
+  if (ImGui::IsItemDeactivatedAfterEdit()) actions.push_back({ActionKind::SetSystemPrompt, 0, vm.chat.system_prompt});
+  ImGui::EndDisabled();
+  if (vm.chat.conversation_id == 0) ImGui::TextDisabled("Select or start a conversation to set its system prompt.");
+}
+
+void draw_presets(ViewModel& vm, UiActions& actions) {
+  ImGui::TextUnformatted("Presets");
+  if (vm.presets.empty()) ImGui::TextDisabled("No presets yet: write a system prompt and save it.");
+  for (const PresetView& p : vm.presets) {
+    ImGui::PushID(static_cast<int>(p.id));
+    ImGui::BeginDisabled(vm.chat.conversation_id == 0);
+    if (ImGui::SmallButton("Use")) actions.push_back({ActionKind::ApplyPreset, p.id});
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    if (ImGui::SmallButton("x")) actions.push_back({ActionKind::DeletePreset, p.id});
+    ImGui::SameLine();
+    ImGui::TextUnformatted(p.name.c_str());
+    if (ImGui::IsItemHovered() && !p.system_prompt.empty()) ImGui::SetTooltip("%s", p.system_prompt.c_str());
+    ImGui::PopID();
+  }
+  ImGui::SetNextItemWidth(200);
+  ImGui::InputTextWithHint("##preset_name", "preset name", &vm.ui.preset_name);
+  ImGui::SameLine();
+  ImGui::BeginDisabled(vm.ui.preset_name.empty() || vm.chat.system_prompt.empty());
+  if (ImGui::Button("Save system prompt as preset")) {
+    actions.push_back({ActionKind::SavePreset, 0, vm.ui.preset_name, vm.chat.system_prompt});
+    vm.ui.preset_name.clear();
+  }
+  ImGui::EndDisabled();
+}
+
+void draw_sampling(ViewModel& vm, UiActions& actions) {
+  ImGui::TextUnformatted("Sampling");
+  SamplingView& s = vm.sampling;
+  bool changed = false;
+  ImGui::SetNextItemWidth(200);
+  ImGui::SliderFloat("temperature (0: greedy)", &s.temperature, 0.0f, 2.0f, "%.2f");
+  changed |= ImGui::IsItemDeactivatedAfterEdit();
+  ImGui::SetNextItemWidth(200);
+  ImGui::SliderInt("top-k (0: off)", &s.top_k, 0, 200);
+  changed |= ImGui::IsItemDeactivatedAfterEdit();
+  ImGui::SetNextItemWidth(200);
+  ImGui::SliderFloat("top-p", &s.top_p, 0.0f, 1.0f, "%.2f");
+  changed |= ImGui::IsItemDeactivatedAfterEdit();
+  ImGui::SetNextItemWidth(200);
+  ImGui::SliderFloat("min-p", &s.min_p, 0.0f, 1.0f, "%.2f");
+  changed |= ImGui::IsItemDeactivatedAfterEdit();
+  ImGui::SetNextItemWidth(200);
+  ImGui::SliderFloat("repeat penalty", &s.repeat_penalty, 1.0f, 2.0f, "%.2f");
+  changed |= ImGui::IsItemDeactivatedAfterEdit();
+  ImGui::SetNextItemWidth(200);
+  ImGui::InputInt("max tokens", &s.max_tokens, 16, 128);
+  changed |= ImGui::IsItemDeactivatedAfterEdit();
+  ImGui::SetNextItemWidth(200);
+  ImGui::InputInt("seed (0: random)", &s.seed);
+  changed |= ImGui::IsItemDeactivatedAfterEdit();
+  changed |= ImGui::Checkbox("when the context is full, keep its start and slide", &s.slide_context);
+  if (changed) actions.push_back({ActionKind::SetSampling});
+}
+
+}  // namespace
+
+void draw_settings_panel(ViewModel& vm, UiActions& actions) {
+  draw_system_prompt(vm, actions);
+  ImGui::Spacing();
+  ImGui::Separator();
+  draw_presets(vm, actions);
+  ImGui::Spacing();
+  ImGui::Separator();
+  draw_sampling(vm, actions);
+}
+
+}  // namespace kvdesk::ui

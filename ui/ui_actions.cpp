@@ -1,0 +1,30 @@
+// Names of the UI actions, for logs and script errors.
+#include "ui/ui_actions.h"
+
+namespace kvdesk::ui {
+
+const char* action_name(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::NewChat: return "new chat";
+    case ActionKind::SelectConversation: return "select conversation";
+    case ActionKind::RenameConversation: return "rename conversation";
+    case ActionKind::DeleteConversation: return "delete conversation";
+    case ActionKind::Search: return "search";
+    case ActionKind::Send: return "send";
+    case ActionKind::Stop: return "stop";
+    case ActionKind::Regenerate: return "regenerate";
+    case ActionKind::EditResend: return "edit and resend";
+    case ActionKind::SwitchBranch: return "switch branch";
+    case ActionKind::SetSystemPrompt: return "set system prompt";
+    case ActionKind::SavePreset: return "save preset";
+    case ActionKind::ApplyPreset: return "apply preset";
+    case ActionKind::DeletePreset: return "delete preset";
+    case ActionKind::SetSampling: return "set sampling";
+    case ActionKind::OpenModel: return "open model";
+    case ActionKind::ReconfigureKv: return "reconfigure KV";
+    case ActionKind::Quit: return "quit";
+  }
+  return "?";
+}
+
+}  // namespace kvdesk::ui

@@ -1,0 +1,46 @@
+// UiAction: what the user asked for in one frame. The panels append actions; the app's
+// controller carries them out (engine, store) after the frame. Plain data only.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kvdesk::ui {
+
+enum class ActionKind : uint8_t {
+  NewChat,
+  SelectConversation,   // id
+  RenameConversation,   // id, text: the new title
+  DeleteConversation,   // id (already confirmed)
+  Search,               // text: the search string ("" shows all)
+  Send,                 // text: the user's message, to the selected conversation
+  Stop,                 // the selected conversation's answer
+  Regenerate,           // a new answer to the last user message (a sibling branch)
+  EditResend,           // id: the user message edited, text: its new content (a sibling branch)
+  SwitchBranch,         // id: the sibling message to show
+  SetSystemPrompt,      // text
+  SavePreset,           // text: name, text2: system prompt
+  ApplyPreset,          // id
+  DeletePreset,         // id
+  SetSampling,          // the view model's sampling values
+  OpenModel,            // text: path
+  ReconfigureKv,        // the view model's ui.kv_edit
+  Quit,
+};
+
+struct UiAction {
+  UiAction(ActionKind kind_, int64_t id_ = 0, std::string text_ = {}, std::string text2_ = {})
+      : kind(kind_), id(id_), text(std::move(text_)), text2(std::move(text2_)) {}
+
+  ActionKind kind;
+  int64_t id;
+  std::string text;
+  std::string text2;
+};
+
+using UiActions = std::vector<UiAction>;
+
+const char* action_name(ActionKind kind);
+
+}  // namespace kvdesk::ui

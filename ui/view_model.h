@@ -1,0 +1,232 @@
+// ViewModel: everything the desktop window shows, as plain data. The app fills it from the
+// engine's events and statistics and from the conversation store; the panels only read it
+// (and keep what the user is typing in UiState). No engine, store or ImGui types in here.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvdesk::ui {
+
+// ---------------------------------------------------------------------------------------
+// Chat
+// ---------------------------------------------------------------------------------------
+enum class MessageRole : uint8_t { System, User, Assistant };
+enum class MessageState : uint8_t { Complete, Streaming, Stopped, Failed, Interrupted };
+
+struct MessageView {
+  int64_t id = 0;
+  MessageRole role = MessageRole::User;
+  MessageState state = MessageState::Complete;
+  std::string text;
+  // Branches: this message's place among the messages sharing its parent ("< 1/2 >").
+  int32_t sibling_index = 0;     // 0-based
+  int32_t sibling_count = 1;
+  int64_t prev_sibling = 0;      // message ids; 0: none
+  int64_t next_sibling = 0;
+  std::string stats;             // for a finished answer: tokens, tok/s, TTFT
+};
+
+struct ConversationSummary {
+  int64_t id = 0;
+  std::string title;
+  bool generating = false;
+};
+
+struct ChatView {
+  int64_t conversation_id = 0;   // 0: no conversation selected
+  std::string title;
+  std::string system_prompt;     // edited in place; committed by a SetSystemPrompt action
+  std::vector<MessageView> messages;   // the active branch, root first
+  bool generating = false;
+  int32_t context_used = 0;      // tokens of the conversation's KV sequence, when known
+};
+
+struct PresetView {
+  int64_t id = 0;
+  std::string name;
+  std::string system_prompt;
+};
+
+struct SamplingView {
+  float temperature = 0.7f;
+  int32_t top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.1f;
+  int32_t max_tokens = 256;
+  int32_t seed = 0;               // 0: a new random seed for every answer
+  bool slide_context = true;       // a full context keeps the start and slides (else: stop)
+};
+
+// ---------------------------------------------------------------------------------------
+// Model
+// ---------------------------------------------------------------------------------------
+enum class ModelState : uint8_t { None, Loading, Loaded, Failed };
+
+struct ModelView {
+  ModelState state = ModelState::None;
+  std::string path;
+  std::string name;
+  std::string architecture;
+  std::string backend;
+  int32_t context_length = 0;
+  int32_t layers = 0;
+  int32_t heads = 0;
+  int32_t kv_heads = 0;
+  int32_t head_dim = 0;
+  int32_t threads = 0;
+  int64_t parameters = 0;
+  uint64_t weight_bytes = 0;
+  double loading_seconds = 0;    // while Loading
+  std::string error;             // when Failed
+  std::vector<std::string> recent;   // most recent first
+};
+
+// ---------------------------------------------------------------------------------------
+// KV cache (a copy of the engine's KvSnapshot in UI terms, plus who owns each sequence)
+// ---------------------------------------------------------------------------------------
+enum class BlockKind : uint8_t { Free, Cached, Used, Shared };
+
+struct KvBlockView {
+  BlockKind kind = BlockKind::Free;
+  int32_t ref_count = 0;
+  int32_t filled = 0;            // tokens written (block_size when full)
+};
+
+struct KvSequenceView {
+  int32_t seq_id = 0;
+  int64_t conversation_id = 0;   // 0: not known to belong to a conversation
+  std::string label;             // conversation title, or "seq N"
+  int32_t num_tokens = 0;
+  std::vector<int32_t> block_table;   // [blocks] physical ids in logical order
+};
+
+struct WhatIfView {
+  int32_t block_size = 0;
+  int64_t waste_tokens = 0;
+  uint64_t waste_bytes = 0;
+};
+
+struct KvView {
+  bool valid = false;            // false until a model is loaded
+  std::string k_type;
+  std::string v_type;
+  int32_t block_size = 0;
+  bool prefix_caching = true;
+  uint64_t bytes_per_token = 0;
+  uint64_t bytes_per_block = 0;
+  uint64_t pool_bytes = 0;
+  int32_t max_context = 0;
+
+  int32_t blocks_total = 0;
+  int32_t blocks_used = 0;
+  int32_t blocks_cached = 0;
+  int32_t blocks_free = 0;
+  int32_t blocks_shared = 0;
+  std::vector<KvBlockView> blocks;          // [blocks_total]
+  std::vector<KvSequenceView> sequences;
+
+  int64_t tokens_stored = 0;
+  int64_t slots_reserved = 0;
+  int64_t internal_waste_tokens = 0;
+  uint64_t internal_waste_bytes = 0;
+  double internal_waste_pct = 0;
+  int64_t contiguous_reserved_tokens = 0;
+  int64_t contiguous_waste_tokens = 0;
+  uint64_t contiguous_waste_bytes = 0;
+  double contiguous_waste_pct = 0;
+  std::vector<WhatIfView> what_if;
+
+  uint64_t prefix_hits = 0;
+  uint64_t prefix_misses = 0;
+  uint64_t prefix_hit_tokens = 0;
+  double prefix_hit_rate = 0;
+  uint64_t evictions = 0;
+  uint64_t cow_copies = 0;
+};
+
+// One KV storage type as the quantization and memory panels compare them.
+struct KvTypeCost {
+  std::string name;
+  uint64_t bytes_per_token = 0;  // K + V, all layers, with this type for both
+  double nmse = -1;              // round-trip error on Gaussian rows; < 0: not measured
+};
+
+struct MemoryView {
+  uint64_t weight_bytes = 0;
+  uint64_t activation_bytes = 0;   // 0: not reported
+  uint64_t available_bytes = 0;    // free memory now (headroom)
+};
+
+struct EngineView {
+  int32_t running = 0;
+  int32_t waiting = 0;
+  int32_t swapped = 0;
+  int32_t parked = 0;
+  double tokens_per_s = 0;
+  uint64_t preemptions = 0;
+};
+
+// Samples over the last minutes, oldest first, one every sample_seconds.
+struct TimeSeriesView {
+  float sample_seconds = 1.0f;
+  std::vector<float> tokens_per_s;
+  std::vector<float> blocks_used;
+  std::vector<float> hit_rate;    // percent
+};
+
+struct StatusView {
+  std::string last_answer;        // TTFT and tok/s of the last finished answer
+  std::string message;            // the last action's outcome or error
+  bool message_is_error = false;
+  std::string font_note;          // which font renders Korean, or why none does
+  std::string modal;              // non-empty: shown once in a modal (bad database, ...)
+};
+
+// ---------------------------------------------------------------------------------------
+// What the user is typing and choosing: owned by the window between frames.
+// ---------------------------------------------------------------------------------------
+enum class Panel : uint8_t { Settings, Blocks, Fragmentation, Sharing, Quantization, Memory, Plots };
+
+struct KvSettingsEdit {
+  std::string k_type = "f16";
+  std::string v_type = "f16";
+  int32_t block_size = 16;
+  int32_t budget_mib = 0;        // 0: the engine's default
+  bool prefix_caching = true;
+};
+
+struct UiState {
+  std::string composer;
+  std::string search;
+  std::string model_path;
+  std::string preset_name;
+  int64_t editing_message = 0;   // a user message being edited; 0: none
+  std::string edit_text;
+  std::vector<int64_t> selectable_messages;   // shown as selectable text
+  int64_t rename_conversation = 0;
+  std::string rename_text;
+  int64_t delete_conversation = 0;            // waiting for confirmation
+  Panel panel = Panel::Settings;
+  bool panel_requested = false;  // select `panel` on the next frame (scripts, menus)
+  KvSettingsEdit kv_edit;
+  bool scroll_chat_to_bottom = false;
+};
+
+struct ViewModel {
+  std::vector<ConversationSummary> conversations;
+  ChatView chat;
+  std::vector<PresetView> presets;
+  SamplingView sampling;
+  ModelView model;
+  KvView kv;
+  std::vector<KvTypeCost> kv_types;
+  MemoryView memory;
+  EngineView engine;
+  TimeSeriesView plots;
+  StatusView status;
+  UiState ui;
+};
+
+}  // namespace kvdesk::ui
