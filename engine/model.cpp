@@ -63,6 +63,7 @@ void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJo
 
   size_t act_offset = 0;
   int64_t num_tasks = 0;
+  int64_t total_macs = 0;
   const int64_t threads = pool.num_threads();
   const MatmulJob* prepared_for = nullptr;
   uint8_t* acts = nullptr;
@@ -77,7 +78,7 @@ void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJo
       act_offset += row_bytes * size_t(batch);
       pool.parallel_for(batch, [&](int64_t b, int) {
         cpu::prepare_act_row(w.type, job.x + b * w.cols, acts + size_t(b) * row_bytes, w.cols);
-      });
+      }, batch * w.cols);
       prepared_for = &job;
     }
     // About 8 chunks per thread balances uneven cores; 16-row multiples keep SIMD tiles whole.
@@ -87,6 +88,7 @@ void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJo
     parts.push_back(Part{MatmulArgs{w.type, w.data, w.cols, acts, batch, job.y, w.rows}, w.rows,
                          rows_per_task, num_tasks});
     num_tasks += tasks;
+    total_macs += w.rows * w.cols * batch;
   }
   pool.parallel_for(num_tasks, [&](int64_t task, int) {
     size_t p = parts.size() - 1;
@@ -95,7 +97,7 @@ void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJo
     const int64_t begin = (task - part.first_task) * part.rows_per_task;
     const int64_t end = std::min(part.rows, begin + part.rows_per_task);
     cpu::matmul_rows(part.args, begin, end);
-  });
+  }, total_macs);
 }
 
 void grow(std::vector<float>& v, size_t n) {
@@ -183,6 +185,8 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
     // 4. Causal attention: token t attends to positions [0, pos_t] of its sequence. One task
     //    per (token, kv head) runs that head's group of query heads (GQA).
     const int32_t group = c.head_count / c.head_count_kv;
+    int64_t attention_macs = 0;
+    for (int32_t p : batch.positions) attention_macs += int64_t(p + 1) * QD * 2;
     pool.parallel_for(T * c.head_count_kv, [&](int64_t task, int thread) {
       const int64_t t = task / c.head_count_kv;
       const int32_t g = int32_t(task % c.head_count_kv);
@@ -198,7 +202,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
       args.scratch = s.attn_scratch.data() + thread * attn_floats;
       args.numerics = kv.layout().numerics;
       cpu::paged_attention(one_head, kv.view(batch.seq_ids[t], batch.positions[t] + 1), args);
-    });
+    }, attention_macs);
 
     // 5. x += att Wo.
     run_matmuls(pool, T, {{&lw.wo, s.att.data(), s.tmp.data()}}, s.acts);

@@ -32,9 +32,9 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::parallel_for(int64_t num_tasks, const Task& task) {
+void ThreadPool::parallel_for(int64_t num_tasks, const Task& task, int64_t total_work) {
   if (num_tasks <= 0) return;
-  if (num_threads_ == 1 || num_tasks == 1) {
+  if (num_threads_ == 1 || num_tasks == 1 || total_work < kMinParallelWork) {
     for (int64_t i = 0; i < num_tasks; ++i) task(i, 0);
     return;
   }

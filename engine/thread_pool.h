@@ -24,9 +24,12 @@ class ThreadPool {
   int num_threads() const { return num_threads_; }
 
   // Calls task(i, thread_index) for every i in [0, num_tasks) and returns when all are done.
-  // Not reentrant: one loop at a time, from one caller thread.
+  // Not reentrant: one loop at a time, from one caller thread. total_work (any unit, e.g.
+  // multiply-adds) below kMinParallelWork runs on the caller alone: waking the other threads
+  // costs more than a tiny model's whole matmul.
   using Task = std::function<void(int64_t task, int thread_index)>;
-  void parallel_for(int64_t num_tasks, const Task& task);
+  static constexpr int64_t kMinParallelWork = int64_t(1) << 16;
+  void parallel_for(int64_t num_tasks, const Task& task, int64_t total_work = kMinParallelWork);
 
  private:
   void worker_main(int thread_index);

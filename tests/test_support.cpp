@@ -54,32 +54,41 @@ std::string read_all(const std::string& path) {
 
 }  // namespace
 
-CliRun run_cli(const std::vector<std::string>& args) {
-  TempDir dir;
-  const std::string out_path = dir.file("stdout");
-  const std::string err_path = dir.file("stderr");
+ChildProcess::ChildProcess(const std::string& program, const std::vector<std::string>& args) {
+  const std::string out_path = dir_.file("stdout");
+  const std::string err_path = dir_.file("stderr");
   std::fflush(stdout);   // the child must not inherit (and print again) our buffered output
   std::fflush(stderr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
+  pid_ = ::fork();
+  REQUIRE(pid_ >= 0);
+  if (pid_ == 0) {
     if (!std::freopen(out_path.c_str(), "w", stdout) || !std::freopen(err_path.c_str(), "w", stderr)) _exit(127);
+    std::vector<std::string> all = {program};
+    all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
-    std::string cli = KVDESK_CLI_PATH;
-    argv.push_back(cli.data());
-    std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
+    for (std::string& a : all) argv.push_back(a.data());
     argv.push_back(nullptr);
-    ::execv(cli.c_str(), argv.data());
+    ::execvp(program.c_str(), argv.data());
     _exit(127);
   }
+}
+
+std::string ChildProcess::stderr_so_far() const { return read_all(dir_.file("stderr")); }
+
+CliRun ChildProcess::wait() {
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  ::waitpid(pid_, &status, 0);
   CliRun run;
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  run.out = read_all(out_path);
-  run.err = read_all(err_path);
+  run.out = read_all(dir_.file("stdout"));
+  run.err = read_all(dir_.file("stderr"));
   return run;
 }
+
+CliRun run_program(const std::string& program, const std::vector<std::string>& args) {
+  return ChildProcess(program, args).wait();
+}
+
+CliRun run_cli(const std::vector<std::string>& args) { return run_program(KVDESK_CLI_PATH, args); }
 
 }  // namespace kvdesk::test

@@ -32,7 +32,23 @@ struct CliRun {
   std::string out;
   std::string err;
 };
-// Runs kvdesk-cli with these arguments (no shell quoting issues: arguments are passed as is).
+
+// A child process running program (a path, or a name found in PATH) with these arguments,
+// passed as they are (no shell), its stdout and stderr going to files in its own TempDir.
+class ChildProcess {
+ public:
+  ChildProcess(const std::string& program, const std::vector<std::string>& args);
+  int pid() const { return pid_; }
+  std::string stderr_so_far() const;
+  CliRun wait();   // exit code (128 + signal when killed) and everything it printed
+
+ private:
+  TempDir dir_;
+  int pid_ = -1;
+};
+
+CliRun run_program(const std::string& program, const std::vector<std::string>& args);
+// Runs kvdesk-cli with these arguments.
 CliRun run_cli(const std::vector<std::string>& args);
 
 }  // namespace kvdesk::test

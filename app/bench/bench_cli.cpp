@@ -43,7 +43,9 @@ void add_kv_types(CLI::App* cmd, BenchOptions& o) {
 
 void add_speed(CLI::App* cmd, BenchOptions& o) {
   cmd->add_option("--prompt-lens", o.prompt_lens, "Prompt lengths for prefill (capped at the context)")->delimiter(',');
-  cmd->add_option("--depths", o.depths, "Context depths for decode (capped at the context)")->delimiter(',');
+  cmd->add_option("--depths", o.depths,
+                  "Context depths for decode (ab --mode kv: for attention), capped at the context")
+      ->delimiter(',');
   cmd->add_option("--decode-tokens", o.decode_tokens, "Tokens decoded per decode run")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
@@ -92,13 +94,24 @@ void add_trace(CLI::App* cmd, BenchOptions& o) {
   ChatWorkload& w = o.workload;
   cmd->add_option("--trace", o.trace_path, "Chat trace to replay (JSON lines; default: synthetic from --seed)");
   cmd->add_option("--save-trace", o.save_trace, "Write the synthetic trace to this file");
-  cmd->add_option("--system-prompts", w.system_prompts, "Distinct shared system prompts")->capture_default_str();
-  cmd->add_option("--system-words", w.system_words, "Words per system prompt")->capture_default_str();
-  cmd->add_option("--user-median", w.user_words.median, "Median words per user turn")->capture_default_str();
-  cmd->add_option("--answer-median", w.answer_tokens.median, "Median max_tokens per answer")->capture_default_str();
-  cmd->add_option("--arrival-rate", w.arrivals_per_s, "Conversation arrivals per second (Poisson)")
+  cmd->add_option("--system-prompts", w.system_prompts, "Distinct shared system prompts")
+      ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
-  cmd->add_option("--think-ms", w.think_ms, "Mean pause between an answer and the next turn")->capture_default_str();
+  cmd->add_option("--system-words", w.system_words, "Words per system prompt (0: none)")
+      ->check(CLI::Range(0, 1 << 16))
+      ->capture_default_str();
+  cmd->add_option("--user-median", w.user_words.median, "Median words per user turn")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--answer-median", w.answer_tokens.median, "Median max_tokens per answer")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--arrival-rate", w.arrivals_per_s, "Conversation arrivals per second (Poisson; 0: all at once)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--think-ms", w.think_ms, "Mean pause between an answer and the next turn")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--cost-per-hour", o.cost_per_hour,
                   "Machine cost per hour: adds cost per request and per 1K output tokens")
       ->check(CLI::NonNegativeNumber);

@@ -24,7 +24,6 @@ extern "C" void on_sigint(int) {
 void install_stop_handler() { std::signal(SIGINT, on_sigint); }
 const std::atomic<bool>& stop_flag() { return g_stop; }
 bool stop_requested() { return g_stop.load(); }
-void request_stop() { g_stop.store(true); }
 
 void progress(const std::string& line) {
   std::fprintf(stderr, "kvdesk-bench: %s\n", line.c_str());

@@ -25,7 +25,6 @@ using Metrics = std::vector<std::pair<std::string, double>>;
 void install_stop_handler();
 const std::atomic<bool>& stop_flag();
 bool stop_requested();
-void request_stop();
 
 // "kvdesk-bench: <line>" on stderr.
 void progress(const std::string& line);

@@ -1,8 +1,7 @@
 // kvdesk-bench: the seeds' measurement table built in. `kvdesk-bench MODE -m MODEL [flags]`
-// measures one thing (speed, kv, capacity, prefix, quality, trace, or an A/B of one knob),
-// prints its tables as Markdown on stdout and progress on stderr, and writes --json and
-// --report files. Exit codes: 0 done, 1 runtime error, 2 bad arguments, 130 stopped by
-// Ctrl-C (the reports then hold what was measured, marked "partial": true).
+// prints the mode's tables as Markdown on stdout and progress on stderr, and writes --json and
+// --report. Exit codes: 0 done, 1 runtime error, 2 bad arguments, 130 stopped by Ctrl-C (the
+// reports then hold what was measured, "partial": true).
 #include <cstdio>
 #include <exception>
 

@@ -72,8 +72,8 @@ struct BenchOptions {
   int32_t system_tokens = 0;  // 0: a quarter of the context
   int32_t user_tokens = 24;
   int32_t answer_tokens = 8;
-  int32_t conversations = 0;        // 0: the mode's default (prefix 3, trace 6)
-  int32_t turns = 0;                // 0: the mode's default (prefix 3, trace 2)
+  int32_t conversations = 0;  // 0: the mode's default (prefix 3, trace 6)
+  int32_t turns = 0;          // 0: the mode's default (prefix 3, trace 2)
 
   // quality
   std::string text_path;  // empty: assets/quality/tinystories_sample.txt

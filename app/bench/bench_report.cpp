@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "app/bench/bench_stats.h"
 #include "app/bench/bench_svg.h"
 #include "engine/error.h"
 
@@ -42,6 +43,13 @@ std::string cpu_model() {
     if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
   }
   return "unknown";
+}
+
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double load = 0;
+  in >> load;
+  return load;
 }
 
 // Creates the file's folder when missing.
@@ -83,14 +91,19 @@ RunInfo make_run_info(int argc, char** argv) {
   info.date = utc_now();
   info.nproc = int(std::thread::hardware_concurrency());
   info.cpu = cpu_model();
+  info.load_average = load_average();
   return info;
 }
 
 nlohmann::json report_json(const Report& report, const RunInfo& info) {
-  return {{"tool", "kvdesk-bench"},    {"mode", report.mode},
-          {"partial", report.partial}, {"command", info.command_line},
-          {"date", info.date},         {"machine", {{"nproc", info.nproc}, {"cpu", info.cpu}}},
-          {"model", info.model},       {"settings", report.settings},
+  return {{"tool", "kvdesk-bench"},
+          {"mode", report.mode},
+          {"partial", report.partial},
+          {"command", info.command_line},
+          {"date", info.date},
+          {"machine", {{"nproc", info.nproc}, {"cpu", info.cpu}, {"load_average", info.load_average}}},
+          {"model", info.model},
+          {"settings", report.settings},
           {"results", report.results}};
 }
 
@@ -113,9 +126,10 @@ std::string table_markdown(const Table& table) {
 std::string report_markdown(const Report& report, const RunInfo& info, const std::vector<std::string>& plot_files) {
   std::string md = "# kvdesk-bench " + report.mode + (report.partial ? " (partial: stopped by Ctrl-C)" : "") + "\n\n";
   md += "Command:\n\n    " + info.command_line + "\n\n";
-  md += "Date: " + info.date + "  \nMachine: " + std::to_string(info.nproc) + " CPUs, " + info.cpu + "  \n";
+  md += "Date: " + info.date + "  \nMachine: " + std::to_string(info.nproc) + " CPUs, " + info.cpu + ", load average " +
+        format_number(info.load_average, 2) + " at the start  \n";
   md += model_line(info.model) + "\n";
-  md += "Figures are medians of repeated runs with (min..max) in brackets.\n\n";
+  if (report.repeated) md += "Figures are medians of repeated runs with (min..max) in brackets.\n\n";
   for (const Table& t : report.tables) md += table_markdown(t);
   for (size_t i = 0; i < report.plots.size() && i < plot_files.size(); ++i) {
     md += "![" + report.plots[i].title + "](" + plot_files[i] + ")\n\n";

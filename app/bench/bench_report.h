@@ -34,6 +34,7 @@ struct Plot {
 struct Report {
   std::string mode;
   bool partial = false;  // stopped by Ctrl-C: what was measured so far
+  bool repeated = true;  // figures are medians of repeated runs (not one deterministic run)
   nlohmann::json settings = nlohmann::json::object();
   nlohmann::json results = nlohmann::json::object();
   std::vector<Table> tables;
@@ -46,7 +47,8 @@ struct RunInfo {
   std::string command_line;
   std::string date;  // UTC, ISO 8601
   int nproc = 0;
-  std::string cpu;  // /proc/cpuinfo "model name"
+  std::string cpu;          // /proc/cpuinfo "model name"
+  double load_average = 0;  // 1-minute load at the start: near or above nproc, the machine was shared
   nlohmann::json model = nlohmann::json::object();
 };
 

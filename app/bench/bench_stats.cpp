@@ -42,6 +42,12 @@ std::string format_number(double value, int decimals) {
   return buf;
 }
 
+std::string format_significant(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+  return buf;
+}
+
 std::string format_stats(const Stats& s, int decimals) {
   if (s.values.size() < 2) return format_number(s.median, decimals);
   return format_number(s.median, decimals) + " (" + format_number(s.min, decimals) + ".." +

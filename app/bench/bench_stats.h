@@ -29,5 +29,7 @@ nlohmann::json stats_json(const Stats& s);
 // "123.4 (120.1..125.0)" with the given decimals; just the value for one run.
 std::string format_stats(const Stats& s, int decimals);
 std::string format_number(double value, int decimals);
+// value with the given significant digits ("0.000123"), for figures of any magnitude.
+std::string format_significant(double value, int digits);
 
 }  // namespace kvdesk::bench

@@ -1,8 +1,7 @@
-// kvdesk-bench capacity: how many sequences a KV budget holds at once, and how much of the
-// reserved KV memory holds no token, paged (block sizes 8..64, measured on a real KvCache:
-// sequences of the drawn final lengths are appended until the pool is full, and the waste is
-// read from its snapshot) against contiguous preallocation of the model's whole context per
-// sequence (what systems before PagedAttention did), for each KV type.
+// kvdesk-bench capacity: how many sequences a KV budget holds at once and how much reserved KV
+// memory holds no token, per KV type: paged (block sizes 8..64, a real KvCache filled with the
+// drawn final lengths until the pool is full; waste from its snapshot) against contiguous
+// preallocation of the whole context per sequence (what systems before PagedAttention did).
 #include <algorithm>
 #include <numeric>
 
@@ -88,8 +87,9 @@ void add_tables(Report& r, const std::vector<TypeResult>& results, const std::ve
   Table waste{"KV memory reserved but holding no token (% of reserved)", {"KV type", "contiguous"}, {}};
   Plot fit_plot{
       "sequences", "Concurrent sequences in the KV budget", "KV type", "sequences", {}, {{"contiguous", {}, {}}}};
-  Plot waste_plot{"waste", "Reserved KV memory wasted (" + std::string(kv_type_name(head.type)) + ")", "layout",
-                  "% of reserved", {"contiguous"}, {{"waste %", {head.contiguous.waste_pct}, {}}}};
+  Plot waste_plot{"waste",        "Reserved KV memory wasted (" + std::string(kv_type_name(head.type)) + ")",
+                  "layout",       "% of reserved",
+                  {"contiguous"}, {{"waste %", {head.contiguous.waste_pct}, {}}}};
   for (int32_t b : block_sizes) {
     fit.header.push_back("paged " + std::to_string(b));
     waste.header.push_back("paged " + std::to_string(b));
@@ -189,6 +189,7 @@ Report run_capacity(const BenchOptions& o) {
 
   Report r;
   r.mode = "capacity";
+  r.repeated = false;
   r.settings = {{"kv_budget_mib", budget_mib},
                 {"block_sizes", o.block_sizes},
                 {"seed", o.seed},

@@ -1,10 +1,7 @@
-// kvdesk-bench prefix: time to first token of multi-turn conversations that share one long
-// system prompt, with the prefix cache on and off, through the Engine (scheduler, paged KV
-// cache, forward) as the app runs them. Turns go one at a time, so TTFT is prefill, not
-// queueing. Each repeat plays the same conversations through a fresh engine per arm (arms
-// alternate on, off, on, off), so the first turn of the first conversation is always cold.
-// Turns carry no conversation key: only the prefix cache can reuse KV here (the app also
-// parks a conversation's sequence between its turns, which saves the same tokens).
+// kvdesk-bench prefix: TTFT of multi-turn conversations sharing one long system prompt, prefix
+// cache on vs off, through the Engine as the app runs them. Turns go one at a time (TTFT is
+// prefill, not queueing); each repeat plays the same conversations through a fresh engine per
+// arm (on, off, on, off), so the first turn of the first conversation is always cold.
 #include <algorithm>
 
 #include "app/bench/bench_modes.h"
@@ -65,7 +62,9 @@ Conversations make_conversations(const BenchOptions& o, const ModelConfig& confi
   return c;
 }
 
-// Submits one turn and waits for its end; appends the answer to history.
+// Submits one turn and waits for its end; appends the answer to history. No conversation key:
+// only the prefix cache can reuse KV here (the app also parks a conversation's sequence
+// between its turns, which saves the same tokens).
 RequestMetrics run_turn(Engine& engine, std::vector<int32_t>& history, int32_t answer_tokens) {
   Request r;
   r.prompt_tokens = history;

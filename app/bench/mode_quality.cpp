@@ -57,6 +57,7 @@ Report run_quality(const BenchOptions& o) {
   if (o.max_text_tokens > 0 && int32_t(tokens.size()) > o.max_text_tokens) tokens.resize(size_t(o.max_text_tokens));
   Report r;
   r.mode = "quality";
+  r.repeated = false;
   Table t{"KV type vs f32 KV",
           {"KV type", "bytes/token", "perplexity", "f32 perplexity", "KL mean (nats)", "KL max", "top-1 agree %"},
           {}};
@@ -91,7 +92,7 @@ Report run_quality(const BenchOptions& o) {
   r.partial = stop_requested();
   r.settings = {{"text", text.source},
                 {"text_tokens", tokens.size()},
-                {"ctx", o.ctx},
+                {"ctx", rows.empty() ? nlohmann::json(o.ctx) : rows[0]["ctx"]},
                 {"reference", "f32"},
                 {"block_size", o.knobs.block_size}};
   r.results["types"] = rows;

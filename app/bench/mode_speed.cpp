@@ -1,9 +1,6 @@
-// kvdesk-bench speed: prefill tokens/s at several prompt lengths and decode tokens/s at several
-// context depths, per thread count, each the median of --repeat runs. Runs are interleaved
-// (run r of every point before run r + 1), so a slow spell on a shared machine falls on all
-// points alike instead of on one. Decode at depth D runs on a context of D tokens whose K/V
-// rows are written directly (fill_context): prefilling 4096 tokens on a laptop CPU would
-// take longer than the figure it sets up, and decode cost does not depend on the values.
+// kvdesk-bench speed: prefill tok/s per prompt length and decode tok/s per context depth, per
+// thread count, each the median of --repeat runs. Runs are interleaved (run r of every point
+// before run r + 1), so a slow spell on a shared machine falls on all points alike.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -31,7 +28,9 @@ double prefill_tok_s(Model& model, ThreadPool& pool, const Knobs& k, const std::
   return generator.generate(prompt, o).prefill_tok_s();
 }
 
-// Greedy decode of n tokens after a filled context of depth tokens.
+// Greedy decode of n tokens after a context of depth tokens whose K/V rows were written directly
+// (fill_context): prefilling 4096 tokens on a laptop CPU would take longer than the figure it
+// sets up, and decode cost does not depend on the values.
 double decode_tok_s(Model& model, ThreadPool& pool, const Knobs& k, int32_t depth, int32_t n, uint64_t seed) {
   const ModelConfig& config = model.config();
   KvCache kv(config, bench_cache_config(k.kv_type, k.block_size, blocks_for(depth + n, k.block_size)));

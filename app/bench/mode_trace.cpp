@@ -1,8 +1,7 @@
-// kvdesk-bench trace: replays a chat trace (app/replay/trace.h) through the Engine in real
-// time with the Replayer and reports the seeds' serving figures: requests/s, output tokens/s,
-// TTFT and inter-token latency p50/p95, peak KV memory, prefix-cache hit rate, preemptions,
-// and with --cost-per-hour the cost per request and per 1K output tokens (machine cost x wall
-// time / work done). Without --trace the trace is synthetic, made from --seed (workload.h).
+// kvdesk-bench trace: replays a chat trace (app/replay/trace.h; synthetic from --seed without
+// --trace) through the Engine in real time with the Replayer: requests/s, output tok/s, TTFT and
+// inter-token latency p50/p95, peak KV, prefix hits, preemptions, and with --cost-per-hour the
+// cost per request and per 1K output tokens (machine cost x wall time / work done).
 #include <fstream>
 #include <map>
 
@@ -92,7 +91,10 @@ Report run_trace(const BenchOptions& o) {
   for (const std::string& name : names) {
     const Stats s = summarize(runs[name]);
     r.results["metrics"][name] = stats_json(s);
-    t.rows.push_back({name, format_stats(s, name.rfind("cost", 0) == 0 ? 5 : 2)});
+    const bool cost = name.rfind("cost", 0) == 0;
+    t.rows.push_back({name, cost ? format_significant(s.median, 3) + " (" + format_significant(s.min, 3) + ".." +
+                                       format_significant(s.max, 3) + ")"
+                                 : format_stats(s, 2)});
   }
   r.tables.push_back(t);
   Plot p{"latency", "Latency percentiles over turns", "", "ms (median of runs)", {}, {{"ms", {}, {}}}};

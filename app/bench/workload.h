@@ -1,9 +1,7 @@
-// Synthetic chat workloads from a seed. The same seed gives the same workload on every machine
-// and standard library: numbers come straight from mt19937_64 (whose output the standard
-// fixes) through distributions written here, not <random>'s (implementation-defined).
-// Lengths are log-normal, exp(N(ln median, sigma)) rounded and clipped to [min, max]: chat
-// lengths are skewed that way (many short turns, a long tail, as in ShareGPT). Texts are words
-// of a small fixed list of simple English (TinyStories-like), so any tokenizer can encode them.
+// Synthetic chat workloads from a seed, the same on every machine and standard library (numbers
+// straight from mt19937_64, distributions written here, not <random>'s). Lengths are log-normal,
+// clipped: many short turns and a long tail, as in ShareGPT. Texts are words of a small fixed
+// list of simple English (TinyStories-like), so any tokenizer can encode them.
 #pragma once
 #include <cstdint>
 #include <ostream>
@@ -27,6 +25,7 @@ class Rng {
   std::mt19937_64 engine_;
 };
 
+// exp(N(ln median, sigma)), rounded and clipped to [min, max].
 struct LengthDist {
   double median = 256;
   double sigma = 0.8;

@@ -10,12 +10,12 @@
 //      (the online softmax of ref::, one step per tile instead of per token)
 //   3. values  acc[h] += sum_r p[h][r] * row_scale_v[r] * V[r]   each V vector dequantized once
 //      per tile of up to 8 heads whose accumulators stay in registers.
-// A tile's rows may span blocks: row pointers come from the block table, row by row.
+// A tile's rows may span blocks: row pointers come from the block table, row by row, and the
+// next tile's rows are prefetched while this one computes. The includer provides <immintrin.h>.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <cstdlib>
 
 #include "kernels/attention.h"
 #include "kernels/check.h"
@@ -52,9 +52,11 @@ template <class Isa, KvType Type>
 struct RowReader {
   using Vec = typename Isa::Vec;
   static constexpr int W = Isa::kLanes;
+  static constexpr bool kHasRowScale =
+      Type == KvType::FP8_E4M3 || Type == KvType::FP8_E5M2 || Type == KvType::INT8;
 
   static float scale(const uint8_t* row) {
-    if constexpr (kv_row_has_scale()) {
+    if constexpr (kHasRowScale) {
       float s;
       std::memcpy(&s, row, sizeof(s));
       return Type == KvType::FP8_E4M3 ? s * 256.0f : s;   // Isa::load_e4m3 gives value * 2^-8
@@ -63,22 +65,18 @@ struct RowReader {
   }
 
   static Vec load(const uint8_t* row, int32_t c, int32_t d) {
-    constexpr size_t kScaleBytes = sizeof(float);
-    if constexpr (Type == KvType::F32) return Isa::load_f32(row + 4 * c * W);
-    if constexpr (Type == KvType::F16) return Isa::load_f16(row + 2 * c * W);
-    if constexpr (Type == KvType::BF16) return Isa::load_bf16(row + 2 * c * W);
-    if constexpr (Type == KvType::FP8_E4M3) return Isa::load_e4m3(row + kScaleBytes + c * W);
-    if constexpr (Type == KvType::FP8_E5M2) return Isa::load_e5m2(row + kScaleBytes + c * W);
-    if constexpr (Type == KvType::INT8) return Isa::load_i8(row + kScaleBytes + c * W);
+    const uint8_t* values = row + kv_row_values_offset(Type, d);
+    if constexpr (Type == KvType::F32) return Isa::load_f32(values + sizeof(float) * c * W);
+    if constexpr (Type == KvType::F16) return Isa::load_f16(values + sizeof(uint16_t) * c * W);
+    if constexpr (Type == KvType::BF16) return Isa::load_bf16(values + sizeof(uint16_t) * c * W);
+    if constexpr (Type == KvType::FP8_E4M3) return Isa::load_e4m3(values + c * W);
+    if constexpr (Type == KvType::FP8_E5M2) return Isa::load_e5m2(values + c * W);
+    if constexpr (Type == KvType::INT8) return Isa::load_i8(values + c * W);
     if constexpr (Type == KvType::INT4) {
-      uint16_t s16;
+      uint16_t s16;   // the f16 scale of the group holding values [c*W, c*W + W)
       std::memcpy(&s16, row + sizeof(s16) * size_t(c * W / kKvInt4Group), sizeof(s16));
-      return Isa::load_i4(row + kv_row_values_offset(Type, d) + c * W / 2, _cvtsh_ss(s16));
+      return Isa::load_i4(values + c * W / 2, _cvtsh_ss(s16));
     }
-  }
-
-  static constexpr bool kv_row_has_scale() {
-    return Type == KvType::FP8_E4M3 || Type == KvType::FP8_E5M2 || Type == KvType::INT8;
   }
 };
 
@@ -183,7 +181,7 @@ struct Values {
     }
   };
   static void tile(const RowTile<Isa>& tile, const GroupJob& job) {
-    if constexpr (RowReader<Isa, Type>::kv_row_has_scale()) {
+    if constexpr (RowReader<Isa, Type>::kHasRowScale) {
       const typename Isa::Vec v_scale = row_scales<Isa, Type>(tile.v, tile.rows);
       for (int32_t h = 0; h < job.heads; ++h) {
         Isa::store(job.p + h * Isa::kLanes, Isa::mul(Isa::load(job.p + h * Isa::kLanes), v_scale));
@@ -269,14 +267,12 @@ void attend_group(const PagedKvLayer& layer, const PagedSeq& seq, int32_t head, 
   std::memset(job.acc, 0, sizeof(float) * size_t(job.heads) * size_t(job.d));
   const size_t k_row_bytes = kv_row_bytes(layer.k.type, job.d);
   const size_t v_row_bytes = kv_row_bytes(layer.v.type, job.d);
-  RowTile<Isa> tiles[3];
-  const int DIST = getenv("PFD") ? atoi(getenv("PFD")) : 1;
-  for (int i = 0; i < DIST; ++i) if (i * W < seq.num_tokens) { locate_rows(layer, seq, head, i * W, tiles[i]); if (i) prefetch_rows(tiles[i], k_row_bytes, v_row_bytes); }
-  for (int32_t first = 0, t = 0; first < seq.num_tokens; first += W, t = (t + 1) % 3) {
-    if (first + DIST * W < seq.num_tokens) {
-      RowTile<Isa>& nx = tiles[(t + DIST) % 3];
-      locate_rows(layer, seq, head, first + DIST * W, nx);
-      prefetch_rows(nx, k_row_bytes, v_row_bytes);
+  RowTile<Isa> tiles[2];
+  locate_rows(layer, seq, head, 0, tiles[0]);
+  for (int32_t first = 0, t = 0; first < seq.num_tokens; first += W, t ^= 1) {
+    if (first + W < seq.num_tokens) {
+      locate_rows(layer, seq, head, first + W, tiles[t ^ 1]);
+      prefetch_rows(tiles[t ^ 1], k_row_bytes, v_row_bytes);
     }
     scores(tiles[t], job);
     softmax_tile<Isa>(job);
@@ -297,8 +293,7 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   const int32_t d = layer.head_dim;
   KVDESK_ASSERT(seq.num_tokens > 0 && d % W == 0 && args.num_heads % layer.num_kv_heads == 0);
   const int32_t heads = args.num_heads / layer.num_kv_heads;
-  float* scratch = args.scratch;
-  GroupJob job{nullptr, nullptr, heads, d, args.scale, scratch, nullptr, nullptr, nullptr, nullptr};
+  GroupJob job{nullptr, nullptr, heads, d, args.scale, args.scratch, nullptr, nullptr, nullptr, nullptr};
   job.p = job.parts + kSimdMaxHeadTile * W * W;
   job.acc = job.p + heads * W;
   job.m = job.acc + heads * d;

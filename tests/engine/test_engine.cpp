@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <map>
+#include <thread>
 
 #include "engine/engine.h"
 #include "tests/test_support.h"
@@ -79,7 +80,9 @@ TEST_CASE("the engine thread streams the reference continuation for a chat messa
 
 TEST_CASE("a bad request ends with an error while the others finish", "[engine][engine_thread]") {
   Engine engine;
-  engine.load_model(stories_settings());
+  EngineSettings small_pool = stories_settings();
+  small_pool.kv.num_blocks = 16;   // 256 tokens: less than the model's 512-token context
+  engine.load_model(small_pool);
   Request good;
   good.prompt_tokens = {1, 403, 407};
   good.max_tokens = 16;
@@ -89,7 +92,7 @@ TEST_CASE("a bad request ends with an error while the others finish", "[engine][
   bad_token.prompt_tokens = {1, 99999};
   Request too_long;
   too_long.prompt_tokens = {1, 403};
-  too_long.max_tokens = 100000;
+  too_long.max_tokens = 400;
   const RequestId a = engine.submit(good);
   const RequestId b = engine.submit(bad_role);
   const RequestId c = engine.submit(bad_token);

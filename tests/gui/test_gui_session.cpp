@@ -19,11 +19,7 @@ namespace {
 using kvdesk::test::TempDir;
 namespace store = kvdesk::store;
 
-struct AppRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using AppRun = kvdesk::test::CliRun;
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -38,29 +34,11 @@ void write_file(const std::string& path, const std::string& text) {
 
 // Runs kvdesk under its own Xvfb server. xvfb-run -a takes the first free display from -n on;
 // starting the search at a number from the pid keeps parallel tests from racing for one.
-AppRun run_kvdesk(const TempDir& dir, const std::vector<std::string>& args) {
-  const std::string out_path = dir.file("stdout");
-  const std::string err_path = dir.file("stderr");
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (!std::freopen(out_path.c_str(), "w", stdout) || !std::freopen(err_path.c_str(), "w", stderr)) _exit(127);
-    const std::string first_display = std::to_string(100 + ::getpid() % 800);
-    std::vector<std::string> all = {"xvfb-run", "-a", "-n", first_display, "-s", "-screen 0 1280x800x24", KVDESK_APP_PATH};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execvp("xvfb-run", argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  AppRun run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  run.out = read_all(out_path);
-  run.err = read_all(err_path);
-  return run;
+AppRun run_kvdesk(const std::vector<std::string>& args) {
+  const std::string first_display = std::to_string(100 + ::getpid() % 800);
+  std::vector<std::string> all = {"-a", "-n", first_display, "-s", "-screen 0 1280x800x24", KVDESK_APP_PATH};
+  all.insert(all.end(), args.begin(), args.end());
+  return kvdesk::test::run_program("xvfb-run", all);
 }
 
 // A screenshot that is a real picture: the window's size, and not one flat colour.
@@ -110,7 +88,7 @@ TEST_CASE("a scripted chat is saved and a second run restores and continues it",
              "open_panel plots\n"
              "screenshot plots.png\n"
              "quit\n");
-  const AppRun first = run_kvdesk(dir, {"--model", model, "--db", db, "--script", dir.file("first.txt"),
+  const AppRun first = run_kvdesk({"--model", model, "--db", db, "--script", dir.file("first.txt"),
                                         "--screenshot-dir", dir.path().string()});
   INFO("stderr: " << first.err);
   REQUIRE(first.exit_code == 0);
@@ -147,7 +125,7 @@ TEST_CASE("a scripted chat is saved and a second run restores and continues it",
              "open_panel blocks\n"
              "screenshot restored.png\n"
              "quit\n");
-  const AppRun second = run_kvdesk(dir, {"--db", db, "--script", dir.file("second.txt"), "--screenshot-dir",
+  const AppRun second = run_kvdesk({"--db", db, "--script", dir.file("second.txt"), "--screenshot-dir",
                                          dir.path().string()});
   INFO("stderr: " << second.err);
   REQUIRE(second.exit_code == 0);
@@ -173,7 +151,7 @@ TEST_CASE("an edited message becomes a branch next to the original", "[gui][sess
              "wait_answer\n"
              "screenshot edited.png\n"
              "quit\n");
-  const AppRun run = run_kvdesk(dir, {"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script",
+  const AppRun run = run_kvdesk({"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script",
                                       dir.file("edit.txt"), "--screenshot-dir", dir.path().string()});
   INFO("stderr: " << run.err);
   REQUIRE(run.exit_code == 0);
@@ -199,7 +177,7 @@ TEST_CASE("a conversation carries on after the KV pool changes type", "[gui][ses
              "open_panel quantization\n"
              "screenshot int8.png\n"
              "quit\n");
-  const AppRun run = run_kvdesk(dir, {"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script",
+  const AppRun run = run_kvdesk({"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script",
                                       dir.file("kv.txt"), "--screenshot-dir", dir.path().string()});
   INFO("stderr: " << run.err);
   REQUIRE(run.exit_code == 0);
@@ -215,19 +193,19 @@ TEST_CASE("a script fails on its first bad line, naming it", "[gui][script]") {
   TempDir dir;
   SECTION("an unknown command fails before the window opens") {
     write_file(dir.file("bad.txt"), "new_chat\n\nfly away\n");
-    const AppRun run = run_kvdesk(dir, {"--db", dir.file("db"), "--script", dir.file("bad.txt")});
+    const AppRun run = run_kvdesk({"--db", dir.file("db"), "--script", dir.file("bad.txt")});
     CHECK(run.exit_code == 1);
     CHECK(run.err.find("bad.txt:3: unknown command 'fly'") != std::string::npos);
   }
   SECTION("an action that fails ends the run with its line on stderr") {
     write_file(dir.file("fail.txt"), "new_chat\nselect_conversation 7\nquit\n");
-    const AppRun run = run_kvdesk(dir, {"--db", dir.file("db"), "--script", dir.file("fail.txt")});
+    const AppRun run = run_kvdesk({"--db", dir.file("db"), "--script", dir.file("fail.txt")});
     CHECK(run.exit_code == 1);
     CHECK(run.err.find("fail.txt:2: select_conversation 7: there are 1 conversations") != std::string::npos);
   }
   SECTION("a wait that never ends times out") {
     write_file(dir.file("wait.txt"), "sleep 30\n");
-    const AppRun run = run_kvdesk(dir, {"--db", dir.file("db"), "--script", dir.file("wait.txt"), "--script-timeout", "1"});
+    const AppRun run = run_kvdesk({"--db", dir.file("db"), "--script", dir.file("wait.txt"), "--script-timeout", "1"});
     CHECK(run.exit_code == 1);
     CHECK(run.err.find("wait.txt:1: sleep 30: timed out") != std::string::npos);
   }
@@ -239,7 +217,7 @@ TEST_CASE("a bad database or model gives a message in the window, never a crash"
     const std::string junk = "this is not an SQLite database, and kvdesk must not touch it\n";
     write_file(dir.file("junk.db"), junk);
     write_file(dir.file("s.txt"), "new_chat\nscreenshot notice.png\nquit\n");
-    const AppRun run = run_kvdesk(dir, {"--db", dir.file("junk.db"), "--script", dir.file("s.txt"), "--screenshot-dir",
+    const AppRun run = run_kvdesk({"--db", dir.file("junk.db"), "--script", dir.file("s.txt"), "--screenshot-dir",
                                         dir.path().string()});
     INFO("stderr: " << run.err);
     CHECK(run.exit_code == 0);
@@ -249,7 +227,7 @@ TEST_CASE("a bad database or model gives a message in the window, never a crash"
   SECTION("a model file that is not a model: the load fails, the app goes on") {
     write_file(dir.file("junk.gguf"), "GGUF? no.");
     write_file(dir.file("s.txt"), "wait_model\nquit\n");
-    const AppRun run = run_kvdesk(dir, {"--model", dir.file("junk.gguf"), "--db", dir.file("db"), "--script",
+    const AppRun run = run_kvdesk({"--model", dir.file("junk.gguf"), "--db", dir.file("db"), "--script",
                                         dir.file("s.txt")});
     CHECK(run.exit_code == 1);
     CHECK(run.err.find("wait_model: the model failed to load") != std::string::npos);

@@ -1,0 +1,45 @@
+// kvdesk-cli replay: a two-conversation trace plays through the engine; later turns reuse
+// their history's KV; a bad line is named.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "tests/test_support.h"
+
+using kvdesk::test::model_path;
+using kvdesk::test::run_cli;
+using kvdesk::test::TempDir;
+
+TEST_CASE("replay plays every turn and later turns reuse their history", "[app][replay]") {
+  TempDir dir;
+  const std::string trace = dir.file("trace.jsonl");
+  std::ofstream(trace) << R"({"conversation": "a", "system": "Lily had a red ball.", "user": "Once upon a time", "max_tokens": 24, "arrival_ms": 0}
+{"conversation": "b", "system": "Lily had a red ball.", "user": "One day", "max_tokens": 16, "arrival_ms": 5}
+{"conversation": "a", "user": "Then", "max_tokens": 12, "after_ms": 10}
+)";
+  const auto run = run_cli({"replay", "-m", model_path("stories260K.gguf"), "--trace", trace, "--kv-type", "f32", "--json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  REQUIRE(j["turns"].size() == 3);
+  for (const char* key : {"wall_ms", "requests_per_s", "output_tok_s", "ttft_p50_ms", "ttft_p95_ms", "peak_kv_blocks",
+                          "prefix_hit_rate", "preemptions", "swapped_bytes"}) {
+    INFO(key);
+    CHECK(j["summary"].contains(key));
+  }
+  const auto& second_turn = j["turns"][2];
+  CHECK(second_turn["conversation"] == "a");
+  CHECK(second_turn["turn"] == 1);
+  // The whole first turn (prompt and answer) is reused; only the new user text is computed.
+  CHECK(second_turn["cached_tokens"].get<int>() >= j["turns"][0]["prompt_tokens"].get<int>());
+  CHECK(second_turn["tokens"].size() == 12);
+}
+
+TEST_CASE("replay names the line of a bad trace entry", "[app][replay]") {
+  TempDir dir;
+  const std::string trace = dir.file("bad.jsonl");
+  std::ofstream(trace) << "{\"conversation\": \"a\", \"user\": \"hi\"}\n{\"conversation\": \"a\"}\n";
+  const auto run = run_cli({"replay", "-m", model_path("stories260K.gguf"), "--trace", trace});
+  CHECK(run.exit_code == 1);
+  CHECK(run.err.find("bad.jsonl:2") != std::string::npos);
+}
