@@ -30,6 +30,8 @@ void add_model_options(CLI::App* cmd, ModelArgs& args) {
 void add_kv_options(CLI::App* cmd, ModelArgs& args) {
   cmd->add_option("--kv-type", args.kv_type, "KV cache storage type: " + kv_type_names())
       ->capture_default_str();
+  cmd->add_option("--kv-type-k", args.kv_type_k, "storage type of keys only (default: --kv-type)");
+  cmd->add_option("--kv-type-v", args.kv_type_v, "storage type of values only (default: --kv-type)");
   cmd->add_option("--block-size", args.block_size, "KV block size in tokens")
       ->check(CLI::IsMember({8, 16, 32, 64, 128}))
       ->capture_default_str();
@@ -59,6 +61,15 @@ Session open_session(const ModelArgs& args) {
   return s;
 }
 
+KvLayout kv_layout(const ModelArgs& args) {
+  KvLayout layout;
+  layout.k_type = parse_kv_type(args.kv_type_k.empty() ? args.kv_type : args.kv_type_k);
+  layout.v_type = parse_kv_type(args.kv_type_v.empty() ? args.kv_type : args.kv_type_v);
+  layout.block_size = args.block_size;
+  layout.numerics = args.attn_numerics == "llamacpp" ? AttentionNumerics::LlamaCpp : AttentionNumerics::Exact;
+  return layout;
+}
+
 int32_t blocks_in_budget(double budget_mib, size_t block_bytes) {
   const double blocks = std::floor(budget_mib * 1024.0 * 1024.0 / double(block_bytes));
   return int32_t(std::min(blocks, double(std::numeric_limits<int32_t>::max())));
@@ -67,11 +78,8 @@ int32_t blocks_in_budget(double budget_mib, size_t block_bytes) {
 void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens) {
   const ModelConfig& model = session.model->config();
   KvCacheConfig config;
+  config.layout = kv_layout(args);
   KvLayout& layout = config.layout;
-  layout.k_type = parse_kv_type(args.kv_type);
-  layout.v_type = layout.k_type;
-  layout.block_size = args.block_size;
-  layout.numerics = args.attn_numerics == "llamacpp" ? AttentionNumerics::LlamaCpp : AttentionNumerics::Exact;
   if (args.kv_budget_mib > 0) {
     const size_t block_bytes = kv_bytes_per_token(model, layout.k_type, layout.v_type) * size_t(layout.block_size);
     layout.num_blocks = blocks_in_budget(args.kv_budget_mib, block_bytes);

@@ -25,6 +25,8 @@ struct ModelArgs {
   std::string tokenizer_path;
   int threads = 0;              // 0: all cores
   std::string kv_type = "f16";
+  std::string kv_type_k;        // empty: kv_type
+  std::string kv_type_v;        // empty: kv_type
   int block_size = 16;
   std::string attn_numerics = "exact";
   double kv_budget_mib = 0;     // 0: a pool just big enough for the run
@@ -34,6 +36,8 @@ void add_model_options(CLI::App* cmd, ModelArgs& args);
 void add_kv_options(CLI::App* cmd, ModelArgs& args);
 
 KvType parse_kv_type(const std::string& name);   // throws kvdesk::Error
+// The KV types, block size and attention numerics the options ask for (num_blocks left 0).
+KvLayout kv_layout(const ModelArgs& args);
 int resolve_threads(int requested);
 
 // A loaded model, its thread pool, and (after size_kv_cache) a single-user KV pool.

@@ -26,9 +26,7 @@ EngineSettings engine_settings(const ReplayArgs& a) {
   s.model_path = a.model.model_path;
   s.tokenizer_path = a.model.tokenizer_path;
   s.threads = resolve_threads(a.model.threads);
-  s.kv.k_type = parse_kv_type(a.model.kv_type);
-  s.kv.v_type = s.kv.k_type;
-  s.kv.block_size = a.model.block_size;
+  s.kv = kv_layout(a.model);
   s.kv.num_blocks = a.kv_blocks;
   s.prefix_caching = !a.no_prefix_cache;
   s.scheduler.step_token_budget = a.step_tokens;

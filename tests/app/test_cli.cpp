@@ -191,3 +191,12 @@ TEST_CASE("invalid sampling values are refused as usage errors", "[app][cli]") {
   CHECK(run.exit_code == 2);
   CHECK(run.err.find("top-p") != std::string::npos);
 }
+
+TEST_CASE("keys and values can use different KV types", "[app][cli]") {
+  const auto j = parse_json(run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time", "-n", "64",
+                                     "--temp", "0", "--kv-type-k", "f32", "--kv-type-v", "int8", "--json"}));
+  // int8 values keep the reference continuation (see the KV quality tests).
+  CHECK(j["tokens"] == reference()["generated_ids"]);
+  // 5 layers x 4 kv heads x (8 x 4 bytes of f32 keys + (4 + 8) bytes of int8 values)
+  CHECK(j["kv"]["bytes_per_token"] == 5 * 4 * (8 * 4 + 4 + 8));
+}

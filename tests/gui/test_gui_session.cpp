@@ -140,6 +140,41 @@ TEST_CASE("a scripted chat is saved and a second run restores and continues it",
   CHECK(path[5].status == store::MessageStatus::Complete);
 }
 
+// Greedy sampling and short answers, written into the database before the app starts.
+void use_greedy_settings(const std::string& db) {
+  store::ConversationStore s = store::ConversationStore::open(db);
+  s.set_setting("sampling.temperature", "0");
+  s.set_setting("sampling.max_tokens", "24");
+}
+
+std::string last_answer(const std::string& db) {
+  store::ConversationStore s = store::ConversationStore::open(db);
+  const std::vector<store::Message> path = s.branch_path(s.list_conversations().at(0).id);
+  REQUIRE(path.size() == 4);
+  return path[3].content;
+}
+
+TEST_CASE("a conversation continued after a restart answers as an uninterrupted session does", "[gui][session]") {
+  TempDir dir;
+  const std::string model = kvdesk::test::model_path("stories260K.gguf");
+  const std::string whole_db = dir.file("whole.db");
+  const std::string split_db = dir.file("split.db");
+  use_greedy_settings(whole_db);
+  use_greedy_settings(split_db);
+  write_file(dir.file("whole.txt"), "new_chat\nsend Once upon a time\nwait_answer\nsend The dog\nwait_answer\nquit\n");
+  write_file(dir.file("first.txt"), "new_chat\nsend Once upon a time\nwait_answer\nquit\n");
+  write_file(dir.file("second.txt"), "select_conversation 1\nsend The dog\nwait_answer\nquit\n");
+  const AppRun whole = run_kvdesk({"--model", model, "--db", whole_db, "--script", dir.file("whole.txt")});
+  REQUIRE(whole.exit_code == 0);
+  const AppRun first = run_kvdesk({"--model", model, "--db", split_db, "--script", dir.file("first.txt")});
+  REQUIRE(first.exit_code == 0);
+  const AppRun second = run_kvdesk({"--model", model, "--db", split_db, "--script", dir.file("second.txt")});
+  INFO("stderr: " << second.err);
+  REQUIRE(second.exit_code == 0);
+  CHECK_FALSE(last_answer(whole_db).empty());
+  CHECK(last_answer(split_db) == last_answer(whole_db));
+}
+
 TEST_CASE("an edited message becomes a branch next to the original", "[gui][session]") {
   TempDir dir;
   const std::string db = dir.file("kvdesk.db");
