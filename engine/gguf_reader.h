@@ -1,7 +1,8 @@
-// GgufFile: a read-only, memory-mapped GGUF v2/v3 file. Every count, length, dimension and
-// offset in the file is hostile until checked against the file size and sane limits; any
-// violation throws kvdesk::Error naming the file and the problem. Tensor data is never
-// copied: tensor_data() points into the mapping, which lives as long as the GgufFile.
+// GgufFile: a read-only GGUF v2/v3 file held in memory (read once into huge pages, or mapped
+// when it is large next to the free memory). Every count, length, dimension and offset in the
+// file is hostile until checked against the file size and sane limits; any violation throws
+// kvdesk::Error naming the file and the problem. Tensor data is used in place: tensor_data()
+// points into that memory, which lives as long as the GgufFile.
 #pragma once
 #include <cstdint>
 #include <memory>
