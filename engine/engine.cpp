@@ -32,11 +32,10 @@ size_t available_memory_bytes() {
   return pages > 0 && page_size > 0 ? size_t(pages) * size_t(page_size) : size_t(1) << 30;
 }
 
-int32_t pool_blocks(const EngineSettings& s, const ModelConfig& config, size_t bytes_per_block) {
-  if (s.kv.num_blocks > 0) return s.kv.num_blocks;
-  size_t budget = s.kv_budget_bytes;
+int32_t pool_blocks(const KvLayout& layout, size_t budget, const ModelConfig& config, size_t bytes_per_block) {
+  if (layout.num_blocks > 0) return layout.num_blocks;
   if (budget == 0) {
-    const size_t per_context = bytes_per_block * size_t((config.context_length + s.kv.block_size - 1) / s.kv.block_size);
+    const size_t per_context = bytes_per_block * size_t((config.context_length + layout.block_size - 1) / layout.block_size);
     budget = std::min(per_context * kDefaultContexts, size_t(double(available_memory_bytes()) * kDefaultMemoryShare));
   }
   const size_t blocks = budget / bytes_per_block;
@@ -204,10 +203,7 @@ void Engine::State::create_kv(const KvLayout& layout, size_t budget, bool prefix
   config.prefix_caching = prefix_caching;
   config.identity = model_identity(*model);
   const size_t bytes_per_block = kv_bytes_per_token(model->config(), layout.k_type, layout.v_type) * size_t(layout.block_size);
-  EngineSettings sizing = settings;
-  sizing.kv = layout;
-  sizing.kv_budget_bytes = budget;
-  config.layout.num_blocks = pool_blocks(sizing, model->config(), bytes_per_block);
+  config.layout.num_blocks = pool_blocks(layout, budget, model->config(), bytes_per_block);
   kv = std::make_unique<KvCache>(model->config(), config);
   settings.kv = layout;
   settings.kv_budget_bytes = budget;

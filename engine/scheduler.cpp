@@ -6,6 +6,7 @@
 
 #include "engine/error.h"
 #include "engine/model.h"
+#include "engine/percentile.h"
 #include "engine/thread_pool.h"
 
 namespace kvdesk {
@@ -13,13 +14,6 @@ namespace {
 
 double ms_between(Scheduler::Clock::time_point a, Scheduler::Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t index = std::min(values.size() - 1, size_t(p * double(values.size() - 1) + 0.5));
-  return values[index];
 }
 
 int32_t blocks_for(int64_t tokens, int32_t block_size) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/percentile.h"
+
 namespace kvdesk::bench {
 
 struct Stats {
@@ -20,8 +22,6 @@ struct Stats {
 
 // Empty input gives all zeros.
 Stats summarize(std::vector<double> values);
-// Nearest-rank percentile, p in [0, 1]; 0 for no values.
-double percentile(std::vector<double> values, double p);
 double median(std::vector<double> values);
 
 // {"median", "min", "max", "spread", "runs": [...]}

@@ -1,19 +1,13 @@
 // Frame-time percentiles (nearest rank).
 #include "app/gui/frame_stats.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
+
+#include "engine/percentile.h"
 
 namespace kvdesk::gui {
 
-double FrameStats::percentile(double p) const {
-  if (samples_.empty()) return 0;
-  std::vector<double> sorted = samples_;
-  std::sort(sorted.begin(), sorted.end());
-  const double rank = std::ceil(std::clamp(p, 0.0, 100.0) / 100.0 * double(sorted.size()));
-  return sorted[size_t(std::max(rank, 1.0)) - 1];
-}
+double FrameStats::percentile(double p) const { return kvdesk::percentile(samples_, p / 100.0); }
 
 std::string FrameStats::summary() const {
   char buf[128];

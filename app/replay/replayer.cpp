@@ -4,17 +4,12 @@
 #include <algorithm>
 
 #include "engine/error.h"
+#include "engine/percentile.h"
 
 namespace kvdesk {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5))];
-}
 
 }  // namespace
 
