@@ -36,8 +36,8 @@ KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout)
   k_block_bytes_ = kv_row_bytes(layout.k_type, head_dim_) * rows;
   v_block_bytes_ = kv_row_bytes(layout.v_type, head_dim_) * rows;
   for (int32_t l = 0; l < num_layers_; ++l) {
-    k_.emplace_back(new uint8_t[k_block_bytes_ * size_t(layout.num_blocks)]());
-    v_.emplace_back(new uint8_t[v_block_bytes_ * size_t(layout.num_blocks)]());
+    k_.emplace_back(k_block_bytes_ * size_t(layout.num_blocks));
+    v_.emplace_back(v_block_bytes_ * size_t(layout.num_blocks));
   }
 }
 

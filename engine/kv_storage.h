@@ -5,9 +5,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
+#include "engine/huge_page_buffer.h"
 #include "engine/model_config.h"
 #include "kernels/attention.h"
 #include "kernels/paged_kv.h"
@@ -50,8 +50,9 @@ class KvStorage {
   size_t k_block_bytes_;
   size_t v_block_bytes_;
   // Per layer, each [num_blocks][num_kv_heads][block_size][kv_row_bytes(type, head_dim)].
-  std::vector<std::unique_ptr<uint8_t[]>> k_;
-  std::vector<std::unique_ptr<uint8_t[]>> v_;
+  // In huge pages: a sequence's blocks lie anywhere in the pool (engine/huge_page_buffer.h).
+  std::vector<HugePageBuffer> k_;
+  std::vector<HugePageBuffer> v_;
 };
 
 }  // namespace kvdesk

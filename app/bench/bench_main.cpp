@@ -7,6 +7,7 @@
 
 #include "app/bench/bench_cli.h"
 #include "app/bench/bench_modes.h"
+#include "app/parse_command_line.h"
 #include "engine/error.h"
 
 namespace kvdesk::bench {
@@ -44,15 +45,8 @@ int main(int argc, char** argv) {
   CLI::App app{"kvdesk-bench: measure the paged KV cache (speed, kv, capacity, prefix, quality, trace, ab)"};
   app.require_subcommand(1);
   std::vector<ModeCommand> commands = add_mode_commands(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "kvdesk-bench: %s\nRun 'kvdesk-bench --help' for usage.\n", e.what());
-    return 2;
+  if (const std::optional<int> exit_code = kvdesk::parse_command_line(app, "kvdesk-bench", argc, argv)) {
+    return *exit_code;
   }
   for (ModeCommand& c : commands) {
     if (!c.app->parsed()) continue;

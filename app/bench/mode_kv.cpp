@@ -1,7 +1,10 @@
 // kvdesk-bench kv: what each KV storage type costs. Bytes per token and per block measured
 // from a real pool (KvStorage::bytes_per_block, scales included) against the seeds' formula
 // layers x 2 x kv_heads x head_dim x bytes per value; and the attention time of one decode
-// token (cpu::paged_attention over every layer of a filled pool) at several context depths.
+// token (cpu::paged_attention over every layer of a filled pool) at several context depths,
+// with the sequence's blocks in pool order (physically contiguous rows, what a contiguous
+// cache would read) and scattered in random order (what a pool looks like after churn): their
+// ratio is the cost of the block indirection.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -50,14 +53,25 @@ Sizes sizes_of(const ModelConfig& config, KvType type, int32_t block_size) {
   return s;
 }
 
+// Sequential: block table [0, 1, 2, ...], so a kv head's rows follow each other in memory as
+// in a contiguous cache. Scattered: the same blocks in a random order.
+enum class BlockOrder { Sequential, Scattered };
+
 // Attention of one decode token over depth cached tokens, all layers: microseconds.
 class AttentionTimer {
  public:
-  AttentionTimer(const ModelConfig& config, KvType type, int32_t block_size, int32_t depth, uint64_t seed)
+  AttentionTimer(const ModelConfig& config, KvType type, int32_t block_size, int32_t depth, uint64_t seed,
+                 BlockOrder order = BlockOrder::Sequential)
       : config_(config), kv_(config, bench_cache_config(type, block_size, blocks_for(depth, block_size))) {
     Rng rng(seed);
     seq_ = fill_context(kv_, config, depth, rng);
     view_ = kv_.view(seq_, depth);
+    table_.assign(view_.block_table, view_.block_table + blocks_for(depth, block_size));
+    std::sort(table_.begin(), table_.end());
+    if (order == BlockOrder::Scattered) {
+      for (size_t i = table_.size(); i > 1; --i) std::swap(table_[i - 1], table_[size_t(rng.below(int32_t(i)))]);
+    }
+    view_.block_table = table_.data();
     q_.resize(size_t(config.q_dim()));
     for (float& v : q_) v = float(rng.normal());
     out_.resize(q_.size());
@@ -85,6 +99,7 @@ class AttentionTimer {
   const ModelConfig& config_;
   KvCache kv_;
   SeqId seq_ = 0;
+  std::vector<int32_t> table_;  // [blocks] the view's block table, in the chosen order
   PagedSeq view_;
   std::vector<float> q_, out_, scratch_;
 };
@@ -120,7 +135,7 @@ using Samples = std::map<std::pair<KvType, int32_t>, std::vector<double>>;  // (
 
 void add_attention_table(Report& r, const ModelConfig& config, const std::vector<KvType>& types,
                          const std::vector<int32_t>& depths, const Samples& samples, int32_t block_size) {
-  Table t{"Attention per decode token, all layers (us; single thread)", {"KV type"}, {}};
+  Table t{"Attention per decode token, all layers, blocks scattered (us; single thread)", {"KV type"}, {}};
   Plot p{"attention", "Attention time per decode token", "context depth (tokens)", "microseconds", {}, {}};
   for (int32_t d : depths) t.header.push_back("depth " + std::to_string(d));
   t.header.push_back("GB/s at " + std::to_string(depths.back()));
@@ -153,6 +168,37 @@ void add_attention_table(Report& r, const ModelConfig& config, const std::vector
   r.plots.push_back(p);
 }
 
+// Scattered over sequential time per (type, depth): the price of reading through a block table.
+void add_indirection_table(Report& r, const std::vector<KvType>& types, const std::vector<int32_t>& depths,
+                           const Samples& sequential, const Samples& scattered) {
+  Table t{"Block indirection: attention with scattered blocks / with blocks in pool order (median ratio)",
+          {"KV type"},
+          {}};
+  for (int32_t d : depths) t.header.push_back("depth " + std::to_string(d));
+  nlohmann::json rows = nlohmann::json::array();
+  for (KvType type : types) {
+    std::vector<std::string> row{kv_type_name(type)};
+    for (int32_t d : depths) {
+      const auto seq = sequential.find({type, d});
+      const auto sca = scattered.find({type, d});
+      if (seq == sequential.end() || sca == scattered.end()) {
+        row.push_back("-");
+        continue;
+      }
+      const double ratio = summarize(sca->second).median / summarize(seq->second).median;
+      row.push_back(format_number(ratio, 3) + "x");
+      rows.push_back({{"kv_type", kv_type_name(type)},
+                      {"depth", d},
+                      {"sequential_us", stats_json(summarize(seq->second))},
+                      {"scattered_us", stats_json(summarize(sca->second))},
+                      {"ratio", ratio}});
+    }
+    t.rows.push_back(row);
+  }
+  r.results["indirection"] = rows;
+  r.tables.push_back(t);
+}
+
 // The requested depths capped at the context; at least one cached token each.
 std::vector<int32_t> attention_depths(const BenchOptions& o, const ModelConfig& config) {
   std::vector<int32_t> depths = o.attn_depths;
@@ -171,27 +217,33 @@ Report run_kv(const BenchOptions& o) {
   r.mode = "kv";
   r.settings = {{"block_size", block_size}, {"depths", depths}, {"repeat", o.repeat}, {"seed", o.seed}};
   for (KvType t : types) r.settings["kv_types"].push_back(kv_type_name(t));
-  Samples samples;
+  Samples sequential, scattered;
   for (int32_t run = 0; run < o.repeat && !stop_requested(); ++run) {
     for (KvType type : types) {
       for (int32_t d : depths) {
         if (stop_requested()) break;
-        AttentionTimer timer(config, type, block_size, d, o.seed + uint64_t(d));
-        const double us = timer.us_per_token();
-        samples[{type, d}].push_back(us);
+        const uint64_t seed = o.seed + uint64_t(d);
+        const double seq_us = AttentionTimer(config, type, block_size, d, seed, BlockOrder::Sequential).us_per_token();
+        const double sca_us = AttentionTimer(config, type, block_size, d, seed, BlockOrder::Scattered).us_per_token();
+        sequential[{type, d}].push_back(seq_us);
+        scattered[{type, d}].push_back(sca_us);
         progress("kv run " + std::to_string(run + 1) + "/" + std::to_string(o.repeat) + " " + kv_type_name(type) +
-                 " depth " + std::to_string(d) + ": " + format_number(us, 1) + " us/token");
+                 " depth " + std::to_string(d) + ": " + format_number(sca_us, 1) + " us/token scattered, " +
+                 format_number(seq_us, 1) + " in pool order");
       }
     }
   }
   r.partial = stop_requested();
   add_size_table(r, config, types, block_size);
-  add_attention_table(r, config, types, depths, samples, block_size);
+  add_attention_table(r, config, types, depths, scattered, block_size);
+  add_indirection_table(r, types, depths, sequential, scattered);
   r.notes.push_back(
       "Formula: layers x 2 x kv_heads x head_dim x bytes per value (the seeds' arithmetic). Measured: "
       "the pool's bytes per block / block size, which adds each type's scales (fp8/int8: one f32 per "
       "row; int4: one f16 per 32 values). Attention: cpu::paged_attention of one token, every query head, "
-      "every layer, over a pool filled with random K/V; GB/s = KV bytes read / time.");
+      "every layer, over a pool filled with random K/V, the sequence's blocks scattered in random order; "
+      "GB/s = KV bytes read / time. Indirection: the same blocks read in pool order (rows of a kv head "
+      "consecutive in memory, as in a contiguous cache) against scattered; 1.00x means free.");
   return r;
 }
 

@@ -2,8 +2,10 @@
 // every failure into one line on stderr: exit 2 for usage, 1 for a runtime error.
 #include <cstdio>
 #include <exception>
+#include <optional>
 
 #include "app/cli/cli_common.h"
+#include "app/parse_command_line.h"
 #include "engine/error.h"
 
 int main(int argc, char** argv) {
@@ -15,16 +17,7 @@ int main(int argc, char** argv) {
       add_logits_command(app), add_make_model_command(app), add_replay_command(app),
       add_conversations_command(app), add_perplexity_command(app),
   };
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "kvdesk-cli: %s\nRun 'kvdesk-cli --help' for usage.\n", e.what());
-    return 2;
-  }
+  if (const std::optional<int> exit_code = kvdesk::parse_command_line(app, "kvdesk-cli", argc, argv)) return *exit_code;
   try {
     for (const Command& c : commands) {
       if (c.app->parsed()) return c.run();

@@ -1,9 +1,7 @@
 // Command-line parsing for kvdesk (CLI11).
 #include "app/gui/app_options.h"
 
-#include <CLI/CLI.hpp>
-
-#include <cstdio>
+#include "app/parse_command_line.h"
 
 namespace kvdesk::gui {
 
@@ -21,14 +19,7 @@ ParsedOptions parse_app_options(int argc, char** argv) {
   app.add_option("--threads,-t", o.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
   app.add_option("--width", o.width, "window width")->check(CLI::Range(320, 8192));
   app.add_option("--height", o.height, "window height")->check(CLI::Range(240, 8192));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    parsed.exit_code = app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "kvdesk: %s\nRun 'kvdesk --help' for usage.\n", e.what());
-    parsed.exit_code = 2;
-  }
+  parsed.exit_code = parse_command_line(app, "kvdesk", argc, argv);
   return parsed;
 }
 

@@ -258,26 +258,30 @@ void prefetch_rows(const RowTile<Isa>& tile, size_t k_row_bytes, size_t v_row_by
   }
 }
 
+// Group g's share of the scratch: parts [8][W][W] shared by all groups, then for every query
+// head p [num_heads][W], acc [num_heads][d], m [num_heads], l [num_heads]; group g owns the
+// heads [g * G, (g + 1) * G).
 template <class Isa>
-void attend_group(const PagedKvLayer& layer, const PagedSeq& seq, int32_t head, const GroupJob& job) {
+GroupJob group_job(const AttentionArgs& args, int32_t g, int32_t group_heads, int32_t d) {
   constexpr int W = Isa::kLanes;
-  const TileFn<Isa> scores = tile_fn<Isa, Scores>(layer.k.type);
-  const TileFn<Isa> values = tile_fn<Isa, Values>(layer.v.type);
+  const int32_t num_heads = args.num_heads;
+  const int64_t h0 = int64_t(g) * group_heads;
+  float* p = args.scratch + kSimdMaxHeadTile * W * W;
+  float* acc = p + int64_t(num_heads) * W;
+  float* m = acc + int64_t(num_heads) * d;
+  float* l = m + num_heads;
+  return GroupJob{args.q + h0 * d, args.out + h0 * d, group_heads, d, args.scale, args.scratch,
+                  p + h0 * W, acc + h0 * d, m + h0, l + h0};
+}
+
+void start_group(const GroupJob& job) {
   for (int32_t h = 0; h < job.heads; ++h) job.m[h] = -INFINITY, job.l[h] = 0.0f;
   std::memset(job.acc, 0, sizeof(float) * size_t(job.heads) * size_t(job.d));
-  const size_t k_row_bytes = kv_row_bytes(layer.k.type, job.d);
-  const size_t v_row_bytes = kv_row_bytes(layer.v.type, job.d);
-  RowTile<Isa> tiles[2];
-  locate_rows(layer, seq, head, 0, tiles[0]);
-  for (int32_t first = 0, t = 0; first < seq.num_tokens; first += W, t ^= 1) {
-    if (first + W < seq.num_tokens) {
-      locate_rows(layer, seq, head, first + W, tiles[t ^ 1]);
-      prefetch_rows(tiles[t ^ 1], k_row_bytes, v_row_bytes);
-    }
-    scores(tiles[t], job);
-    softmax_tile<Isa>(job);
-    values(tiles[t], job);
-  }
+}
+
+template <class Isa>
+void finish_group(const GroupJob& job) {
+  constexpr int W = Isa::kLanes;
   for (int32_t h = 0; h < job.heads; ++h) {
     const typename Isa::Vec inv_l = Isa::set1(1.0f / job.l[h]);
     for (int32_t c = 0; c < job.d; c += W) {
@@ -286,23 +290,42 @@ void attend_group(const PagedKvLayer& layer, const PagedSeq& seq, int32_t head, 
   }
 }
 
+// Tiles outside, kv heads inside: a block stores every kv head's rows next to each other
+// ([block][kv_head][row]), so one tile of W positions reads each block it touches as one
+// contiguous run, and the next tile's runs are prefetched a whole tile ahead. The other
+// order (one kv head over all positions, then the next) reads a block in kv_heads separate
+// pieces, and with blocks scattered over the pool each piece starts a new stream: that cost
+// 14-22% over contiguous rows for f32/f16/bf16 (kvdesk-bench kv, indirection table).
 template <class Isa>
 void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
   constexpr int W = Isa::kLanes;
   static_assert(W <= kSimdMaxLanes);
   const int32_t d = layer.head_dim;
   KVDESK_ASSERT(seq.num_tokens > 0 && d % W == 0 && args.num_heads % layer.num_kv_heads == 0);
-  const int32_t heads = args.num_heads / layer.num_kv_heads;
-  GroupJob job{nullptr, nullptr, heads, d, args.scale, args.scratch, nullptr, nullptr, nullptr, nullptr};
-  job.p = job.parts + kSimdMaxHeadTile * W * W;
-  job.acc = job.p + heads * W;
-  job.m = job.acc + heads * d;
-  job.l = job.m + heads;
-  for (int32_t g = 0; g < layer.num_kv_heads; ++g) {
-    job.q = args.q + int64_t(g) * heads * d;
-    job.out = args.out + int64_t(g) * heads * d;
-    attend_group<Isa>(layer, seq, g, job);
+  const int32_t groups = layer.num_kv_heads;
+  const int32_t group_heads = args.num_heads / groups;
+  const TileFn<Isa> scores = tile_fn<Isa, Scores>(layer.k.type);
+  const TileFn<Isa> values = tile_fn<Isa, Values>(layer.v.type);
+  const size_t k_row_bytes = kv_row_bytes(layer.k.type, d);
+  const size_t v_row_bytes = kv_row_bytes(layer.v.type, d);
+  for (int32_t g = 0; g < groups; ++g) start_group(group_job<Isa>(args, g, group_heads, d));
+  RowTile<Isa> tile;
+  for (int32_t first = 0; first < seq.num_tokens; first += W) {
+    if (first + W < seq.num_tokens) {
+      for (int32_t g = 0; g < groups; ++g) {
+        locate_rows(layer, seq, g, first + W, tile);
+        prefetch_rows(tile, k_row_bytes, v_row_bytes);
+      }
+    }
+    for (int32_t g = 0; g < groups; ++g) {
+      const GroupJob job = group_job<Isa>(args, g, group_heads, d);
+      locate_rows(layer, seq, g, first, tile);
+      scores(tile, job);
+      softmax_tile<Isa>(job);
+      values(tile, job);
+    }
   }
+  for (int32_t g = 0; g < groups; ++g) finish_group<Isa>(group_job<Isa>(args, g, group_heads, d));
 }
 
 }  // namespace
