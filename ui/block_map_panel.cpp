@@ -1,10 +1,9 @@
 // The block map: every physical KV block a cell, coloured by state (free, cached, used,
-// shared by N), drawn straight into the draw list so 10,000 blocks cost 10,000 rectangles and
-// only visible rows are submitted. Hover tells a block's id, ref count, owners and fill; the
-// selected conversation's blocks are outlined and joined in block-table order.
+// shared by N), drawn as one image (ui/texture_cache.h) that is made again only when a
+// block's colour or the grid changes. Hover tells a block's id, ref count, owners and fill;
+// the selected conversation's blocks are outlined and joined in block-table order.
 #include <imgui.h>
 
-#include <algorithm>
 
 #include "ui/panel_data.h"
 #include "ui/panels.h"
@@ -37,16 +36,11 @@ ImVec2 cell_min(const ImVec2& origin, const BlockGrid& grid, int32_t block) {
   return ImVec2(origin.x + float(block % grid.columns) * grid.cell, origin.y + float(block / grid.columns) * grid.cell);
 }
 
-void draw_cells(ImDrawList* dl, const KvView& kv, const BlockGrid& grid, const ImVec2& origin, int32_t first_row,
-                int32_t last_row) {
-  const int32_t n = int32_t(kv.blocks.size());
-  const int32_t begin = std::min(n, first_row * grid.columns);
-  const int32_t end = std::min(n, (last_row + 1) * grid.columns);
-  const float size = grid.cell - grid.gap;
-  for (int32_t b = begin; b < end; ++b) {
-    const ImVec2 p = cell_min(origin, grid, b);
-    dl->AddRectFilled(p, ImVec2(p.x + size, p.y + size), block_style(kv.blocks[size_t(b)]).fill);
-  }
+void draw_cells(ImDrawList* dl, const KvView& kv, const BlockGrid& grid, const ImVec2& origin, TextureCache& textures) {
+  const ImTextureID image = textures.texture(TextureSlot::BlockMap, block_map_key(kv, grid),
+                                             [&] { return block_map_image(kv, grid); });
+  const ImVec2 size(float(grid.columns) * grid.cell, float(grid.rows) * grid.cell);
+  dl->AddImage(image, origin, ImVec2(origin.x + size.x, origin.y + size.y));
 }
 
 // The conversation's blocks: outlined, numbered when cells are big enough, and joined by a
@@ -76,7 +70,7 @@ void draw_highlight(ImDrawList* dl, const std::vector<int32_t>& table, const Blo
 
 }  // namespace
 
-void draw_block_map_panel(const ViewModel& vm) {
+void draw_block_map_panel(const ViewModel& vm, TextureCache& textures) {
   const KvView& kv = vm.kv;
   if (!kv.valid) {
     ImGui::TextDisabled("No KV cache yet: open a model.");
@@ -95,10 +89,7 @@ void draw_block_map_panel(const ViewModel& vm) {
   const BlockGrid grid = block_grid(n, avail.x, avail.y);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const float top = ImGui::GetScrollY();
-  const int32_t first_row = std::max(0, int32_t(top / grid.cell));
-  const int32_t last_row = std::min(grid.rows - 1, int32_t((top + ImGui::GetWindowHeight()) / grid.cell));
-  draw_cells(dl, kv, grid, origin, first_row, last_row);
+  draw_cells(dl, kv, grid, origin, textures);
   draw_highlight(dl, table, grid, origin, n);
   ImGui::Dummy(ImVec2(float(grid.columns) * grid.cell, float(grid.rows) * grid.cell));
   if (ImGui::IsItemHovered()) {

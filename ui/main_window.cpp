@@ -26,10 +26,10 @@ const char* panel_title(Panel panel) {
   return "?";
 }
 
-void draw_panel(Panel panel, ViewModel& vm, UiActions& actions) {
+void draw_panel(Panel panel, ViewModel& vm, TextureCache& textures, UiActions& actions) {
   switch (panel) {
     case Panel::Settings: draw_settings_panel(vm, actions); break;
-    case Panel::Blocks: draw_block_map_panel(vm); break;
+    case Panel::Blocks: draw_block_map_panel(vm, textures); break;
     case Panel::Fragmentation: draw_fragmentation_panel(vm); break;
     case Panel::Sharing: draw_sharing_panel(vm); break;
     case Panel::Quantization: draw_quantization_panel(vm, actions); break;
@@ -59,13 +59,13 @@ void draw_menu_bar(ViewModel& vm, UiActions& actions) {
 
 // The KV panels as tabs. A requested panel is selected on this frame's tab bar and takes
 // over vm.ui.panel from the next frame on (the old tab is still drawn this frame).
-void draw_side_tabs(ViewModel& vm, UiActions& actions) {
+void draw_side_tabs(ViewModel& vm, TextureCache& textures, UiActions& actions) {
   if (!ImGui::BeginTabBar("##panels")) return;
   for (Panel p : kPanels) {
     const ImGuiTabItemFlags flags = vm.ui.panel_requested && vm.ui.panel == p ? ImGuiTabItemFlags_SetSelected : 0;
     if (ImGui::BeginTabItem(panel_title(p), nullptr, flags)) {
       if (!vm.ui.panel_requested) vm.ui.panel = p;
-      draw_panel(p, vm, actions);
+      draw_panel(p, vm, textures, actions);
       ImGui::EndTabItem();
     }
   }
@@ -122,7 +122,7 @@ std::optional<Panel> panel_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-UiActions draw_main_window(ViewModel& vm, const Fonts& fonts) {
+UiActions draw_main_window(ViewModel& vm, const Fonts& fonts, TextureCache& textures) {
   UiActions actions;
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->WorkPos);
@@ -149,7 +149,7 @@ UiActions draw_main_window(ViewModel& vm, const Fonts& fonts) {
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("##kv", ImVec2(0, height), true);
-  draw_side_tabs(vm, actions);
+  draw_side_tabs(vm, textures, actions);
   ImGui::EndChild();
 
   draw_status_line(vm);

@@ -80,6 +80,37 @@ BlockGrid block_grid(int32_t num_blocks, float width, float height, float min_ce
   return grid;
 }
 
+RgbaImage block_map_image(const KvView& kv, const BlockGrid& grid) {
+  const int32_t pitch = int32_t(grid.cell);
+  const int32_t side = pitch - int32_t(grid.gap);
+  RgbaImage image;
+  image.width = grid.columns * pitch;
+  image.height = grid.rows * pitch;
+  image.pixels.assign(size_t(image.width) * size_t(image.height), 0);
+  for (size_t b = 0; b < kv.blocks.size(); ++b) {
+    const uint32_t fill = block_style(kv.blocks[b]).fill;
+    const int32_t x0 = int32_t(b) % grid.columns * pitch;
+    const int32_t y0 = int32_t(b) / grid.columns * pitch;
+    for (int32_t y = y0; y < y0 + side; ++y) {
+      uint32_t* row = image.pixels.data() + size_t(y) * size_t(image.width);
+      std::fill(row + x0, row + x0 + side, fill);
+    }
+  }
+  return image;
+}
+
+uint64_t block_map_key(const KvView& kv, const BlockGrid& grid) {
+  constexpr uint64_t kFnvPrime = 1099511628211ull;
+  uint64_t h = 14695981039346656037ull;
+  const auto mix = [&h](uint64_t v) { h = (h ^ v) * kFnvPrime; };
+  mix(uint64_t(grid.columns));
+  mix(uint64_t(grid.cell));
+  mix(uint64_t(grid.gap));
+  mix(kv.blocks.size());
+  for (const KvBlockView& b : kv.blocks) mix(block_style(b).fill);
+  return h;
+}
+
 int32_t block_at(const BlockGrid& grid, int32_t num_blocks, float x, float y) {
   if (x < 0 || y < 0 || grid.cell <= 0) return -1;
   const int32_t col = int32_t(x / grid.cell);

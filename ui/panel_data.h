@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ui/rgba_image.h"
 #include "ui/view_model.h"
 
 namespace kvdesk::ui {
@@ -41,6 +42,12 @@ struct BlockGrid {
 BlockGrid block_grid(int32_t num_blocks, float width, float height, float min_cell = 3, float max_cell = 22);
 // The block under (x, y), relative to the map's top left; -1 outside any cell.
 int32_t block_at(const BlockGrid& grid, int32_t num_blocks, float x, float y);
+
+// The map as an image: block b's square of (cell - gap) pixels in its fill colour at column
+// b % columns, row b / columns; gaps and cells past the last block transparent.
+RgbaImage block_map_image(const KvView& kv, const BlockGrid& grid);
+// Equal exactly when block_map_image would give equal pixels (grid and every block's colour).
+uint64_t block_map_key(const KvView& kv, const BlockGrid& grid);
 
 // The sequences holding a block (indices into kv.sequences).
 std::vector<int32_t> sequences_holding(const KvView& kv, int32_t block);

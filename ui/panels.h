@@ -6,19 +6,21 @@
 #include <string_view>
 
 #include "ui/fonts.h"
+#include "ui/texture_cache.h"
 #include "ui/ui_actions.h"
 #include "ui/view_model.h"
 
 namespace kvdesk::ui {
 
 // The whole window for one frame (call between ImGui::NewFrame and ImGui::Render).
-UiActions draw_main_window(ViewModel& vm, const Fonts& fonts);
+// Images (the block map) go through textures, which the renderer's owner provides.
+UiActions draw_main_window(ViewModel& vm, const Fonts& fonts, TextureCache& textures);
 
 void draw_model_bar(ViewModel& vm, UiActions& actions);
 void draw_conversation_list_panel(ViewModel& vm, UiActions& actions);
 void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions);
 void draw_settings_panel(ViewModel& vm, UiActions& actions);
-void draw_block_map_panel(const ViewModel& vm);
+void draw_block_map_panel(const ViewModel& vm, TextureCache& textures);
 void draw_fragmentation_panel(const ViewModel& vm);
 void draw_sharing_panel(const ViewModel& vm);
 void draw_quantization_panel(ViewModel& vm, UiActions& actions);

@@ -16,6 +16,7 @@
 #include "app/gui/app_options.h"
 #include "app/gui/controller.h"
 #include "app/gui/frame_stats.h"
+#include "app/gui/gl_texture_cache.h"
 #include "app/gui/screenshot.h"
 #include "app/gui/script.h"
 #include "engine/error.h"
@@ -69,6 +70,7 @@ struct Frame {
   const ui::Fonts& fonts;
   gui::Controller& controller;
   gui::Script* script;
+  gui::GlTextureCache textures;
   gui::ScriptFrameRequest request;
   int exit_code = 0;
   bool done = false;
@@ -108,7 +110,7 @@ double run_frame(Frame& f) {
   ImGui_ImplOpenGL3_NewFrame();                            // 5c. draw the panels
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
-  const ui::UiActions actions = ui::draw_main_window(f.vm, f.fonts);
+  const ui::UiActions actions = ui::draw_main_window(f.vm, f.fonts, f.textures);
   ImGui::Render();
   f.controller.apply_all(actions);                         // 5d. the user's actions
   const double ui_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -147,7 +149,7 @@ int run(const gui::AppOptions& options) {
     // 4. Controller: database, preferences, model. Its engine wakes the loop on events.
     gui::Controller controller(vm, [] { glfwPostEmptyEvent(); });
     controller.start(options);
-    Frame frame{window, vm, fonts, controller, script ? &*script : nullptr, {}};
+    Frame frame{window, vm, fonts, controller, script ? &*script : nullptr, {}, {}};
     // 5. Frame loop.
     auto last_start = Clock::now() - kMinFrameInterval;
     while (!frame.done) {

@@ -104,6 +104,42 @@ TEST_CASE("block_at maps a point to the block under it", "[ui][panel_data]") {
   CHECK(block_at(g, 100, -1, 5) == -1);
 }
 
+TEST_CASE("the block map image paints each block's square and leaves the gaps clear", "[ui][panel_data]") {
+  KvView kv;
+  kv.blocks = {{BlockKind::Free, 0, 0}, {BlockKind::Used, 1, 3}, {BlockKind::Shared, 2, 16}};
+  BlockGrid g;
+  g.columns = 2;
+  g.rows = 2;
+  g.cell = 5;   // 4 pixels of colour, 1 of gap
+  g.gap = 1;
+  const RgbaImage image = block_map_image(kv, g);
+  REQUIRE(image.width == 10);
+  REQUIRE(image.height == 10);
+  const auto at = [&](int x, int y) { return image.pixels[size_t(y * image.width + x)]; };
+  CHECK(at(0, 0) == block_style(kv.blocks[0]).fill);
+  CHECK(at(3, 3) == block_style(kv.blocks[0]).fill);
+  CHECK(at(4, 0) == 0);                                   // gap column
+  CHECK(at(0, 4) == 0);                                   // gap row
+  CHECK(at(5, 0) == block_style(kv.blocks[1]).fill);      // block 1: column 1
+  CHECK(at(8, 3) == block_style(kv.blocks[1]).fill);
+  CHECK(at(0, 5) == block_style(kv.blocks[2]).fill);      // block 2: row 1
+  CHECK(at(5, 5) == 0);                                   // no block 3
+}
+
+TEST_CASE("the block map key changes with a colour or the grid, not with a block's fill", "[ui][panel_data]") {
+  KvView kv;
+  kv.blocks = {{BlockKind::Free, 0, 0}, {BlockKind::Used, 1, 3}};
+  const BlockGrid g = block_grid(2, 100, 100);
+  const uint64_t key = block_map_key(kv, g);
+  kv.blocks[1].filled = 4;                                  // same colour
+  CHECK(block_map_key(kv, g) == key);
+  kv.blocks[1].kind = BlockKind::Cached;
+  CHECK(block_map_key(kv, g) != key);
+  kv.blocks[1].kind = BlockKind::Used;
+  CHECK(block_map_key(kv, g) == key);
+  CHECK(block_map_key(kv, block_grid(2, 50, 50)) != key);
+}
+
 TEST_CASE("a block's tooltip names its state, fill and holders", "[ui][panel_data]") {
   const KvView kv = sharing_view();
   CHECK(sequences_holding(kv, 0) == std::vector<int32_t>{0, 1});
