@@ -1,6 +1,6 @@
 // The Llama-family forward pass (llama, qwen2), top-down: embed -> per layer (attention block,
-// FFN block) -> final norm -> logits. Matmuls are split across the thread pool by weight rows; attention is
-// split by (token, kv head). Buffers are [tokens][features], row-major.
+// FFN block) -> final norm -> logits. Matmuls are split across the thread pool by weight rows;
+// attention is split by (token, kv head). Buffers are [tokens][features], row-major.
 #include "engine/model.h"
 
 #include <cmath>

@@ -46,7 +46,7 @@ float read_rope_freq_scale(const GgufFile& file, const std::string& arch) {
   }
   std::optional<double> factor = file.find_float(arch + ".rope.scaling.factor");
   if (!factor) factor = file.find_float(arch + ".rope.scale_linear");
-  check(scaling == "none" || factor, file, "rope.scaling.type is linear but rope.scaling.factor is missing");
+  check(scaling == "none" || factor.has_value(), file, "rope.scaling.type is linear but rope.scaling.factor is missing");
   if (!factor || *factor == 0) return 1.0f;
   check(*factor > 0, file, "rope.scaling.factor must be positive");
   return static_cast<float>(1.0 / *factor);

@@ -87,6 +87,7 @@ ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& c) {
   w.output_norm = bind.vector("output_norm.weight", d);
   w.tied_output = file.find_tensor("output.weight") == nullptr;
   w.output = w.tied_output ? w.token_embd : bind.matrix("output.weight", c.vocab_size, d);
+  // note: rope_freqs is bound for every architecture; llama.cpp's Llama 3.x conversion writes it.
   w.rope_freqs = bind.vector("rope_freqs.weight", c.rope_dimension_count / 2, TensorPresence::Optional);
   if (w.rope_freqs) check_rope_freqs(file, w.rope_freqs, c.rope_dimension_count / 2);
   w.layers.resize(c.block_count);
