@@ -1,6 +1,6 @@
-// The Llama forward pass, top-down: embed -> per layer (attention block, FFN block) ->
-// final norm -> logits. Matmuls are split across the thread pool by weight rows; attention is
-// split by (token, kv head). Buffers are [tokens][features], row-major.
+// The Llama-family forward pass (llama, qwen2), top-down: embed -> per layer (attention block,
+// FFN block) -> final norm -> logits. Matmuls are split across the thread pool by weight rows;
+// attention is split by (token, kv head). Buffers are [tokens][features], row-major.
 #include "engine/model.h"
 
 #include <cmath>
@@ -32,6 +32,7 @@ int32_t ForwardBatch::num_logit_rows() const {
 struct Model::Scratch {
   std::vector<float> x, xn, q, k, v, att, tmp, gate, up;  // [T][features]
   std::vector<float> logit_rows;                          // [L][d_model]
+  std::vector<float> rope_cos_sin;                        // [n_rot] one token's RoPE angles
   std::vector<uint8_t> acts;                              // prepared activation rows
   std::vector<float> attn_scratch;                        // [threads][attention scratch]
 };
@@ -104,6 +105,22 @@ void grow(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
+// y[t] += bias for each of T rows of n values; nothing when the model has no such bias.
+void add_bias(float* y, const float* bias, int64_t T, int64_t n) {
+  if (!bias) return;
+  for (int64_t t = 0; t < T; ++t) ops::add_in_place(y + t * n, bias, n);
+}
+
+ops::RopeParams rope_params(const ModelConfig& c, const ModelWeights& w) {
+  ops::RopeParams p;
+  p.n_rot = c.rope_dimension_count;
+  p.freq_base = c.rope_freq_base;
+  p.freq_scale = c.rope_freq_scale;
+  p.freq_factors = w.rope_freqs;
+  p.mode = c.rope_mode;
+  return p;
+}
+
 }  // namespace
 
 Model::~Model() = default;
@@ -111,7 +128,8 @@ Model::~Model() = default;
 size_t Model::scratch_bytes() const {
   const Scratch& s = *scratch_;
   size_t bytes = s.acts.capacity() + s.attn_scratch.capacity() * sizeof(float);
-  for (const std::vector<float>* v : {&s.x, &s.xn, &s.q, &s.k, &s.v, &s.att, &s.tmp, &s.gate, &s.up, &s.logit_rows}) {
+  for (const std::vector<float>* v : {&s.x, &s.xn, &s.q, &s.k, &s.v, &s.att, &s.tmp, &s.gate, &s.up, &s.logit_rows,
+                                     &s.rope_cos_sin}) {
     bytes += v->capacity() * sizeof(float);
   }
   return bytes;
@@ -151,6 +169,8 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
   grow(s.x, T * D); grow(s.xn, T * D); grow(s.tmp, T * D);
   grow(s.q, T * QD); grow(s.att, T * QD); grow(s.k, T * KVD); grow(s.v, T * KVD);
   grow(s.gate, T * F); grow(s.up, T * F);
+  grow(s.rope_cos_sin, c.rope_dimension_count);
+  const ops::RopeParams rope = rope_params(c, w);
   const int64_t attn_floats = attention_scratch_floats(c.head_count / c.head_count_kv, HD);
   grow(s.attn_scratch, attn_floats * pool.num_threads());
 
@@ -164,19 +184,24 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
     const LayerWeights& lw = w.layers[l];
     const PagedKvLayer kv_layer = kv.layer(l);
 
-    // 2. Attention block: xn = norm(x); q, k, v = xn Wq, xn Wk, xn Wv.
+    // 2. Attention block: xn = norm(x); q, k, v = xn Wq + bq, xn Wk + bk, xn Wv + bv.
     for (int64_t t = 0; t < T; ++t) ops::rms_norm(s.x.data() + t * D, lw.attn_norm, s.xn.data() + t * D, D, c.rms_eps);
     run_matmuls(pool, T, {{&lw.wq, s.xn.data(), s.q.data()},
                           {&lw.wk, s.xn.data(), s.k.data()},
                           {&lw.wv, s.xn.data(), s.v.data()}}, s.acts);
+    add_bias(s.q.data(), lw.bq, T, QD);
+    add_bias(s.k.data(), lw.bk, T, KVD);
+    add_bias(s.v.data(), lw.bv, T, KVD);
 
-    // 3. RoPE on q and k heads, then K/V of every token into its sequence's blocks.
+    // 3. RoPE on q and k heads (one set of angles per token), then K/V of every token into
+    //    its sequence's blocks.
     for (int64_t t = 0; t < T; ++t) {
+      ops::rope_angles(batch.positions[t], rope, s.rope_cos_sin.data());
       for (int32_t h = 0; h < c.head_count; ++h) {
-        ops::rope_normal(s.q.data() + t * QD + h * HD, batch.positions[t], c.rope_dimension_count, c.rope_freq_base, c.rope_freq_scale);
+        ops::rope_rotate(s.q.data() + t * QD + h * HD, s.rope_cos_sin.data(), rope.n_rot, rope.mode);
       }
       for (int32_t h = 0; h < c.head_count_kv; ++h) {
-        ops::rope_normal(s.k.data() + t * KVD + h * HD, batch.positions[t], c.rope_dimension_count, c.rope_freq_base, c.rope_freq_scale);
+        ops::rope_rotate(s.k.data() + t * KVD + h * HD, s.rope_cos_sin.data(), rope.n_rot, rope.mode);
       }
       const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1);
       paged_kv_write(kv_layer, seq, batch.positions[t], s.k.data() + t * KVD, s.v.data() + t * KVD);

@@ -1,6 +1,7 @@
 // Reading and validating Llama-family hyperparameters from GGUF metadata.
 #include "engine/model_config.h"
 
+#include <optional>
 
 #include "engine/error.h"
 #include "engine/gguf_reader.h"
@@ -34,15 +35,35 @@ int32_t read_vocab_size(const GgufFile& file, const std::string& arch) {
   throw Error(file.path() + ": no vocabulary (tokenizer.ggml.tokens is missing)");
 }
 
+// Linear RoPE scaling as llama.cpp reads it: rope.scaling.factor (or the older
+// rope.scale_linear) divides positions unless absent or 0. Llama 3's scaling needs no key: its
+// per-pair factors are the rope_freqs tensor. YaRN and LongRoPE are not implemented.
+float read_rope_freq_scale(const GgufFile& file, const std::string& arch) {
+  const std::string scaling = file.find_string(arch + ".rope.scaling.type").value_or("none");
+  if (scaling != "none" && scaling != "linear") {
+    throw Error(file.path() + ": rope.scaling.type '" + scaling +
+                "' is not supported (kvdesk runs none and linear, and Llama 3 rope_freqs)");
+  }
+  std::optional<double> factor = file.find_float(arch + ".rope.scaling.factor");
+  if (!factor) factor = file.find_float(arch + ".rope.scale_linear");
+  check(scaling == "none" || factor.has_value(), file, "rope.scaling.type is linear but rope.scaling.factor is missing");
+  if (!factor || *factor == 0) return 1.0f;
+  check(*factor > 0, file, "rope.scaling.factor must be positive");
+  return static_cast<float>(1.0 / *factor);
+}
+
 }  // namespace
 
 ModelConfig read_model_config(const GgufFile& file) {
   ModelConfig c;
   c.architecture = file.get_string("general.architecture");
-  if (c.architecture != "llama") {
-    throw Error(file.path() + ": unsupported architecture '" + c.architecture +
-                "' (kvdesk runs: llama)");
+  const Architecture* arch = find_architecture(c.architecture);
+  if (!arch) {
+    throw Error(file.path() + ": the model architecture '" + c.architecture +
+                "' is not supported; kvdesk runs " + supported_architecture_names());
   }
+  c.rope_mode = arch->rope_mode;
+  c.qkv_bias = arch->qkv_bias;
   const std::string& a = c.architecture;
   c.name = file.find_string("general.name").value_or("");
   c.context_length = read_dim(file, a + ".context_length", kMaxContext);
@@ -67,14 +88,7 @@ ModelConfig read_model_config(const GgufFile& file) {
         "rope.dimension_count must be even and at most the head dimension");
   c.rope_freq_base = static_cast<float>(file.find_float(a + ".rope.freq_base").value_or(10000.0));
   check(c.rope_freq_base > 0, file, "rope.freq_base must be positive");
-  const std::string scaling = file.find_string(a + ".rope.scaling.type").value_or("none");
-  if (scaling == "linear") {
-    const double factor = file.get_float(a + ".rope.scaling.factor");
-    check(factor > 0, file, "rope.scaling.factor must be positive");
-    c.rope_freq_scale = static_cast<float>(1.0 / factor);
-  } else if (scaling != "none") {
-    throw Error(file.path() + ": unsupported rope.scaling.type '" + scaling + "'");
-  }
+  c.rope_freq_scale = read_rope_freq_scale(file, a);
   c.rms_eps = static_cast<float>(
       file.find_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-5));
   check(c.rms_eps > 0 && c.rms_eps < 1, file, "attention.layer_norm_rms_epsilon out of range");

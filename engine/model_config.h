@@ -1,15 +1,18 @@
-// ModelConfig: the hyperparameters of a Llama-family model, read from GGUF metadata
-// ("<arch>.embedding_length", ...) and checked for consistency before any weight is touched.
+// ModelConfig: the hyperparameters of a Llama-family model (llama, qwen2), read from GGUF
+// metadata ("<arch>.embedding_length", ...) and checked for consistency before any weight is
+// touched.
 #pragma once
 #include <cstdint>
 #include <string>
+
+#include "engine/architecture.h"
 
 namespace kvdesk {
 
 class GgufFile;
 
 struct ModelConfig {
-  std::string architecture;     // "llama"
+  std::string architecture;     // "llama", "qwen2"
   std::string name;             // general.name, may be empty
   int32_t context_length = 0;
   int32_t embedding_length = 0; // d_model
@@ -21,6 +24,8 @@ struct ModelConfig {
   int32_t rope_dimension_count = 0;
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f; // 1 / linear scaling factor
+  ops::RopeMode rope_mode = ops::RopeMode::Normal;
+  TensorPresence qkv_bias = TensorPresence::Optional;
   float rms_eps = 1e-5f;
   int32_t vocab_size = 0;
 
@@ -30,7 +35,8 @@ struct ModelConfig {
   int64_t kv_values_per_token() const { return int64_t(block_count) * 2 * kv_dim(); }
 };
 
-// Throws kvdesk::Error naming the key or the inconsistency.
+// Throws kvdesk::Error naming the key or the inconsistency, or an unsupported architecture
+// together with the supported ones.
 ModelConfig read_model_config(const GgufFile& file);
 
 }  // namespace kvdesk

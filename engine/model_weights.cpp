@@ -1,5 +1,8 @@
-// Binding GGUF tensors to the Llama layer structure, with shape and type checks.
+// Binding GGUF tensors to the Llama layer structure (names as llama.cpp's llama-arch), with
+// shape and type checks.
 #include "engine/model_weights.h"
+
+#include <cmath>
 
 #include "engine/error.h"
 #include "engine/gguf_reader.h"
@@ -42,10 +45,17 @@ class Binder {
   const float* vector(const std::string& name, int64_t n) {
     const GgufTensorInfo& t = require_tensor(file_, name, {n});
     if (t.type != GgmlType::F32) {
-      throw Error(file_.path() + ": norm tensor '" + name + "' must be F32");
+      throw Error(file_.path() + ": tensor '" + name + "' has type " +
+                  std::string(ggml_type_info(t.type).name) + ", expected f32");
     }
     count(t);
     return reinterpret_cast<const float*>(file_.tensor_data(t));
+  }
+
+  // A vector the architecture may or must have; nullptr when optional and absent.
+  const float* vector(const std::string& name, int64_t n, TensorPresence presence) {
+    if (presence == TensorPresence::Optional && !file_.find_tensor(name)) return nullptr;
+    return vector(name, n);
   }
 
  private:
@@ -57,6 +67,16 @@ class Binder {
   ModelWeights& weights_;
 };
 
+// Each factor divides a rotation frequency, so it must be a positive finite number.
+void check_rope_freqs(const GgufFile& file, const float* factors, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(factors[i] > 0) || !std::isfinite(factors[i])) {
+      throw Error(file.path() + ": rope_freqs.weight[" + std::to_string(i) + "] = " +
+                  std::to_string(factors[i]) + " is not a positive frequency factor");
+    }
+  }
+}
+
 }  // namespace
 
 ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& c) {
@@ -67,6 +87,9 @@ ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& c) {
   w.output_norm = bind.vector("output_norm.weight", d);
   w.tied_output = file.find_tensor("output.weight") == nullptr;
   w.output = w.tied_output ? w.token_embd : bind.matrix("output.weight", c.vocab_size, d);
+  // note: rope_freqs is bound for every architecture; llama.cpp's Llama 3.x conversion writes it.
+  w.rope_freqs = bind.vector("rope_freqs.weight", c.rope_dimension_count / 2, TensorPresence::Optional);
+  if (w.rope_freqs) check_rope_freqs(file, w.rope_freqs, c.rope_dimension_count / 2);
   w.layers.resize(c.block_count);
   for (int32_t i = 0; i < c.block_count; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
@@ -75,6 +98,9 @@ ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& c) {
     l.wq = bind.matrix(p + "attn_q.weight", c.q_dim(), d);
     l.wk = bind.matrix(p + "attn_k.weight", c.kv_dim(), d);
     l.wv = bind.matrix(p + "attn_v.weight", c.kv_dim(), d);
+    l.bq = bind.vector(p + "attn_q.bias", c.q_dim(), c.qkv_bias);
+    l.bk = bind.vector(p + "attn_k.bias", c.kv_dim(), c.qkv_bias);
+    l.bv = bind.vector(p + "attn_v.bias", c.kv_dim(), c.qkv_bias);
     l.wo = bind.matrix(p + "attn_output.weight", d, c.q_dim());
     l.ffn_norm = bind.vector(p + "ffn_norm.weight", d);
     l.w_gate = bind.matrix(p + "ffn_gate.weight", c.feed_forward_length, d);

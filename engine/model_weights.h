@@ -1,6 +1,7 @@
-// ModelWeights: typed views of a Llama model's tensors inside the mapped GGUF file. Weights
-// stay in their stored type (F32/F16/BF16/Q8_0/Q4_0); nothing is dequantized at load.
-// Every tensor's type and shape is checked against the ModelConfig here, once.
+// ModelWeights: typed views of a Llama-family model's tensors inside the mapped GGUF file.
+// Weights stay in their stored type (F32/F16/BF16/Q8_0/Q4_0); nothing is dequantized at load.
+// Every tensor's presence (per architecture), type and shape is checked against the
+// ModelConfig here, once.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,6 +29,9 @@ struct LayerWeights {
   WeightMatrix wq;                    // [q_dim][d_model]
   WeightMatrix wk;                    // [kv_dim][d_model]
   WeightMatrix wv;                    // [kv_dim][d_model]
+  const float* bq = nullptr;          // [q_dim] or null (no bias)
+  const float* bk = nullptr;          // [kv_dim] or null
+  const float* bv = nullptr;          // [kv_dim] or null
   WeightMatrix wo;                    // [d_model][q_dim]
   const float* ffn_norm = nullptr;    // [d_model]
   WeightMatrix w_gate;                // [d_ff][d_model]
@@ -41,6 +45,7 @@ struct ModelWeights {
   const float* output_norm = nullptr; // [d_model]
   WeightMatrix output;                // [vocab][d_model]; token_embd when the file ties them
   bool tied_output = false;
+  const float* rope_freqs = nullptr;  // [rope_dimension_count / 2] Llama 3 frequency factors, or null
   int64_t num_parameters = 0;
   uint64_t weight_bytes = 0;
 };

@@ -77,6 +77,9 @@ void check_spec(const RandomModelSpec& s) {
   if ((s.embd / s.heads) % 2 != 0) fail("the head dimension (embd / heads) must be even");
   if (s.kv_heads < 1 || s.heads % s.kv_heads != 0) fail("--heads must be a multiple of --kv-heads");
   if (s.ff < 1 || s.ff > 262144) fail("--ff must be in [1, 262144]");
+  if (s.arch != "llama" && s.arch != "qwen2") fail("--arch must be llama or qwen2");
+  if (s.rope_scaling != "none" && s.rope_scaling != "llama3") fail("--rope-scaling must be none or llama3");
+  if (!(s.weight_std > 0)) fail("the weight standard deviation must be positive");
   const GgmlType t = s.type;
   if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16 && t != GgmlType::Q8_0 &&
       t != GgmlType::Q4_0) {
@@ -102,14 +105,15 @@ class TensorMaker {
   void matrix(const std::string& name, int64_t rows, int64_t cols) {
     const GgmlType requested = spec_.type;
     const GgmlType type = cols % ggml_type_info(requested).block_values == 0 ? requested : GgmlType::F16;
-    const uint64_t seed = spec_.seed * 1000003ull + index_++;
+    const uint64_t seed = next_seed();
+    const float std = spec_.weight_std;
     writer_.add_tensor(name, type, {cols, rows}, [=](std::vector<uint8_t>& out) {
       Rng rng(seed);
       const size_t row_bytes = ggml_row_bytes(type, cols);
       out.resize(row_bytes * size_t(rows));
       std::vector<float> row(static_cast<size_t>(cols));
       for (int64_t r = 0; r < rows; ++r) {
-        for (float& x : row) x = 0.02f * rng.normal();
+        for (float& x : row) x = std * rng.normal();
         ref::quantize_row(type, row.data(), out.data() + size_t(r) * row_bytes, cols);
       }
     });
@@ -117,14 +121,27 @@ class TensorMaker {
 
   void ones(const std::string& name, int64_t n) {
     ++index_;
-    writer_.add_tensor(name, GgmlType::F32, {n}, [n](std::vector<uint8_t>& out) {
-      std::vector<float> values(size_t(n), 1.0f);
+    f32_vector(name, std::vector<float>(size_t(n), 1.0f));
+  }
+
+  void normal_vector(const std::string& name, int64_t n) {
+    Rng rng(next_seed());
+    std::vector<float> values(static_cast<size_t>(n));
+    for (float& x : values) x = spec_.weight_std * rng.normal();
+    f32_vector(name, std::move(values));
+  }
+
+  void f32_vector(const std::string& name, std::vector<float> values) {
+    const int64_t n = int64_t(values.size());
+    writer_.add_tensor(name, GgmlType::F32, {n}, [values = std::move(values)](std::vector<uint8_t>& out) {
       out.assign(reinterpret_cast<const uint8_t*>(values.data()),
-                 reinterpret_cast<const uint8_t*>(values.data() + n));
+                 reinterpret_cast<const uint8_t*>(values.data() + values.size()));
     });
   }
 
  private:
+  uint64_t next_seed() { return spec_.seed * 1000003ull + index_++; }
+
   GgufWriter& writer_;
   const RandomModelSpec& spec_;
   uint64_t index_ = 0;
@@ -132,26 +149,51 @@ class TensorMaker {
 
 }  // namespace
 
+std::vector<float> llama3_rope_factors(float freq_base, int n_rot) {
+  constexpr double kFactor = 8.0;
+  constexpr double kLowFreqFactor = 1.0;
+  constexpr double kHighFreqFactor = 4.0;
+  constexpr double kOriginalContext = 8192.0;
+  const double low_freq_wavelen = kOriginalContext / kLowFreqFactor;
+  const double high_freq_wavelen = kOriginalContext / kHighFreqFactor;
+  std::vector<float> factors;
+  for (int i = 0; i < n_rot; i += 2) {
+    const double freq = 1.0 / std::pow(double(freq_base), double(i) / n_rot);
+    const double wavelen = 2.0 * M_PI / freq;
+    if (wavelen < high_freq_wavelen) {
+      factors.push_back(1.0f);
+    } else if (wavelen > low_freq_wavelen) {
+      factors.push_back(float(kFactor));
+    } else {
+      const double smooth = (kOriginalContext / wavelen - kLowFreqFactor) / (kHighFreqFactor - kLowFreqFactor);
+      factors.push_back(float(1.0 / ((1.0 - smooth) / kFactor + smooth)));
+    }
+  }
+  return factors;
+}
+
 void write_random_model(const RandomModelSpec& spec, const std::string& out_path) {
   check_spec(spec);
   const Vocabulary vocab = read_vocabulary(spec.vocab_from);
   const int64_t n_vocab = int64_t(vocab.tokens.size());
   const int32_t head_dim = spec.embd / spec.heads;
+  const std::string a = spec.arch + ".";
+  const bool qkv_bias = spec.arch == "qwen2";
 
   GgufWriter w;
-  w.add_string("general.architecture", "llama");
+  w.add_string("general.architecture", spec.arch);
   w.add_string("general.name", spec.name);
   w.add_uint32("general.file_type", file_type_of(spec.type));
-  w.add_uint32("llama.context_length", uint32_t(spec.context_length));
-  w.add_uint32("llama.embedding_length", uint32_t(spec.embd));
-  w.add_uint32("llama.block_count", uint32_t(spec.layers));
-  w.add_uint32("llama.feed_forward_length", uint32_t(spec.ff));
-  w.add_uint32("llama.attention.head_count", uint32_t(spec.heads));
-  w.add_uint32("llama.attention.head_count_kv", uint32_t(spec.kv_heads));
-  w.add_uint32("llama.rope.dimension_count", uint32_t(head_dim));
-  w.add_float32("llama.rope.freq_base", spec.rope_freq_base);
-  w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.add_uint32("llama.vocab_size", uint32_t(n_vocab));
+  w.add_uint32(a + "context_length", uint32_t(spec.context_length));
+  w.add_uint32(a + "embedding_length", uint32_t(spec.embd));
+  w.add_uint32(a + "block_count", uint32_t(spec.layers));
+  w.add_uint32(a + "feed_forward_length", uint32_t(spec.ff));
+  w.add_uint32(a + "attention.head_count", uint32_t(spec.heads));
+  w.add_uint32(a + "attention.head_count_kv", uint32_t(spec.kv_heads));
+  w.add_uint32(a + "rope.dimension_count", uint32_t(head_dim));
+  w.add_float32(a + "rope.freq_base", spec.rope_freq_base);
+  w.add_float32(a + "attention.layer_norm_rms_epsilon", spec.arch == "qwen2" ? 1e-6f : 1e-5f);
+  w.add_uint32(a + "vocab_size", uint32_t(n_vocab));
   w.add_string("tokenizer.ggml.model", "llama");
   w.add_string_array("tokenizer.ggml.tokens", vocab.tokens);
   w.add_float32_array("tokenizer.ggml.scores", vocab.scores);
@@ -167,13 +209,19 @@ void write_random_model(const RandomModelSpec& spec, const std::string& out_path
   const int64_t kv_dim = int64_t(spec.kv_heads) * head_dim;
   make.matrix("token_embd.weight", n_vocab, d);
   make.ones("output_norm.weight", d);
-  make.matrix("output.weight", n_vocab, d);
+  if (!spec.tied_embeddings) make.matrix("output.weight", n_vocab, d);
+  if (spec.rope_scaling == "llama3") make.f32_vector("rope_freqs.weight", llama3_rope_factors(spec.rope_freq_base, head_dim));
   for (int32_t i = 0; i < spec.layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     make.ones(p + "attn_norm.weight", d);
     make.matrix(p + "attn_q.weight", d, d);
     make.matrix(p + "attn_k.weight", kv_dim, d);
     make.matrix(p + "attn_v.weight", kv_dim, d);
+    if (qkv_bias) {
+      make.normal_vector(p + "attn_q.bias", d);
+      make.normal_vector(p + "attn_k.bias", kv_dim);
+      make.normal_vector(p + "attn_v.bias", kv_dim);
+    }
     make.matrix(p + "attn_output.weight", d, d);
     make.ones(p + "ffn_norm.weight", d);
     make.matrix(p + "ffn_gate.weight", spec.ff, d);

@@ -12,17 +12,32 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * w[i];
 }
 
-void rope_normal(float* x, int32_t position, int n_rot, float freq_base, float freq_scale) {
-  const float theta_scale = std::pow(freq_base, -2.0f / float(n_rot));
-  float theta = float(position) * freq_scale;
-  for (int i = 0; i < n_rot; i += 2) {
-    const float c = std::cos(theta);
-    const float s = std::sin(theta);
-    const float x0 = x[i];
-    const float x1 = x[i + 1];
-    x[i] = x0 * c - x1 * s;
-    x[i + 1] = x0 * s + x1 * c;
-    theta *= theta_scale;
+void rope_angles(int32_t position, const RopeParams& p, float* cos_sin) {
+  const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
+  float theta_base = float(position);
+  for (int i = 0; i < p.n_rot / 2; ++i) {
+    const float factor = p.freq_factors ? p.freq_factors[i] : 1.0f;
+    const float theta = p.freq_scale * (theta_base / factor);
+    cos_sin[2 * i] = std::cos(theta);
+    cos_sin[2 * i + 1] = std::sin(theta);
+    theta_base *= theta_scale;
+  }
+}
+
+void rope_rotate(float* x, const float* cos_sin, int n_rot, RopeMode mode) {
+  const int half = n_rot / 2;
+  // Pair i is (x[i * first_step], x[i * first_step + second_offset]).
+  const int first_step = mode == RopeMode::Normal ? 2 : 1;
+  const int second_offset = mode == RopeMode::Normal ? 1 : half;
+  for (int i = 0; i < half; ++i) {
+    const float c = cos_sin[2 * i];
+    const float s = cos_sin[2 * i + 1];
+    float& a = x[i * first_step];
+    float& b = x[i * first_step + second_offset];
+    const float a0 = a;
+    const float b0 = b;
+    a = a0 * c - b0 * s;
+    b = a0 * s + b0 * c;
   }
 }
 

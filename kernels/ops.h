@@ -9,11 +9,33 @@ namespace kvdesk::ops {
 // y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i], i in [0, n). y may alias x.
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 
-// Rotary position embedding, ggml "normal" mode (adjacent pairs), in place on one head:
-//   for i in [0, n_rot/2): theta = position * freq_scale * base^(-2i / n_rot)
-//   (x[2i], x[2i+1]) <- (x[2i] cos - x[2i+1] sin, x[2i] sin + x[2i+1] cos)
-// Dimensions at and past n_rot are left as they are (partial rotary).
-void rope_normal(float* x, int32_t position, int n_rot, float freq_base, float freq_scale);
+// Rotary position embedding (ggml's rope_ext without YaRN). Each rotated pair i of a head,
+// i in [0, n_rot/2), turns by the angle
+//   theta_i = position * freq_scale * base^(-2i / n_rot) / freq_factors[i]
+// (freq_factors: Llama 3's per-pair rope_freqs; all 1 when absent). Which dimensions form
+// pair i depends on how the model was trained:
+enum class RopeMode {
+  Normal,  // adjacent pairs (x[2i], x[2i+1]): Llama as llama.cpp converts it
+  Neox,    // halves (x[i], x[i + n_rot/2]): GPT-NeoX, Qwen2
+};
+
+// The rotary embedding of one model. Dimensions at and past n_rot stay as they are (partial
+// rotary).
+struct RopeParams {
+  int n_rot = 0;                          // even, at most the head dimension
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;                // 1 / linear scaling factor
+  const float* freq_factors = nullptr;    // [n_rot/2] or null
+  RopeMode mode = RopeMode::Normal;
+};
+
+// The angles of one position, shared by all heads of a token: cos_sin[2i] = cos(theta_i),
+// cos_sin[2i+1] = sin(theta_i). base^(-2i/n_rot) is built by repeated multiplication, as
+// ggml does, so results match llama.cpp bit for bit when freq_factors are absent.
+void rope_angles(int32_t position, const RopeParams& p, float* cos_sin /* [n_rot] */);
+
+// Rotates one head in place: (a, b) <- (a cos - b sin, a sin + b cos) for each pair (a, b).
+void rope_rotate(float* x, const float* cos_sin /* [n_rot] */, int n_rot, RopeMode mode);
 
 // h[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + e^-g).
 void swiglu(const float* gate, const float* up, float* h, int64_t n);

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "app/cli/cli_common.h"
+#include "kernels/ops.h"
 
 namespace kvdesk::cli {
 namespace {
@@ -66,6 +67,10 @@ nlohmann::json info_json(const Model& m, const InfoArgs& a) {
       {"head_dim", c.head_dim},
       {"rope_dimension_count", c.rope_dimension_count},
       {"rope_freq_base", c.rope_freq_base},
+      {"rope_freq_scale", c.rope_freq_scale},
+      {"rope_mode", c.rope_mode == ops::RopeMode::Neox ? "neox" : "normal"},
+      {"rope_freqs", m.weights().rope_freqs != nullptr},
+      {"qkv_bias", m.weights().layers.front().bq != nullptr},
       {"rms_eps", c.rms_eps},
       {"vocab_size", c.vocab_size},
       {"tied_output", m.weights().tied_output},
@@ -96,7 +101,8 @@ void print_text(const nlohmann::json& j) {
               j["architecture"].get<std::string>().c_str(), j["gguf_version"].get<int>());
   for (const char* key : {"name", "context_length", "embedding_length", "block_count",
                           "feed_forward_length", "head_count", "head_count_kv", "head_dim",
-                          "rope_dimension_count", "rope_freq_base", "rms_eps", "vocab_size",
+                          "rope_dimension_count", "rope_freq_base", "rope_freq_scale", "rope_mode",
+                          "rope_freqs", "qkv_bias", "rms_eps", "vocab_size",
                           "tied_output", "parameters", "weight_bytes"}) {
     std::printf("  %-22s %s\n", key, j[key].dump().c_str());
   }

@@ -1,5 +1,5 @@
-// kvdesk-cli make-model: write a random-weight Llama GGUF of a chosen shape with a real
-// vocabulary, for tests and benchmarks at realistic sizes without downloads.
+// kvdesk-cli make-model: write a random-weight Llama-family GGUF (llama, qwen2) of a chosen
+// shape with a real vocabulary, for tests and benchmarks at realistic sizes without downloads.
 #include <chrono>
 #include <cstdio>
 
@@ -46,6 +46,10 @@ Command add_make_model_command(CLI::App& app) {
   cmd->add_option("--ctx", s.context_length, "Context length")->check(CLI::Range(16, 1 << 24))->capture_default_str();
   cmd->add_option("--vocab-from", s.vocab_from, "SentencePiece .model whose vocabulary to use")->required();
   cmd->add_option("--type", args->type, "Weight type: f32, f16, bf16, q8_0, q4_0")->capture_default_str();
+  cmd->add_option("--arch", s.arch, "Architecture: llama, qwen2")->check(CLI::IsMember({"llama", "qwen2"}))->capture_default_str();
+  cmd->add_option("--rope-scaling", s.rope_scaling, "none, or llama3: Llama 3.1 rope_freqs factors")
+      ->check(CLI::IsMember({"none", "llama3"}))->capture_default_str();
+  cmd->add_flag("--tied-embeddings", s.tied_embeddings, "No output.weight: logits use token_embd");
   cmd->add_option("--seed", s.seed, "Random seed")->capture_default_str();
   cmd->add_option("--name", s.name, "general.name")->capture_default_str();
   cmd->add_option("-o,--output", args->out_path, "Output .gguf")->required();

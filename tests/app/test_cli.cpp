@@ -162,6 +162,28 @@ TEST_CASE("make-model writes a GGUF that info and generate open", "[app][cli]") 
   CHECK(gen["tokens"].size() == 8);
 }
 
+TEST_CASE("make-model writes qwen2 and Llama 3 models that info describes and generate runs", "[app][cli]") {
+  TempDir dir;
+  const std::string out = dir.file("arch.gguf");
+  const std::string arch = GENERATE(std::string("qwen2"), std::string("llama"));
+  const auto made = run_cli({"make-model", "--layers", "1", "--embd", "128", "--heads", "2", "--kv-heads", "1",
+                             "--ff", "96", "--vocab-from", model_path("tokenizer.model"), "--arch", arch,
+                             "--rope-scaling", "llama3", "--tied-embeddings", "-o", out});
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  const auto info = parse_json(run_cli({"info", "-m", out, "--json"}));
+  CHECK(info["architecture"] == arch);
+  CHECK(info["rope_mode"] == (arch == "qwen2" ? "neox" : "normal"));
+  CHECK(info["qkv_bias"] == (arch == "qwen2"));
+  CHECK(info["rope_freqs"] == true);
+  CHECK(info["tied_output"] == true);
+  const auto gen = parse_json(run_cli({"generate", "-m", out, "-p", "Hello", "-n", "4", "--temp", "0", "--json"}));
+  CHECK(gen["tokens"].size() == 4);
+  const auto bad = run_cli({"make-model", "--vocab-from", model_path("tokenizer.model"), "--arch", "gemma2", "-o", out});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("gemma2") != std::string::npos);
+}
+
 TEST_CASE("bad arguments exit 2 with a usage line", "[app][cli]") {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {}, {"frobnicate"}, {"generate"}, {"generate", "-m"}, {"generate", "-m", "x.gguf", "-p", "hi", "-n", "zero"},

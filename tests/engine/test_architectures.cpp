@@ -1,0 +1,475 @@
+// Architectures: tiny random qwen2 and Llama 3 (rope_freqs) models give the logits of a
+// forward pass written here with plain loops in double over the GGUF's tensors (biases, NeoX
+// or adjacent-pair RoPE, frequency factors, GQA, tied output), and generate deterministically.
+// Unsupported architectures, RoPE scalings, missing biases and wrong shapes get clear errors.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/error.h"
+#include "engine/generator.h"
+#include "engine/gguf_writer.h"
+#include "engine/model.h"
+#include "engine/random_model.h"
+#include "engine/thread_pool.h"
+#include "kernels/quantize.h"
+#include "tests/test_support.h"
+
+using namespace kvdesk;
+using kvdesk::test::model_path;
+using kvdesk::test::TempDir;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The reference forward: everything read from the file by name, computed in double.
+// ---------------------------------------------------------------------------------------------
+
+using Vec = std::vector<double>;
+
+// All of a tensor's values, dequantized; empty when the file has no such tensor.
+Vec tensor_values(const GgufFile& f, const std::string& name) {
+  const GgufTensorInfo* t = f.find_tensor(name);
+  if (!t) return {};
+  const int64_t cols = t->dims[0];
+  const int64_t rows = t->num_elements / cols;
+  const size_t row_bytes = ggml_row_bytes(t->type, cols);
+  std::vector<float> row(static_cast<size_t>(cols));
+  Vec out;
+  for (int64_t r = 0; r < rows; ++r) {
+    ref::dequantize_row(t->type, f.tensor_data(*t) + size_t(r) * row_bytes, row.data(), cols);
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
+// y[rows] = W[rows][cols] x[cols] (+ bias[rows] when not empty).
+Vec matvec(const Vec& w, const Vec& x, const Vec& bias = {}) {
+  const size_t cols = x.size();
+  const size_t rows = w.size() / cols;
+  Vec y(rows);
+  for (size_t r = 0; r < rows; ++r) {
+    double s = bias.empty() ? 0.0 : bias[r];
+    for (size_t c = 0; c < cols; ++c) s += w[r * cols + c] * x[c];
+    y[r] = s;
+  }
+  return y;
+}
+
+Vec rms_norm(const Vec& x, const Vec& w, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  const double scale = 1.0 / std::sqrt(ss / double(x.size()) + eps);
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * w[i];
+  return y;
+}
+
+struct ReferenceOptions {
+  bool use_rope_freqs = true;   // false: ignore the file's rope_freqs (to see that they matter)
+};
+
+// Logits [T][vocab] of tokens at positions 0..T-1 of one sequence.
+std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens,
+                                  const ReferenceOptions& options = {}) {
+  const std::string arch = f.get_string("general.architecture");
+  const std::string a = arch + ".";
+  const size_t D = f.get_uint(a + "embedding_length");
+  const size_t H = f.get_uint(a + "attention.head_count");
+  const size_t KVH = f.get_uint(a + "attention.head_count_kv");
+  const size_t HD = D / H;
+  const size_t layers = f.get_uint(a + "block_count");
+  const double eps = f.get_float(a + "attention.layer_norm_rms_epsilon");
+  const double base = f.get_float(a + "rope.freq_base");
+  const bool neox = arch == "qwen2";
+  const Vec rope_freqs = options.use_rope_freqs ? tensor_values(f, "rope_freqs.weight") : Vec{};
+
+  // Rotates one head at position pos: pair i turns by pos * base^(-2i/HD) / factor_i.
+  auto rope = [&](double* x, size_t pos) {
+    for (size_t i = 0; i < HD / 2; ++i) {
+      const double factor = rope_freqs.empty() ? 1.0 : rope_freqs[i];
+      const double theta = double(pos) * std::pow(base, -2.0 * double(i) / double(HD)) / factor;
+      const size_t ia = neox ? i : 2 * i;
+      const size_t ib = neox ? i + HD / 2 : 2 * i + 1;
+      const double x0 = x[ia], x1 = x[ib];
+      x[ia] = x0 * std::cos(theta) - x1 * std::sin(theta);
+      x[ib] = x0 * std::sin(theta) + x1 * std::cos(theta);
+    }
+  };
+
+  const Vec embd = tensor_values(f, "token_embd.weight");
+  const size_t T = tokens.size();
+  std::vector<Vec> x(T);
+  for (size_t t = 0; t < T; ++t) x[t] = Vec(embd.begin() + tokens[t] * D, embd.begin() + (tokens[t] + 1) * D);
+
+  for (size_t l = 0; l < layers; ++l) {
+    auto w = [&](const std::string& name) { return tensor_values(f, "blk." + std::to_string(l) + "." + name); };
+    const Vec attn_norm = w("attn_norm.weight"), ffn_norm = w("ffn_norm.weight");
+    const Vec wq = w("attn_q.weight"), wk = w("attn_k.weight"), wv = w("attn_v.weight"), wo = w("attn_output.weight");
+    const Vec bq = w("attn_q.bias"), bk = w("attn_k.bias"), bv = w("attn_v.bias");
+    const Vec wg = w("ffn_gate.weight"), wu = w("ffn_up.weight"), wd = w("ffn_down.weight");
+    std::vector<Vec> q(T), k(T), v(T);
+    for (size_t t = 0; t < T; ++t) {
+      const Vec xn = rms_norm(x[t], attn_norm, eps);
+      q[t] = matvec(wq, xn, bq);
+      k[t] = matvec(wk, xn, bk);
+      v[t] = matvec(wv, xn, bv);
+      for (size_t h = 0; h < H; ++h) rope(&q[t][h * HD], t);
+      for (size_t h = 0; h < KVH; ++h) rope(&k[t][h * HD], t);
+    }
+    for (size_t t = 0; t < T; ++t) {
+      Vec att(H * HD, 0.0);
+      for (size_t h = 0; h < H; ++h) {
+        const size_t g = h / (H / KVH);
+        Vec p(t + 1);
+        for (size_t j = 0; j <= t; ++j) {
+          double s = 0;
+          for (size_t i = 0; i < HD; ++i) s += q[t][h * HD + i] * k[j][g * HD + i];
+          p[j] = s / std::sqrt(double(HD));
+        }
+        const double m = *std::max_element(p.begin(), p.end());
+        double sum = 0;
+        for (double& e : p) sum += (e = std::exp(e - m));
+        for (size_t j = 0; j <= t; ++j) {
+          for (size_t i = 0; i < HD; ++i) att[h * HD + i] += p[j] / sum * v[j][g * HD + i];
+        }
+      }
+      const Vec o = matvec(wo, att);
+      for (size_t i = 0; i < D; ++i) x[t][i] += o[i];
+      const Vec xn = rms_norm(x[t], ffn_norm, eps);
+      Vec gate = matvec(wg, xn);
+      const Vec up = matvec(wu, xn);
+      for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
+      const Vec down = matvec(wd, gate);
+      for (size_t i = 0; i < D; ++i) x[t][i] += down[i];
+    }
+  }
+
+  const Vec out_norm = tensor_values(f, "output_norm.weight");
+  Vec output = tensor_values(f, "output.weight");
+  if (output.empty()) output = embd;
+  std::vector<Vec> logits(T);
+  for (size_t t = 0; t < T; ++t) logits[t] = matvec(output, rms_norm(x[t], out_norm, eps));
+  return logits;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tiny random models through the engine.
+// ---------------------------------------------------------------------------------------------
+
+// 2 layers, d_model 32, 4 heads over 2 KV heads (head dim 8), F32 weights. A weight spread of
+// 0.5 (not 0.02) makes attention sharp, so RoPE, biases and factors visibly move the logits.
+RandomModelSpec tiny_spec(const std::string& arch) {
+  RandomModelSpec s;
+  s.layers = 2;
+  s.embd = 32;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.ff = 48;
+  s.context_length = 256;
+  s.vocab_from = model_path("tokenizer.model");
+  s.type = GgmlType::F32;
+  s.arch = arch;
+  s.weight_std = 0.5f;
+  return s;
+}
+
+struct Run {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<KvCache> kv;
+  std::unique_ptr<ThreadPool> pool;
+};
+
+Run open_model(const std::string& path, int threads = 1) {
+  Run r;
+  r.model = Model::load(path);
+  KvCacheConfig config;
+  config.layout.block_size = 16;
+  config.layout.num_blocks = r.model->config().context_length / 16;
+  r.kv = std::make_unique<KvCache>(r.model->config(), config);
+  r.pool = std::make_unique<ThreadPool>(threads);
+  return r;
+}
+
+std::vector<int32_t> some_tokens(int n) {
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < n; ++i) tokens.push_back(int32_t((i * 97 + 13) % 500 + 3));
+  return tokens;
+}
+
+// The largest |engine - reference| over all positions and the vocabulary.
+double worst_logit_difference(const std::vector<float>& engine, const std::vector<Vec>& reference) {
+  double worst = 0;
+  const size_t vocab = reference[0].size();
+  for (size_t t = 0; t < reference.size(); ++t) {
+    for (size_t i = 0; i < vocab; ++i) worst = std::max(worst, std::fabs(engine[t * vocab + i] - reference[t][i]));
+  }
+  return worst;
+}
+
+struct Variant {
+  std::string arch;
+  std::string rope_scaling;
+  bool tied;
+};
+
+}  // namespace
+
+TEST_CASE("tiny qwen2 and Llama 3 models give the logits of a plain-loop reference forward", "[engine][architectures]") {
+  const Variant variant = GENERATE(Variant{"qwen2", "none", true}, Variant{"qwen2", "none", false},
+                                   Variant{"llama", "llama3", false}, Variant{"llama", "llama3", true},
+                                   Variant{"llama", "none", false});
+  const int32_t prefill_chunk = GENERATE(1, 512);   // token-by-token decode, or one batch
+  TempDir dir;
+  RandomModelSpec spec = tiny_spec(variant.arch);
+  spec.rope_scaling = variant.rope_scaling;
+  spec.tied_embeddings = variant.tied;
+  spec.rope_freq_base = variant.rope_scaling == "llama3" ? 500000.0f : 10000.0f;
+  write_random_model(spec, dir.file("m.gguf"));
+  Run r = open_model(dir.file("m.gguf"));
+  REQUIRE(r.model->weights().tied_output == variant.tied);
+  const std::vector<int32_t> tokens = some_tokens(40);
+  const std::vector<float> logits = Generator(*r.model, *r.kv, *r.pool).prompt_logits(tokens, prefill_chunk);
+  const double worst = worst_logit_difference(logits, reference_logits(r.model->file(), tokens));
+  INFO(variant.arch << " rope scaling " << variant.rope_scaling << " tied " << variant.tied
+                    << ", prefill chunk " << prefill_chunk << ": largest logit difference " << worst);
+  CHECK(worst < 1e-4);
+}
+
+TEST_CASE("the Llama 3 frequency factors change the logits the reference must match", "[engine][architectures]") {
+  TempDir dir;
+  RandomModelSpec spec = tiny_spec("llama");
+  spec.rope_scaling = "llama3";
+  spec.rope_freq_base = 500000.0f;
+  spec.embd = 64;   // head dim 32: pairs 9..15 have wavelengths past 8192 and are slowed 8x
+  spec.heads = 2;
+  spec.kv_heads = 1;
+  write_random_model(spec, dir.file("m.gguf"));
+  Run r = open_model(dir.file("m.gguf"));
+  REQUIRE(r.model->weights().rope_freqs != nullptr);
+  const std::vector<int32_t> tokens = some_tokens(120);
+  const std::vector<float> logits = Generator(*r.model, *r.kv, *r.pool).prompt_logits(tokens);
+  // 120 positions make f32 angles coarser (an angle of 119 carries 4e-6 of rounding) and the
+  // logits reach about 20: the engine stays within 1e-3 of the exact forward, the same as this
+  // shape without rope_freqs does, while ignoring the factors moves logits by whole units.
+  CHECK(worst_logit_difference(logits, reference_logits(r.model->file(), tokens)) < 1e-3);
+  CHECK(worst_logit_difference(logits, reference_logits(r.model->file(), tokens, {.use_rope_freqs = false})) > 1.0);
+}
+
+TEST_CASE("a qwen2 model generates the same tokens every time, each the reference's argmax", "[engine][architectures]") {
+  TempDir dir;
+  RandomModelSpec spec = tiny_spec("qwen2");
+  spec.tied_embeddings = true;
+  write_random_model(spec, dir.file("m.gguf"));
+  const std::vector<int32_t> prompt = some_tokens(6);
+  GenerateOptions options;
+  options.max_tokens = 24;
+  options.stop_at_eos = false;
+  std::vector<int32_t> first;
+  for (int threads : {1, 2, 1}) {
+    Run r = open_model(dir.file("m.gguf"), threads);
+    const GenerateResult result = Generator(*r.model, *r.kv, *r.pool).generate(prompt, options);
+    REQUIRE(result.tokens.size() == 24);
+    if (first.empty()) first = result.tokens;
+    CHECK(result.tokens == first);
+  }
+  std::vector<int32_t> sequence = prompt;
+  sequence.insert(sequence.end(), first.begin(), first.end() - 1);
+  const std::vector<Vec> logits = reference_logits(*GgufFile::open(dir.file("m.gguf")), sequence);
+  for (size_t i = 0; i < first.size(); ++i) {
+    const Vec& row = logits[prompt.size() - 1 + i];
+    CHECK(std::max_element(row.begin(), row.end()) - row.begin() == first[i]);
+  }
+}
+
+TEST_CASE("make-model writes qwen2 biases, tied embeddings and Llama 3.1's rope_freqs", "[engine][architectures]") {
+  TempDir dir;
+  RandomModelSpec spec = tiny_spec("qwen2");
+  spec.tied_embeddings = true;
+  spec.rope_scaling = "llama3";
+  spec.embd = 256;
+  spec.heads = 2;   // head dim 128, as Llama 3
+  spec.rope_freq_base = 500000.0f;
+  write_random_model(spec, dir.file("m.gguf"));
+  Run r = open_model(dir.file("m.gguf"));
+  const ModelConfig& c = r.model->config();
+  const ModelWeights& w = r.model->weights();
+  CHECK(c.architecture == "qwen2");
+  CHECK(c.rope_mode == ops::RopeMode::Neox);
+  CHECK(w.tied_output);
+  CHECK(w.output.data == w.token_embd.data);
+  CHECK(r.model->file().find_tensor("output.weight") == nullptr);
+  for (const LayerWeights& l : w.layers) CHECK((l.bq && l.bk && l.bv));
+  const std::vector<float> factors = llama3_rope_factors(500000.0f, 128);
+  REQUIRE(w.rope_freqs != nullptr);
+  CHECK(std::vector<float>(w.rope_freqs, w.rope_freqs + 64) == factors);
+}
+
+TEST_CASE("Llama 3.1 rope factors keep short wavelengths, slow long ones 8x and blend between", "[engine][architectures]") {
+  // Pair i's wavelength is 2 pi base^(2i/128); with base 500000 it passes 8192/4 = 2048 at
+  // pair 29 and 8192 at pair 35.
+  const std::vector<float> f = llama3_rope_factors(500000.0f, 128);
+  REQUIRE(f.size() == 64);
+  for (int i = 0; i <= 28; ++i) CHECK(f[size_t(i)] == 1.0f);
+  for (int i = 35; i < 64; ++i) CHECK(f[size_t(i)] == 8.0f);
+  for (int i = 29; i <= 34; ++i) {
+    CHECK(f[size_t(i)] > 1.0f);
+    CHECK(f[size_t(i)] < 8.0f);
+    CHECK(f[size_t(i)] > f[size_t(i - 1)]);
+  }
+  // Inside the band, wavelength w: smooth = (8192/w - 1) / 3, factor = 1 / ((1 - smooth)/8 + smooth).
+  const double w31 = 2 * M_PI * std::pow(500000.0, 62.0 / 128);
+  const double smooth = (8192 / w31 - 1) / 3;
+  CHECK(f[31] == Approx(1 / ((1 - smooth) / 8 + smooth)).epsilon(1e-6));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors: metadata and tensors written by hand.
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// Hyperparameters of a 1-layer model: d_model 8, 2 heads over 1 KV head (head dim 4), ff 16,
+// vocabulary 4.
+void add_metadata(GgufWriter& w, const std::string& arch) {
+  const std::string a = arch + ".";
+  w.add_string("general.architecture", arch);
+  w.add_uint32(a + "context_length", 64);
+  w.add_uint32(a + "embedding_length", 8);
+  w.add_uint32(a + "block_count", 1);
+  w.add_uint32(a + "feed_forward_length", 16);
+  w.add_uint32(a + "attention.head_count", 2);
+  w.add_uint32(a + "attention.head_count_kv", 1);
+  w.add_uint32(a + "vocab_size", 4);
+}
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> dims;
+  float value = 0.5f;
+};
+
+// The tensors of that 1-layer model (with Q/K/V biases), all F32.
+std::vector<TensorSpec> tiny_tensors() {
+  return {{"token_embd.weight", {8, 4}}, {"output_norm.weight", {8}},
+          {"blk.0.attn_norm.weight", {8}}, {"blk.0.attn_q.weight", {8, 8}},
+          {"blk.0.attn_k.weight", {8, 4}}, {"blk.0.attn_v.weight", {8, 4}},
+          {"blk.0.attn_q.bias", {8}}, {"blk.0.attn_k.bias", {4}}, {"blk.0.attn_v.bias", {4}},
+          {"blk.0.attn_output.weight", {8, 8}}, {"blk.0.ffn_norm.weight", {8}},
+          {"blk.0.ffn_gate.weight", {8, 16}}, {"blk.0.ffn_up.weight", {8, 16}},
+          {"blk.0.ffn_down.weight", {16, 8}}};
+}
+
+std::string write_tiny(const TempDir& dir, const std::string& arch, const std::vector<TensorSpec>& tensors) {
+  GgufWriter w;
+  add_metadata(w, arch);
+  for (const TensorSpec& t : tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.dims) n *= d;
+    w.add_tensor(t.name, GgmlType::F32, t.dims, [n, value = t.value](std::vector<uint8_t>& out) {
+      const std::vector<float> values(static_cast<size_t>(n), value);
+      out.assign(reinterpret_cast<const uint8_t*>(values.data()), reinterpret_cast<const uint8_t*>(values.data() + n));
+    });
+  }
+  const std::string path = dir.file(arch + ".gguf");
+  w.write(path);
+  return path;
+}
+
+// Weights point into their file, so the two live together.
+struct BoundWeights {
+  std::unique_ptr<GgufFile> file;
+  ModelWeights weights;
+};
+
+BoundWeights load_weights(const std::string& path) {
+  BoundWeights b;
+  b.file = GgufFile::open(path);
+  b.weights = bind_model_weights(*b.file, read_model_config(*b.file));
+  return b;
+}
+
+std::vector<TensorSpec> without(std::vector<TensorSpec> tensors, const std::string& name) {
+  tensors.erase(std::remove_if(tensors.begin(), tensors.end(), [&](const TensorSpec& t) { return t.name == name; }),
+                tensors.end());
+  return tensors;
+}
+
+std::vector<TensorSpec> with(std::vector<TensorSpec> tensors, const TensorSpec& replacement) {
+  tensors = without(tensors, replacement.name);
+  tensors.push_back(replacement);
+  return tensors;
+}
+
+}  // namespace
+
+TEST_CASE("an unsupported architecture is named in the error with the supported ones", "[engine][architectures]") {
+  const std::string arch = GENERATE(std::string("gemma2"), std::string("phi3"), std::string("falcon"));
+  TempDir dir;
+  const std::string path = write_tiny(dir, arch, tiny_tensors());
+  CHECK_THROWS_WITH(Model::load(path), Catch::Contains("architecture '" + arch + "' is not supported") &&
+                                           Catch::Contains("kvdesk runs llama, qwen2"));
+}
+
+TEST_CASE("qwen2 reads its own keys, rotates NeoX halves and requires Q/K/V biases", "[engine][architectures]") {
+  TempDir dir;
+  const std::unique_ptr<GgufFile> file = GgufFile::open(write_tiny(dir, "qwen2", tiny_tensors()));
+  const ModelConfig c = read_model_config(*file);
+  CHECK(c.embedding_length == 8);
+  CHECK(c.head_count_kv == 1);
+  CHECK(c.rope_mode == ops::RopeMode::Neox);
+  CHECK(c.qkv_bias == TensorPresence::Required);
+  const ModelWeights w = bind_model_weights(*file, c);
+  CHECK(w.layers[0].bk[3] == 0.5f);
+  CHECK(w.tied_output);
+
+  const std::string missing = write_tiny(dir, "qwen2", without(tiny_tensors(), "blk.0.attn_v.bias"));
+  CHECK_THROWS_WITH(load_weights(missing), Catch::Contains("missing tensor 'blk.0.attn_v.bias'"));
+}
+
+TEST_CASE("llama runs with or without Q/K/V biases", "[engine][architectures]") {
+  TempDir dir;
+  const ModelWeights with_bias = load_weights(write_tiny(dir, "llama", tiny_tensors())).weights;
+  CHECK(with_bias.layers[0].bq != nullptr);
+  std::vector<TensorSpec> plain = tiny_tensors();
+  for (const char* name : {"blk.0.attn_q.bias", "blk.0.attn_k.bias", "blk.0.attn_v.bias"}) plain = without(plain, name);
+  const ModelWeights no_bias = load_weights(write_tiny(dir, "llama", plain)).weights;
+  CHECK(no_bias.layers[0].bq == nullptr);
+  CHECK(no_bias.layers[0].bv == nullptr);
+  CHECK(no_bias.rope_freqs == nullptr);
+}
+
+TEST_CASE("a bias or rope_freqs of the wrong length or value is a clear error", "[engine][architectures]") {
+  TempDir dir;
+  const std::string arch = GENERATE(std::string("llama"), std::string("qwen2"));
+  CHECK_THROWS_WITH(load_weights(write_tiny(dir, arch, with(tiny_tensors(), {"blk.0.attn_k.bias", {8}}))),
+                    Catch::Contains("'blk.0.attn_k.bias' has shape [8], expected [4]"));
+  CHECK_THROWS_WITH(load_weights(write_tiny(dir, arch, with(tiny_tensors(), {"blk.0.attn_q.bias", {8, 2}}))),
+                    Catch::Contains("'blk.0.attn_q.bias' has shape [8, 2], expected [8]"));
+  // Head dim 4: two rotated pairs, two factors.
+  CHECK_THROWS_WITH(load_weights(write_tiny(dir, arch, with(tiny_tensors(), {"rope_freqs.weight", {4}, 1.0f}))),
+                    Catch::Contains("'rope_freqs.weight' has shape [4], expected [2]"));
+  CHECK_THROWS_WITH(load_weights(write_tiny(dir, arch, with(tiny_tensors(), {"rope_freqs.weight", {2}, 0.0f}))),
+                    Catch::Contains("rope_freqs.weight[0] = 0.000000 is not a positive frequency factor"));
+  const BoundWeights ok = load_weights(write_tiny(dir, arch, with(tiny_tensors(), {"rope_freqs.weight", {2}, 2.0f})));
+  REQUIRE(ok.weights.rope_freqs != nullptr);
+  CHECK(ok.weights.rope_freqs[1] == 2.0f);
+}
+
+TEST_CASE("linear RoPE scaling divides positions; YaRN is refused by name", "[engine][architectures]") {
+  TempDir dir;
+  auto config_with = [&](const std::string& type, double factor) {
+    GgufWriter w;
+    add_metadata(w, "llama");
+    if (!type.empty()) w.add_string("llama.rope.scaling.type", type);
+    if (factor != 0) w.add_float32("llama.rope.scaling.factor", float(factor));
+    w.write(dir.file("c.gguf"));
+    return read_model_config(*GgufFile::open(dir.file("c.gguf")));
+  };
+  CHECK(config_with("", 0).rope_freq_scale == 1.0f);
+  CHECK(config_with("linear", 4).rope_freq_scale == 0.25f);
+  CHECK(config_with("none", 0).rope_mode == ops::RopeMode::Normal);
+  CHECK_THROWS_WITH(config_with("yarn", 4), Catch::Contains("rope.scaling.type 'yarn' is not supported"));
+  CHECK_THROWS_WITH(config_with("linear", 0), Catch::Contains("rope.scaling.factor is missing"));
+}
