@@ -4,9 +4,10 @@
 // does: every stage splits each piece from the stage before into its matches and the text
 // between them (nothing is ever dropped, so the pieces always concatenate to the input).
 //
-// The patterns run on ICU's regex engine, which has \p{L}, \p{N}, (?i:...) and lookahead, so
-// the real patterns run as written instead of a hand-made Unicode table; a chat prompt is
-// short and the model's forward pass dwarfs the split, so ICU's speed is ample.
+// The patterns run on ICU's regex engine, which has \p{L}, \p{N}, (?i:...), lookahead and a
+// \s that is Unicode White_Space (vertical tab and U+0085 included, as in Hugging Face's
+// engine), so the real patterns run as written instead of a hand-made Unicode table; a chat
+// prompt is short and the model's forward pass dwarfs the split, so ICU's speed is ample.
 //
 // Bytes that are not valid UTF-8 are each a piece of their own and never reach a regex:
 // byte-level BPE encodes them as their byte token, so encode/decode round-trips any bytes.

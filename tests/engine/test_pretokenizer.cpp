@@ -68,6 +68,14 @@ TEST_CASE("llama-bpe (Llama 3) splits numbers in threes and contractions case-in
   CHECK(split("llama-bpe", "\xF0\x9F\x98\x80\xF0\x9F\x98\x80 ok") == Pieces{"\xF0\x9F\x98\x80\xF0\x9F\x98\x80", " ok"});
 }
 
+TEST_CASE("\\s is Unicode White_Space, vertical tab and ideographic space included", "[engine][tokenizer][bpe]") {
+  // "\v\v" before "b": \s+(?!\S) backs off to one "\v"; the second is the optional
+  // non-letter before "b". (Were \v no space, ?[^\s\p{L}\p{N}]+ would take "\v\v" whole.)
+  CHECK(split("llama-bpe", "a\v\vb") == Pieces{"a", "\v", "\vb"});
+  // U+3000 (ideographic space) is a space too.
+  CHECK(split("llama-bpe", "a\xE3\x80\x80\xE3\x80\x80" "b") == Pieces{"a", "\xE3\x80\x80", "\xE3\x80\x80" "b"});
+}
+
 TEST_CASE("qwen2 splits every digit and otherwise splits like Llama 3", "[engine][tokenizer][bpe]") {
   CHECK(split("qwen2", "12345") == Pieces{"1", "2", "3", "4", "5"});
   CHECK(split("qwen2", "I'M") == Pieces{"I", "'M"});
