@@ -75,7 +75,7 @@ struct Engine::State {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<KvCache> kv;
   std::unique_ptr<Scheduler> scheduler;
-  ChatFormat chat_format = ChatFormat::Plain;
+  ChatTemplate chat_template;
   std::vector<Event> pending;
   Clock::time_point last_stats;
   uint64_t tokens_at_last_stats = 0;
@@ -157,7 +157,8 @@ void Engine::State::publish_stats(bool force) {
     const ModelConfig& c = model->config();
     s.model = ModelSummary{model->file().path(), c.name, c.architecture, c.context_length, c.block_count,
                            c.head_count, c.head_count_kv, c.head_dim, model->weights().num_parameters,
-                           model->weights().weight_bytes, "cpu", pool->num_threads()};
+                           model->weights().weight_bytes, "cpu", pool->num_threads(),
+                           chat_format_name(chat_template.format), chat_template.warning};
     s.running = scheduler->num_running();
     s.waiting = scheduler->num_waiting();
     s.swapped = scheduler->num_swapped();
@@ -189,7 +190,7 @@ void Engine::State::load(const EngineSettings& s) {
   model = Model::load(s.model_path, ModelLoadOptions{s.tokenizer_path});
   const int32_t threads = s.threads > 0 ? s.threads : std::max(1, int32_t(std::thread::hardware_concurrency()));
   pool = std::make_unique<ThreadPool>(threads);
-  chat_format = detect_chat_format(model->file());
+  chat_template = chat_template_for(model->file(), s.chat_template);
   create_kv(s.kv, s.kv_budget_bytes, s.prefix_caching);
   scheduler = std::make_unique<Scheduler>(*model, *kv, *pool, s.scheduler);
   Event e;
@@ -216,7 +217,7 @@ void Engine::State::submit(RequestId id, Request request, Clock::time_point subm
     const Tokenizer& tokenizer = model->tokenizer();
     std::vector<int32_t> prompt = request.prompt_tokens;
     if (!request.messages.empty()) {
-      prompt = tokenizer.encode(render_chat(chat_format, request.messages), tokenizer.add_bos_default());
+      prompt = encode_chat(tokenizer, chat_template, request.messages);
     }
     for (int32_t t : prompt) {
       if (t < 0 || t >= model->config().vocab_size) throw Error("token id " + std::to_string(t) + " is out of range");
@@ -254,6 +255,14 @@ void Engine::reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool pre
     Event e;
     e.kind = EventKind::ModelLoaded;
     s->pending.push_back(std::move(e));
+  });
+}
+
+void Engine::set_chat_template(const std::string& name) {
+  state_->post([s = state_.get(), name] {
+    if (!name.empty() && !chat_format_from_name(name)) throw Error("unknown chat template '" + name + "'");
+    if (s->model) s->chat_template = chat_template_for(s->model->file(), name);
+    s->settings.chat_template = name;
   });
 }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/engine_types.h"
@@ -30,6 +31,10 @@ class Engine {
   // (their sequences are re-prefilled). ModelLoaded follows.
   void reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching);
   void unload_model();
+  // Renders requests submitted from now on with this chat template (a chat_format_name(), ""
+  // for the model's own), for this model and the ones loaded later. An unknown name ends in
+  // an Error event (request 0).
+  void set_chat_template(const std::string& name);
 
   // Returns the request's id at once. Bad input ends it with an Error event.
   RequestId submit(Request request);

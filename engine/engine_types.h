@@ -29,6 +29,7 @@ struct SchedulerLimits {
 struct EngineSettings {
   std::string model_path;
   std::string tokenizer_path;        // optional SentencePiece .model
+  std::string chat_template;         // a chat_format_name() to use instead of the model's; "": the model's
   int32_t threads = 0;               // 0: all cores
   KvLayout kv;                       // types, block size; num_blocks 0: from the budget
   size_t kv_budget_bytes = 0;        // 0: 1/4 of free memory, at most what the context needs x 8
@@ -99,6 +100,8 @@ struct ModelSummary {
   uint64_t weight_bytes = 0;
   std::string backend = "cpu";
   int32_t threads = 1;
+  std::string chat_template;           // the family prompts are rendered with (chat_format_name)
+  std::string chat_template_warning;   // non-empty when the model's template was not recognized
 };
 
 // Who holds a KV sequence: a live request, or a conversation's parked last turn.

@@ -1,211 +1,88 @@
-// SpmTokenizer: the sentencepiece library does the encoding (from a .model file, or from a
-// ModelProto built out of a GGUF vocabulary); the per-token text for printing is
-// precomputed here the way llama.cpp prints SentencePiece tokens.
+// What every tokenizer shares: choosing one for a GGUF, special tokens in template-written
+// text, and the end-of-generation set.
 #include "engine/tokenizer.h"
 
-#include <sentencepiece_processor.h>
-
 #include <algorithm>
-#include <cmath>
-#include <optional>
+#include <array>
 
+#include "engine/bpe_tokenizer.h"
 #include "engine/error.h"
 #include "engine/gguf_reader.h"
-#include "engine/spm_model_proto.h"
+#include "engine/spm_tokenizer.h"
 
 namespace kvdesk {
 namespace {
 
-using sentencepiece::SentencePieceProcessor;
+// End-of-turn tokens of the chat families: ChatML/Qwen, Llama 3, Gemma, Phi-3. (Llama 2,
+// Mistral and Zephyr end a turn with </s>, which is EOS.)
+constexpr std::array<std::string_view, 4> kEndOfTurnPieces = {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"};
 
-constexpr std::string_view kEscapedSpace = "\xE2\x96\x81";  // U+2581, sentencepiece's space
-constexpr int kBpeModel = 2;
-constexpr int kUnknownType = 2;
-constexpr int kByteType = 6;
-constexpr uint64_t kNoTokenId = 0xFFFFFFFF;  // GGUF writers' "none" for a uint32 token id
-
-TokenKind kind_of(int type) {
-  switch (type) {
-    case 2: return TokenKind::Unknown;
-    case 3: return TokenKind::Control;
-    case 4: return TokenKind::UserDefined;
-    case 5: return TokenKind::Unused;
-    case 6: return TokenKind::Byte;
-    default: return TokenKind::Normal;
-  }
-}
-
-// "<0x0A>" -> '\n'; nullopt when the piece is not of that form.
-std::optional<char> parse_byte_piece(std::string_view piece) {
-  if (piece.size() != 6 || !piece.starts_with("<0x") || piece.back() != '>') return std::nullopt;
-  int value = 0;
-  for (const char c : piece.substr(3, 2)) {
-    const int digit = c >= '0' && c <= '9' ? c - '0'
-                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                           : -1;
-    if (digit < 0) return std::nullopt;
-    value = value * 16 + digit;
-  }
-  return static_cast<char>(value);
-}
-
-std::string unescape_spaces(std::string_view piece) {
-  std::string out;
-  size_t at = 0;
-  for (size_t hit; (hit = piece.find(kEscapedSpace, at)) != std::string_view::npos;) {
-    out.append(piece.substr(at, hit - at)).push_back(' ');
-    at = hit + kEscapedSpace.size();
-  }
-  return out.append(piece.substr(at));
-}
-
-// What a token prints, as llama.cpp prints it: normal pieces with U+2581 as a space, byte
-// pieces as their byte, user-defined and unknown pieces as stored, control and unused as "".
-std::string printed_bytes(const SpmPiece& piece) {
-  switch (kind_of(piece.type)) {
-    case TokenKind::Normal: return unescape_spaces(piece.piece);
-    case TokenKind::Byte: {
-      const std::optional<char> byte = parse_byte_piece(piece.piece);
-      KVDESK_ASSERT(byte);   // sentencepiece refuses to load a model with a malformed byte piece
-      return std::string(1, *byte);
-    }
-    case TokenKind::Unknown:
-    case TokenKind::UserDefined: return piece.piece;
-    case TokenKind::Control:
-    case TokenKind::Unused: return {};
-  }
-  return {};
-}
-
-class SpmTokenizer final : public Tokenizer {
- public:
-  // `processor` is loaded with the model whose vocabulary is `pieces`.
-  SpmTokenizer(std::unique_ptr<SentencePieceProcessor> processor, const std::vector<SpmPiece>& pieces,
-               int32_t bos_id, int32_t eos_id, bool add_bos_default)
-      : processor_(std::move(processor)) {
-    KVDESK_ASSERT(static_cast<size_t>(processor_->GetPieceSize()) == pieces.size());
-    vocab_size_ = static_cast<int32_t>(pieces.size());
-    bos_id_ = bos_id;
-    eos_id_ = eos_id;
-    add_bos_default_ = add_bos_default;
-    for (const SpmPiece& p : pieces) {
-      pieces_.push_back(p.piece);
-      kinds_.push_back(kind_of(p.type));
-      bytes_.push_back(printed_bytes(p));
-    }
-  }
-
-  std::vector<int32_t> encode(std::string_view text, bool add_bos) const override {
-    std::vector<int> ids;
-    const sentencepiece::util::Status status = processor_->Encode(text, &ids);
-    if (!status.ok()) throw Error("cannot tokenize the text: " + status.ToString());
-    std::vector<int32_t> out;
-    out.reserve(ids.size() + 1);
-    if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
-    out.insert(out.end(), ids.begin(), ids.end());
-    return out;
-  }
-
-  std::string token_bytes(int32_t id) const override { return in_range(id) ? bytes_[id] : std::string(); }
-
-  const std::string& piece(int32_t id) const override {
-    static const std::string kNone;
-    return in_range(id) ? pieces_[id] : kNone;
-  }
-
-  TokenKind kind(int32_t id) const override { return in_range(id) ? kinds_[id] : TokenKind::Unused; }
-
- private:
-  bool in_range(int32_t id) const { return id >= 0 && id < vocab_size_; }
-
-  std::unique_ptr<SentencePieceProcessor> processor_;
-  // Indexed by token id, vocab_size_ entries each: the piece as stored, its kind, and the
-  // bytes it prints.
-  std::vector<std::string> pieces_;
-  std::vector<TokenKind> kinds_;
-  std::vector<std::string> bytes_;
-};
-
-// Tokens, scores and types from the GGUF, checked to agree with each other.
-std::vector<SpmPiece> read_gguf_pieces(const GgufFile& file) {
-  const std::vector<std::string>& tokens = file.get_string_array("tokenizer.ggml.tokens");
-  const std::vector<double>& scores = file.get_number_array("tokenizer.ggml.scores");
-  const std::vector<double>& types = file.get_number_array("tokenizer.ggml.token_type");
-  const std::string where = file.path() + ": ";
-  if (tokens.empty()) throw Error(where + "tokenizer.ggml.tokens is empty");
-  if (tokens.size() > static_cast<size_t>(INT32_MAX)) throw Error(where + "tokenizer.ggml.tokens has too many entries");
-  for (const auto& [key, size] : {std::pair{"tokenizer.ggml.scores", scores.size()},
-                                  std::pair{"tokenizer.ggml.token_type", types.size()}}) {
-    if (size != tokens.size()) {
-      throw Error(where + key + " has " + std::to_string(size) + " entries but tokenizer.ggml.tokens has " +
-                  std::to_string(tokens.size()));
-    }
-  }
-  std::vector<SpmPiece> pieces(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const std::string at = "[" + std::to_string(i) + "]";
-    const auto score = static_cast<float>(scores[i]);
-    if (!std::isfinite(score)) throw Error(where + "tokenizer.ggml.scores" + at + " is not a finite float");
-    if (types[i] != std::floor(types[i]) || types[i] < 1 || types[i] > kByteType) {
-      throw Error(where + "tokenizer.ggml.token_type" + at + " is " + std::to_string(types[i]) +
-                  ", not a token type (1 normal, 2 unknown, 3 control, 4 user defined, 5 unused, 6 byte)");
-    }
-    pieces[i] = {tokens[i], score, static_cast<int>(types[i])};
-  }
-  const auto unknowns = std::count_if(pieces.begin(), pieces.end(), [](const SpmPiece& p) { return p.type == kUnknownType; });
-  if (unknowns != 1) {
-    throw Error(where + "tokenizer.ggml.token_type marks " + std::to_string(unknowns) +
-                " tokens as unknown (type 2); a SentencePiece vocabulary needs exactly one");
-  }
-  return pieces;
-}
-
-// A special token id from the GGUF, or `fallback` when the key is absent or says "none".
-int32_t read_token_id(const GgufFile& file, std::string_view key, size_t vocab_size, int32_t fallback) {
-  const std::optional<uint64_t> id = file.find_uint(key);
-  if (!id) return fallback;
-  if (*id == kNoTokenId) return -1;
-  if (*id >= vocab_size) {
-    throw Error(file.path() + ": " + std::string(key) + " is " + std::to_string(*id) +
-                ", outside the vocabulary of " + std::to_string(vocab_size) + " tokens");
-  }
-  return static_cast<int32_t>(*id);
-}
+bool is_special(TokenKind kind) { return kind == TokenKind::Control || kind == TokenKind::UserDefined; }
 
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
   const std::string model = file.get_string("tokenizer.ggml.model");
-  if (model != "llama") {
-    throw Error(file.path() + ": unsupported tokenizer model '" + model +
-                "' (tokenizer.ggml.model; kvdesk reads SentencePiece vocabularies, \"llama\")");
-  }
-  const std::vector<SpmPiece> pieces = read_gguf_pieces(file);
-  const bool byte_fallback =
-      std::any_of(pieces.begin(), pieces.end(), [](const SpmPiece& p) { return p.type == kByteType; });
-  const bool add_space_prefix = file.find_bool("tokenizer.ggml.add_space_prefix").value_or(true);
-  auto processor = std::make_unique<SentencePieceProcessor>();
-  const sentencepiece::util::Status status = processor->LoadFromSerializedProto(
-      serialize_spm_model_proto(pieces, kBpeModel, byte_fallback, add_space_prefix));
-  if (!status.ok()) {
-    throw Error(file.path() + ": the tokenizer.ggml vocabulary is not a usable SentencePiece model: " +
-                status.ToString());
-  }
-  const int32_t bos = read_token_id(file, "tokenizer.ggml.bos_token_id", pieces.size(), processor->bos_id());
-  const int32_t eos = read_token_id(file, "tokenizer.ggml.eos_token_id", pieces.size(), processor->eos_id());
-  const bool add_bos = file.find_bool("tokenizer.ggml.add_bos_token").value_or(true);
-  return std::make_unique<SpmTokenizer>(std::move(processor), pieces, bos, eos, add_bos);
+  if (model == "llama") return load_spm_tokenizer(file);
+  if (model == "gpt2") return load_bpe_tokenizer(file);
+  throw Error(file.path() + ": unsupported tokenizer model '" + model +
+              "' (tokenizer.ggml.model; kvdesk reads SentencePiece \"llama\" and byte-level BPE \"gpt2\")");
 }
 
-std::unique_ptr<Tokenizer> Tokenizer::from_spm_file(const std::string& path) {
-  auto processor = std::make_unique<SentencePieceProcessor>();
-  const sentencepiece::util::Status status = processor->Load(path);
-  if (!status.ok()) throw Error(path + ": cannot load the SentencePiece model: " + status.ToString());
-  const std::vector<SpmPiece> pieces = parse_spm_model_pieces(processor->serialized_model_proto());
-  const int32_t bos = processor->bos_id();
-  const int32_t eos = processor->eos_id();
-  return std::make_unique<SpmTokenizer>(std::move(processor), pieces, bos, eos, true);
+std::unique_ptr<Tokenizer> Tokenizer::from_spm_file(const std::string& path) { return load_spm_tokenizer_file(path); }
+
+void Tokenizer::index_special_tokens(int32_t eot_id) {
+  specials_.clear();
+  end_of_generation_.clear();
+  for (int32_t id = 0; id < vocab_size_; ++id) {
+    if (!is_special(kind(id)) || piece(id).empty()) continue;
+    specials_.emplace_back(piece(id), id);
+    if (std::find(kEndOfTurnPieces.begin(), kEndOfTurnPieces.end(), piece(id)) != kEndOfTurnPieces.end()) {
+      end_of_generation_.push_back(id);
+    }
+  }
+  std::stable_sort(specials_.begin(), specials_.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const int32_t id : {eos_id_, eot_id}) {
+    if (id >= 0) end_of_generation_.push_back(id);
+  }
+}
+
+bool Tokenizer::is_end_of_generation(int32_t id) const {
+  return std::find(end_of_generation_.begin(), end_of_generation_.end(), id) != end_of_generation_.end();
+}
+
+std::vector<int32_t> Tokenizer::encode_segments(const std::vector<TextSegment>& segments, bool add_bos) const {
+  std::vector<int32_t> out;
+  if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
+  std::string pending;   // text since the last special token, not yet encoded
+  const auto flush = [&] {
+    if (pending.empty()) return;
+    const std::vector<int32_t> ids = encode(pending, false);
+    out.insert(out.end(), ids.begin(), ids.end());
+    pending.clear();
+  };
+  for (const TextSegment& segment : segments) {
+    if (!segment.parse_special) {
+      pending += segment.text;
+      continue;
+    }
+    const std::string_view text = segment.text;
+    for (size_t at = 0; at < text.size();) {
+      const auto hit = std::find_if(specials_.begin(), specials_.end(), [&](const auto& special) {
+        return text[at] == special.first[0] && text.substr(at).starts_with(special.first);
+      });
+      if (hit == specials_.end()) {
+        pending += text[at++];
+        continue;
+      }
+      flush();
+      out.push_back(hit->second);
+      at += hit->first.size();
+    }
+  }
+  flush();
+  return out;
 }
 
 }  // namespace kvdesk

@@ -1,12 +1,15 @@
 // Tokenizer: text <-> token ids for a model. SentencePiece vocabularies (GGUF
-// tokenizer.ggml.model = "llama") go through the sentencepiece library, fed a ModelProto we
-// build from the GGUF's tokens, scores and types (or a .model file given by the user).
-// Text typed by a user is always encoded as text: "<s>" inside it never becomes BOS.
+// tokenizer.ggml.model = "llama") go through the sentencepiece library (spm_tokenizer.cpp);
+// GPT-2-style byte-level BPE vocabularies ("gpt2": Llama 3, Qwen2, SmolLM) go through
+// BpeTokenizer (bpe_tokenizer.cpp).
+// Text typed by a user is always encoded as text: "<s>" or "<|im_start|>" inside it never
+// becomes a special token. Only segments a chat template wrote may contain special tokens.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kvdesk {
@@ -15,22 +18,38 @@ class GgufFile;
 
 enum class TokenKind : uint8_t { Normal, Unknown, Control, UserDefined, Unused, Byte };
 
+// A piece of a prompt. parse_special: the text was written by a chat template, so the texts
+// of control and user-defined tokens inside it ("<|im_start|>", "</s>") stand for those
+// tokens. Message contents are segments without it.
+struct TextSegment {
+  std::string text;
+  bool parse_special = false;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // Throws kvdesk::Error when the GGUF has no usable vocabulary or an unsupported model type.
+  // Picks the tokenizer by tokenizer.ggml.model. Throws kvdesk::Error when the GGUF has no
+  // usable vocabulary or an unsupported model type.
   static std::unique_ptr<Tokenizer> from_gguf(const GgufFile& file);
   // A SentencePiece .model file (e.g. the Llama-2 tokenizer.model). Throws kvdesk::Error.
   static std::unique_ptr<Tokenizer> from_spm_file(const std::string& path);
 
+  // Plain text: no special tokens are matched in it.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_bos) const = 0;
 
+  // The segments joined into one text. Special-token texts lying wholly inside a
+  // parse_special segment become their ids; the text between them is encoded with encode(),
+  // across segment borders, so where one segment ends never changes the tokens by itself.
+  std::vector<int32_t> encode_segments(const std::vector<TextSegment>& segments, bool add_bos) const;
+
   // The bytes this token contributes to the text when it follows other tokens
-  // ("▁there" -> " there", "<0x0A>" -> "\n", control tokens -> ""). May be part of a
+  // ("▁there" -> " there", "<0x0A>" / "Ċ" -> "\n", control tokens -> ""). May be part of a
   // UTF-8 character (byte tokens): use Utf8Stream to print.
   virtual std::string token_bytes(int32_t id) const = 0;
-  // The vocabulary entry as stored ("▁there", "<0x0A>", "<s>"); "" for an id out of range.
+  // The vocabulary entry as stored ("▁there", "<0x0A>", "<s>", "Ġthere"); "" for an id out
+  // of range.
   virtual const std::string& piece(int32_t id) const = 0;
   virtual TokenKind kind(int32_t id) const = 0;
 
@@ -38,13 +57,26 @@ class Tokenizer {
   int32_t bos_id() const { return bos_id_; }   // -1 when the vocabulary has none
   int32_t eos_id() const { return eos_id_; }
   bool add_bos_default() const { return add_bos_default_; }
-  bool is_end_of_generation(int32_t id) const { return id == eos_id_; }
+  // EOS, the GGUF's end-of-turn token (tokenizer.ggml.eot_token_id), and the end-of-turn
+  // tokens of the chat families when the vocabulary has them as special tokens
+  // (<|im_end|>, <|eot_id|>, <end_of_turn>, <|end|>).
+  bool is_end_of_generation(int32_t id) const;
 
  protected:
+  // Subclass constructors call this last, once piece() and kind() answer: indexes the special
+  // tokens for encode_segments and the end-of-generation set. eot_id: -1 when none.
+  void index_special_tokens(int32_t eot_id);
+
   int32_t vocab_size_ = 0;
   int32_t bos_id_ = -1;
   int32_t eos_id_ = -1;
   bool add_bos_default_ = true;
+
+ private:
+  // Texts of control and user-defined tokens with their ids, longest first, so that the
+  // longest special token starting at a position wins.
+  std::vector<std::pair<std::string, int32_t>> specials_;
+  std::vector<int32_t> end_of_generation_;
 };
 
 }  // namespace kvdesk

@@ -1,5 +1,5 @@
-// Chat settings: the selected conversation's system prompt, reusable presets, and the
-// sampling settings new answers use. Edits become actions when the field is left.
+// Chat settings: the selected conversation's system prompt, reusable presets, the chat
+// template, and the sampling settings new answers use. Edits become actions when the field is left.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -43,6 +43,28 @@ void draw_presets(ViewModel& vm, UiActions& actions) {
   ImGui::EndDisabled();
 }
 
+// The chat template prompts are rendered with: the model's own (as recognized) or a family
+// chosen by name; a warning when the model's template was not recognized.
+void draw_chat_template(ViewModel& vm, UiActions& actions) {
+  ImGui::TextUnformatted("Chat template");
+  const std::string own = "model's own" + (vm.model.chat_template.empty() || !vm.ui.chat_template.empty()
+                                               ? std::string()
+                                               : " (" + vm.model.chat_template + ")");
+  ImGui::SetNextItemWidth(200);
+  if (ImGui::BeginCombo("##chat_template", vm.ui.chat_template.empty() ? own.c_str() : vm.ui.chat_template.c_str())) {
+    if (ImGui::Selectable(own.c_str(), vm.ui.chat_template.empty())) actions.push_back({ActionKind::SetChatTemplate, 0, ""});
+    for (const std::string& name : vm.ui.chat_templates) {
+      if (ImGui::Selectable(name.c_str(), vm.ui.chat_template == name)) actions.push_back({ActionKind::SetChatTemplate, 0, name});
+    }
+    ImGui::EndCombo();
+  }
+  if (!vm.model.chat_template_warning.empty() && vm.ui.chat_template.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.8f, 0.3f, 1));
+    ImGui::TextWrapped("%s", vm.model.chat_template_warning.c_str());
+    ImGui::PopStyleColor();
+  }
+}
+
 void draw_sampling(ViewModel& vm, UiActions& actions) {
   ImGui::TextUnformatted("Sampling");
   SamplingView& s = vm.sampling;
@@ -79,6 +101,9 @@ void draw_settings_panel(ViewModel& vm, UiActions& actions) {
   ImGui::Spacing();
   ImGui::Separator();
   draw_presets(vm, actions);
+  ImGui::Spacing();
+  ImGui::Separator();
+  draw_chat_template(vm, actions);
   ImGui::Spacing();
   ImGui::Separator();
   draw_sampling(vm, actions);

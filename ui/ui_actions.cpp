@@ -22,6 +22,7 @@ const char* action_name(ActionKind kind) {
     case ActionKind::SetSampling: return "set sampling";
     case ActionKind::OpenModel: return "open model";
     case ActionKind::ReconfigureKv: return "reconfigure KV";
+    case ActionKind::SetChatTemplate: return "set chat template";
     case ActionKind::Quit: return "quit";
   }
   return "?";

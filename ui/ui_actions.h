@@ -26,6 +26,7 @@ enum class ActionKind : uint8_t {
   SetSampling,          // the view model's sampling values
   OpenModel,            // text: path
   ReconfigureKv,        // the view model's ui.kv_edit
+  SetChatTemplate,      // text: a chat template name, "" for the model's own
   Quit,
 };
 

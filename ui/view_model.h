@@ -78,6 +78,8 @@ struct ModelView {
   int32_t threads = 0;
   int64_t parameters = 0;
   uint64_t weight_bytes = 0;
+  std::string chat_template;           // the family prompts are rendered with
+  std::string chat_template_warning;   // the model's template was not recognized
   double loading_seconds = 0;    // while Loading
   std::string error;             // when Failed
   std::vector<std::string> recent;   // most recent first
@@ -211,6 +213,8 @@ struct UiState {
   Panel panel = Panel::Settings;
   bool panel_requested = false;  // select `panel` on the next frame (scripts, menus)
   KvSettingsEdit kv_edit;
+  std::string chat_template;                  // the user's choice; "": the model's own
+  std::vector<std::string> chat_templates;    // the names offered
   bool scroll_chat_to_bottom = false;
 };
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "app/cli/cli_common.h"
+#include "engine/chat_template.h"
 #include "kernels/ops.h"
 
 namespace kvdesk::cli {
@@ -49,6 +50,7 @@ nlohmann::json kv_capacity_json(const ModelConfig& c, const InfoArgs& a) {
 
 nlohmann::json info_json(const Model& m, const InfoArgs& a) {
   const ModelConfig& c = m.config();
+  const ChatTemplate chat = chat_template_for(m.file(), "");
   std::map<std::string, int> type_counts;
   for (const GgufTensorInfo& t : m.file().tensors()) ++type_counts[std::string(ggml_type_info(t.type).name)];
   nlohmann::json kv = nlohmann::json::object();
@@ -78,6 +80,8 @@ nlohmann::json info_json(const Model& m, const InfoArgs& a) {
       {"parameters", m.weights().num_parameters},
       {"weight_bytes", m.weights().weight_bytes},
       {"kv_per_token", kv},
+      {"chat_template", chat_format_name(chat.format)},
+      {"chat_template_warning", chat.warning},
       {"kv_capacity", kv_capacity_json(c, a)},
   };
 }
@@ -103,8 +107,11 @@ void print_text(const nlohmann::json& j) {
                           "feed_forward_length", "head_count", "head_count_kv", "head_dim",
                           "rope_dimension_count", "rope_freq_base", "rope_freq_scale", "rope_mode",
                           "rope_freqs", "qkv_bias", "rms_eps", "vocab_size",
-                          "tied_output", "parameters", "weight_bytes"}) {
+                          "tied_output", "parameters", "weight_bytes", "chat_template"}) {
     std::printf("  %-22s %s\n", key, j[key].dump().c_str());
+  }
+  if (!j["chat_template_warning"].get<std::string>().empty()) {
+    std::fprintf(stderr, "warning: %s\n", j["chat_template_warning"].get<std::string>().c_str());
   }
   std::printf("  tensor types          ");
   for (const auto& [type, count] : j["tensor_types"].items()) std::printf(" %s x%d", type.c_str(), count.get<int>());

@@ -6,6 +6,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/replay/replayer.h"
+#include "engine/chat_template.h"
 
 namespace kvdesk::cli {
 namespace {
@@ -17,6 +18,7 @@ struct ReplayArgs {
   int step_tokens = 256;
   int max_running = 32;
   std::string preempt = "recompute";
+  std::string chat_template;   // "": the model's own
   bool no_prefix_cache = false;
   bool json = false;
 };
@@ -25,6 +27,7 @@ EngineSettings engine_settings(const ReplayArgs& a) {
   EngineSettings s;
   s.model_path = a.model.model_path;
   s.tokenizer_path = a.model.tokenizer_path;
+  s.chat_template = a.chat_template;
   s.threads = resolve_threads(a.model.threads);
   s.kv = kv_layout(a.model);
   s.kv.num_blocks = a.kv_blocks;
@@ -67,6 +70,8 @@ Command add_replay_command(CLI::App& app) {
   cmd->add_option("--max-running", args->max_running, "Most sequences in one batch")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--preempt", args->preempt, "Preemption mode: recompute or swap")
       ->check(CLI::IsMember({"recompute", "swap"}))->capture_default_str();
+  cmd->add_option("--chat-template", args->chat_template, "Render the messages with this chat template instead of the model's")
+      ->check(CLI::IsMember(chat_format_names()));
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "Turn the prefix cache off");
   cmd->add_flag("--json", args->json, "Print the per-turn results and a summary as JSON");
   return Command{cmd, [args] { return run_replay(*args); }};

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "app/gui/kv_view.h"
+#include "engine/chat_template.h"
 #include "engine/error.h"
 #include "kernels/paged_kv.h"
 #include "ui/panel_data.h"
@@ -117,6 +118,8 @@ void Controller::load_preferences() {
   read_setting(s, "kv.block_size", kv.block_size);
   read_setting(s, "kv.budget_mib", kv.budget_mib);
   read_setting(s, "kv.prefix_caching", kv.prefix_caching);
+  vm_.ui.chat_templates = chat_format_names();
+  if (auto t = s.setting("chat.template"); t && (t->empty() || chat_format_from_name(*t))) vm_.ui.chat_template = *t;
   vm_.presets.clear();
   for (const store::Preset& preset : s.list_presets()) vm_.presets.push_back({preset.id, preset.name, preset.system_prompt});
   vm_.model.recent.clear();
@@ -148,6 +151,7 @@ bool Controller::apply(const ui::UiAction& a) {
       case ActionKind::SetSampling: save_sampling(); break;
       case ActionKind::OpenModel: open_model(a.text); break;
       case ActionKind::ReconfigureKv: reconfigure_kv(); break;
+      case ActionKind::SetChatTemplate: set_chat_template(a.text); break;
       case ActionKind::Quit: quit_ = true; break;
     }
     return true;
@@ -251,7 +255,15 @@ EngineSettings Controller::engine_settings(const std::string& model_path) const 
   s.kv.num_blocks = options_.kv_blocks;
   s.kv_budget_bytes = uint64_t(kv.budget_mib) * kMiB;
   s.prefix_caching = kv.prefix_caching;
+  s.chat_template = vm_.ui.chat_template;
   return s;
+}
+
+void Controller::set_chat_template(const std::string& name) {
+  if (!name.empty() && !chat_format_from_name(name)) throw Error("unknown chat template '" + name + "'");
+  vm_.ui.chat_template = name;
+  store().set_setting("chat.template", name);
+  engine_.set_chat_template(name);
 }
 
 void Controller::open_model(const std::string& path) {

@@ -72,6 +72,7 @@ class Controller {
   void refresh_stats();
   void sample_plots(const EngineStats& stats);
   EngineSettings engine_settings(const std::string& model_path) const;
+  void set_chat_template(const std::string& name);
   store::ConversationStore& store();
 
   // --- controller_chat.cpp: conversations, messages, generation ---

@@ -111,6 +111,8 @@ void fill_model_view(const ModelSummary& m, ui::ModelView& view) {
   view.threads = m.threads;
   view.parameters = m.parameters;
   view.weight_bytes = m.weight_bytes;
+  view.chat_template = m.chat_template;
+  view.chat_template_warning = m.chat_template_warning;
 }
 
 ui::EngineView make_engine_view(const EngineStats& stats) {

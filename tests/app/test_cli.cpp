@@ -129,6 +129,8 @@ TEST_CASE("info --json describes the model and its KV cost per token", "[app][cl
   CHECK(j["kv_per_token"]["f16"]["bytes_per_token"] == 5 * 2 * 4 * 8 * 2);
   CHECK(j["kv_per_token"]["f32"]["bytes_per_token"] == 5 * 2 * 4 * 8 * 4);
   CHECK(j["tensor_types"]["f32"].get<int>() > 0);
+  CHECK(j["chat_template"] == "plain");   // stories260K has no tokenizer.chat_template
+  CHECK(j["chat_template_warning"] == "");
 }
 
 TEST_CASE("logits --json gives the top-K at every prompt position", "[app][cli]") {

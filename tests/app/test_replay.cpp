@@ -43,3 +43,24 @@ TEST_CASE("replay names the line of a bad trace entry", "[app][replay]") {
   CHECK(run.exit_code == 1);
   CHECK(run.err.find("bad.jsonl:2") != std::string::npos);
 }
+
+TEST_CASE("replay --chat-template renders with the chosen family; an unknown name is a usage error", "[app][replay]") {
+  TempDir dir;
+  const std::string trace = dir.file("trace.jsonl");
+  std::ofstream(trace) << R"({"conversation": "a", "user": "Once upon a time", "max_tokens": 4, "arrival_ms": 0}
+)";
+  const auto prompt_tokens = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"replay", "-m", model_path("stories260K.gguf"), "--trace", trace, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto run = run_cli(args);
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    return nlohmann::json::parse(run.out)["turns"][0]["prompt_tokens"].get<int>();
+  };
+  // stories260K has no template (Plain: BOS + the text); ChatML wraps it in turn markers,
+  // which this vocabulary spells out as text.
+  CHECK(prompt_tokens({"--chat-template", "chatml"}) > prompt_tokens({}) + 5);
+  const auto bad = run_cli({"replay", "-m", model_path("stories260K.gguf"), "--trace", trace, "--chat-template", "vicuna"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("vicuna") != std::string::npos);
+}

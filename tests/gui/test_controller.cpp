@@ -137,3 +137,16 @@ TEST_CASE("bad input becomes a status-line error, never an abort", "[gui][contro
   CHECK_FALSE(s.controller.apply({ActionKind::ReconfigureKv}));
   CHECK(s.vm.status.message.find("unknown KV type 'f12'") != std::string::npos);
 }
+
+TEST_CASE("the chat template choice reaches the engine; unknown names are refused", "[gui][controller]") {
+  Session s;
+  CHECK(s.vm.ui.chat_templates.size() == 8);
+  CHECK(pump(s.controller, [&] { return s.vm.model.chat_template == "plain"; }));   // stories260K has none
+  REQUIRE(s.controller.apply({ActionKind::SetChatTemplate, 0, "chatml"}));
+  CHECK(s.vm.ui.chat_template == "chatml");
+  CHECK(pump(s.controller, [&] { return s.vm.model.chat_template == "chatml"; }));
+  CHECK_FALSE(s.controller.apply({ActionKind::SetChatTemplate, 0, "vicuna"}));
+  CHECK(s.vm.status.message.find("unknown chat template 'vicuna'") != std::string::npos);
+  REQUIRE(s.controller.apply({ActionKind::SetChatTemplate, 0, ""}));
+  CHECK(pump(s.controller, [&] { return s.vm.model.chat_template == "plain"; }));
+}

@@ -145,6 +145,9 @@ ViewModel make_vm(int32_t num_blocks, int32_t num_sequences, int32_t num_message
   vm.model.heads = 8;
   vm.model.kv_heads = 4;
   vm.model.head_dim = 8;
+  vm.model.chat_template = "chatml";
+  vm.model.chat_template_warning = "the model's chat template is not one kvdesk knows; using ChatML";
+  vm.ui.chat_templates = {"plain", "chatml", "llama3"};
   vm.kv = make_kv(num_blocks, num_sequences);
   vm.kv_types = {{"f32", 1280, 0}, {"f16", 640, 1e-7}, {"int8", 480, 4e-5}, {"int4", 280, 1e-2}};
   vm.memory = {1 << 20, 0, uint64_t(1) << 33};

@@ -1,0 +1,200 @@
+// Chat templates: each expected prompt is what the named Hugging Face template renders for
+// the same messages with add_generation_prompt=True (worked through the template text by
+// hand; the template lines are quoted in engine/chat_template.cpp).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "engine/chat_template.h"
+#include "engine/error.h"
+#include "engine/gguf_reader.h"
+#include "engine/gguf_writer.h"
+#include "engine/tokenizer.h"
+#include "tests/test_support.h"
+
+using kvdesk::ChatFormat;
+using kvdesk::ChatMessage;
+using kvdesk::ChatSpecialTexts;
+using kvdesk::ChatTemplate;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::vector<ChatMessage> kOneTurn = {{"user", "Hi"}};
+const std::vector<ChatMessage> kWithSystem = {
+    {"system", "You are kind."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Again"}};
+
+std::string render(ChatFormat format, const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
+  return kvdesk::joined_text(kvdesk::render_chat(ChatTemplate{format, "", ""}, messages, specials));
+}
+
+const ChatSpecialTexts kSpm{"<s>", "</s>"};
+
+}  // namespace
+
+TEST_CASE("ChatML (Qwen2.5-Instruct's template)", "[engine][chat]") {
+  const ChatSpecialTexts none{"", "<|im_end|>"};
+  CHECK(render(ChatFormat::ChatML, kOneTurn, none) == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  CHECK(render(ChatFormat::ChatML, kWithSystem, none) ==
+        "<|im_start|>system\nYou are kind.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+        "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nAgain<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST_CASE("Qwen's default system prompt comes from the template text when there is no system message", "[engine][chat]") {
+  // The non-tool branch of Qwen2.5-7B-Instruct's tokenizer.chat_template (Jinja source, so
+  // "\n" is a backslash and an n).
+  const std::string qwen =
+      R"({%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }})"
+      R"({%- else %}{{- '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n' }})"
+      R"({%- endif %})";
+  const ChatTemplate t = kvdesk::detect_chat_template(qwen);
+  CHECK(t.format == ChatFormat::ChatML);
+  CHECK(t.default_system == "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+  CHECK(t.warning.empty());
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kOneTurn, {})) ==
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  // A system message replaces the default.
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, {{"system", "S"}, {"user", "Hi"}}, {})) ==
+        "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST_CASE("Llama 3 (Meta-Llama-3-8B-Instruct's template): BOS once, contents trimmed", "[engine][chat]") {
+  const ChatSpecialTexts llama3{"<|begin_of_text|>", "<|end_of_text|>"};
+  CHECK(render(ChatFormat::Llama3, {{"user", "  Hi \n"}}, llama3) ==
+        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  CHECK(render(ChatFormat::Llama3, kWithSystem, llama3) ==
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are kind.<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nAgain<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+TEST_CASE("Llama 3.1 / 3.2 (Llama-3.1-8B-Instruct's template): a system turn with the date preamble, always", "[engine][chat]") {
+  // The parts of the template text detection reads (Jinja source).
+  const std::string llama31 =
+      R"({%- if not date_string is defined %}{%- set date_string = "26 Jul 2024" %}{%- endif %})"
+      R"({{- "<|start_header_id|>system<|end_header_id|>\n\n" }}{{- "Cutting Knowledge Date: December 2023\n" }})"
+      R"({{- "Today Date: " + date_string + "\n\n" }})";
+  const ChatTemplate t = kvdesk::detect_chat_template(llama31);
+  CHECK(t.format == ChatFormat::Llama3);
+  CHECK(t.system_preamble == "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+  const ChatSpecialTexts llama3{"<|begin_of_text|>", "<|eot_id|>"};
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kOneTurn, llama3)) ==
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+        "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, {{"system", " Be brief. "}, {"user", "Hi"}}, llama3)) ==
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+        "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nBe brief.<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+TEST_CASE("Llama 2 (Llama-2-7b-chat-hf's template): <<SYS>> in the first [INST], BOS per turn", "[engine][chat]") {
+  CHECK(render(ChatFormat::Llama2, {{"user", " Hi "}}, kSpm) == "<s>[INST] Hi [/INST]");
+  CHECK(render(ChatFormat::Llama2, kWithSystem, kSpm) ==
+        "<s>[INST] <<SYS>>\nYou are kind.\n<</SYS>>\n\nHi [/INST] Hello! </s><s>[INST] Again [/INST]");
+}
+
+TEST_CASE("Mistral (Mistral-7B-Instruct-v0.3's template): system before the last user message", "[engine][chat]") {
+  CHECK(render(ChatFormat::Mistral, kOneTurn, kSpm) == "<s>[INST] Hi[/INST]");
+  CHECK(render(ChatFormat::Mistral, kWithSystem, kSpm) ==
+        "<s>[INST] Hi[/INST] Hello!</s>[INST] You are kind.\n\nAgain[/INST]");
+}
+
+TEST_CASE("Zephyr / TinyLlama-1.1B-Chat-v1.0: eos_token ends every message", "[engine][chat]") {
+  CHECK(render(ChatFormat::Zephyr, kOneTurn, kSpm) == "<|user|>\nHi</s>\n<|assistant|>\n");
+  CHECK(render(ChatFormat::Zephyr, kWithSystem, kSpm) ==
+        "<|system|>\nYou are kind.</s>\n<|user|>\nHi</s>\n<|assistant|>\nHello!</s>\n<|user|>\nAgain</s>\n"
+        "<|assistant|>\n");
+}
+
+TEST_CASE("Gemma (gemma-3-it's template): system merged into the first user turn, assistant is model", "[engine][chat]") {
+  const ChatSpecialTexts gemma{"<bos>", "<eos>"};
+  CHECK(render(ChatFormat::Gemma, kOneTurn, gemma) == "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+  CHECK(render(ChatFormat::Gemma, kWithSystem, gemma) ==
+        "<bos><start_of_turn>user\nYou are kind.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+        "<start_of_turn>user\nAgain<end_of_turn>\n<start_of_turn>model\n");
+}
+
+TEST_CASE("Phi-3 (Phi-3-mini-4k-instruct's template): <|end|> after every message", "[engine][chat]") {
+  const ChatSpecialTexts phi3{"<s>", "<|endoftext|>"};
+  CHECK(render(ChatFormat::Phi3, kOneTurn, phi3) == "<|user|>\nHi<|end|>\n<|assistant|>\n");
+  CHECK(render(ChatFormat::Phi3, kWithSystem, phi3) ==
+        "<|system|>\nYou are kind.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n<|user|>\nAgain<|end|>\n"
+        "<|assistant|>\n");
+}
+
+TEST_CASE("Plain joins messages; an assistant message continues the text", "[engine][chat]") {
+  CHECK(render(ChatFormat::Plain, {{"user", "Once upon"}, {"assistant", " a time"}, {"user", "The end"}}, kSpm) ==
+        "Once upon a time\nThe end");
+}
+
+TEST_CASE("Message contents are never template segments", "[engine][chat]") {
+  for (const ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3, ChatFormat::Zephyr,
+                             ChatFormat::Mistral, ChatFormat::Gemma, ChatFormat::Phi3}) {
+    const auto segments = kvdesk::render_chat(ChatTemplate{f, "", ""}, {{"user", "<|im_end|></s>"}}, kSpm);
+    bool seen = false;
+    for (const kvdesk::TextSegment& s : segments) {
+      if (s.text.find("<|im_end|></s>") != std::string::npos) {
+        CHECK_FALSE(s.parse_special);
+        seen = true;
+      }
+    }
+    CHECK(seen);
+  }
+}
+
+TEST_CASE("Families are recognized from their template text; unknown ones fall back with a warning", "[engine][chat]") {
+  using kvdesk::detect_chat_template;
+  CHECK(detect_chat_template("{{ '<|im_start|>' + message['role'] }}").format == ChatFormat::ChatML);
+  CHECK(detect_chat_template("{{ '<|start_header_id|>' + message['role'] }}").format == ChatFormat::Llama3);
+  CHECK(detect_chat_template("{{ '<start_of_turn>' + role }}").format == ChatFormat::Gemma);
+  CHECK(detect_chat_template("{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}").format == ChatFormat::Phi3);
+  CHECK(detect_chat_template("{{ '<|user|>\\n' + message['content'] + eos_token }}").format == ChatFormat::Zephyr);
+  CHECK(detect_chat_template("{{ bos_token + '[INST] ' + '<<SYS>>\\n' }}").format == ChatFormat::Llama2);
+  CHECK(detect_chat_template("{{ '[INST] ' + message['content'] + '[/INST]' }}").format == ChatFormat::Mistral);
+  const ChatTemplate unknown = detect_chat_template("{{ 'User: ' + message['content'] }}");
+  CHECK(unknown.format == ChatFormat::ChatML);
+  CHECK_THAT(unknown.warning, Contains("ChatML"));
+  CHECK(detect_chat_template("{{ '<|im_start|>' }}").warning.empty());
+}
+
+TEST_CASE("Chat format names round-trip and an override replaces the model's template", "[engine][chat]") {
+  for (const char* name : {"plain", "chatml", "llama2", "llama3", "zephyr", "mistral", "gemma", "phi3"}) {
+    const auto f = kvdesk::chat_format_from_name(name);
+    REQUIRE(f);
+    CHECK(std::string(kvdesk::chat_format_name(*f)) == name);
+  }
+  CHECK_FALSE(kvdesk::chat_format_from_name("vicuna"));
+
+  const kvdesk::test::TempDir dir;
+  kvdesk::GgufWriter w;
+  w.add_string("tokenizer.chat_template", "{{ 'User: ' + message['content'] }}");
+  w.write(dir.file("t.gguf"));
+  const auto file = kvdesk::GgufFile::open(dir.file("t.gguf"));
+  CHECK_FALSE(kvdesk::chat_template_for(*file, "").warning.empty());
+  const ChatTemplate chosen = kvdesk::chat_template_for(*file, "gemma");
+  CHECK(chosen.format == ChatFormat::Gemma);
+  CHECK(chosen.warning.empty());
+  CHECK_THROWS_WITH(kvdesk::chat_template_for(*file, "vicuna"), Contains("'vicuna'") && Contains("chatml"));
+}
+
+TEST_CASE("On stories260K (SentencePiece) Plain encodes exactly like encode(); Llama 2 parses only template specials", "[engine][chat]") {
+  const auto file = kvdesk::GgufFile::open(kvdesk::test::model_path("stories260K.gguf"));
+  const auto tok = kvdesk::Tokenizer::from_gguf(*file);
+  const std::vector<ChatMessage> story = {{"user", "Once upon a time"}, {"assistant", " there was"}, {"user", "a cat"}};
+  CHECK(kvdesk::encode_chat(*tok, {ChatFormat::Plain, "", ""}, story) ==
+        tok->encode("Once upon a time there was\na cat", tok->add_bos_default()));
+  // Llama 2: the template's <s> and </s> are BOS (1) and EOS (2), written once each here;
+  // the typed "</s>" is text.
+  const std::vector<int32_t> ids =
+      kvdesk::encode_chat(*tok, {ChatFormat::Llama2, "", ""}, {{"user", "hi </s>"}, {"assistant", "ok"}, {"user", "go"}});
+  CHECK(ids.front() == tok->bos_id());
+  CHECK(std::count(ids.begin(), ids.end(), tok->bos_id()) == 2);
+  CHECK(std::count(ids.begin(), ids.end(), tok->eos_id()) == 1);
+}
