@@ -162,6 +162,31 @@ TEST_CASE("make-model writes a GGUF that info and generate open", "[app][cli]") 
   CHECK(gen["tokens"].size() == 8);
 }
 
+TEST_CASE("make-model writes llama.cpp's Q4_K_M mix that generate runs", "[app][cli]") {
+  // 256-wide rows fill K-quant super-blocks; 2 layers are both use_more_bits layers, so attn_v
+  // and ffn_down are Q6_K, as is output; the rest Q4_K. file_type 15 = LLAMA_FTYPE_MOSTLY_Q4_K_M.
+  TempDir dir;
+  const std::string out = dir.file("tiny-q4km.gguf");
+  const auto made = run_cli({"make-model", "--layers", "2", "--embd", "256", "--heads", "4", "--kv-heads", "2",
+                             "--ff", "512", "--vocab-from", model_path("tokenizer.model"), "--type", "q4_k_m",
+                             "--seed", "3", "-o", out});
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  const auto info = parse_json(run_cli({"info", "-m", out, "--json"}));
+  CHECK(info["tensor_types"]["q4_K"].get<int>() == 1 + 2 * 5);  // token_embd; q, k, o, gate, up
+  CHECK(info["tensor_types"]["q6_K"].get<int>() == 1 + 2 * 2);  // output; v, down
+  const auto gen = parse_json(run_cli({"generate", "-m", out, "-p", "Hello", "-n", "8", "--temp", "0", "--json"}));
+  CHECK(gen["tokens"].size() == 8);
+}
+
+TEST_CASE("make-model names the weight types it knows when given another", "[app][cli]") {
+  TempDir dir;
+  const auto made = run_cli({"make-model", "--vocab-from", model_path("tokenizer.model"), "--type", "q3_k_m", "-o",
+                             dir.file("x.gguf")});
+  CHECK(made.exit_code != 0);
+  CHECK(made.err.find("q4_k_m") != std::string::npos);
+}
+
 TEST_CASE("bad arguments exit 2 with a usage line", "[app][cli]") {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {}, {"frobnicate"}, {"generate"}, {"generate", "-m"}, {"generate", "-m", "x.gguf", "-p", "hi", "-n", "zero"},
