@@ -1,8 +1,9 @@
-// Internal, included only by the ISA translation units (after tile_driver.h): 256-bit
-// micro-kernels for the weight formats built from 32-value sub-blocks with their own scales,
-// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K, against BlockQ8Act rows. Each including unit supplies
-// its u8 x s8 dot (AVX2: maddubs + madd; AVX-512: VNNI vpdpbusd on ymm) and its tile shape;
-// everything here has internal linkage so each ISA keeps its own copy.
+// Internal, included only by the ISA translation units: 256-bit micro-kernels for the weight
+// formats built from 32-value sub-blocks with their own scales, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and
+// Q6_K, against BlockQ8Act rows. Each including unit supplies its u8 x s8 dot (AVX2: maddubs +
+// madd; AVX-512: VNNI vpdpbusd on ymm) and its tile shape; AVX-512 uses these for Q4_1, Q5_0 and
+// Q5_1 only (its K-quants take zmm steps, dot_kquant_avx512.cpp). Everything here has internal
+// linkage so each ISA keeps its own copy.
 //
 // One sub-block s of weight block j meets act block j * kSubBlocks + s. Per int32 lane i
 // (values 4i..4i+3; lanes 0-3 are values 0-15, lanes 4-7 values 16-31):
