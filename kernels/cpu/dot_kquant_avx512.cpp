@@ -4,7 +4,8 @@
 //     dot[i]  = sum_{4 values} u8(q) * s8(a)  + bias[i]      (Q6_K: bias = -32 * sum_{4} s8(a))
 //     acc[i] += float(dot[i]) * scale[i] * a.d                (scale of the lane's sub-block)
 // and once per super-block, Q4_K / Q5_K, lanes s < 8:  acc[s] += -dmin * m[s] * a.d * a.sum.
-// The act side is repacked once per matmul into that register image (KActSuper).
+// Which two sub-blocks share a step follows the weight layout (StepPairs); the act side is
+// repacked once per matmul into that register image (KActSuper).
 // Built with AVX-512 flags, reached only through kAvx512Kernels after the CPU check.
 
 // GCC 12's AVX-512 intrinsics trip -Wuninitialized once inlined (GCC PR 105593), as in
@@ -29,9 +30,20 @@ namespace {
 
 constexpr int kSteps = 4;  // 64-value steps per 256-value super-block
 
+// The sub-blocks of step q: lo[q] in the low 256-bit half, hi[q] in the high half.
+struct StepPairs {
+  int lo[kSteps];
+  int hi[kSteps];
+};
+// Q6_K: 64 consecutive values per step.
+constexpr StepPairs kConsecutivePairs = {{0, 2, 4, 6}, {1, 3, 5, 7}};
+// Q4_K / Q5_K: 64 bytes of nibbles hold sub-blocks 4p, 4p+1 (bytes 0-31, low / high nibbles)
+// and 4p+2, 4p+3 (bytes 32-63); one load serves two steps, low nibbles then high nibbles.
+constexpr StepPairs kNibblePairs = {{0, 1, 4, 5}, {2, 3, 6, 7}};
+
 // ---- act side ---------------------------------------------------------------------------------
 
-// One step: act blocks 8j + 2q (bytes / lanes 0-31 / 0-7) and 8j + 2q + 1 (32-63 / 8-15).
+// One step: act blocks 8j + lo[q] (bytes / lanes 0-31 / 0-7) and 8j + hi[q] (32-63 / 8-15).
 struct KActStep {
   __m512i qs;    // [64] s8
   __m512 d;      // [16] a.d of the lane's block
@@ -48,11 +60,12 @@ thread_local PackScratch<KActSuper> kact_scratch;
 
 ALWAYS_INLINE __m256i load_256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+template <class F>
 KActSuper pack_super(const BlockQ8Act* a) {
   KActSuper out;
   for (int q = 0; q < kSteps; ++q) {
-    const BlockQ8Act& lo = a[2 * q];
-    const BlockQ8Act& hi = a[2 * q + 1];
+    const BlockQ8Act& lo = a[F::kPairs.lo[q]];
+    const BlockQ8Act& hi = a[F::kPairs.hi[q]];
     const __m512i qs = _mm512_inserti64x4(_mm512_castsi256_si512(load_256(lo.qs)), load_256(hi.qs), 1);
     const __m512 d = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(lo.d)), _mm256_set1_ps(hi.d), 1);
     const __m512i sum32 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(32), qs);
@@ -64,14 +77,15 @@ KActSuper pack_super(const BlockQ8Act* a) {
   return out;
 }
 
-// Q8Act rows [first, first + count) -> [count][super-blocks] KActSuper.
+// Q8Act rows [first, first + count) -> [count][super-blocks] KActSuper in F's step order.
+template <class F>
 ActPanel pack_kquant_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int count) {
   const int64_t supers = args.n / kQK_K;
   KActSuper* out = kact_scratch.get(static_cast<size_t>(supers * count));
   const char* acts = static_cast<const char*>(args.acts) + static_cast<size_t>(first) * a_stride;
   for (int c = 0; c < count; ++c) {
     const BlockQ8Act* a = row_at<BlockQ8Act>(acts, a_stride, c);
-    for (int64_t j = 0; j < supers; ++j) out[c * supers + j] = pack_super(a + 8 * j);
+    for (int64_t j = 0; j < supers; ++j) out[c * supers + j] = pack_super<F>(a + 8 * j);
   }
   return ActPanel{reinterpret_cast<const char*>(out), static_cast<size_t>(supers) * sizeof(KActSuper)};
 }
@@ -84,17 +98,19 @@ ALWAYS_INLINE __m512i stream_load(const void* p) { return _mm512_stream_load_si5
 
 // Lane permutations picking a step's scales out of a per-super-block scale vector.
 struct StepIndex {
-  alignas(64) int32_t pair[kSteps][16];  // [q] lanes 0-7 <- 2q, lanes 8-15 <- 2q + 1
+  alignas(64) int32_t pair[kSteps][16];  // [q] lanes 0-7 <- kNibblePairs.lo[q], 8-15 <- .hi[q]
   alignas(64) int32_t quad[kSteps][16];  // [q] lanes 4k..4k+3 <- 4q + k
-  alignas(64) int16_t q5_shift[kSteps][32];  // [q] words 0-15 shift 2q, words 16-31 shift 2q + 1
+  alignas(64) int16_t q5_shift[kSteps][32];  // [q] words 0-15 shift lo[q], 16-31 shift hi[q]
   alignas(64) int16_t q6_shift[2][32];       // [q % 2] words 0-15 shift 4 (q % 2), 16-31 that + 2
   constexpr StepIndex() : pair(), quad(), q5_shift(), q6_shift() {
     for (int q = 0; q < kSteps; ++q) {
       for (int i = 0; i < 16; ++i) {
-        pair[q][i] = 2 * q + i / 8;
+        pair[q][i] = i < 8 ? kNibblePairs.lo[q] : kNibblePairs.hi[q];
         quad[q][i] = 4 * q + i / 4;
       }
-      for (int i = 0; i < 32; ++i) q5_shift[q][i] = static_cast<int16_t>(2 * q + i / 16);
+      for (int i = 0; i < 32; ++i) {
+        q5_shift[q][i] = static_cast<int16_t>(i < 16 ? kNibblePairs.lo[q] : kNibblePairs.hi[q]);
+      }
     }
     for (int odd = 0; odd < 2; ++odd) {
       for (int i = 0; i < 32; ++i) q6_shift[odd][i] = static_cast<int16_t>(4 * odd + 2 * (i / 16));
@@ -135,15 +151,16 @@ ALWAYS_INLINE KAffine k_affine(const Block& b) {
   return KAffine{scaled, _mm512_maskz_permutexvar_ps(0x00FF, _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 15, 14, 13, 12, 11, 10, 9, 8), scaled)};
 }
 
-// Q4_K / Q5_K step q: qs bytes 32q..32q+31, low nibbles (sub-block 2q) in the low half, high
-// nibbles (2q + 1) in the high half.
+// Q4_K / Q5_K step q (kNibblePairs): qs bytes 64 (q / 2) .. +63, low nibbles for even q, high
+// nibbles for odd q.
 ALWAYS_INLINE __m512i k_nibbles(const uint8_t* qs, int q) {
-  const __m512i bytes = broadcast_256(qs + 32 * q);
-  return _mm512_and_si512(_mm512_mask_srli_epi16(bytes, 0xFFFF0000u, bytes, 4), _mm512_set1_epi8(15));
+  const __m512i bytes = _mm512_loadu_si512(qs + 64 * (q / 2));
+  return _mm512_and_si512(q % 2 == 0 ? bytes : _mm512_srli_epi16(bytes, 4), _mm512_set1_epi8(15));
 }
 
 struct Q4_KFormat {
   using Block = BlockQ4_K;
+  static constexpr StepPairs kPairs = kNibblePairs;
   static constexpr bool kHasMin = true;
   static constexpr bool kHasOffset = false;
   using Decoded = KAffine;
@@ -157,6 +174,7 @@ struct Q4_KFormat {
 
 struct Q5_KFormat {
   using Block = BlockQ5_K;
+  static constexpr StepPairs kPairs = kNibblePairs;
   static constexpr bool kHasMin = true;
   static constexpr bool kHasOffset = false;
   struct Decoded {
@@ -164,7 +182,7 @@ struct Q5_KFormat {
     __m512i qh;  // [64] qh[0..31] in both halves
   };
   ALWAYS_INLINE static Decoded decode(const Block& b) { return Decoded{k_affine(b), broadcast_256(b.qh)}; }
-  // 5th bit of value 32s + l is bit s of qh[l]: bit 2q in the low half, 2q + 1 in the high half
+  // 5th bit of value 32s + l is bit s of qh[l]: bit lo[q] in the low half, hi[q] in the high half
   ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded& d, int q) {
     const __m512i bits = _mm512_and_si512(_mm512_srlv_epi16(d.qh, load_index(kIndex.q5_shift[q])), _mm512_set1_epi8(1));
     return _mm512_or_si512(k_nibbles(b.qs, q), _mm512_slli_epi16(bits, 4));
@@ -177,6 +195,7 @@ struct Q5_KFormat {
 
 struct Q6_KFormat {
   using Block = BlockQ6_K;
+  static constexpr StepPairs kPairs = kConsecutivePairs;
   static constexpr bool kHasMin = false;
   static constexpr bool kHasOffset = true;
   struct Decoded {
@@ -254,7 +273,7 @@ struct KQuantKernel {
   static constexpr int kActs = 3;
 
   static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int count) {
-    return pack_kquant_acts(args, a_stride, first, count);
+    return pack_kquant_acts<F>(args, a_stride, first, count);
   }
 
   template <int R, int C>

@@ -163,8 +163,8 @@ TEST_CASE("make-model writes a GGUF that info and generate open", "[app][cli]") 
 }
 
 TEST_CASE("make-model writes llama.cpp's Q4_K_M mix that generate runs", "[app][cli]") {
-  // 256-wide rows fill K-quant super-blocks; 2 layers are both use_more_bits layers, so attn_v
-  // and ffn_down are Q6_K, as is output; the rest Q4_K. file_type 15 = LLAMA_FTYPE_MOSTLY_Q4_K_M.
+  // 256-wide rows fill K-quant super-blocks. Of 2 layers only layer 1 is a use_more_bits layer
+  // (layer >= 7 * 2 / 8), so its attn_v and ffn_down are Q6_K, as is output; the rest Q4_K.
   TempDir dir;
   const std::string out = dir.file("tiny-q4km.gguf");
   const auto made = run_cli({"make-model", "--layers", "2", "--embd", "256", "--heads", "4", "--kv-heads", "2",
@@ -173,8 +173,8 @@ TEST_CASE("make-model writes llama.cpp's Q4_K_M mix that generate runs", "[app][
   INFO(made.err);
   REQUIRE(made.exit_code == 0);
   const auto info = parse_json(run_cli({"info", "-m", out, "--json"}));
-  CHECK(info["tensor_types"]["q4_K"].get<int>() == 1 + 2 * 5);  // token_embd; q, k, o, gate, up
-  CHECK(info["tensor_types"]["q6_K"].get<int>() == 1 + 2 * 2);  // output; v, down
+  CHECK(info["tensor_types"]["q4_K"].get<int>() == 1 + 2 * 5 + 2);  // token_embd; q, k, o, gate, up; layer 0 v, down
+  CHECK(info["tensor_types"]["q6_K"].get<int>() == 1 + 2);          // output; layer 1 v, down
   const auto gen = parse_json(run_cli({"generate", "-m", out, "-p", "Hello", "-n", "8", "--temp", "0", "--json"}));
   CHECK(gen["tokens"].size() == 8);
 }
