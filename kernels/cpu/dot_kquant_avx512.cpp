@@ -16,8 +16,6 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
-#include <cstring>
-
 #include "kernels/check.h"
 #include "kernels/cpu/dot_kquant_avx512.h"
 #include "kernels/cpu/pack_scratch.h"
@@ -125,9 +123,9 @@ ALWAYS_INLINE __m512i load_index(const void* p) { return _mm512_load_si512(p); }
 ALWAYS_INLINE __m512i broadcast_256(const uint8_t* p) { return _mm512_broadcast_i64x4(load_256(p)); }
 
 // Sub-block scales d * sc[s] (lanes 0-7) and mins -dmin * m[s] (lanes 0-7, zeros above) of a
-// Q4_K / Q5_K super-block, from the 12 packed bytes by 32-bit word operations (k_scale_min for
-// all eight at once: words 0, 1 hold sc[0..3], m[0..3] in the low 6 bits of each byte, word 2
-// the low 4 bits of sc[4..7] | m[4..7] << 4, the top 2 bits of words 0, 1 their high bits).
+// Q4_K / Q5_K super-block. The 12 packed bytes unpack (k_scale_min for all eight at once) in one
+// xmm: bytes 0-3 hold sc[0..3], 4-7 m[0..3] in their low 6 bits and the high 2 bits of
+// sc[4..7], m[4..7] on top; bytes 8-11 the low 4 bits of sc[4..7] | m[4..7] << 4.
 struct KAffine {
   __m512 scale;  // [16] lanes 0-7
   __m512 min;    // [16] lanes 0-7, zeros above
@@ -135,16 +133,21 @@ struct KAffine {
 
 template <class Block>
 ALWAYS_INLINE KAffine k_affine(const Block& b) {
-  uint32_t w[3];
-  std::memcpy(w, b.scales, sizeof(w));
-  constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F, kTop2 = 0x03030303;
-  const uint32_t sc_lo = w[0] & kLow6;
-  const uint32_t m_lo = w[1] & kLow6;
-  const uint32_t sc_hi = (w[2] & kLow4) | ((w[0] >> 6) & kTop2) << 4;
-  const uint32_t m_hi = ((w[2] >> 4) & kLow4) | ((w[1] >> 6) & kTop2) << 4;
+  // 16 bytes from `scales`: the 12 scale bytes and 4 bytes of what follows in the block (unused)
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+  constexpr char kZero = static_cast<char>(0x80);  // pshufb: zero this byte
+  // low parts: sc[0..3] = x[0..3] & 63, sc[4..7] = x[8..11] & 15, m[0..3] = x[4..7] & 63,
+  // m[4..7] = x[8..11] >> 4
+  const __m128i low_src = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i low = _mm_and_si128(low_src, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  const __m128i low_hi_nibble = _mm_and_si128(_mm_srli_epi16(low_src, 4),
+                                              _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+  // high 2 bits of sc[4..7], m[4..7]: bits 6-7 of x[0..3], x[4..7] moved to bits 4-5
+  const __m128i top_src = _mm_shuffle_epi8(
+      x, _mm_setr_epi8(kZero, kZero, kZero, kZero, 0, 1, 2, 3, kZero, kZero, kZero, kZero, 4, 5, 6, 7));
+  const __m128i top = _mm_and_si128(_mm_srli_epi16(top_src, 2), _mm_set1_epi8(0x30));
+  const __m128i bytes = _mm_ternarylogic_epi32(low, low_hi_nibble, top, 0xFE);  // a | b | c
   // bytes sc[0..7], m[0..7] -> 16 floats
-  const __m128i bytes = _mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), static_cast<int>(m_lo),
-                                       static_cast<int>(m_hi));
   const __m512 values = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
   const __m512 factors = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(b.d)), _mm256_set1_ps(-_cvtsh_ss(b.dmin)), 1);
   const __m512 scaled = _mm512_mul_ps(values, factors);
