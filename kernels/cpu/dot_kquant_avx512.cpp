@@ -3,7 +3,7 @@
 // convert and one FMA cover both. Per int32 lane i of step q of super-block j:
 //     dot[i]  = sum_{4 values} u8(q) * s8(a)  + bias[i]      (Q6_K: bias = -32 * sum_{4} s8(a))
 //     acc[i] += float(dot[i]) * scale[i] * a.d                (scale of the lane's sub-block)
-// and once per super-block, Q4_K / Q5_K, lanes s < 8:  acc[s] += -dmin * m[s] * a.d * a.sum.
+// and once per super-block, Q4_K / Q5_K, lanes 8 + s:  acc[8 + s] -= dmin * m[s] * a.d * a.sum.
 // Which two sub-blocks share a step follows the weight layout (StepPairs); the act side is
 // repacked once per matmul into that register image (KActSuper).
 // Built with AVX-512 flags, reached only through kAvx512Kernels after the CPU check.
@@ -15,6 +15,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+
+#include <cstddef>
+#include <cstring>
 
 #include "kernels/check.h"
 #include "kernels/cpu/dot_kquant_avx512.h"
@@ -50,7 +53,7 @@ struct KActStep {
 
 struct KActSuper {
   KActStep step[kSteps];
-  __m512 sums;   // [16] lane s < 8: a.d * a.sum of act block 8j + s; lanes 8-15 zero
+  __m512 sums;   // [16] lane 8 + s: a.d * a.sum of act block 8j + s; lanes 0-7 zero
 };
 static_assert(sizeof(KActSuper) % 64 == 0);
 
@@ -70,7 +73,7 @@ KActSuper pack_super(const BlockQ8Act* a) {
     out.step[q] = KActStep{qs, d, _mm512_sub_epi32(_mm512_setzero_si512(), sum32)};
   }
   alignas(64) float sums[16] = {};
-  for (int s = 0; s < 8; ++s) sums[s] = a[s].d * static_cast<float>(a[s].sum);
+  for (int s = 0; s < 8; ++s) sums[8 + s] = a[s].d * static_cast<float>(a[s].sum);
   out.sums = _mm512_load_ps(sums);
   return out;
 }
@@ -122,13 +125,13 @@ ALWAYS_INLINE __m512i load_index(const void* p) { return _mm512_load_si512(p); }
 // 32 bytes at p into both 256-bit halves
 ALWAYS_INLINE __m512i broadcast_256(const uint8_t* p) { return _mm512_broadcast_i64x4(load_256(p)); }
 
-// Sub-block scales d * sc[s] (lanes 0-7) and mins -dmin * m[s] (lanes 0-7, zeros above) of a
-// Q4_K / Q5_K super-block. The 12 packed bytes unpack (k_scale_min for all eight at once) in one
+// Sub-block scales d * sc[s] (lanes 0-7) and mins dmin * m[s] (lanes 8-15) of a Q4_K / Q5_K
+// super-block, in one vector: the act sums sit in lanes 8-15 only, so the scales in lanes 0-7
+// meet zeros there. The 12 packed bytes unpack (k_scale_min for all eight at once) in one
 // xmm: bytes 0-3 hold sc[0..3], 4-7 m[0..3] in their low 6 bits and the high 2 bits of
 // sc[4..7], m[4..7] on top; bytes 8-11 the low 4 bits of sc[4..7] | m[4..7] << 4.
 struct KAffine {
-  __m512 scale;  // [16] lanes 0-7
-  __m512 min;    // [16] lanes 0-7, zeros above
+  __m512 scale_min;  // [16] d * sc[0..7], dmin * m[0..7]
 };
 
 template <class Block>
@@ -149,9 +152,14 @@ ALWAYS_INLINE KAffine k_affine(const Block& b) {
   const __m128i bytes = _mm_ternarylogic_epi32(low, low_hi_nibble, top, 0xFE);  // a | b | c
   // bytes sc[0..7], m[0..7] -> 16 floats
   const __m512 values = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
-  const __m512 factors = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(b.d)), _mm256_set1_ps(-_cvtsh_ss(b.dmin)), 1);
-  const __m512 scaled = _mm512_mul_ps(values, factors);
-  return KAffine{scaled, _mm512_maskz_permutexvar_ps(0x00FF, _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 15, 14, 13, 12, 11, 10, 9, 8), scaled)};
+  // d and dmin are adjacent halves: one conversion, then d into lanes 0-7, dmin into 8-15
+  uint32_t d_dmin;
+  static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2);
+  std::memcpy(&d_dmin, &b.d, sizeof(d_dmin));
+  const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));
+  const __m512 factors = _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                                               _mm512_castps128_ps512(both));
+  return KAffine{_mm512_mul_ps(values, factors)};
 }
 
 // Q4_K / Q5_K step q (kNibblePairs): qs bytes 64 (q / 2) .. +63, low nibbles for even q, high
@@ -170,9 +178,9 @@ struct Q4_KFormat {
   ALWAYS_INLINE static Decoded decode(const Block& b) { return k_affine(b); }
   ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded&, int q) { return k_nibbles(b.qs, q); }
   ALWAYS_INLINE static __m512 scale(const Decoded& d, int q) {
-    return _mm512_permutexvar_ps(load_index(kIndex.pair[q]), d.scale);
+    return _mm512_permutexvar_ps(load_index(kIndex.pair[q]), d.scale_min);
   }
-  ALWAYS_INLINE static __m512 mins(const Decoded& d) { return d.min; }
+  ALWAYS_INLINE static __m512 mins(const Decoded& d) { return d.scale_min; }
 };
 
 struct Q5_KFormat {
@@ -191,9 +199,9 @@ struct Q5_KFormat {
     return _mm512_or_si512(k_nibbles(b.qs, q), _mm512_slli_epi16(bits, 4));
   }
   ALWAYS_INLINE static __m512 scale(const Decoded& d, int q) {
-    return _mm512_permutexvar_ps(load_index(kIndex.pair[q]), d.affine.scale);
+    return _mm512_permutexvar_ps(load_index(kIndex.pair[q]), d.affine.scale_min);
   }
-  ALWAYS_INLINE static __m512 mins(const Decoded& d) { return d.affine.min; }
+  ALWAYS_INLINE static __m512 mins(const Decoded& d) { return d.affine.scale_min; }
 };
 
 struct Q6_KFormat {
@@ -264,7 +272,7 @@ ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
     for (int c = 0; c < C; ++c) {
       const __m512 sums = _mm512_castsi512_ps(stream_load(&row_at<KActSuper>(t.a, t.a_stride, c)[j].sums));
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(F::mins(dec[r]), sums, acc[r][c]);
+      for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fnmadd_ps(F::mins(dec[r]), sums, acc[r][c]);
     }
   }
 }
