@@ -102,8 +102,12 @@ struct StepIndex {
   alignas(64) int32_t pair[kSteps][16];  // [q] lanes 0-7 <- kNibblePairs.lo[q], 8-15 <- .hi[q]
   alignas(64) int32_t quad[kSteps][16];  // [q] lanes 4k..4k+3 <- 4q + k
   alignas(64) int16_t q5_shift[kSteps][32];  // [q] words 0-15 shift lo[q], 16-31 shift hi[q]
-  alignas(64) int16_t q6_shift[2][32];       // [q % 2] words 0-15 shift 4 (q % 2), 16-31 that + 2
-  constexpr StepIndex() : pair(), quad(), q5_shift(), q6_shift() {
+  // Q6_K: moves bits 2k, 2k+1 of each qh byte to bits 4, 5: even q (k = 0 | 1) left by 4 | 2,
+  // odd q (k = 2 | 3) right by 0 | 2 (low | high half); bits leaking across bytes land outside
+  // bits 4, 5 and are masked off.
+  alignas(64) int16_t q6_left[32];    // words 0-15 shift 4, 16-31 shift 2
+  alignas(64) int16_t q6_right[32];   // words 0-15 shift 0, 16-31 shift 2
+  constexpr StepIndex() : pair(), quad(), q5_shift(), q6_left(), q6_right() {
     for (int q = 0; q < kSteps; ++q) {
       for (int i = 0; i < 16; ++i) {
         pair[q][i] = i < 8 ? kNibblePairs.lo[q] : kNibblePairs.hi[q];
@@ -113,8 +117,9 @@ struct StepIndex {
         q5_shift[q][i] = static_cast<int16_t>(i < 16 ? kNibblePairs.lo[q] : kNibblePairs.hi[q]);
       }
     }
-    for (int odd = 0; odd < 2; ++odd) {
-      for (int i = 0; i < 32; ++i) q6_shift[odd][i] = static_cast<int16_t>(4 * odd + 2 * (i / 16));
+    for (int i = 0; i < 32; ++i) {
+      q6_left[i] = static_cast<int16_t>(i < 16 ? 4 : 2);
+      q6_right[i] = static_cast<int16_t>(i < 16 ? 0 : 2);
     }
   }
 };
@@ -223,8 +228,10 @@ struct Q6_KFormat {
     const int h = q / 2;
     const __m512i ql = _mm512_loadu_si512(b.ql + 64 * h);
     const __m512i low = _mm512_and_si512(q % 2 == 0 ? ql : _mm512_srli_epi16(ql, 4), _mm512_set1_epi8(15));
-    const __m512i qh = _mm512_srlv_epi16(broadcast_256(b.qh + 32 * h), load_index(kIndex.q6_shift[q % 2]));
-    return _mm512_or_si512(low, _mm512_slli_epi16(_mm512_and_si512(qh, _mm512_set1_epi8(3)), 4));
+    const __m512i qh = broadcast_256(b.qh + 32 * h);
+    const __m512i high = q % 2 == 0 ? _mm512_sllv_epi16(qh, load_index(kIndex.q6_left))
+                                    : _mm512_srlv_epi16(qh, load_index(kIndex.q6_right));
+    return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & 0x30)
   }
   ALWAYS_INLINE static __m512 scale(const Decoded& d, int q) {
     return _mm512_permutexvar_ps(load_index(kIndex.quad[q]), d.scale);
