@@ -101,7 +101,10 @@ ALWAYS_INLINE __m512i stream_load(const void* p) { return _mm512_stream_load_si5
 struct StepIndex {
   alignas(64) int32_t pair[kSteps][16];  // [q] lanes 0-7 <- kNibblePairs.lo[q], 8-15 <- .hi[q]
   alignas(64) int32_t quad[kSteps][16];  // [q] lanes 4k..4k+3 <- 4q + k
-  alignas(64) int16_t q5_shift[kSteps][32];  // [q] words 0-15 shift lo[q], 16-31 shift hi[q]
+  // Q5_K: moves bit s of each qh byte to bit 4, words 0-15 for s = lo[q], 16-31 for hi[q]: left
+  // by 4 - s for steps 0, 1 (s <= 4), right by s - 4 for steps 2, 3; bits leaking across bytes
+  // land outside bit 4 and are masked off.
+  alignas(64) int16_t q5_shift[kSteps][32];
   // Q6_K: moves bits 2k, 2k+1 of each qh byte to bits 4, 5: even q (k = 0 | 1) left by 4 | 2,
   // odd q (k = 2 | 3) right by 0 | 2 (low | high half); bits leaking across bytes land outside
   // bits 4, 5 and are masked off.
@@ -114,7 +117,8 @@ struct StepIndex {
         quad[q][i] = 4 * q + i / 4;
       }
       for (int i = 0; i < 32; ++i) {
-        q5_shift[q][i] = static_cast<int16_t>(i < 16 ? kNibblePairs.lo[q] : kNibblePairs.hi[q]);
+        const int s = i < 16 ? kNibblePairs.lo[q] : kNibblePairs.hi[q];
+        q5_shift[q][i] = static_cast<int16_t>(q < 2 ? 4 - s : s - 4);
       }
     }
     for (int i = 0; i < 32; ++i) {
@@ -200,8 +204,9 @@ struct Q5_KFormat {
   ALWAYS_INLINE static Decoded decode(const Block& b) { return Decoded{k_affine(b), broadcast_256(b.qh)}; }
   // 5th bit of value 32s + l is bit s of qh[l]: bit lo[q] in the low half, hi[q] in the high half
   ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded& d, int q) {
-    const __m512i bits = _mm512_and_si512(_mm512_srlv_epi16(d.qh, load_index(kIndex.q5_shift[q])), _mm512_set1_epi8(1));
-    return _mm512_or_si512(k_nibbles(b.qs, q), _mm512_slli_epi16(bits, 4));
+    const __m512i shift = load_index(kIndex.q5_shift[q]);
+    const __m512i high = q < 2 ? _mm512_sllv_epi16(d.qh, shift) : _mm512_srlv_epi16(d.qh, shift);
+    return _mm512_ternarylogic_epi32(k_nibbles(b.qs, q), high, _mm512_set1_epi8(0x10), 0xF8);  // a | (b & 0x10)
   }
   ALWAYS_INLINE static __m512 scale(const Decoded& d, int q) {
     return _mm512_permutexvar_ps(load_index(kIndex.pair[q]), d.affine.scale_min);
