@@ -80,31 +80,15 @@ void check_spec(const RandomModelSpec& s) {
   if (s.arch != "llama" && s.arch != "qwen2") fail("--arch must be llama or qwen2");
   if (s.rope_scaling != "none" && s.rope_scaling != "llama3") fail("--rope-scaling must be none or llama3");
   if (!(s.weight_std > 0)) fail("the weight standard deviation must be positive");
-  const GgmlType t = s.type;
-  if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16 && t != GgmlType::Q8_0 &&
-      t != GgmlType::Q4_0) {
-    fail("--type must be one of f32, f16, bf16, q8_0, q4_0");
-  }
-}
-
-uint32_t file_type_of(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::BF16: return 32;
-    default: return 1;
-  }
 }
 
 class TensorMaker {
  public:
   TensorMaker(GgufWriter& writer, const RandomModelSpec& spec) : writer_(writer), spec_(spec) {}
 
-  void matrix(const std::string& name, int64_t rows, int64_t cols) {
-    const GgmlType requested = spec_.type;
-    const GgmlType type = cols % ggml_type_info(requested).block_values == 0 ? requested : GgmlType::F16;
+  // A 2-D weight of `role` in layer `layer` (0 outside the layers).
+  void matrix(const std::string& name, TensorRole role, int layer, int64_t rows, int64_t cols) {
+    const GgmlType type = tensor_type(spec_.mix, role, layer, spec_.layers, cols);
     const uint64_t seed = next_seed();
     const float std = spec_.weight_std;
     writer_.add_tensor(name, type, {cols, rows}, [=](std::vector<uint8_t>& out) {
@@ -183,7 +167,7 @@ void write_random_model(const RandomModelSpec& spec, const std::string& out_path
   GgufWriter w;
   w.add_string("general.architecture", spec.arch);
   w.add_string("general.name", spec.name);
-  w.add_uint32("general.file_type", file_type_of(spec.type));
+  w.add_uint32("general.file_type", spec.mix.file_type);
   w.add_uint32(a + "context_length", uint32_t(spec.context_length));
   w.add_uint32(a + "embedding_length", uint32_t(spec.embd));
   w.add_uint32(a + "block_count", uint32_t(spec.layers));
@@ -207,26 +191,26 @@ void write_random_model(const RandomModelSpec& spec, const std::string& out_path
   TensorMaker make(w, spec);
   const int64_t d = spec.embd;
   const int64_t kv_dim = int64_t(spec.kv_heads) * head_dim;
-  make.matrix("token_embd.weight", n_vocab, d);
+  make.matrix("token_embd.weight", TensorRole::TokenEmbd, 0, n_vocab, d);
   make.ones("output_norm.weight", d);
-  if (!spec.tied_embeddings) make.matrix("output.weight", n_vocab, d);
+  if (!spec.tied_embeddings) make.matrix("output.weight", TensorRole::Output, 0, n_vocab, d);
   if (spec.rope_scaling == "llama3") make.f32_vector("rope_freqs.weight", llama3_rope_factors(spec.rope_freq_base, head_dim));
   for (int32_t i = 0; i < spec.layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     make.ones(p + "attn_norm.weight", d);
-    make.matrix(p + "attn_q.weight", d, d);
-    make.matrix(p + "attn_k.weight", kv_dim, d);
-    make.matrix(p + "attn_v.weight", kv_dim, d);
+    make.matrix(p + "attn_q.weight", TensorRole::AttnQ, i, d, d);
+    make.matrix(p + "attn_k.weight", TensorRole::AttnK, i, kv_dim, d);
+    make.matrix(p + "attn_v.weight", TensorRole::AttnV, i, kv_dim, d);
     if (qkv_bias) {
       make.normal_vector(p + "attn_q.bias", d);
       make.normal_vector(p + "attn_k.bias", kv_dim);
       make.normal_vector(p + "attn_v.bias", kv_dim);
     }
-    make.matrix(p + "attn_output.weight", d, d);
+    make.matrix(p + "attn_output.weight", TensorRole::AttnOutput, i, d, d);
     make.ones(p + "ffn_norm.weight", d);
-    make.matrix(p + "ffn_gate.weight", spec.ff, d);
-    make.matrix(p + "ffn_up.weight", spec.ff, d);
-    make.matrix(p + "ffn_down.weight", d, spec.ff);
+    make.matrix(p + "ffn_gate.weight", TensorRole::FfnGate, i, spec.ff, d);
+    make.matrix(p + "ffn_up.weight", TensorRole::FfnUp, i, spec.ff, d);
+    make.matrix(p + "ffn_down.weight", TensorRole::FfnDown, i, d, spec.ff);
   }
   w.write(out_path);
 }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/ggml_types.h"
+#include "engine/weight_mix.h"
 
 namespace kvdesk {
 
@@ -20,7 +20,7 @@ struct RandomModelSpec {
   int32_t context_length = 2048;
   float rope_freq_base = 10000.0f;
   std::string vocab_from;            // a SentencePiece .model file
-  GgmlType type = GgmlType::F16;     // 2-D weights; rows not a multiple of its block fall back to F16
+  WeightMix mix = *find_weight_mix("f16");  // types of the 2-D weights (engine/weight_mix.h)
   uint64_t seed = 1;
   std::string name = "kvdesk-random";
   std::string arch = "llama";         // "llama", or "qwen2": NeoX RoPE and Q/K/V biases

@@ -5,6 +5,7 @@
 #include "kernels/check.h"
 #include "kernels/dot.h"
 #include "kernels/fp16.h"
+#include "kernels/quant_unpack.h"
 
 namespace kvdesk {
 
@@ -13,8 +14,20 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::F32:
     case GgmlType::F16:
     case GgmlType::BF16: return ActFormat::F32;
+    // Every quantized weight type meets BlockQ8Act, the K-quants included: their sub-blocks are
+    // 32 values (Q6_K's two 16-value halves of one act block are told apart per int32 lane), so
+    // one act block lines up with one weight scale, and the integer work per 32 values is the
+    // same as Q4_0's. A 256-value activation block with one scale (ggml's Q8_K) would save one
+    // int->float convert per 32 values but needs its own preparation and packing paths for a
+    // memory-bound decode that does not need the saving.
     case GgmlType::Q8_0:
-    case GgmlType::Q4_0: return ActFormat::Q8Act;
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return ActFormat::Q8Act;
     default: KVDESK_ASSERT(!"act_format_for: type is not computable");
   }
   return ActFormat::F32;
@@ -77,6 +90,80 @@ float dot_q4_0(const BlockQ4_0* w, const BlockQ8Act* a, int64_t n) {
   return static_cast<float>(sum);
 }
 
+// sum_i q[i] * a.qs[i] over values [first, first + count) of one act block
+int32_t int_dot(const int* q, const BlockQ8Act& a, int first, int count) {
+  int32_t isum = 0;
+  for (int i = first; i < first + count; ++i) isum += q[i] * a.qs[i];
+  return isum;
+}
+
+// Affine 32-value blocks (Q4_1, Q5_1): sum_b fp16(d) * a.d * sum_i q[i] * a.qs[i] + fp16(m) * a.d * a.sum
+template <class Block, class Unpack>
+float dot_affine32(const Block* w, const BlockQ8Act* a, int64_t n, Unpack unpack) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < n / 32; ++b) {
+    int q[32];
+    unpack(w[b], q);
+    sum += static_cast<double>(fp16_to_fp32(w[b].d) * a[b].d) * int_dot(q, a[b], 0, 32) +
+           static_cast<double>(fp16_to_fp32(w[b].m)) * (a[b].d * static_cast<float>(a[b].sum));
+  }
+  return static_cast<float>(sum);
+}
+
+void unpack_q4_1(const BlockQ4_1& b, int* q) {
+  for (int i = 0; i < 16; ++i) q[i] = b.qs[i] & 15, q[i + 16] = b.qs[i] >> 4;
+}
+
+// sum_b fp16(d) * a.d * (sum_i q[i] * a.qs[i] - 16 * a.sum),  q[i] in 0..31
+float dot_q5_0(const BlockQ5_0* w, const BlockQ8Act* a, int64_t n) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < n / 32; ++b) {
+    int q[32];
+    unpack_5bit(w[b].qs, w[b].qh, q);
+    sum += static_cast<double>(fp16_to_fp32(w[b].d) * a[b].d) * (int_dot(q, a[b], 0, 32) - 16 * a[b].sum);
+  }
+  return static_cast<float>(sum);
+}
+
+// Q4_K / Q5_K: act block 8j + s meets sub-block s of super-block j:
+//   fp16(d) * sc[s] * a.d * sum_l q * a.qs[l]  -  fp16(dmin) * m[s] * a.d * a.sum
+template <class Block, class Unpack>
+float dot_k_affine(const Block* w, const BlockQ8Act* a, int64_t n, Unpack unpack) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n / kQK_K; ++j) {
+    int q[kQK_K];
+    unpack(w[j], q);
+    const float d = fp16_to_fp32(w[j].d);
+    const float dmin = fp16_to_fp32(w[j].dmin);
+    for (int s = 0; s < 8; ++s) {
+      const BlockQ8Act& as = a[8 * j + s];
+      const KScaleMin sm = k_scale_min(w[j].scales, s);
+      sum += static_cast<double>(d * sm.scale * as.d) * int_dot(q + 32 * s, as, 0, 32) -
+             static_cast<double>(dmin * sm.min) * (as.d * static_cast<float>(as.sum));
+    }
+  }
+  return static_cast<float>(sum);
+}
+
+// Q6_K: act block 8j + s meets 16-value sub-blocks 2s and 2s + 1 of super-block j:
+//   sum_{h = 0, 1} fp16(d) * scales[2s + h] * a.d * sum_l (q - 32) * a.qs[16h + l]
+float dot_q6_k(const BlockQ6_K* w, const BlockQ8Act* a, int64_t n) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n / kQK_K; ++j) {
+    int q[kQK_K];
+    unpack_q6_k(w[j], q);
+    for (int& v : q) v -= 32;
+    const float d = fp16_to_fp32(w[j].d);
+    for (int s = 0; s < 8; ++s) {
+      const BlockQ8Act& as = a[8 * j + s];
+      for (int h = 0; h < 2; ++h) {
+        sum += static_cast<double>(d * w[j].scales[2 * s + h] * as.d) * int_dot(q + 32 * s, as, 16 * h, 16);
+      }
+    }
+  }
+  return static_cast<float>(sum);
+}
+
 }  // namespace
 
 void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n) {
@@ -106,6 +193,25 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
     case GgmlType::Q4_0:
       KVDESK_ASSERT(n % kQ4_0BlockValues == 0);
       return dot_q4_0(static_cast<const BlockQ4_0*>(w_row), qa, n);
+    case GgmlType::Q4_1:
+      KVDESK_ASSERT(n % 32 == 0);
+      return dot_affine32(static_cast<const BlockQ4_1*>(w_row), qa, n, unpack_q4_1);
+    case GgmlType::Q5_0:
+      KVDESK_ASSERT(n % 32 == 0);
+      return dot_q5_0(static_cast<const BlockQ5_0*>(w_row), qa, n);
+    case GgmlType::Q5_1:
+      KVDESK_ASSERT(n % 32 == 0);
+      return dot_affine32(static_cast<const BlockQ5_1*>(w_row), qa, n,
+                          [](const BlockQ5_1& b, int* q) { unpack_5bit(b.qs, b.qh, q); });
+    case GgmlType::Q4_K:
+      KVDESK_ASSERT(n % kQK_K == 0);
+      return dot_k_affine(static_cast<const BlockQ4_K*>(w_row), qa, n, unpack_q4_k);
+    case GgmlType::Q5_K:
+      KVDESK_ASSERT(n % kQK_K == 0);
+      return dot_k_affine(static_cast<const BlockQ5_K*>(w_row), qa, n, unpack_q5_k);
+    case GgmlType::Q6_K:
+      KVDESK_ASSERT(n % kQK_K == 0);
+      return dot_q6_k(static_cast<const BlockQ6_K*>(w_row), qa, n);
     default: KVDESK_ASSERT(!"vec_dot: type is not computable");
   }
   return 0.0f;

@@ -16,12 +16,12 @@ struct Row {
 // Block sizes and byte counts as ggml defines them (QK_K = 256 for the K-quants).
 constexpr std::array kTypes = {
     Row{0, {"f32", 1, 4, true}},        Row{1, {"f16", 1, 2, true}},
-    Row{2, {"q4_0", 32, 18, true}},     Row{3, {"q4_1", 32, 20, false}},
-    Row{6, {"q5_0", 32, 22, false}},    Row{7, {"q5_1", 32, 24, false}},
+    Row{2, {"q4_0", 32, 18, true}},     Row{3, {"q4_1", 32, 20, true}},
+    Row{6, {"q5_0", 32, 22, true}},    Row{7, {"q5_1", 32, 24, true}},
     Row{8, {"q8_0", 32, 34, true}},     Row{9, {"q8_1", 32, 36, false}},
     Row{10, {"q2_K", 256, 84, false}},  Row{11, {"q3_K", 256, 110, false}},
-    Row{12, {"q4_K", 256, 144, false}}, Row{13, {"q5_K", 256, 176, false}},
-    Row{14, {"q6_K", 256, 210, false}}, Row{15, {"q8_K", 256, 292, false}},
+    Row{12, {"q4_K", 256, 144, true}}, Row{13, {"q5_K", 256, 176, true}},
+    Row{14, {"q6_K", 256, 210, true}}, Row{15, {"q8_K", 256, 292, false}},
     Row{16, {"iq2_xxs", 256, 66, false}}, Row{17, {"iq2_xs", 256, 74, false}},
     Row{18, {"iq3_xxs", 256, 98, false}}, Row{19, {"iq1_s", 256, 50, false}},
     Row{20, {"iq4_nl", 32, 18, false}},  Row{21, {"iq3_s", 256, 110, false}},

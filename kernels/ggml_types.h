@@ -45,4 +45,82 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ4_0) == 18);
 
+constexpr int kQ4_1BlockValues = 32;
+struct BlockQ4_1 {
+  uint16_t d;                          // scale, IEEE half
+  uint16_t m;                          // minimum, IEEE half
+  uint8_t qs[kQ4_1BlockValues / 2];    // value i (i<16) = d * (qs[i] & 15) + m; value i+16 uses qs[i] >> 4
+};
+static_assert(sizeof(BlockQ4_1) == 20);
+
+// 5-bit quants: the low 4 bits as in Q4_0, the 5th bit of value i in bit i of qh
+// (little-endian uint32): q[i] = (nibble i) | ((qh >> i) & 1) << 4.
+constexpr int kQ5_0BlockValues = 32;
+struct BlockQ5_0 {
+  uint16_t d;                          // scale, IEEE half
+  uint8_t qh[4];                       // [32] 5th bits
+  uint8_t qs[kQ5_0BlockValues / 2];    // low nibbles: value i (i<16) in qs[i] & 15, value i+16 in qs[i] >> 4
+};
+static_assert(sizeof(BlockQ5_0) == 22);  // value i = d * (q[i] - 16)
+
+constexpr int kQ5_1BlockValues = 32;
+struct BlockQ5_1 {
+  uint16_t d;                          // scale, IEEE half
+  uint16_t m;                          // minimum, IEEE half
+  uint8_t qh[4];                       // [32] 5th bits, as in Q5_0
+  uint8_t qs[kQ5_1BlockValues / 2];    // low nibbles, as in Q5_0
+};
+static_assert(sizeof(BlockQ5_1) == 24);  // value i = d * q[i] + m
+
+// K-quants: super-blocks of QK_K = 256 values in sub-blocks with their own small scales.
+constexpr int kQK_K = 256;
+constexpr int kKScaleBytes = 12;
+
+// 8 sub-blocks of 32. Sub-block s has a 6-bit scale sc[s] and 6-bit min m[s], packed in
+// `scales` (get_scale_min_k4): s < 4: sc = scales[s] & 63, m = scales[s + 4] & 63;
+// s >= 4: sc = (scales[s + 4] & 15) | (scales[s - 4] >> 6) << 4,
+//         m  = (scales[s + 4] >> 4) | (scales[s] >> 6) << 4.
+// Value 32s + l = d * sc[s] * q - dmin * m[s], q = nibble of qs[32 * (s / 2) + l]: low for even
+// s, high for odd s.
+struct BlockQ4_K {
+  uint16_t d;                    // scale of the sub-block scales, IEEE half
+  uint16_t dmin;                 // scale of the sub-block mins, IEEE half
+  uint8_t scales[kKScaleBytes];  // [8] scales and [8] mins, 6 bits each
+  uint8_t qs[kQK_K / 2];         // [256] nibbles
+};
+static_assert(sizeof(BlockQ4_K) == 144);
+
+struct KScaleMin {
+  uint8_t scale;  // 0..63
+  uint8_t min;    // 0..63
+};
+// Sub-block s (0..7) of Q4_K / Q5_K scales (ggml's get_scale_min_k4).
+inline KScaleMin k_scale_min(const uint8_t* scales, int s) {
+  if (s < 4) return KScaleMin{static_cast<uint8_t>(scales[s] & 63), static_cast<uint8_t>(scales[s + 4] & 63)};
+  return KScaleMin{static_cast<uint8_t>((scales[s + 4] & 15) | (scales[s - 4] >> 6) << 4),
+                   static_cast<uint8_t>((scales[s + 4] >> 4) | (scales[s] >> 6) << 4)};
+}
+
+// As Q4_K with a 5th bit: q of value 32s + l gains ((qh[l] >> s) & 1) << 4.
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[kKScaleBytes];
+  uint8_t qh[kQK_K / 8];         // [32] bit s of qh[l]: 5th bit of value 32s + l
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockQ5_K) == 176);
+
+// 16 sub-blocks of 16 values with int8 scales; 6-bit quants offset by 32. Value
+// v = 128h + 32k + l (half h, quarter k, l < 32) = d * scales[8h + 2k + l / 16] * (q - 32) with
+// q = (nibble of ql[64h + 32 * (k & 1) + l]: low for k < 2, high for k >= 2)
+//   | ((qh[32h + l] >> 2k) & 3) << 4.
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];         // [256] low 4 bits
+  uint8_t qh[kQK_K / 4];         // [256] high 2 bits
+  int8_t scales[kQK_K / 16];     // [16] sub-block scales
+  uint16_t d;                    // super-block scale, IEEE half
+};
+static_assert(sizeof(BlockQ6_K) == 210);
+
 }  // namespace kvdesk

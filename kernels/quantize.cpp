@@ -94,6 +94,12 @@ void quantize_row(GgmlType type, const float* x, void* out, int64_t n) {
     }
     case GgmlType::Q8_0: quantize_row_q8_0(x, static_cast<BlockQ8_0*>(out), n); return;
     case GgmlType::Q4_0: quantize_row_q4_0(x, static_cast<BlockQ4_0*>(out), n); return;
+    case GgmlType::Q4_1: quantize_row_q4_1(x, static_cast<BlockQ4_1*>(out), n); return;
+    case GgmlType::Q5_0: quantize_row_q5_0(x, static_cast<BlockQ5_0*>(out), n); return;
+    case GgmlType::Q5_1: quantize_row_q5_1(x, static_cast<BlockQ5_1*>(out), n); return;
+    case GgmlType::Q4_K: quantize_row_q4_k(x, static_cast<BlockQ4_K*>(out), n); return;
+    case GgmlType::Q5_K: quantize_row_q5_k(x, static_cast<BlockQ5_K*>(out), n); return;
+    case GgmlType::Q6_K: quantize_row_q6_k(x, static_cast<BlockQ6_K*>(out), n); return;
     default: KVDESK_ASSERT(!"quantize_row: type is not computable");
   }
 }
@@ -118,6 +124,12 @@ void dequantize_row(GgmlType type, const void* row, float* y, int64_t n) {
     }
     case GgmlType::Q8_0: dequantize_row_q8_0(static_cast<const BlockQ8_0*>(row), y, n); return;
     case GgmlType::Q4_0: dequantize_row_q4_0(static_cast<const BlockQ4_0*>(row), y, n); return;
+    case GgmlType::Q4_1: dequantize_row_q4_1(static_cast<const BlockQ4_1*>(row), y, n); return;
+    case GgmlType::Q5_0: dequantize_row_q5_0(static_cast<const BlockQ5_0*>(row), y, n); return;
+    case GgmlType::Q5_1: dequantize_row_q5_1(static_cast<const BlockQ5_1*>(row), y, n); return;
+    case GgmlType::Q4_K: dequantize_row_q4_k(static_cast<const BlockQ4_K*>(row), y, n); return;
+    case GgmlType::Q5_K: dequantize_row_q5_k(static_cast<const BlockQ5_K*>(row), y, n); return;
+    case GgmlType::Q6_K: dequantize_row_q6_k(static_cast<const BlockQ6_K*>(row), y, n); return;
     default: KVDESK_ASSERT(!"dequantize_row: type is not computable");
   }
 }

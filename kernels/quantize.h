@@ -11,7 +11,23 @@ namespace kvdesk::ref {
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n);
 
-// x[n] -> one row of `type` (F32, F16, BF16, Q8_0, Q4_0); out holds ggml_row_bytes(type, n).
+// kernels/quantize_q4_1_q5.cpp: n must be a multiple of 32.
+void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n);
+void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n);
+void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n);
+void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n);
+void dequantize_row_q5_0(const BlockQ5_0* x, float* y, int64_t n);
+void dequantize_row_q5_1(const BlockQ5_1* x, float* y, int64_t n);
+
+// kernels/quantize_kquants.cpp: n must be a multiple of 256.
+void quantize_row_q4_k(const float* x, BlockQ4_K* y, int64_t n);
+void quantize_row_q5_k(const float* x, BlockQ5_K* y, int64_t n);
+void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t n);
+void dequantize_row_q4_k(const BlockQ4_K* x, float* y, int64_t n);
+void dequantize_row_q5_k(const BlockQ5_K* x, float* y, int64_t n);
+void dequantize_row_q6_k(const BlockQ6_K* x, float* y, int64_t n);
+
+// x[n] -> one row of `type` (every computable type); out holds ggml_row_bytes(type, n).
 void quantize_row(GgmlType type, const float* x, void* out, int64_t n);
 
 // One row of `type` -> y[n] (every computable type).

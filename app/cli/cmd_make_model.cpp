@@ -16,15 +16,14 @@ struct MakeModelArgs {
   std::string out_path;
 };
 
-GgmlType parse_weight_type(const std::string& name) {
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
-    if (name == ggml_type_info(t).name) return t;
-  }
-  throw Error("unknown weight type '" + name + "' (choose f32, f16, bf16, q8_0 or q4_0)");
+WeightMix parse_weight_mix(const std::string& name) {
+  const WeightMix* mix = find_weight_mix(name);
+  if (!mix) throw Error("unknown weight type '" + name + "' (choose one of " + weight_mix_names() + ")");
+  return *mix;
 }
 
 int run_make_model(MakeModelArgs& a) {
-  a.spec.type = parse_weight_type(a.type);
+  a.spec.mix = parse_weight_mix(a.type);
   const auto start = std::chrono::steady_clock::now();
   write_random_model(a.spec, a.out_path);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -45,7 +44,8 @@ Command add_make_model_command(CLI::App& app) {
   cmd->add_option("--ff", s.ff, "Feed-forward size")->capture_default_str();
   cmd->add_option("--ctx", s.context_length, "Context length")->check(CLI::Range(16, 1 << 24))->capture_default_str();
   cmd->add_option("--vocab-from", s.vocab_from, "SentencePiece .model whose vocabulary to use")->required();
-  cmd->add_option("--type", args->type, "Weight type: f32, f16, bf16, q8_0, q4_0")->capture_default_str();
+  cmd->add_option("--type", args->type,
+                  "Weight type, or a llama.cpp mix (q4_k_m, q5_k_m, q6_k): " + weight_mix_names())->capture_default_str();
   cmd->add_option("--arch", s.arch, "Architecture: llama, qwen2")->check(CLI::IsMember({"llama", "qwen2"}))->capture_default_str();
   cmd->add_option("--rope-scaling", s.rope_scaling, "none, or llama3: Llama 3.1 rope_freqs factors")
       ->check(CLI::IsMember({"none", "llama3"}))->capture_default_str();

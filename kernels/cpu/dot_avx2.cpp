@@ -7,6 +7,7 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/dot_subblock.h"
 #include "kernels/cpu/tile_driver.h"
 
 // Micro-kernel pieces pass ymm structs around; they must inline to stay in registers.
@@ -241,6 +242,19 @@ struct FloatKernel {
   }
 };
 
+// ---- sub-block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) x Q8Act: kernels/cpu/dot_subblock.h
+
+// u8 x s8 -> int32 lanes of 4 products: maddubs to s16 pairs (no saturation for quants below
+// 64), madd with 1 to s32.
+struct Avx2Dot {
+  ALWAYS_INLINE static __m256i dot(__m256i acc, __m256i u8, __m256i s8) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
+  }
+};
+
+template <class F>
+using SubBlock = SubBlockKernel<F, Avx2Dot, 4, 2, 3>;
+
 // ---- entry points ------------------------------------------------------------------------------
 
 float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
@@ -250,6 +264,12 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
     case GgmlType::BF16: return dot_one<FloatKernel<Bf16Format>>(weight_type, w_row, act_row, n);
     case GgmlType::Q8_0: return dot_one<QuantKernel<Q8_0Format>>(weight_type, w_row, act_row, n);
     case GgmlType::Q4_0: return dot_one<QuantKernel<Q4_0Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q4_1: return dot_one<SubBlock<Q4_1Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q5_0: return dot_one<SubBlock<Q5_0Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q5_1: return dot_one<SubBlock<Q5_1Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q4_K: return dot_one<SubBlock<Q4_KFormat>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q5_K: return dot_one<SubBlock<Q5_KFormat>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q6_K: return dot_one<SubBlock<Q6_KFormat>>(weight_type, w_row, act_row, n);
     default: KVDESK_ASSERT(!"vec_dot: type is not computable");
   }
   return 0.0f;
@@ -262,6 +282,12 @@ void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
     case GgmlType::BF16: return matmul_tiled<FloatKernel<Bf16Format>>(args, row_begin, row_end);
     case GgmlType::Q8_0: return matmul_tiled<QuantKernel<Q8_0Format>>(args, row_begin, row_end);
     case GgmlType::Q4_0: return matmul_tiled<QuantKernel<Q4_0Format>>(args, row_begin, row_end);
+    case GgmlType::Q4_1: return matmul_tiled<SubBlock<Q4_1Format>>(args, row_begin, row_end);
+    case GgmlType::Q5_0: return matmul_tiled<SubBlock<Q5_0Format>>(args, row_begin, row_end);
+    case GgmlType::Q5_1: return matmul_tiled<SubBlock<Q5_1Format>>(args, row_begin, row_end);
+    case GgmlType::Q4_K: return matmul_tiled<SubBlock<Q4_KFormat>>(args, row_begin, row_end);
+    case GgmlType::Q5_K: return matmul_tiled<SubBlock<Q5_KFormat>>(args, row_begin, row_end);
+    case GgmlType::Q6_K: return matmul_tiled<SubBlock<Q6_KFormat>>(args, row_begin, row_end);
     default: KVDESK_ASSERT(!"matmul_rows: type is not computable");
   }
 }

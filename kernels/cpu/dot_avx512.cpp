@@ -15,6 +15,9 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/dot_kquant_avx512.h"
+#include "kernels/cpu/dot_subblock.h"
+#include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
 
 // Micro-kernel pieces pass zmm structs around; they must inline to stay in registers.
@@ -242,30 +245,7 @@ ALWAYS_INLINE void quant_tail(const Tile& t, int64_t j, int64_t blocks, __m512 (
   }
 }
 
-// Per-thread home of the packed activations; grows to the largest panel, freed at thread exit.
-class PackScratch {
- public:
-  PackScratch() = default;
-  PackScratch(const PackScratch&) = delete;
-  PackScratch& operator=(const PackScratch&) = delete;
-  ~PackScratch() { std::free(data_); }
-
-  QuantActs* get(size_t count) {
-    if (count > capacity_) {
-      std::free(data_);
-      data_ = static_cast<QuantActs*>(std::aligned_alloc(alignof(QuantActs), count * sizeof(QuantActs)));
-      KVDESK_ASSERT(data_ != nullptr);
-      capacity_ = count;
-    }
-    return data_;
-  }
-
- private:
-  QuantActs* data_ = nullptr;
-  size_t capacity_ = 0;
-};
-
-thread_local PackScratch pack_scratch;
+thread_local PackScratch<QuantActs> pack_scratch;
 
 // Q8Act rows [first, first + count) -> [count][steps] QuantActs, the register image each step
 // loads, so the lane shuffles are paid once per act instead of once per weight row tile.
@@ -366,6 +346,17 @@ struct FloatKernel {
   }
 };
 
+// ---- sub-block formats Q4_1, Q5_0, Q5_1 x Q8Act: kernels/cpu/dot_subblock.h (the K-quants
+// take full zmm steps in kernels/cpu/dot_kquant_avx512.cpp)
+
+// u8 x s8 -> int32 lanes of 4 products in one VNNI instruction (ymm form, AVX512-VL).
+struct VnniDot {
+  ALWAYS_INLINE static __m256i dot(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_epi32(acc, u8, s8); }
+};
+
+template <class F>
+using SubBlock = SubBlockKernel<F, VnniDot, 4, 4, 4>;
+
 // ---- entry points ------------------------------------------------------------------------------
 
 float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
@@ -375,6 +366,12 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
     case GgmlType::BF16: return dot_one<FloatKernel<Bf16Format>>(weight_type, w_row, act_row, n);
     case GgmlType::Q8_0: return dot_one<QuantKernel<Q8_0Format>>(weight_type, w_row, act_row, n);
     case GgmlType::Q4_0: return dot_one<QuantKernel<Q4_0Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q4_1: return dot_one<SubBlock<Q4_1Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q5_0: return dot_one<SubBlock<Q5_0Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q5_1: return dot_one<SubBlock<Q5_1Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return kquant_vec_dot_avx512(weight_type, w_row, act_row, n);
     default: KVDESK_ASSERT(!"vec_dot: type is not computable");
   }
   return 0.0f;
@@ -387,6 +384,12 @@ void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
     case GgmlType::BF16: return matmul_tiled<FloatKernel<Bf16Format>>(args, row_begin, row_end);
     case GgmlType::Q8_0: return matmul_tiled<QuantKernel<Q8_0Format>>(args, row_begin, row_end);
     case GgmlType::Q4_0: return matmul_tiled<QuantKernel<Q4_0Format>>(args, row_begin, row_end);
+    case GgmlType::Q4_1: return matmul_tiled<SubBlock<Q4_1Format>>(args, row_begin, row_end);
+    case GgmlType::Q5_0: return matmul_tiled<SubBlock<Q5_0Format>>(args, row_begin, row_end);
+    case GgmlType::Q5_1: return matmul_tiled<SubBlock<Q5_1Format>>(args, row_begin, row_end);
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return kquant_matmul_rows_avx512(args, row_begin, row_end);
     default: KVDESK_ASSERT(!"matmul_rows: type is not computable");
   }
 }

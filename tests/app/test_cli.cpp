@@ -186,6 +186,31 @@ TEST_CASE("make-model writes qwen2 and Llama 3 models that info describes and ge
   CHECK(bad.err.find("gemma2") != std::string::npos);
 }
 
+TEST_CASE("make-model writes llama.cpp's Q4_K_M mix that generate runs", "[app][cli]") {
+  // 256-wide rows fill K-quant super-blocks. Of 2 layers only layer 1 is a use_more_bits layer
+  // (layer >= 7 * 2 / 8), so its attn_v and ffn_down are Q6_K, as is output; the rest Q4_K.
+  TempDir dir;
+  const std::string out = dir.file("tiny-q4km.gguf");
+  const auto made = run_cli({"make-model", "--layers", "2", "--embd", "256", "--heads", "4", "--kv-heads", "2",
+                             "--ff", "512", "--vocab-from", model_path("tokenizer.model"), "--type", "q4_k_m",
+                             "--seed", "3", "-o", out});
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  const auto info = parse_json(run_cli({"info", "-m", out, "--json"}));
+  CHECK(info["tensor_types"]["q4_K"].get<int>() == 1 + 2 * 5 + 2);  // token_embd; q, k, o, gate, up; layer 0 v, down
+  CHECK(info["tensor_types"]["q6_K"].get<int>() == 1 + 2);          // output; layer 1 v, down
+  const auto gen = parse_json(run_cli({"generate", "-m", out, "-p", "Hello", "-n", "8", "--temp", "0", "--json"}));
+  CHECK(gen["tokens"].size() == 8);
+}
+
+TEST_CASE("make-model names the weight types it knows when given another", "[app][cli]") {
+  TempDir dir;
+  const auto made = run_cli({"make-model", "--vocab-from", model_path("tokenizer.model"), "--type", "q3_k_m", "-o",
+                             dir.file("x.gguf")});
+  CHECK(made.exit_code != 0);
+  CHECK(made.err.find("q4_k_m") != std::string::npos);
+}
+
 TEST_CASE("bad arguments exit 2 with a usage line", "[app][cli]") {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {}, {"frobnicate"}, {"generate"}, {"generate", "-m"}, {"generate", "-m", "x.gguf", "-p", "hi", "-n", "zero"},

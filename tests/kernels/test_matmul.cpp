@@ -74,12 +74,25 @@ void for_each_simd_isa(Body body) {
 
 // The n values to try per type: odd block / group counts for quantized types, odd vector
 // tails for float types.
+// K-quants: odd super-block counts (3 and 17 of 256).
 std::vector<int64_t> sizes_for(GgmlType type) {
+  if (ggml_type_info(type).block_values == kQK_K) return {768, 4352};
   if (act_format_for(type) == ActFormat::Q8Act) return {96, 4128};
   return {33, 4103};
 }
 
-constexpr GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0};
+// One size per type spanning several L2 row blocks at 150 rows.
+int64_t large_size_for(GgmlType type) { return sizes_for(type).back(); }
+
+// A small size per type with more than one block (or vector) per row.
+int64_t small_size_for(GgmlType type) {
+  if (ggml_type_info(type).block_values == kQK_K) return 512;
+  return act_format_for(type) == ActFormat::Q8Act ? 160 : 45;
+}
+
+constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
+                               GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 }  // namespace
 
@@ -115,9 +128,9 @@ TEST_CASE("SIMD matmul matches ref for batches 1, 3 and 17 on a partial row rang
 }
 
 TEST_CASE("SIMD matmul matches ref across several L2 row blocks", "[kernels][matmul]") {
-  // 150 rows of 4128 values span more than one 256 KiB row block for every type.
+  // 150 rows of 4103 to 4352 values span more than one 256 KiB row block for every type.
   for (GgmlType type : kTypes) {
-    const int64_t n = act_format_for(type) == ActFormat::Q8Act ? 4128 : 4103;
+    const int64_t n = large_size_for(type);
     const Problem p(type, 150, n, 5);
     const std::vector<float> want = p.run(ref::matmul_rows, 150, 0, 150);
     for_each_simd_isa([&](CpuIsa isa) {
@@ -136,9 +149,9 @@ TEST_CASE("SIMD matmul matches ref across several L2 row blocks", "[kernels][mat
 TEST_CASE("SIMD matmul results do not depend on the row split or the batch size", "[kernels][matmul]") {
   // Threads split rows anywhere, and decode (batch 1) must agree with prefill bit for bit, so
   // every output is accumulated in the same order whatever tile it falls in.
-  const int64_t rows = 29, n_quant = 160, n_float = 45, batch = 6;
+  const int64_t rows = 29, batch = 6;
   for (GgmlType type : kTypes) {
-    const int64_t n = act_format_for(type) == ActFormat::Q8Act ? n_quant : n_float;
+    const int64_t n = small_size_for(type);
     const Problem p(type, rows, n, batch);
     for_each_simd_isa([&](CpuIsa isa) {
       INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name);

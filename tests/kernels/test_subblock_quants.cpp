@@ -1,0 +1,319 @@
+// The sub-block weight formats Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K: hand-built blocks
+// dequantize to values worked out from the ggml layout, rows survive quantize -> dequantize
+// within their step size, ref dots equal dequantize-then-multiply, and every SIMD dot matches ref.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/dot.h"
+#include "kernels/ggml_types.h"
+#include "kernels/quantize.h"
+
+using namespace kvdesk;
+
+namespace {
+
+constexpr GgmlType kSubBlockTypes[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                       GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+constexpr CpuIsa kSimdIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
+
+constexpr uint16_t kHalfOne = 0x3C00;       // 1.0
+constexpr uint16_t kHalfTwo = 0x4000;       // 2.0
+constexpr uint16_t kHalfHalf = 0x3800;      // 0.5
+constexpr uint16_t kHalfMinusOne = 0xBC00;  // -1.0
+
+std::vector<float> random_values(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+std::vector<uint8_t> quantized(GgmlType type, const std::vector<float>& x) {
+  std::vector<uint8_t> w(ggml_row_bytes(type, static_cast<int64_t>(x.size())));
+  ref::quantize_row(type, x.data(), w.data(), static_cast<int64_t>(x.size()));
+  return w;
+}
+
+std::vector<float> dequantized(GgmlType type, const void* row, int64_t n) {
+  std::vector<float> y(static_cast<size_t>(n));
+  ref::dequantize_row(type, row, y.data(), n);
+  return y;
+}
+
+std::vector<uint8_t> prepared_act(GgmlType type, const std::vector<float>& x) {
+  std::vector<uint8_t> act(act_row_bytes(type, static_cast<int64_t>(x.size())));
+  ref::prepare_act_row(type, x.data(), act.data(), static_cast<int64_t>(x.size()));
+  return act;
+}
+
+// Row lengths with odd block counts: 1, 3 and 129 blocks of 32, or 1, 3 and 17 of 256.
+std::vector<int64_t> sizes_for(GgmlType type) {
+  if (ggml_type_info(type).block_values == kQK_K) return {256, 768, 4352};
+  return {32, 96, 4128};
+}
+
+template <class Body>
+void for_each_simd_isa(Body body) {
+  for (CpuIsa isa : kSimdIsas) {
+    if (static_cast<int>(isa) > static_cast<int>(cpu_isa_detected())) continue;
+    cpu_isa_force(isa);
+    body(isa);
+  }
+  cpu_isa_force(cpu_isa_detected());
+}
+
+// The Q4_K / Q5_K scales used below: sc = {1, 2, 3, 63, 17, 40, 5, 63},
+// m = {0, 4, 8, 1, 33, 2, 63, 16}, packed by hand:
+//   bytes 0-3:  sc[0..3] | (sc[4..7] >> 4) << 6  = 1|1<<6, 2|2<<6, 3|0<<6, 63|3<<6
+//   bytes 4-7:  m[0..3]  | (m[4..7] >> 4) << 6   = 0|2<<6, 4|0<<6, 8|3<<6, 1|1<<6
+//   bytes 8-11: (sc[4..7] & 15) | (m[4..7] & 15) << 4 = 1|1<<4, 8|2<<4, 5|15<<4, 15|0<<4
+constexpr uint8_t kKScales[12] = {65, 130, 3, 255, 128, 4, 200, 65, 17, 40, 245, 15};
+
+}  // namespace
+
+TEST_CASE("the sub-block formats are computable with ggml's block geometry", "[kernels][subblock]") {
+  CHECK(ggml_row_bytes(GgmlType::Q4_1, 64) == 40);
+  CHECK(ggml_row_bytes(GgmlType::Q5_0, 64) == 44);
+  CHECK(ggml_row_bytes(GgmlType::Q5_1, 64) == 48);
+  CHECK(ggml_row_bytes(GgmlType::Q4_K, 512) == 288);
+  CHECK(ggml_row_bytes(GgmlType::Q5_K, 512) == 352);
+  CHECK(ggml_row_bytes(GgmlType::Q6_K, 512) == 420);
+  for (GgmlType type : kSubBlockTypes) {
+    CHECK(ggml_type_info(type).computable);
+    CHECK(act_format_for(type) == ActFormat::Q8Act);
+  }
+  CHECK(act_row_bytes(GgmlType::Q4_K, 512) == 16 * sizeof(BlockQ8Act));
+}
+
+TEST_CASE("a hand-built Q4_1 block dequantizes to d * nibble + m", "[kernels][subblock]") {
+  // d = 1, m = -1; qs[i] = i | (15 - i) << 4: value i = i - 1, value i + 16 = 14 - i.
+  BlockQ4_1 b;
+  b.d = kHalfOne;
+  b.m = kHalfMinusOne;
+  for (int i = 0; i < 16; ++i) b.qs[i] = static_cast<uint8_t>(i | (15 - i) << 4);
+  const float expected[32] = {-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+                              14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, -1};
+  const std::vector<float> y = dequantized(GgmlType::Q4_1, &b, 32);
+  for (int i = 0; i < 32; ++i) CHECK(y[static_cast<size_t>(i)] == expected[i]);
+}
+
+TEST_CASE("a hand-built Q5_0 block takes its 5th bits from qh", "[kernels][subblock]") {
+  // d = 2; nibble of value i and of value i + 16 is i; qh = 0xAAAA5555 (little-endian) sets
+  // bit i for even i < 16 and odd i >= 16. value = 2 * (nibble + 16 * bit - 16).
+  BlockQ5_0 b;
+  b.d = kHalfTwo;
+  for (int i = 0; i < 16; ++i) b.qs[i] = static_cast<uint8_t>(i | i << 4);
+  const uint8_t qh[4] = {0x55, 0x55, 0xAA, 0xAA};
+  std::memcpy(b.qh, qh, 4);
+  const float expected[32] = {0,   -30, 4,   -26, 8,   -22, 12,  -18, 16, -14, 20, -10, 24, -6, 28, -2,
+                              -32, 2,   -28, 6,   -24, 10,  -20, 14,  -16, 18, -12, 22, -8, 26, -4, 30};
+  const std::vector<float> y = dequantized(GgmlType::Q5_0, &b, 32);
+  for (int i = 0; i < 32; ++i) CHECK(y[static_cast<size_t>(i)] == expected[i]);
+}
+
+TEST_CASE("a hand-built Q5_1 block dequantizes to d * q + m", "[kernels][subblock]") {
+  // Same quants as the Q5_0 case (q = nibble + 16 * bit) with d = 0.5, m = 1.
+  BlockQ5_1 b;
+  b.d = kHalfHalf;
+  b.m = kHalfOne;
+  for (int i = 0; i < 16; ++i) b.qs[i] = static_cast<uint8_t>(i | i << 4);
+  const uint8_t qh[4] = {0x55, 0x55, 0xAA, 0xAA};
+  std::memcpy(b.qh, qh, 4);
+  const std::vector<float> y = dequantized(GgmlType::Q5_1, &b, 32);
+  CHECK(y[0] == 9.0f);     // q = 16
+  CHECK(y[1] == 1.5f);     // q = 1
+  CHECK(y[15] == 8.5f);    // q = 15
+  CHECK(y[16] == 1.0f);    // q = 0
+  CHECK(y[17] == 9.5f);    // q = 17
+  CHECK(y[31] == 16.5f);   // q = 31
+}
+
+TEST_CASE("a hand-built Q4_K block unpacks its 6-bit scales and mins", "[kernels][subblock]") {
+  // d = 1, dmin = 0.5, every qs byte 0x3A (even sub-blocks q = 10, odd q = 3) except
+  // qs[0] = 0x3F (value 0: q = 15) and qs[100] = 0xC1 (byte 96 + 4: value 196 q = 1, 228 q = 12).
+  // value = d * sc[s] * q - dmin * m[s].
+  BlockQ4_K b;
+  b.d = kHalfOne;
+  b.dmin = kHalfHalf;
+  std::memcpy(b.scales, kKScales, 12);
+  std::memset(b.qs, 0x3A, sizeof(b.qs));
+  b.qs[0] = 0x3F;
+  b.qs[100] = 0xC1;
+  const float per_sub_block[8] = {10, 4, 26, 188.5f, 153.5f, 119, 18.5f, 181};
+  const std::vector<float> y = dequantized(GgmlType::Q4_K, &b, 256);
+  for (int s = 0; s < 8; ++s) {
+    INFO("sub-block " << s);
+    CHECK(y[static_cast<size_t>(32 * s + 1)] == per_sub_block[s]);
+    CHECK(y[static_cast<size_t>(32 * s + 31)] == per_sub_block[s]);
+  }
+  CHECK(y[0] == 15.0f);
+  CHECK(y[32] == 4.0f);
+  CHECK(y[196] == -26.5f);
+  CHECK(y[228] == 748.0f);
+}
+
+TEST_CASE("a hand-built Q5_K block adds bit s of qh[l] as the 5th bit", "[kernels][subblock]") {
+  // The Q4_K block above (without the two odd bytes) plus qh[5] = 0x81: value 5 (s = 0) has
+  // q = 26, value 229 (s = 7) q = 19; everything else as in Q4_K.
+  BlockQ5_K b;
+  b.d = kHalfOne;
+  b.dmin = kHalfHalf;
+  std::memcpy(b.scales, kKScales, 12);
+  std::memset(b.qs, 0x3A, sizeof(b.qs));
+  std::memset(b.qh, 0, sizeof(b.qh));
+  b.qh[5] = 0x81;
+  const float per_sub_block[8] = {10, 4, 26, 188.5f, 153.5f, 119, 18.5f, 181};
+  const std::vector<float> y = dequantized(GgmlType::Q5_K, &b, 256);
+  for (int s = 0; s < 8; ++s) CHECK(y[static_cast<size_t>(32 * s + 4)] == per_sub_block[s]);
+  CHECK(y[5] == 26.0f);
+  CHECK(y[229] == 63.0f * 19 - 8);
+  CHECK(y[37] == 4.0f);
+}
+
+TEST_CASE("a hand-built Q6_K block combines ql, qh and 16 int8 scales", "[kernels][subblock]") {
+  // d = 0.5, scales = 1, -2, 3, -4, ..., -16; every ql byte 0x21 (low nibble 1, high 2) and every
+  // qh byte 0xE4 (2-bit fields 0, 1, 2, 3), so quarter k has q - 32 = -31, -15, 2, 18.
+  // ql[32] = 0 changes value 32 (k = 1: q = 16) and value 96 (k = 3: q = 48).
+  // value v = 128h + 32k + l = d * scales[8h + 2k + l / 16] * (q - 32).
+  BlockQ6_K b;
+  b.d = kHalfHalf;
+  for (int i = 0; i < 16; ++i) b.scales[i] = static_cast<int8_t>(i % 2 == 0 ? i + 1 : -(i + 1));
+  std::memset(b.ql, 0x21, sizeof(b.ql));
+  std::memset(b.qh, 0xE4, sizeof(b.qh));
+  b.ql[32] = 0;
+  const std::vector<float> y = dequantized(GgmlType::Q6_K, &b, 256);
+  CHECK(y[0] == -15.5f);    // scales[0] = 1, -31
+  CHECK(y[16] == 31.0f);    // scales[1] = -2, -31
+  CHECK(y[33] == -22.5f);   // scales[2] = 3, -15
+  CHECK(y[32] == -24.0f);   // scales[2] = 3, q 16 - 32
+  CHECK(y[80] == -6.0f);    // scales[5] = -6, 2
+  CHECK(y[96] == 56.0f);    // scales[6] = 7, q 48 - 32
+  CHECK(y[127] == -72.0f);  // scales[7] = -8, 18
+  CHECK(y[128] == -139.5f); // scales[8] = 9, -31
+  CHECK(y[160] == -82.5f);  // scales[10] = 11, -15 (h = 1 reads ql[64 + 32], untouched)
+  CHECK(y[255] == -144.0f); // scales[15] = -16, 18
+}
+
+TEST_CASE("quantize then dequantize stays within the format's step size", "[kernels][subblock]") {
+  // Normal values: NMSE about step^2 / 12 over the value spread; bounds leave 2x headroom.
+  const int64_t n = 4096;
+  const std::vector<float> x = random_values(n, 41);
+  const struct {
+    GgmlType type;
+    double max_nmse;
+  } cases[] = {{GgmlType::Q4_1, 0.02},  {GgmlType::Q5_0, 0.006}, {GgmlType::Q5_1, 0.005},
+               {GgmlType::Q4_K, 0.025}, {GgmlType::Q5_K, 0.006}, {GgmlType::Q6_K, 0.0015}};
+  for (const auto& c : cases) {
+    const std::vector<uint8_t> w = quantized(c.type, x);
+    const std::vector<float> y = dequantized(c.type, w.data(), n);
+    double err = 0.0, ref = 0.0, max_err = 0.0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      err += (double(y[i]) - x[i]) * (double(y[i]) - x[i]);
+      ref += double(x[i]) * x[i];
+      max_err = std::fmax(max_err, std::fabs(double(y[i]) - x[i]));
+    }
+    INFO("type " << ggml_type_info(c.type).name << " nmse " << err / ref << " max " << max_err);
+    CHECK(err / ref < c.max_nmse);
+    CHECK(max_err < 0.5);  // values span about +-4; one 4-bit step is under 0.6
+  }
+}
+
+TEST_CASE("all-zero rows quantize to zeros in every sub-block format", "[kernels][subblock]") {
+  const std::vector<float> zeros(256, 0.0f);
+  for (GgmlType type : kSubBlockTypes) {
+    const std::vector<uint8_t> w = quantized(type, zeros);
+    const std::vector<float> y = dequantized(type, w.data(), 256);
+    INFO("type " << ggml_type_info(type).name);
+    CHECK(y == zeros);
+  }
+}
+
+TEST_CASE("ref sub-block dots equal the dot of the dequantized rows", "[kernels][subblock]") {
+  // ref::vec_dot(w, a) = sum_i deq(w)[i] * a.d * a.qs[i]; checked in double.
+  for (GgmlType type : kSubBlockTypes) {
+    for (int64_t n : sizes_for(type)) {
+      const std::vector<uint8_t> w = quantized(type, random_values(n, 51));
+      const std::vector<uint8_t> act = prepared_act(type, random_values(n, 52));
+      const std::vector<float> wf = dequantized(type, w.data(), n);
+      const BlockQ8Act* a = reinterpret_cast<const BlockQ8Act*>(act.data());
+      double want = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        want += static_cast<double>(wf[static_cast<size_t>(i)]) * a[i / 32].d * a[i / 32].qs[i % 32];
+      }
+      INFO("type " << ggml_type_info(type).name << " n " << n);
+      CHECK(ref::vec_dot(type, w.data(), act.data(), n) == Approx(want).epsilon(1e-5).margin(1e-6));
+    }
+  }
+}
+
+TEST_CASE("SIMD sub-block dots match ref within 1e-10 NMSE", "[kernels][subblock]") {
+  for (GgmlType type : kSubBlockTypes) {
+    for (int64_t n : sizes_for(type)) {
+      const int64_t rows = 9;
+      const size_t row_bytes = ggml_row_bytes(type, n);
+      std::vector<uint8_t> w;
+      for (int64_t r = 0; r < rows; ++r) {
+        const std::vector<uint8_t> row = quantized(type, random_values(n, 60 + static_cast<uint32_t>(r)));
+        w.insert(w.end(), row.begin(), row.end());
+      }
+      const std::vector<uint8_t> act = prepared_act(type, random_values(n, 70));
+      for_each_simd_isa([&](CpuIsa isa) {
+        double err = 0.0, ref = 0.0;
+        for (int64_t r = 0; r < rows; ++r) {
+          const uint8_t* row = w.data() + row_bytes * static_cast<size_t>(r);
+          const double got = cpu::vec_dot(type, row, act.data(), n);
+          const double want = ref::vec_dot(type, row, act.data(), n);
+          err += (got - want) * (got - want);
+          ref += want * want;
+        }
+        INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name << " n " << n);
+        CHECK(err / ref < 1e-10);
+      });
+    }
+  }
+}
+
+TEST_CASE("SIMD sub-block dots are exact on one block of extreme quants", "[kernels][subblock]") {
+  // Every quant at its top (all nibbles and high bits set) against activations of +-127: the
+  // integer sums are as large as they get and must not saturate; one block (one scale for
+  // Q4_1/Q5_x) leaves no float rounding order to differ.
+  std::vector<uint8_t> top(sizeof(BlockQ6_K), 0xFF);
+  BlockQ4_1 q4_1;
+  BlockQ5_0 q5_0;
+  BlockQ5_1 q5_1;
+  std::memset(&q4_1, 0xFF, sizeof(q4_1));
+  std::memset(&q5_0, 0xFF, sizeof(q5_0));
+  std::memset(&q5_1, 0xFF, sizeof(q5_1));
+  q4_1.d = q5_0.d = q5_1.d = kHalfOne;
+  q4_1.m = q5_1.m = kHalfHalf;
+  BlockQ8Act a;
+  a.d = 1.0f;
+  a.sum = 0;
+  for (int i = 0; i < 32; ++i) {
+    a.qs[i] = static_cast<int8_t>(i % 3 ? 127 : -127);
+    a.sum += a.qs[i];
+  }
+  for_each_simd_isa([&](CpuIsa isa) {
+    INFO("isa " << cpu_isa_name(isa));
+    CHECK(cpu::vec_dot(GgmlType::Q4_1, &q4_1, &a, 32) == ref::vec_dot(GgmlType::Q4_1, &q4_1, &a, 32));
+    CHECK(cpu::vec_dot(GgmlType::Q5_0, &q5_0, &a, 32) == ref::vec_dot(GgmlType::Q5_0, &q5_0, &a, 32));
+    CHECK(cpu::vec_dot(GgmlType::Q5_1, &q5_1, &a, 32) == ref::vec_dot(GgmlType::Q5_1, &q5_1, &a, 32));
+  });
+  // Q6_K at q = 63 with unit scales against 8 copies of that act block: every partial sum is
+  // an integer below 2^24, so any summation order gives the same float.
+  std::vector<BlockQ8Act> acts(8, a);
+  BlockQ6_K q6;
+  std::memcpy(&q6, top.data(), sizeof(q6));
+  q6.d = kHalfOne;
+  for (int8_t& s : q6.scales) s = 1;
+  for_each_simd_isa([&](CpuIsa isa) {
+    INFO("isa " << cpu_isa_name(isa));
+    CHECK(cpu::vec_dot(GgmlType::Q6_K, &q6, acts.data(), 256) == ref::vec_dot(GgmlType::Q6_K, &q6, acts.data(), 256));
+  });
+}
