@@ -34,7 +34,34 @@ struct Model::Scratch {
   std::vector<float> logit_rows;                          // [L][d_model]
   std::vector<uint8_t> acts;                              // prepared activation rows
   std::vector<float> attn_scratch;                        // [threads][attention scratch]
+  std::vector<float> attn_weights;                        // observed tokens' [heads][slots]
 };
+
+namespace {
+
+// Tokens whose attention weights a KV retention policy collects (kv_retention.h): where each
+// one's [heads][slots] weights go in Scratch::attn_weights, -1 for the rest.
+struct ObservedAttention {
+  std::vector<int64_t> offset;                 // [T]
+  std::vector<RetentionState*> state;          // [T]
+  int64_t total_floats = 0;
+};
+
+ObservedAttention observed_attention(const ForwardBatch& batch, KvCache& kv, int32_t num_heads) {
+  ObservedAttention o;
+  o.offset.assign(size_t(batch.size()), -1);
+  o.state.assign(size_t(batch.size()), nullptr);
+  for (int32_t t = 0; t < batch.size(); ++t) {
+    RetentionState* r = kv.retention(batch.seq_ids[t]);
+    if (!r || !r->observes(batch.positions[t])) continue;
+    o.offset[size_t(t)] = o.total_floats;
+    o.state[size_t(t)] = r;
+    o.total_floats += int64_t(num_heads) * kv.view(batch.seq_ids[t], batch.positions[t] + 1).num_tokens;
+  }
+  return o;
+}
+
+}  // namespace
 
 namespace {
 
@@ -104,6 +131,20 @@ void grow(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
+// After a layer's attention: each observed token's weights into its sequence's scores, in
+// batch order (one thread; tokens of one sequence add to the same rows).
+void add_observed_attention(const ObservedAttention& observed, const ForwardBatch& batch, const KvCache& kv,
+                            int32_t layer, int32_t num_kv_heads, int32_t group, const std::vector<float>& weights) {
+  for (int32_t t = 0; t < batch.size(); ++t) {
+    if (observed.offset[size_t(t)] < 0) continue;
+    const int32_t slots = kv.view(batch.seq_ids[t], batch.positions[t] + 1).num_tokens;
+    for (int32_t g = 0; g < num_kv_heads; ++g) {
+      const float* w = weights.data() + observed.offset[size_t(t)] + int64_t(g) * group * slots;
+      observed.state[size_t(t)]->add_attention(layer, g, w, group, slots);
+    }
+  }
+}
+
 }  // namespace
 
 Model::~Model() = default;
@@ -153,6 +194,10 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
   grow(s.gate, T * F); grow(s.up, T * F);
   const int64_t attn_floats = attention_scratch_floats(c.head_count / c.head_count_kv, HD);
   grow(s.attn_scratch, attn_floats * pool.num_threads());
+  const ObservedAttention observed = observed_attention(batch, kv, c.head_count);
+  grow(s.attn_weights, size_t(observed.total_floats));
+  std::vector<int32_t> evicted(static_cast<size_t>(T));   // [T] positions dropped by KV retention before each token's slot
+  for (int64_t t = 0; t < T; ++t) evicted[size_t(t)] = kv.num_evicted(batch.seq_ids[t]);
 
   // 1. Token embeddings: x[t] = token_embd[token[t]].
   for (int64_t t = 0; t < T; ++t) {
@@ -179,7 +224,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
         ops::rope_normal(s.k.data() + t * KVD + h * HD, batch.positions[t], c.rope_dimension_count, c.rope_freq_base, c.rope_freq_scale);
       }
       const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1);
-      paged_kv_write(kv_layer, seq, batch.positions[t], s.k.data() + t * KVD, s.v.data() + t * KVD);
+      paged_kv_write(kv_layer, seq, batch.positions[t] - evicted[size_t(t)], s.k.data() + t * KVD, s.v.data() + t * KVD);
     }
 
     // 4. Causal attention: token t attends to positions [0, pos_t] of its sequence. One task
@@ -201,8 +246,13 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
       args.out = s.att.data() + t * QD + int64_t(g) * group * HD;
       args.scratch = s.attn_scratch.data() + thread * attn_floats;
       args.numerics = kv.layout().numerics;
-      cpu::paged_attention(one_head, kv.view(batch.seq_ids[t], batch.positions[t] + 1), args);
+      const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1);
+      if (observed.offset[size_t(t)] >= 0) {
+        args.weights = s.attn_weights.data() + observed.offset[size_t(t)] + int64_t(g) * group * seq.num_tokens;
+      }
+      cpu::paged_attention(one_head, seq, args);
     }, attention_macs);
+    add_observed_attention(observed, batch, kv, l, c.head_count_kv, group, s.attn_weights);
 
     // 5. x += att Wo.
     run_matmuls(pool, T, {{&lw.wo, s.att.data(), s.tmp.data()}}, s.acts);

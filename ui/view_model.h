@@ -144,6 +144,12 @@ struct KvView {
   double prefix_hit_rate = 0;
   uint64_t evictions = 0;
   uint64_t cow_copies = 0;
+
+  // KV retention: tokens seen vs kept by the sequences a policy runs on; blocks it freed.
+  int64_t retention_tokens_seen = 0;
+  int64_t retention_tokens_kept = 0;
+  uint64_t retention_compactions = 0;
+  uint64_t retention_blocks_freed = 0;
 };
 
 // One KV storage type as the quantization and memory panels compare them.

@@ -100,6 +100,8 @@ struct GroupJob {
   float* acc;       // [heads][d]
   float* m;         // [heads] running max
   float* l;         // [heads] running sum
+  float* weights;   // [heads][num_tokens] or nullptr: raw scores, then softmax weights
+  int32_t num_tokens;
 };
 
 template <class Isa, KvType Type>
@@ -258,6 +260,22 @@ void prefetch_rows(const RowTile<Isa>& tile, size_t k_row_bytes, size_t v_row_by
   }
 }
 
+// The optional weights output: a tile's raw scores are kept as they come; once the final max
+// and sum are known they become softmax weights, e^(s - m) / l, as ref:: computes them.
+template <class Isa>
+void keep_scores(const GroupJob& job, int32_t first, int32_t rows) {
+  for (int32_t h = 0; h < job.heads; ++h) {
+    std::memcpy(job.weights + int64_t(h) * job.num_tokens + first, job.p + h * Isa::kLanes, sizeof(float) * size_t(rows));
+  }
+}
+
+inline void normalize_weights(const GroupJob& job) {
+  for (int32_t h = 0; h < job.heads; ++h) {
+    float* w = job.weights + int64_t(h) * job.num_tokens;
+    for (int32_t j = 0; j < job.num_tokens; ++j) w[j] = std::exp(w[j] - job.m[h]) / job.l[h];
+  }
+}
+
 template <class Isa>
 void attend_group(const PagedKvLayer& layer, const PagedSeq& seq, int32_t head, const GroupJob& job) {
   constexpr int W = Isa::kLanes;
@@ -275,6 +293,7 @@ void attend_group(const PagedKvLayer& layer, const PagedSeq& seq, int32_t head, 
       prefetch_rows(tiles[t ^ 1], k_row_bytes, v_row_bytes);
     }
     scores(tiles[t], job);
+    if (job.weights) keep_scores<Isa>(job, first, tiles[t].rows);
     softmax_tile<Isa>(job);
     values(tiles[t], job);
   }
@@ -284,6 +303,7 @@ void attend_group(const PagedKvLayer& layer, const PagedSeq& seq, int32_t head, 
       Isa::store(job.out + h * job.d + c, Isa::mul(Isa::load(job.acc + h * job.d + c), inv_l));
     }
   }
+  if (job.weights) normalize_weights(job);
 }
 
 template <class Isa>
@@ -293,7 +313,8 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   const int32_t d = layer.head_dim;
   KVDESK_ASSERT(seq.num_tokens > 0 && d % W == 0 && args.num_heads % layer.num_kv_heads == 0);
   const int32_t heads = args.num_heads / layer.num_kv_heads;
-  GroupJob job{nullptr, nullptr, heads, d, args.scale, args.scratch, nullptr, nullptr, nullptr, nullptr};
+  GroupJob job{nullptr, nullptr, heads, d, args.scale, args.scratch, nullptr, nullptr, nullptr, nullptr,
+               nullptr, seq.num_tokens};
   job.p = job.parts + kSimdMaxHeadTile * W * W;
   job.acc = job.p + heads * W;
   job.m = job.acc + heads * d;
@@ -301,6 +322,7 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   for (int32_t g = 0; g < layer.num_kv_heads; ++g) {
     job.q = args.q + int64_t(g) * heads * d;
     job.out = args.out + int64_t(g) * heads * d;
+    job.weights = args.weights ? args.weights + int64_t(g) * heads * seq.num_tokens : nullptr;
     attend_group<Isa>(layer, seq, g, job);
   }
 }
