@@ -58,7 +58,7 @@ Report run_retention_quality(const BenchOptions& o, Model& model, const std::vec
           {"policy", "keep", "KV kept %", "peak blocks (full)", "perplexity (full)", "KL mean", "KL max",
            "top-1 %", "reuse A: KL / top-1 %", "reuse B: KL / top-1 %"},
           {}};
-  Plot p{"retention-kl", "Mean KL divergence from the full cache", "policy @ keep", "nats", {}, {{"KL mean", {}, {}}}};
+  Plot p{"kl", "Mean KL divergence from the full cache", "policy @ keep", "nats", {}, {{"KL mean", {}, {}}}};
   nlohmann::json rows = nlohmann::json::array();
   for (RetentionPolicy policy : policies_of(o.retention_policies)) {
     for (const std::string& keep : o.kv_keep) {
