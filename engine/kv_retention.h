@@ -1,5 +1,5 @@
 // KV retention: keep only the cached tokens that matter, within a budget, and free the rest
-// (the second seed article's method 2; judge it by quality, kvdesk-bench retention). Policies:
+// (the second seed article's method 2; judge it by quality: kvdesk-bench quality --retention). Policies:
 //   sinks   the first S tokens (attention sinks) + the most recent ones (StreamingLLM);
 //   h2o     heavy hitters (largest accumulated attention) + a recent window, evicting at every
 //           step the sequence outgrows its budget (H2O);

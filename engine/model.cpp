@@ -61,10 +61,6 @@ ObservedAttention observed_attention(const ForwardBatch& batch, KvCache& kv, int
   return o;
 }
 
-}  // namespace
-
-namespace {
-
 // One matrix product of a forward step: y[T][w.rows] = x[T][w.cols] W^T.
 struct MatmulJob {
   const WeightMatrix* w;
@@ -215,7 +211,8 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
                           {&lw.wk, s.xn.data(), s.k.data()},
                           {&lw.wv, s.xn.data(), s.v.data()}}, s.acts);
 
-    // 3. RoPE on q and k heads, then K/V of every token into its sequence's blocks.
+    // 3. RoPE on q and k heads, then K/V of every token into its sequence's blocks, at slot
+    //    position - evicted (KV retention keeps K with the RoPE of its original position).
     for (int64_t t = 0; t < T; ++t) {
       for (int32_t h = 0; h < c.head_count; ++h) {
         ops::rope_normal(s.q.data() + t * QD + h * HD, batch.positions[t], c.rope_dimension_count, c.rope_freq_base, c.rope_freq_scale);
