@@ -57,7 +57,12 @@ struct SamplingView {
   int32_t max_tokens = 256;
   int32_t seed = 0;               // 0: a new random seed for every answer
   bool slide_context = true;       // a full context keeps the start and slides (else: stop)
+  int32_t retention = 0;           // KV retention: index into kRetentionPolicyNames (0: none)
+  float kv_keep = 0.5f;            // KV retention budget: share of the tokens seen, (0, 1]
 };
+
+// The KV retention policies the settings panel offers, in SamplingView::retention order.
+inline constexpr const char* kRetentionPolicyNames[] = {"none", "sinks", "h2o", "snapkv"};
 
 // ---------------------------------------------------------------------------------------
 // Model
