@@ -57,6 +57,12 @@ void BlockPool::release(int32_t block) {
   }
 }
 
+void BlockPool::unpublish(int32_t block) {
+  KVDESK_ASSERT(ref_counts_[block] >= 1 && is_published(block));
+  index_.erase(hashes_[block]);
+  published_[block] = 0;
+}
+
 bool BlockPool::publish(int32_t block, uint64_t hash) {
   KVDESK_ASSERT(ref_counts_[block] >= 1 && !is_published(block));
   if (!index_.emplace(hash, block).second) return false;

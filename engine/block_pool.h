@@ -45,6 +45,9 @@ class BlockPool {
   // Makes a held block findable under hash. false, and no change, when another block already
   // carries that hash (the index keeps one block per hash).
   bool publish(int32_t block, uint64_t hash);
+  // Takes a held, published block out of the index: its contents are about to change (KV
+  // retention compacts rows into it), so its hash no longer names them.
+  void unpublish(int32_t block);
   // The published block (held or cached) carrying this hash.
   std::optional<int32_t> find(uint64_t hash) const;
   // Cached blocks from least to most recently used: the order allocate() evicts them in.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/generator.h"
+#include "engine/kv_retention.h"
 #include "engine/kv_snapshot.h"
 #include "engine/sampler.h"
 
@@ -57,6 +58,7 @@ struct Request {
   bool stop_at_eos = true;
   ContextPolicy context_policy = ContextPolicy::Stop;
   int32_t sink_tokens = 4;
+  RetentionOptions retention;        // KV retention of this request's sequence (off by default)
   // Requests with the same non-zero key are turns of one conversation: when one finishes,
   // its sequence is kept ("parked") so the next turn appends only its new tokens.
   uint64_t conversation_key = 0;

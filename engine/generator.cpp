@@ -2,6 +2,7 @@
 // context or the KV pool runs out.
 #include "engine/generator.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/error.h"
@@ -59,6 +60,7 @@ int32_t Generator::prefill(SeqId seq, const std::vector<int32_t>& prompt, bool a
   if (!kv_.append(seq, std::span<const int32_t>(prompt).subspan(size_t(cached)))) {
     throw Error("the prompt (" + std::to_string(n) + " tokens) does not fit in the KV cache");
   }
+  peak_blocks_ = std::max(peak_blocks_, int32_t(kv_.block_table(seq).size()));
   std::vector<float> chunk_logits;
   if (all_logits) logits.resize(size_t(n) * size_t(vocab));
   for (int32_t begin = cached; begin < n; begin += prefill_chunk) {
@@ -93,7 +95,9 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
   }
   GenerateResult result;
   result.prompt_tokens = prompt;
+  peak_blocks_ = 0;
   ScopedSequence seq(kv_);
+  kv_.set_retention(seq.id(), options.retention, int32_t(prompt.size()));
   Sampler sampler(options.sampling);
   Utf8Stream utf8;
   std::vector<int32_t> history = prompt;
@@ -135,12 +139,13 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
       result.finish = FinishReason::KvFull;
       break;
     }
+    peak_blocks_ = std::max(peak_blocks_, int32_t(kv_.block_table(seq.id()).size()));
     ForwardBatch batch;
     batch.add(token, position, seq.id(), true);
     model_.forward(batch, kv_, pool_, logits);
     kv_.mark_computed(seq.id(), ++position);
   }
-  result.peak_blocks = int32_t(kv_.block_table(seq.id()).size());
+  result.peak_blocks = peak_blocks_;
   result.kv = kv_.snapshot();
   const std::string tail = utf8.flush();
   result.text += tail;

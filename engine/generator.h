@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/kv_cache.h"
+#include "engine/kv_retention.h"
 #include "engine/sampler.h"
 
 namespace kvdesk {
@@ -24,6 +25,7 @@ struct GenerateOptions {
   SamplingParams sampling;
   int32_t prefill_chunk = 512;   // prompt tokens per forward call
   bool stop_at_eos = true;
+  RetentionOptions retention;    // KV retention of the sequence (off by default)
 };
 
 struct GenerateResult {
@@ -64,6 +66,7 @@ class Generator {
   Model& model_;
   KvCache& kv_;
   ThreadPool& pool_;
+  int32_t peak_blocks_ = 0;   // most blocks the current sequence held (before any compaction)
 };
 
 }  // namespace kvdesk

@@ -20,6 +20,8 @@ double percent(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * double(
 KvCache::KvCache(const ModelConfig& model, const KvCacheConfig& config)
     : config_(config),
       max_context_(model.context_length),
+      num_layers_(model.block_count),
+      num_kv_heads_(model.head_count_kv),
       storage_(model, config.layout),
       pool_(config.layout.num_blocks),
       root_hash_(prefix_root_hash(config.identity, config.layout.k_type, config.layout.v_type,
@@ -74,7 +76,7 @@ int32_t KvCache::attach_cached_prefix(SeqId seq, std::span<const int32_t> prompt
 int32_t KvCache::blocks_needed(SeqId seq, int32_t num_new_tokens) const {
   const Sequence& s = sequence(seq);
   KVDESK_ASSERT(!s.swapped && num_new_tokens >= 0);
-  const int32_t total = int32_t(s.tokens.size()) + num_new_tokens;
+  const int32_t total = s.num_slots() + num_new_tokens;
   const int32_t growth = blocks_for(total, block_size()) - int32_t(s.block_table.size());
   return growth + (needs_copy_on_write(s, num_new_tokens) ? 1 : 0);
 }
@@ -85,7 +87,7 @@ bool KvCache::append(SeqId seq, std::span<const int32_t> tokens) {
   Sequence& s = sequence(seq);
   if (needs_copy_on_write(s, n)) copy_on_write_last_block(s);
   s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
-  const int32_t blocks = blocks_for(int32_t(s.tokens.size()), block_size());
+  const int32_t blocks = blocks_for(s.num_slots(), block_size());
   while (int32_t(s.block_table.size()) < blocks) s.block_table.push_back(take_block());
   return true;
 }
@@ -93,7 +95,7 @@ bool KvCache::append(SeqId seq, std::span<const int32_t> tokens) {
 // Only a partly filled last block is ever written into: full blocks are never appended to,
 // so a full shared block (a cached prefix) is read-only for every holder.
 bool KvCache::needs_copy_on_write(const Sequence& s, int32_t num_new_tokens) const {
-  return num_new_tokens > 0 && int32_t(s.tokens.size()) % block_size() != 0 &&
+  return num_new_tokens > 0 && s.num_slots() % block_size() != 0 &&
          pool_.ref_count(s.block_table.back()) > 1;
 }
 
@@ -117,7 +119,8 @@ void KvCache::mark_computed(SeqId seq, int32_t num_computed) {
   KVDESK_ASSERT(!s.swapped && num_computed >= s.num_computed && num_computed <= int32_t(s.tokens.size()));
   s.num_computed = num_computed;
   const int32_t full_blocks = num_computed / block_size();
-  while (int32_t(s.chain.size()) < full_blocks) s.chain.push_back(link_block(s, int32_t(s.chain.size())));
+  while (!s.compacted && int32_t(s.chain.size()) < full_blocks) s.chain.push_back(link_block(s, int32_t(s.chain.size())));
+  if (s.retention && num_computed == int32_t(s.tokens.size())) apply_retention(seq);
 }
 
 // Hashes logical block `index` of s (full and computed) and publishes its physical block,
@@ -191,6 +194,8 @@ void KvCache::release_table(Sequence& s) {
 
 int32_t KvCache::num_tokens(SeqId seq) const { return int32_t(sequence(seq).tokens.size()); }
 int32_t KvCache::num_computed(SeqId seq) const { return sequence(seq).num_computed; }
+int32_t KvCache::num_evicted(SeqId seq) const { return sequence(seq).num_evicted; }
+int32_t KvCache::num_slots(SeqId seq) const { return sequence(seq).num_slots(); }
 const std::vector<int32_t>& KvCache::tokens(SeqId seq) const { return sequence(seq).tokens; }
 const std::vector<int32_t>& KvCache::block_table(SeqId seq) const { return sequence(seq).block_table; }
 
@@ -246,10 +251,11 @@ int32_t KvCache::blocks_to_swap_in(SeqId seq) const {
   return s.swapped ? int32_t(s.host.size() / bytes_per_block()) : 0;
 }
 
-PagedSeq KvCache::view(SeqId seq, int32_t num_tokens) const {
+PagedSeq KvCache::view(SeqId seq, int32_t num_positions) const {
   const Sequence& s = sequence(seq);
-  KVDESK_ASSERT(!s.swapped && num_tokens >= 0 && num_tokens <= int32_t(s.tokens.size()));
-  return PagedSeq{s.block_table.data(), num_tokens};
+  const int32_t slots = num_positions - s.num_evicted;
+  KVDESK_ASSERT(!s.swapped && slots >= 0 && slots <= s.num_slots());
+  return PagedSeq{s.block_table.data(), slots};
 }
 
 // --- statistics --------------------------------------------------------------------------
@@ -270,6 +276,8 @@ KvSnapshot KvCache::snapshot() const {
                              ? double(prefix_hits_) / double(prefix_hits_ + prefix_misses_) : 0.0;
   snap.evictions = pool_.num_evictions();
   snap.cow_copies = cow_copies_;
+  snap.retention_compactions = retention_compactions_;
+  snap.retention_blocks_freed = retention_blocks_freed_;
   return snap;
 }
 
@@ -280,7 +288,11 @@ void KvCache::fill_block_stats(KvSnapshot& snap) const {
   snap.blocks_total = pool_.num_blocks();
   snap.blocks.assign(size_t(snap.blocks_total), KvBlockInfo{});
   for (const auto& [id, s] : sequences_) {
-    KvSequenceInfo info{id, int32_t(s.tokens.size()), s.block_table, 0};
+    KvSequenceInfo info{id, s.num_slots(), s.block_table, 0, int32_t(s.tokens.size()), s.retention.has_value()};
+    if (info.retained) {
+      snap.retention_tokens_seen += info.tokens_seen;
+      snap.retention_tokens_kept += info.num_tokens;
+    }
     for (size_t i = 0; i < s.block_table.size(); ++i) {
       KvBlockInfo& block = snap.blocks[size_t(s.block_table[i])];
       block.filled_tokens = std::max(block.filled_tokens, std::min(B, info.num_tokens - int32_t(i) * B));
@@ -318,7 +330,7 @@ void KvCache::fill_waste_stats(KvSnapshot& snap) const {
   snap.internal_waste_pct = percent(snap.internal_waste_tokens, snap.slots_reserved);
   std::vector<int64_t> live_lengths;
   for (const auto& [id, s] : sequences_) {
-    if (!s.swapped) live_lengths.push_back(int64_t(s.tokens.size()));
+    if (!s.swapped) live_lengths.push_back(int64_t(s.num_slots()));
   }
   int64_t live_tokens = 0;
   for (int64_t n : live_lengths) live_tokens += n;
@@ -351,9 +363,10 @@ void KvCache::check_invariants() const {
 // Table length, the hash chain, and for every published block it holds: full, with its tokens.
 void KvCache::check_sequence(const Sequence& s, std::vector<int32_t>& holders) const {
   const int32_t B = block_size();
-  const int32_t n = int32_t(s.tokens.size());
-  KVDESK_ASSERT(s.num_computed >= 0 && s.num_computed <= n);
-  KVDESK_ASSERT(int32_t(s.chain.size()) == s.num_computed / B);
+  const int32_t n = s.num_slots();
+  KVDESK_ASSERT(s.num_computed >= 0 && s.num_computed <= int32_t(s.tokens.size()));
+  KVDESK_ASSERT(s.num_evicted >= 0 && (s.compacted || s.num_evicted == 0));
+  KVDESK_ASSERT(s.compacted ? int32_t(s.chain.size()) <= s.num_computed / B : int32_t(s.chain.size()) == s.num_computed / B);
   uint64_t parent = root_hash_;
   for (size_t i = 0; i < s.chain.size(); ++i) {
     parent = block_hash_(parent, std::span<const int32_t>(s.tokens).subspan(i * size_t(B), size_t(B)));

@@ -12,12 +12,19 @@
 // sequences ended stay cached (ref_count 0, findable) until space is needed; then the least
 // recently used unreferenced block is evicted first, never a referenced one.
 //
+// Retention (engine/kv_retention.h): a sequence may drop tokens. It then holds num_slots =
+// num_tokens - num_evicted rows; position p (tokens seen count positions) is written at slot
+// p - num_evicted, and keys keep the RoPE of their original position. Compaction copies shared
+// blocks before writing, unpublishes the published ones it writes into, and a compacted
+// sequence publishes no more blocks (kv_cache_retention.cpp).
+//
 // Invariants (check_invariants()):
-// - a live sequence's block table has ceil(num_tokens / block_size) entries, each with
+// - a live sequence's block table has ceil(num_slots / block_size) entries, each with
 //   ref_count >= 1; every block's ref_count equals the number of live tables holding it;
 // - a block in the prefix-cache index has a full, computed block of tokens behind it; blocks
 //   with ref_count 0 are either free or cached (evictable), never both;
-// - num_computed <= num_tokens for every sequence.
+// - num_computed <= num_tokens for every sequence; a sequence never compacted has
+//   num_evicted 0, a compacted one links no chain block past the first one it rewrote.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -26,6 +33,7 @@
 #include <vector>
 
 #include "engine/block_pool.h"
+#include "engine/kv_retention.h"
 #include "engine/kv_snapshot.h"
 #include "engine/kv_storage.h"
 #include "engine/model_config.h"
@@ -64,17 +72,30 @@ class KvCache {
   // shared, partly filled last block first. false, and no change, when the pool cannot.
   bool append(SeqId seq, std::span<const int32_t> tokens);
   // The forward pass has written KV for positions [0, num_computed): blocks that became
-  // full are published in the prefix cache.
+  // full are published in the prefix cache. With retention set and every token computed,
+  // the sequence is then compacted to its budget when its policy says so.
   void mark_computed(SeqId seq, int32_t num_computed);
   // A new sequence sharing every block of seq (regenerate, branches, n > 1 samples).
   SeqId fork(SeqId seq);
   // Drops the sequence's references; its computed full blocks stay cached.
   void free_sequence(SeqId seq);
 
-  int32_t num_tokens(SeqId seq) const;
+  int32_t num_tokens(SeqId seq) const;     // positions seen
   int32_t num_computed(SeqId seq) const;
+  int32_t num_evicted(SeqId seq) const;    // positions dropped by retention
+  int32_t num_slots(SeqId seq) const;      // rows held: num_tokens - num_evicted
   const std::vector<int32_t>& tokens(SeqId seq) const;
   const std::vector<int32_t>& block_table(SeqId seq) const;
+
+  // --- retention (engine/kv_retention.h) ----------------------------------------------
+  // Starts retention for seq, or a new turn of it (snapkv compresses again after prompt_end).
+  void set_retention(SeqId seq, const RetentionOptions& options, int32_t prompt_end);
+  // The sequence's retention state (the model adds attention to it); nullptr without.
+  RetentionState* retention(SeqId seq);
+  // Moves each (layer, kv head)'s kept slots, kept[layer * kv_heads + head] ascending and all
+  // of one count, down to slots [0, count) and frees the trailing blocks. false, and no
+  // change, when the pool cannot provide copies of the shared blocks it must write.
+  bool compact(SeqId seq, const std::vector<std::vector<int32_t>>& kept);
 
   // --- host tier (preemption by swapping, the seeds' offloading) -----------------------
   // Copies the sequence's blocks to host memory in their stored form and releases them.
@@ -88,8 +109,9 @@ class KvCache {
 
   // --- for the kernels -----------------------------------------------------------------
   PagedKvLayer layer(int32_t index) const;
-  // What attention over positions [0, num_tokens) of seq reads.
-  PagedSeq view(SeqId seq, int32_t num_tokens) const;
+  // What attention over positions [0, num_positions) of seq reads: its first
+  // num_positions - num_evicted slots.
+  PagedSeq view(SeqId seq, int32_t num_positions) const;
 
   // --- capacity and statistics ---------------------------------------------------------
   int32_t num_blocks() const;
@@ -109,12 +131,17 @@ class KvCache {
     uint64_t publication = 0;
   };
   struct Sequence {
-    std::vector<int32_t> tokens;        // [num_tokens]
-    std::vector<int32_t> block_table;   // [ceil(num_tokens / block_size)]; empty while swapped
+    std::vector<int32_t> tokens;        // [num_tokens] every position seen
+    std::vector<int32_t> block_table;   // [ceil(num_slots / block_size)]; empty while swapped
     std::vector<ChainLink> chain;       // [num_computed / block_size]
     int32_t num_computed = 0;
     bool swapped = false;
     std::vector<uint8_t> host;          // [blocks][bytes_per_block] while swapped
+    int32_t num_evicted = 0;            // positions dropped by retention
+    bool compacted = false;             // rows moved: blocks no longer match token prefixes
+    std::optional<RetentionState> retention;
+
+    int32_t num_slots() const { return int32_t(tokens.size()) - num_evicted; }
   };
 
   Sequence& sequence(SeqId seq);
@@ -135,9 +162,16 @@ class KvCache {
   void fill_block_stats(KvSnapshot& snap) const;
   void fill_waste_stats(KvSnapshot& snap) const;
   void check_sequence(const Sequence& s, std::vector<int32_t>& holders) const;
+  void apply_retention(SeqId seq);
+  // For compact(): the table rows are written through, shared blocks replaced by fresh ones.
+  std::optional<std::vector<int32_t>> writable_table(const Sequence& s, int32_t first_block, int32_t num_blocks);
+  void move_rows(const std::vector<int32_t>& from_table, const std::vector<int32_t>& to_table,
+                 const std::vector<std::vector<int32_t>>& kept, int32_t first_slot);
 
   KvCacheConfig config_;
   int32_t max_context_;
+  int32_t num_layers_;
+  int32_t num_kv_heads_;
   KvStorage storage_;
   BlockPool pool_;
   std::map<SeqId, Sequence> sequences_;   // ordered: snapshots and tests iterate by id
@@ -157,6 +191,8 @@ class KvCache {
   uint64_t prefix_misses_ = 0;
   uint64_t prefix_hit_tokens_ = 0;
   uint64_t cow_copies_ = 0;
+  uint64_t retention_compactions_ = 0;
+  uint64_t retention_blocks_freed_ = 0;
 };
 
 }  // namespace kvdesk

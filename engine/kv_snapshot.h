@@ -24,9 +24,11 @@ struct KvBlockInfo {
 
 struct KvSequenceInfo {
   int32_t seq_id = 0;
-  int32_t num_tokens = 0;
+  int32_t num_tokens = 0;             // token rows held (after retention: the kept ones)
   std::vector<int32_t> block_table;   // [blocks] physical ids, in logical order
   int32_t shared_blocks = 0;          // entries of block_table with ref_count > 1
+  int32_t tokens_seen = 0;            // positions the sequence went through (>= num_tokens)
+  bool retained = false;              // a KV retention policy runs on it
 };
 
 // Waste if every live sequence had been given blocks of another size.
@@ -71,6 +73,13 @@ struct KvSnapshot {
   double prefix_hit_rate = 0;          // hits / (hits + misses)
   uint64_t evictions = 0;
   uint64_t cow_copies = 0;
+
+  // KV retention (engine/kv_retention.h): over the sequences a policy runs on, tokens seen vs
+  // kept now; compactions and the blocks they returned to the pool since the cache was created.
+  int64_t retention_tokens_seen = 0;
+  int64_t retention_tokens_kept = 0;
+  uint64_t retention_compactions = 0;
+  uint64_t retention_blocks_freed = 0;
 };
 
 }  // namespace kvdesk

@@ -35,9 +35,32 @@ struct Model::Scratch {
   std::vector<float> rope_cos_sin;                        // [n_rot] one token's RoPE angles
   std::vector<uint8_t> acts;                              // prepared activation rows
   std::vector<float> attn_scratch;                        // [threads][attention scratch]
+  std::vector<float> attn_weights;                        // observed tokens' [heads][slots]
 };
 
 namespace {
+
+// Tokens whose attention weights a KV retention policy collects (kv_retention.h): where each
+// one's [heads][slots] weights go in Scratch::attn_weights, -1 for the rest.
+struct ObservedAttention {
+  std::vector<int64_t> offset;                 // [T]
+  std::vector<RetentionState*> state;          // [T]
+  int64_t total_floats = 0;
+};
+
+ObservedAttention observed_attention(const ForwardBatch& batch, KvCache& kv, int32_t num_heads) {
+  ObservedAttention o;
+  o.offset.assign(size_t(batch.size()), -1);
+  o.state.assign(size_t(batch.size()), nullptr);
+  for (int32_t t = 0; t < batch.size(); ++t) {
+    RetentionState* r = kv.retention(batch.seq_ids[t]);
+    if (!r || !r->observes(batch.positions[t])) continue;
+    o.offset[size_t(t)] = o.total_floats;
+    o.state[size_t(t)] = r;
+    o.total_floats += int64_t(num_heads) * kv.view(batch.seq_ids[t], batch.positions[t] + 1).num_tokens;
+  }
+  return o;
+}
 
 // One matrix product of a forward step: y[T][w.rows] = x[T][w.cols] W^T.
 struct MatmulJob {
@@ -121,6 +144,20 @@ ops::RopeParams rope_params(const ModelConfig& c, const ModelWeights& w) {
   return p;
 }
 
+// After a layer's attention: each observed token's weights into its sequence's scores, in
+// batch order (one thread; tokens of one sequence add to the same rows).
+void add_observed_attention(const ObservedAttention& observed, const ForwardBatch& batch, const KvCache& kv,
+                            int32_t layer, int32_t num_kv_heads, int32_t group, const std::vector<float>& weights) {
+  for (int32_t t = 0; t < batch.size(); ++t) {
+    if (observed.offset[size_t(t)] < 0) continue;
+    const int32_t slots = kv.view(batch.seq_ids[t], batch.positions[t] + 1).num_tokens;
+    for (int32_t g = 0; g < num_kv_heads; ++g) {
+      const float* w = weights.data() + observed.offset[size_t(t)] + int64_t(g) * group * slots;
+      observed.state[size_t(t)]->add_attention(layer, g, w, group, slots);
+    }
+  }
+}
+
 }  // namespace
 
 Model::~Model() = default;
@@ -173,6 +210,10 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
   const ops::RopeParams rope = rope_params(c, w);
   const int64_t attn_floats = attention_scratch_floats(c.head_count / c.head_count_kv, HD);
   grow(s.attn_scratch, attn_floats * pool.num_threads());
+  const ObservedAttention observed = observed_attention(batch, kv, c.head_count);
+  grow(s.attn_weights, size_t(observed.total_floats));
+  std::vector<int32_t> evicted(static_cast<size_t>(T));   // [T] positions dropped by KV retention before each token's slot
+  for (int64_t t = 0; t < T; ++t) evicted[size_t(t)] = kv.num_evicted(batch.seq_ids[t]);
 
   // 1. Token embeddings: x[t] = token_embd[token[t]].
   for (int64_t t = 0; t < T; ++t) {
@@ -194,7 +235,8 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
     add_bias(s.v.data(), lw.bv, T, KVD);
 
     // 3. RoPE on q and k heads (one set of angles per token), then K/V of every token into
-    //    its sequence's blocks.
+    //    its sequence's blocks, at slot position - evicted (KV retention keeps K with the RoPE
+    //    of its original position).
     for (int64_t t = 0; t < T; ++t) {
       ops::rope_angles(batch.positions[t], rope, s.rope_cos_sin.data());
       for (int32_t h = 0; h < c.head_count; ++h) {
@@ -204,7 +246,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
         ops::rope_rotate(s.k.data() + t * KVD + h * HD, s.rope_cos_sin.data(), rope.n_rot, rope.mode);
       }
       const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1);
-      paged_kv_write(kv_layer, seq, batch.positions[t], s.k.data() + t * KVD, s.v.data() + t * KVD);
+      paged_kv_write(kv_layer, seq, batch.positions[t] - evicted[size_t(t)], s.k.data() + t * KVD, s.v.data() + t * KVD);
     }
 
     // 4. Causal attention: token t attends to positions [0, pos_t] of its sequence. One task
@@ -226,8 +268,13 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
       args.out = s.att.data() + t * QD + int64_t(g) * group * HD;
       args.scratch = s.attn_scratch.data() + thread * attn_floats;
       args.numerics = kv.layout().numerics;
-      cpu::paged_attention(one_head, kv.view(batch.seq_ids[t], batch.positions[t] + 1), args);
+      const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1);
+      if (observed.offset[size_t(t)] >= 0) {
+        args.weights = s.attn_weights.data() + observed.offset[size_t(t)] + int64_t(g) * group * seq.num_tokens;
+      }
+      cpu::paged_attention(one_head, seq, args);
     }, attention_macs);
+    add_observed_attention(observed, batch, kv, l, c.head_count_kv, group, s.attn_weights);
 
     // 5. x += att Wo.
     run_matmuls(pool, T, {{&lw.wo, s.att.data(), s.tmp.data()}}, s.acts);

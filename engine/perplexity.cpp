@@ -16,11 +16,7 @@ namespace {
 
 constexpr int32_t kChunkTokens = 256;   // positions per forward call
 
-// log-softmax of one logits row: log p[i] = z[i] - log_sum_exp.
-struct RowStats {
-  double log_sum_exp = 0;
-  int32_t argmax = 0;
-};
+}  // namespace
 
 RowStats row_stats(const float* z, int32_t n) {
   RowStats r;
@@ -41,6 +37,8 @@ double kl_divergence(const float* zp, const RowStats& p, const float* zq, const 
   }
   return std::max(kl, 0.0);   // rounding can leave a tiny negative for identical rows
 }
+
+namespace {
 
 // One KV cache holding one window at a time: feeds a chunk, returns its logits.
 class WindowRun {

@@ -36,6 +36,15 @@ struct PerplexityResult {
   double top1_agree = 0;         // % of positions whose most likely token is the reference's
 };
 
+// log-softmax of one logits row: log p[i] = z[i] - log_sum_exp.
+struct RowStats {
+  double log_sum_exp = 0;
+  int32_t argmax = 0;
+};
+RowStats row_stats(const float* z, int32_t n);
+// KL(p || q) = sum_i p[i] (log p[i] - log q[i]) for two logits rows and their stats.
+double kl_divergence(const float* zp, const RowStats& p, const float* zq, const RowStats& q, int32_t n);
+
 // text: the tokens to score, without BOS. Throws kvdesk::Error for an empty text or a window
 // the model cannot hold.
 PerplexityResult evaluate_perplexity(Model& model, ThreadPool& pool, std::span<const int32_t> text,

@@ -282,6 +282,7 @@ bool Scheduler::admit(Active& a) {
     a.seq = kv_->create_sequence();
     kv_->attach_cached_prefix(a.seq, a.tokens);
   }
+  kv_->set_retention(a.seq, a.request.retention, int32_t(a.tokens.size()));
   const int32_t first_chunk = std::min(a.remaining(*kv_), limits_.step_token_budget);
   while (kv_->blocks_needed(a.seq, first_chunk) > kv_->num_available_blocks() && !parked_.empty()) {
     release_parked_lru();

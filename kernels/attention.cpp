@@ -75,6 +75,7 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const Atten
       float s = 0;
       for (int32_t i = 0; i < d; ++i) s += q[i] * row[i];
       s *= args.scale;
+      if (args.weights) args.weights[int64_t(h) * seq.num_tokens + j] = s;
       float acc_scale = 1.0f;   // e^(m - m')
       float weight = 1.0f;      // e^(s - m')
       if (s > running_max) {
@@ -92,6 +93,10 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const Atten
     }
     float* out = args.out + int64_t(h) * d;
     for (int32_t i = 0; i < d; ++i) out[i] = acc[i] / running_sum;
+    if (args.weights) {
+      float* w = args.weights + int64_t(h) * seq.num_tokens;
+      for (int32_t j = 0; j < seq.num_tokens; ++j) w[j] = std::exp(w[j] - running_max) / running_sum;
+    }
   }
 }
 

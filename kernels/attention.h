@@ -28,6 +28,9 @@ struct AttentionArgs {
   float* out = nullptr;       // [num_heads][head_dim]
   float* scratch = nullptr;   // [attention_scratch_floats(num_heads, head_dim)]
   AttentionNumerics numerics = AttentionNumerics::Exact;
+  // Optional, for KV retention policies that rank cached tokens by attention (H2O, SnapKV):
+  // when set, receives each head's softmax weights p[h][j]. nullptr (the default) costs nothing.
+  float* weights = nullptr;   // [num_heads][seq.num_tokens]
 };
 
 // Scratch floats of one call with num_heads query heads (ref:: or cpu::).

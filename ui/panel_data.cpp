@@ -230,6 +230,12 @@ int64_t tokens_saved_by_sharing(const KvView& kv) {
   return saved;
 }
 
+std::string retention_kept_text(const KvView& kv) {
+  if (kv.retention_tokens_seen == 0) return "off";
+  return format_count(kv.retention_tokens_kept) + " / " + format_count(kv.retention_tokens_seen) + " (" +
+         format_percent(100.0 * double(kv.retention_tokens_kept) / double(kv.retention_tokens_seen)) + ")";
+}
+
 // ---------------------------------------------------------------------------------------
 // Memory budget
 // ---------------------------------------------------------------------------------------

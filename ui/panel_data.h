@@ -86,6 +86,8 @@ std::vector<PrefixNode> prefix_tree(const KvView& kv);
 // Tokens whose KV is stored once but used by several sequences: sum over shared blocks of
 // filled x (ref_count - 1).
 int64_t tokens_saved_by_sharing(const KvView& kv);
+// KV retention's "kept / seen (share)", e.g. "120 / 480 (25.0%)"; "off" when no sequence runs a policy.
+std::string retention_kept_text(const KvView& kv);
 
 // ----- memory budget ---------------------------------------------------------------------
 struct BarSegment {

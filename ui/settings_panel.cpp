@@ -91,6 +91,13 @@ void draw_sampling(ViewModel& vm, UiActions& actions) {
   ImGui::InputInt("seed (0: random)", &s.seed);
   changed |= ImGui::IsItemDeactivatedAfterEdit();
   changed |= ImGui::Checkbox("when the context is full, keep its start and slide", &s.slide_context);
+  ImGui::SetNextItemWidth(200);
+  changed |= ImGui::Combo("KV retention", &s.retention, kRetentionPolicyNames, IM_ARRAYSIZE(kRetentionPolicyNames));
+  if (s.retention != 0) {
+    ImGui::SetNextItemWidth(200);
+    ImGui::SliderFloat("KV keep (share of tokens)", &s.kv_keep, 0.05f, 1.0f, "%.2f");
+    changed |= ImGui::IsItemDeactivatedAfterEdit();
+  }
   if (changed) actions.push_back({ActionKind::SetSampling});
 }
 

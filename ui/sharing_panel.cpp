@@ -1,5 +1,6 @@
 // Sharing and the prefix cache: shared blocks, hits / misses / hit rate, prefill tokens the
-// cache saved, evictions and copy-on-write copies, and the prefix-sharing tree: which
+// cache saved, evictions and copy-on-write copies, KV retention's tokens kept vs seen and the
+// blocks it freed, and the prefix-sharing tree: which
 // conversations hold which run of blocks in common.
 #include <imgui.h>
 
@@ -27,6 +28,9 @@ void draw_counters(const KvView& kv) {
   row("prefill tokens saved by hits", format_count(int64_t(kv.prefix_hit_tokens)));
   row("evictions", format_count(int64_t(kv.evictions)));
   row("copy-on-write copies", format_count(int64_t(kv.cow_copies)));
+  row("retention: tokens kept / seen", retention_kept_text(kv));
+  row("retention: compactions, blocks freed",
+      format_count(int64_t(kv.retention_compactions)) + ", " + format_count(int64_t(kv.retention_blocks_freed)));
   ImGui::EndTable();
 }
 

@@ -57,7 +57,12 @@ struct SamplingView {
   int32_t max_tokens = 256;
   int32_t seed = 0;               // 0: a new random seed for every answer
   bool slide_context = true;       // a full context keeps the start and slides (else: stop)
+  int32_t retention = 0;           // KV retention: index into kRetentionPolicyNames (0: none)
+  float kv_keep = 0.5f;            // KV retention budget: share of the tokens seen, (0, 1]
 };
+
+// The KV retention policies the settings panel offers, in SamplingView::retention order.
+inline constexpr const char* kRetentionPolicyNames[] = {"none", "sinks", "h2o", "snapkv"};
 
 // ---------------------------------------------------------------------------------------
 // Model
@@ -146,6 +151,12 @@ struct KvView {
   double prefix_hit_rate = 0;
   uint64_t evictions = 0;
   uint64_t cow_copies = 0;
+
+  // KV retention: tokens seen vs kept by the sequences a policy runs on; blocks it freed.
+  int64_t retention_tokens_seen = 0;
+  int64_t retention_tokens_kept = 0;
+  uint64_t retention_compactions = 0;
+  uint64_t retention_blocks_freed = 0;
 };
 
 // One KV storage type as the quantization and memory panels compare them.

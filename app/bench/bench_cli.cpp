@@ -122,6 +122,15 @@ void add_quality(CLI::App* cmd, BenchOptions& o) {
   cmd->add_option("--ctx", o.ctx, "Tokens per window (default: min(context, 512))")->check(CLI::Range(2, 1 << 20));
   cmd->add_option("--max-tokens", o.max_text_tokens, "Score at most this many tokens of the text")
       ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--retention", o.retention_policies,
+                  "Compare KV retention policies (sinks, h2o, snapkv or all) vs the full cache instead of KV types")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "sinks", "h2o", "snapkv", "all"}));
+  cmd->add_option("--kv-keep", o.kv_keep, "Retention budgets: fractions (0.5, 50%) or token counts")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--retention-prompt", o.retention_prompt, "Prefilled tokens per window (default: a quarter)")
+      ->check(CLI::Range(0, 1 << 20));
 }
 
 ModeCommand make_command(CLI::App& app, const std::string& mode, const std::string& help) {

@@ -12,6 +12,10 @@
 #include "app/bench/bench_options.h"
 #include "app/bench/bench_report.h"
 
+namespace kvdesk {
+class Model;
+}
+
 namespace kvdesk::bench {
 
 Report run_speed(const BenchOptions& options);
@@ -19,6 +23,10 @@ Report run_kv(const BenchOptions& options);
 Report run_capacity(const BenchOptions& options);
 Report run_prefix(const BenchOptions& options);
 Report run_quality(const BenchOptions& options);
+// quality with --retention: each policy at each --kv-keep budget vs the full cache, on the
+// model and text run_quality loaded (mode_retention.cpp).
+Report run_retention_quality(const BenchOptions& options, Model& model, const std::vector<int32_t>& tokens,
+                             const std::string& text_source);
 Report run_trace(const BenchOptions& options);
 Report run_ab(const BenchOptions& options);
 

@@ -79,6 +79,9 @@ struct BenchOptions {
   std::string text_path;  // empty: assets/quality/tinystories_sample.txt
   int32_t ctx = 0;
   int32_t max_text_tokens = 0;  // 0: the whole text
+  std::vector<std::string> retention_policies;  // non-empty: compare KV retention instead of KV types
+  std::vector<std::string> kv_keep{"0.75", "0.5", "0.25"};
+  int32_t retention_prompt = 0;  // prefilled tokens per window; 0: a quarter of it
 
   // trace
   ChatWorkload workload;

@@ -1,6 +1,7 @@
 // kvdesk-bench quality: what each KV storage type costs in output quality, measured against
 // f32 KV on the same model and text: perplexity, mean and max KL divergence of the next-token
 // distributions, and top-1 agreement (engine/perplexity.h). Deterministic, so one run each.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -55,6 +56,9 @@ Report run_quality(const BenchOptions& o) {
   ThreadPool pool(resolve_threads(o.knobs.threads));
   std::vector<int32_t> tokens = model->tokenizer().encode(text.body, false);
   if (o.max_text_tokens > 0 && int32_t(tokens.size()) > o.max_text_tokens) tokens.resize(size_t(o.max_text_tokens));
+  const bool retention = std::any_of(o.retention_policies.begin(), o.retention_policies.end(),
+                                     [](const std::string& p) { return p != "none"; });
+  if (retention) return run_retention_quality(o, *model, tokens, text.source);
   Report r;
   r.mode = "quality";
   r.repeated = false;

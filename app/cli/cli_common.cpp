@@ -44,6 +44,23 @@ void add_kv_options(CLI::App* cmd, ModelArgs& args) {
       ->check(CLI::PositiveNumber);
 }
 
+void add_retention_options(CLI::App* cmd, RetentionArgs& args) {
+  cmd->add_option("--retention", args.policy,
+                  "KV retention: none, sinks (first + recent tokens), h2o (heavy hitters + recent), "
+                  "snapkv (prompt compressed once by its last tokens' attention)")
+      ->check(CLI::IsMember({"none", "sinks", "h2o", "snapkv"}))
+      ->capture_default_str();
+  cmd->add_option("--kv-keep", args.keep, "KV retention budget: a fraction (0.5, 50%) or a token count (128)")
+      ->capture_default_str();
+}
+
+RetentionOptions retention_options(const RetentionArgs& args) {
+  RetentionOptions o;
+  o.policy = parse_retention_policy(args.policy);
+  o.budget = parse_retention_budget(args.keep);
+  return o;
+}
+
 KvType parse_kv_type(const std::string& name) {
   if (const std::optional<KvType> type = kv_type_from_name(name)) return *type;
   throw Error("unknown KV type '" + name + "' (choose one of " + kv_type_names() + ")");

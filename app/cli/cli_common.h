@@ -32,6 +32,15 @@ struct ModelArgs {
   double kv_budget_mib = 0;     // 0: a pool just big enough for the run
 };
 
+// KV retention (engine/kv_retention.h): --retention POLICY --kv-keep FRACTION|TOKENS.
+struct RetentionArgs {
+  std::string policy = "none";
+  std::string keep = "0.5";
+};
+void add_retention_options(CLI::App* cmd, RetentionArgs& args);
+// Throws kvdesk::Error naming the bad policy or budget.
+RetentionOptions retention_options(const RetentionArgs& args);
+
 void add_model_options(CLI::App* cmd, ModelArgs& args);
 void add_kv_options(CLI::App* cmd, ModelArgs& args);
 

@@ -20,6 +20,7 @@ struct GenerateArgs {
   bool seed_given = false;
   bool json = false;
   bool no_bos = false;
+  RetentionArgs retention;
 };
 
 // The KV cache as generation ended (its sequence still held): occupancy, waste, sharing.
@@ -52,6 +53,10 @@ nlohmann::json kv_json(const GenerateResult& r) {
       {"prefix_hit_rate", kv.prefix_hit_rate},
       {"evictions", kv.evictions},
       {"cow_copies", kv.cow_copies},
+      {"retention_tokens_seen", kv.retention_tokens_seen},
+      {"retention_tokens_kept", kv.retention_tokens_kept},
+      {"retention_compactions", kv.retention_compactions},
+      {"retention_blocks_freed", kv.retention_blocks_freed},
   };
 }
 
@@ -71,14 +76,18 @@ nlohmann::json result_json(const GenerateResult& r, const GenerateArgs& a, const
   j["kv_type"] = a.model.kv_type;
   j["block_size"] = a.model.block_size;
   j["cached_tokens"] = r.cached_tokens;
+  j["retention"] = a.retention.policy;
+  j["kv_keep"] = a.retention.keep;
   j["kv"] = kv_json(r);
   return j;
 }
 
 int run_generate(GenerateArgs& a) {
   if (!a.seed_given) a.sampling.seed = std::random_device{}();
+  RetentionOptions retention;
   try {
     validate_sampling_params(a.sampling);
+    retention = retention_options(a.retention);
   } catch (const Error& e) {
     std::fprintf(stderr, "kvdesk-cli: %s\nRun 'kvdesk-cli generate --help' for usage.\n", e.what());
     return 2;
@@ -90,6 +99,7 @@ int run_generate(GenerateArgs& a) {
   GenerateOptions options;
   options.max_tokens = a.max_tokens;
   options.sampling = a.sampling;
+  options.retention = retention;
   TokenCallback print;
   if (!a.json) {
     print = [](int32_t, const std::string& text) {
@@ -117,6 +127,7 @@ Command add_generate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("generate", "Continue a prompt");
   add_model_options(cmd, args->model);
   add_kv_options(cmd, args->model);
+  add_retention_options(cmd, args->retention);
   cmd->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
   cmd->add_option("-n,--max-tokens", args->max_tokens, "Tokens to generate")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();

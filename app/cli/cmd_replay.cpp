@@ -21,6 +21,7 @@ struct ReplayArgs {
   std::string chat_template;   // "": the model's own
   bool no_prefix_cache = false;
   bool json = false;
+  RetentionArgs retention;
 };
 
 EngineSettings engine_settings(const ReplayArgs& a) {
@@ -39,7 +40,7 @@ EngineSettings engine_settings(const ReplayArgs& a) {
 }
 
 int run_replay(const ReplayArgs& a) {
-  Replayer replayer(read_trace(a.trace_path));
+  Replayer replayer(read_trace(a.trace_path), retention_options(a.retention));
   replayer.run(engine_settings(a));
   const nlohmann::json report = replayer.report_json();
   if (a.json) {
@@ -63,6 +64,7 @@ Command add_replay_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("replay", "Replay a chat trace (JSON lines) through the engine");
   add_model_options(cmd, args->model);
   add_kv_options(cmd, args->model);
+  add_retention_options(cmd, args->retention);
   cmd->add_option("--trace", args->trace_path, "Trace file, one JSON object per user turn")->required();
   cmd->add_option("--kv-blocks", args->kv_blocks, "KV pool size in blocks (default: from memory)")->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--step-tokens", args->step_tokens, "Token budget per engine step (chunked prefill)")

@@ -5,7 +5,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 #include "app/gui/kv_view.h"
 #include "engine/chat_template.h"
@@ -112,6 +114,10 @@ void Controller::load_preferences() {
   read_setting(s, "sampling.max_tokens", p.max_tokens);
   read_setting(s, "sampling.seed", p.seed);
   read_setting(s, "sampling.slide_context", p.slide_context);
+  read_setting(s, "sampling.retention", p.retention);
+  read_setting(s, "sampling.kv_keep", p.kv_keep);
+  p.retention = std::clamp(p.retention, 0, int32_t(std::size(ui::kRetentionPolicyNames)) - 1);
+  p.kv_keep = std::clamp(p.kv_keep, 0.05f, 1.0f);
   ui::KvSettingsEdit& kv = vm_.ui.kv_edit;
   if (auto t = s.setting("kv.k_type"); t && kv_type_from_name(*t)) kv.k_type = *t;
   if (auto t = s.setting("kv.v_type"); t && kv_type_from_name(*t)) kv.v_type = *t;
@@ -305,6 +311,8 @@ void Controller::save_sampling() {
   store().set_setting("sampling.max_tokens", std::to_string(p.max_tokens));
   store().set_setting("sampling.seed", std::to_string(p.seed));
   store().set_setting("sampling.slide_context", p.slide_context ? "1" : "0");
+  store().set_setting("sampling.retention", std::to_string(p.retention));
+  store().set_setting("sampling.kv_keep", std::to_string(p.kv_keep));
 }
 
 // ---------------------------------------------------------------------------------------

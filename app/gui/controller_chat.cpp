@@ -160,6 +160,8 @@ Request Controller::make_request(store::ConversationId conversation, const std::
   r.sampling.seed = s.seed != 0 ? uint64_t(s.seed) : std::random_device{}();   // 0: a new seed each answer
   r.max_tokens = s.max_tokens;
   r.context_policy = s.slide_context ? ContextPolicy::SinkWindow : ContextPolicy::Stop;
+  r.retention.policy = parse_retention_policy(ui::kRetentionPolicyNames[s.retention]);
+  r.retention.budget.fraction = s.kv_keep;
   r.conversation_key = uint64_t(conversation);
   return r;
 }

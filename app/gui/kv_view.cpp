@@ -49,6 +49,10 @@ void copy_counters(const KvSnapshot& s, ui::KvView& v) {
   v.prefix_hit_rate = s.prefix_hit_rate;
   v.evictions = s.evictions;
   v.cow_copies = s.cow_copies;
+  v.retention_tokens_seen = s.retention_tokens_seen;
+  v.retention_tokens_kept = s.retention_tokens_kept;
+  v.retention_compactions = s.retention_compactions;
+  v.retention_blocks_freed = s.retention_blocks_freed;
 }
 
 // Round-trip NMSE (sum err^2 / sum x^2) of one type on seeded Gaussian rows.

@@ -23,7 +23,8 @@ void wait_for_model(Engine& engine) {
   }
 }
 
-Replayer::Replayer(std::vector<TraceConversation> trace) : trace_(std::move(trace)) {
+Replayer::Replayer(std::vector<TraceConversation> trace, const RetentionOptions& retention)
+    : trace_(std::move(trace)), retention_(retention) {
   for (const TraceConversation& c : trace_) {
     conversations_.push_back(Conversation{&c, {}, 0, c.turns.empty() ? 0 : c.turns[0].start_ms, 0});
   }
@@ -81,6 +82,7 @@ void Replayer::submit_ready(Engine& engine) {
     r.max_tokens = t.max_tokens;
     r.sampling.temperature = t.temperature;
     r.conversation_key = i + 1;
+    r.retention = retention_;
     c.in_flight = engine.submit(r);
     conversation_of_[c.in_flight] = i;
     results_.push_back(TurnResult{c.trace->name, c.next_turn, {}, {}, {}});
@@ -133,6 +135,9 @@ ReplaySummary Replayer::summary() const {
   s.prefix_hit_rate = last_stats_.kv.prefix_hit_rate;
   s.preemptions = last_stats_.preemptions;
   s.swapped_bytes = last_stats_.swapped_bytes;
+  s.retention_tokens_seen = last_stats_.kv.retention_tokens_seen;
+  s.retention_tokens_kept = last_stats_.kv.retention_tokens_kept;
+  s.retention_blocks_freed = last_stats_.kv.retention_blocks_freed;
   return s;
 }
 
@@ -150,6 +155,8 @@ nlohmann::json Replayer::report_json() const {
       {"ttft_p50_ms", s.ttft_p50_ms}, {"ttft_p95_ms", s.ttft_p95_ms}, {"itl_p50_ms", s.itl_p50_ms},
       {"itl_p95_ms", s.itl_p95_ms}, {"peak_kv_blocks", s.peak_kv_blocks}, {"prefix_hit_rate", s.prefix_hit_rate},
       {"preemptions", s.preemptions}, {"swapped_bytes", s.swapped_bytes},
+      {"retention_tokens_seen", s.retention_tokens_seen}, {"retention_tokens_kept", s.retention_tokens_kept},
+      {"retention_blocks_freed", s.retention_blocks_freed},
   };
   return {{"turns", turns}, {"summary", summary}};
 }

@@ -31,6 +31,9 @@ struct ReplaySummary {
   double itl_p50_ms = 0;           // median over turns of each turn's median inter-token latency
   double itl_p95_ms = 0;
   int32_t peak_kv_blocks = 0;
+  int64_t retention_tokens_seen = 0;    // over live sequences as the replay ended
+  int64_t retention_tokens_kept = 0;
+  uint64_t retention_blocks_freed = 0;
   double prefix_hit_rate = 0;
   uint64_t preemptions = 0;
   uint64_t swapped_bytes = 0;
@@ -38,7 +41,8 @@ struct ReplaySummary {
 
 class Replayer {
  public:
-  explicit Replayer(std::vector<TraceConversation> trace);
+  // retention: the KV retention every turn's request runs with (off by default).
+  explicit Replayer(std::vector<TraceConversation> trace, const RetentionOptions& retention = {});
 
   // Loads the model, replays every turn, returns when the last answer ends. stop, when set
   // to true by another thread (Ctrl-C), ends the replay early with what was measured.
@@ -64,6 +68,7 @@ class Replayer {
   void handle(const std::vector<Event>& events);
 
   std::vector<TraceConversation> trace_;
+  RetentionOptions retention_;
   std::vector<Conversation> conversations_;
   std::vector<TurnResult> results_;
   std::map<RequestId, size_t> conversation_of_;

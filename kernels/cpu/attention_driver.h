@@ -100,6 +100,8 @@ struct GroupJob {
   float* acc;       // [heads][d]
   float* m;         // [heads] running max
   float* l;         // [heads] running sum
+  float* weights;   // [heads][num_tokens] or nullptr: raw scores, then softmax weights
+  int32_t num_tokens;
 };
 
 template <class Isa, KvType Type>
@@ -258,11 +260,27 @@ void prefetch_rows(const RowTile<Isa>& tile, size_t k_row_bytes, size_t v_row_by
   }
 }
 
+// The optional weights output: a tile's raw scores are kept as they come; once the final max
+// and sum are known they become softmax weights, e^(s - m) / l, as ref:: computes them.
+template <class Isa>
+void keep_scores(const GroupJob& job, int32_t first, int32_t rows) {
+  for (int32_t h = 0; h < job.heads; ++h) {
+    std::memcpy(job.weights + int64_t(h) * job.num_tokens + first, job.p + h * Isa::kLanes, sizeof(float) * size_t(rows));
+  }
+}
+
+inline void normalize_weights(const GroupJob& job) {
+  for (int32_t h = 0; h < job.heads; ++h) {
+    float* w = job.weights + int64_t(h) * job.num_tokens;
+    for (int32_t j = 0; j < job.num_tokens; ++j) w[j] = std::exp(w[j] - job.m[h]) / job.l[h];
+  }
+}
+
 // Group g's share of the scratch: parts [8][W][W] shared by all groups, then for every query
 // head p [num_heads][W], acc [num_heads][d], m [num_heads], l [num_heads]; group g owns the
 // heads [g * G, (g + 1) * G).
 template <class Isa>
-GroupJob group_job(const AttentionArgs& args, int32_t g, int32_t group_heads, int32_t d) {
+GroupJob group_job(const AttentionArgs& args, int32_t num_tokens, int32_t g, int32_t group_heads, int32_t d) {
   constexpr int W = Isa::kLanes;
   const int32_t num_heads = args.num_heads;
   const int64_t h0 = int64_t(g) * group_heads;
@@ -270,8 +288,9 @@ GroupJob group_job(const AttentionArgs& args, int32_t g, int32_t group_heads, in
   float* acc = p + int64_t(num_heads) * W;
   float* m = acc + int64_t(num_heads) * d;
   float* l = m + num_heads;
-  return GroupJob{args.q + h0 * d, args.out + h0 * d, group_heads, d, args.scale, args.scratch,
-                  p + h0 * W, acc + h0 * d, m + h0, l + h0};
+  float* weights = args.weights ? args.weights + h0 * num_tokens : nullptr;
+  return GroupJob{args.q + h0 * d,  args.out + h0 * d, group_heads, d,       args.scale, args.scratch,
+                  p + h0 * W,       acc + h0 * d,      m + h0,      l + h0,  weights,    num_tokens};
 }
 
 void start_group(const GroupJob& job) {
@@ -288,14 +307,13 @@ void finish_group(const GroupJob& job) {
       Isa::store(job.out + h * job.d + c, Isa::mul(Isa::load(job.acc + h * job.d + c), inv_l));
     }
   }
+  if (job.weights) normalize_weights(job);
 }
 
 // Tiles outside, kv heads inside: a block stores every kv head's rows next to each other
-// ([block][kv_head][row]), so one tile of W positions reads each block it touches as one
-// contiguous run, and the next tile's runs are prefetched a whole tile ahead. The other
-// order (one kv head over all positions, then the next) reads a block in kv_heads separate
-// pieces, and with blocks scattered over the pool each piece starts a new stream: that cost
-// 14-22% over contiguous rows for f32/f16/bf16 (kvdesk-bench kv, indirection table).
+// ([block][kv_head][row]), so when one call covers several kv heads, one tile of W positions
+// reads each block it touches as one contiguous run, and the next tile's runs are prefetched
+// a whole tile ahead. (The engine calls once per kv head, to spread heads over threads.)
 template <class Isa>
 void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
   constexpr int W = Isa::kLanes;
@@ -308,7 +326,7 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   const TileFn<Isa> values = tile_fn<Isa, Values>(layer.v.type);
   const size_t k_row_bytes = kv_row_bytes(layer.k.type, d);
   const size_t v_row_bytes = kv_row_bytes(layer.v.type, d);
-  for (int32_t g = 0; g < groups; ++g) start_group(group_job<Isa>(args, g, group_heads, d));
+  for (int32_t g = 0; g < groups; ++g) start_group(group_job<Isa>(args, seq.num_tokens, g, group_heads, d));
   RowTile<Isa> tile;
   for (int32_t first = 0; first < seq.num_tokens; first += W) {
     if (first + W < seq.num_tokens) {
@@ -318,14 +336,15 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
       }
     }
     for (int32_t g = 0; g < groups; ++g) {
-      const GroupJob job = group_job<Isa>(args, g, group_heads, d);
+      const GroupJob job = group_job<Isa>(args, seq.num_tokens, g, group_heads, d);
       locate_rows(layer, seq, g, first, tile);
       scores(tile, job);
+      if (job.weights) keep_scores<Isa>(job, first, tile.rows);
       softmax_tile<Isa>(job);
       values(tile, job);
     }
   }
-  for (int32_t g = 0; g < groups; ++g) finish_group<Isa>(group_job<Isa>(args, g, group_heads, d));
+  for (int32_t g = 0; g < groups; ++g) finish_group<Isa>(group_job<Isa>(args, seq.num_tokens, g, group_heads, d));
 }
 
 }  // namespace

@@ -249,3 +249,20 @@ TEST_CASE("keys and values can use different KV types", "[app][cli]") {
   // 5 layers x 4 kv heads x (8 x 4 bytes of f32 keys + (4 + 8) bytes of int8 values)
   CHECK(j["kv"]["bytes_per_token"] == 5 * 4 * (8 * 4 + 4 + 8));
 }
+
+TEST_CASE("generate with KV retention holds fewer blocks and reports tokens kept vs seen", "[app][cli][retention]") {
+  const auto full = parse_json(run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time",
+                                        "-n", "120", "--temp", "0", "--json"}));
+  const auto j = parse_json(run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time",
+                                     "-n", "120", "--temp", "0", "--retention", "sinks", "--kv-keep", "32", "--json"}));
+  CHECK(j["retention"] == "sinks");
+  CHECK(full["kv"]["peak_blocks"] == 8);   // 124 tokens in blocks of 16
+  CHECK(j["kv"]["peak_blocks"] == 3);      // 32 kept + the token being computed
+  CHECK(j["kv"]["retention_tokens_seen"] == 124);
+  CHECK(j["kv"]["retention_tokens_kept"] == 32);
+  CHECK(j["kv"]["retention_blocks_freed"].get<int>() > 0);
+  CHECK(j["tokens"].size() == 120);
+  const auto bad = run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "hi", "--retention", "h2o", "--kv-keep", "0"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--kv-keep") != std::string::npos);
+}

@@ -64,3 +64,22 @@ TEST_CASE("replay --chat-template renders with the chosen family; an unknown nam
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("vicuna") != std::string::npos);
 }
+
+TEST_CASE("replay with h2o retention plays every turn and reports what it kept", "[app][replay][retention]") {
+  TempDir dir;
+  const std::string trace = dir.file("trace.jsonl");
+  std::ofstream(trace) << R"({"conversation": "a", "system": "Lily had a red ball.", "user": "Once upon a time", "max_tokens": 40, "arrival_ms": 0}
+{"conversation": "a", "user": "Then", "max_tokens": 12, "after_ms": 10}
+)";
+  const auto run = run_cli({"replay", "-m", model_path("stories260K.gguf"), "--trace", trace, "--kv-type", "f32",
+                            "--retention", "h2o", "--kv-keep", "0.5", "--json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  REQUIRE(j["turns"].size() == 2);
+  CHECK(j["turns"][1]["tokens"].size() == 12);
+  const auto& s = j["summary"];
+  CHECK(s["retention_tokens_seen"].get<int>() > 0);   // the parked conversation
+  CHECK(s["retention_tokens_kept"].get<int>() <= (s["retention_tokens_seen"].get<int>() + 1) / 2);
+  CHECK(s["retention_blocks_freed"].get<int>() > 0);
+}

@@ -65,7 +65,7 @@ inline void compute(KvCache& kv, SeqId seq, int32_t upto) {
         expected_k_row(sig[size_t(p)], l, g, k + g * kTinyHeadDim);
         for (int32_t d = 0; d < kTinyHeadDim; ++d) v[g * kTinyHeadDim + d] = k[g * kTinyHeadDim + d] + 0.5f;
       }
-      paged_kv_write(kv.layer(l), kv.view(seq, p + 1), p, k, v);
+      paged_kv_write(kv.layer(l), kv.view(seq, p + 1), p - kv.num_evicted(seq), k, v);
     }
   }
   kv.mark_computed(seq, upto);

@@ -213,3 +213,37 @@ TEST_CASE("a conversation's next turn appends only its new tokens", "[engine][sc
   CHECK(b.finished[2].metrics.cached_tokens == int32_t(first.size() + b.tokens[1].size() - 1));
   CHECK(b.finished[2].metrics.prompt_tokens - b.finished[2].metrics.cached_tokens == int32_t(more.size() - 1));
 }
+
+TEST_CASE("a request with KV retention runs beside others without changing their output", "[engine][scheduler][retention]") {
+  const RetentionPolicy policy = GENERATE(RetentionPolicy::Sinks, RetentionPolicy::H2O, RetentionPolicy::SnapKV);
+  Bench b(64);
+  Request retained;
+  retained.retention.policy = policy;
+  retained.retention.budget.tokens = 8;
+  retained.conversation_key = 3;
+  b.add(1, b.encode(kPrompts[2]), 40, retained);
+  b.add(2, b.encode(kPrompts[0]), 40);
+  int32_t most_rows = 0;
+  for (int i = 0; i < 10000 && b.scheduler->has_work(); ++i) {
+    b.step();
+    for (const KvSequenceInfo& s : b.kv->snapshot().sequences) {
+      if (s.retained) most_rows = std::max(most_rows, s.num_tokens);
+    }
+  }
+  CHECK(b.tokens[2] == alone(kPrompts[0], 40));
+  CHECK(b.tokens[1].size() == 40);
+  // sinks and h2o hold the budget after every step; snapkv compresses the prompt once and then appends.
+  CHECK(most_rows <= (policy == RetentionPolicy::SnapKV ? 8 + 40 : 8));
+  const KvSnapshot snap = b.kv->snapshot();   // the parked conversation
+  CHECK(snap.retention_compactions > 0);
+  CHECK(snap.retention_tokens_kept < snap.retention_tokens_seen);
+  // The conversation's next turn continues on its compacted sequence.
+  std::vector<int32_t> next = b.encode(kPrompts[2]);
+  next.insert(next.end(), b.tokens[1].begin(), b.tokens[1].end() - 1);
+  const std::vector<int32_t> more = b.encode("The end");
+  next.insert(next.end(), more.begin() + 1, more.end());
+  b.add(3, next, 8, retained);
+  b.run();
+  CHECK(b.tokens[3].size() == 8);
+  CHECK(b.finished[3].metrics.cached_tokens == int32_t(next.size() - more.size() + 1));
+}

@@ -107,7 +107,12 @@ TEST_CASE("presets, system prompts and sampling settings are kept", "[gui][contr
   CHECK(s.vm.presets.empty());
   s.vm.sampling.temperature = 0.25f;
   s.vm.sampling.top_k = 7;
+  s.vm.sampling.retention = 2;   // h2o
+  s.vm.sampling.kv_keep = 0.25f;
   REQUIRE(s.controller.apply({ActionKind::SetSampling}));
+  s.vm.sampling.max_tokens = 40;
+  s.answer({ActionKind::Send, 0, "Once upon a time"});   // an answer under h2o retention
+  CHECK(s.vm.chat.messages.back().state == ui::MessageState::Complete);
 
   ui::ViewModel again;
   gui::Controller reopened(again, {});
@@ -116,6 +121,8 @@ TEST_CASE("presets, system prompts and sampling settings are kept", "[gui][contr
   reopened.start(options);
   CHECK(again.sampling.temperature == Approx(0.25f));
   CHECK(again.sampling.top_k == 7);
+  CHECK(again.sampling.retention == 2);
+  CHECK(again.sampling.kv_keep == Approx(0.25f));
   CHECK(again.chat.system_prompt == "You are a pirate.");
   CHECK(again.model.recent.size() == 1);
 }

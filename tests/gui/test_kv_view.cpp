@@ -28,6 +28,9 @@ TEST_CASE("make_kv_view copies the snapshot and names the sequences", "[gui][kv_
   snap.sequences = {sequence(0, 20, {0, 1}), sequence(3, 16, {0})};
   snap.what_if = {{8, 4, 100}};
   snap.prefix_hit_rate = 0.5;
+  snap.retention_tokens_seen = 480;
+  snap.retention_tokens_kept = 120;
+  snap.retention_blocks_freed = 21;
   const ui::KvView v = gui::make_kv_view(snap, true, {{3, {42, "Alpha"}}});
   CHECK(v.valid);
   CHECK(v.k_type == "f16");
@@ -43,6 +46,9 @@ TEST_CASE("make_kv_view copies the snapshot and names the sequences", "[gui][kv_
   CHECK(v.sequences[1].conversation_id == 42);
   CHECK(v.what_if.size() == 1);
   CHECK(v.prefix_hit_rate == 0.5);
+  CHECK(v.retention_tokens_seen == 480);
+  CHECK(v.retention_tokens_kept == 120);
+  CHECK(v.retention_blocks_freed == 21);
 }
 
 TEST_CASE("kv_type_costs follows the seeds' bytes-per-token arithmetic", "[gui][kv_view]") {

@@ -116,8 +116,10 @@ const char* path_name(Path path) {
   return path == Path::Ref ? "ref" : path == Path::Avx2 ? "avx2" : "avx512";
 }
 
+// weights, when given, receives the softmax weights [heads][n] (AttentionArgs::weights).
 std::vector<float> run_attention(Path path, const PagedKv& kv, const Problem& p,
-                                 AttentionNumerics numerics = AttentionNumerics::Exact) {
+                                 AttentionNumerics numerics = AttentionNumerics::Exact,
+                                 std::vector<float>* weights = nullptr) {
   std::vector<float> out(size_t(p.heads) * p.d), scratch(size_t(attention_scratch_floats(p.heads, p.d)));
   AttentionArgs args;
   args.q = p.q.data();
@@ -126,6 +128,10 @@ std::vector<float> run_attention(Path path, const PagedKv& kv, const Problem& p,
   args.out = out.data();
   args.scratch = scratch.data();
   args.numerics = numerics;
+  if (weights) {
+    weights->assign(size_t(p.heads) * size_t(p.n), NAN);
+    args.weights = weights->data();
+  }
   PagedSeq seq = kv.seq();
   seq.num_tokens = p.n;
   if (path == Path::Ref) {
@@ -252,4 +258,42 @@ TEST_CASE("quantized kv attention stays within its format's error of f32 attenti
   INFO(kv_type_name(type) << " attention NMSE " << err);
   CHECK(err < bound);
   CHECK(err > bound / 30);
+}
+
+// The optional weights output (KV retention reads it): softmax(q K^T * scale) per head, equal
+// between ref:: and cpu:: and to a double-precision softmax, summing to 1; asking for it leaves
+// the attention output bit for bit as it was.
+TEST_CASE("attention weights output equals the softmax and leaves the output unchanged", "[kernels][attention][retention]") {
+  const Path path = GENERATE(Path::Ref, Path::Avx2, Path::Avx512);
+  const KvType type = GENERATE(KvType::F32, KvType::F16, KvType::INT8, KvType::FP8_E4M3);
+  const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({
+      {4, 4, 64, 37}, {8, 2, 64, 130}, {6, 1, 64, 50}, {3, 1, 8, 19}, {2, 2, 8, 1}}));
+  const uint32_t seed = uint32_t(heads * 131 + d + n);
+  const Problem p = random_problem(seed, heads, kv_heads, d, n);
+  const PagedKv kv(p, type, type, 16, seed);
+  std::vector<float> weights, ref_weights;
+  const std::vector<float> plain = run_attention(path, kv, p);
+  const std::vector<float> out = run_attention(path, kv, p, AttentionNumerics::Exact, &weights);
+  run_attention(Path::Ref, kv, p, AttentionNumerics::Exact, &ref_weights);
+  INFO(path_name(path) << " " << kv_type_name(type) << " heads " << heads << "/" << kv_heads << " d " << d << " n " << n);
+  REQUIRE(std::memcmp(out.data(), plain.data(), sizeof(float) * out.size()) == 0);
+  check_close(weights, ref_weights, 1e-5f);
+  const std::vector<float> k = rounded(type, p.k, d);
+  const int group = heads / kv_heads;
+  for (int h = 0; h < heads; ++h) {
+    std::vector<double> s(static_cast<size_t>(n));
+    double max_s = -INFINITY, sum = 0, weight_sum = 0;
+    for (int j = 0; j < n; ++j) {
+      double dot = 0;
+      for (int i = 0; i < d; ++i) dot += double(p.q[size_t(h) * d + i]) * k[(size_t(j) * kv_heads + h / group) * d + i];
+      max_s = std::max(max_s, s[size_t(j)] = dot / std::sqrt(double(d)));
+    }
+    for (double& x : s) sum += (x = std::exp(x - max_s));
+    for (int j = 0; j < n; ++j) {
+      const float w = weights[size_t(h) * n + j];
+      weight_sum += w;
+      REQUIRE(std::fabs(w - s[size_t(j)] / sum) <= 1e-4 * (1.0 + s[size_t(j)] / sum));
+    }
+    REQUIRE(std::fabs(weight_sum - 1.0) < 1e-4);
+  }
 }

@@ -318,3 +318,11 @@ TEST_CASE("the status line names the model, the context and the last answer", "[
   CHECK(status_line(vm).find("bad magic") != std::string::npos);
   CHECK(sibling_label(0, 2) == "1/2");
 }
+
+TEST_CASE("retention's kept vs seen reads as counts and a share, or off", "[ui][panel_data]") {
+  KvView kv;
+  CHECK(retention_kept_text(kv) == "off");
+  kv.retention_tokens_seen = 480;
+  kv.retention_tokens_kept = 120;
+  CHECK(retention_kept_text(kv) == "120 / 480 (25.0%)");
+}

@@ -121,6 +121,27 @@ TEST_CASE("bench quality compares KV types with f32", "[bench][cli]") {
   CHECK(types[0]["kl_mean"].get<double>() < types[1]["kl_mean"].get<double>());  // f16 is closer to f32 than int4
 }
 
+TEST_CASE("bench quality --retention scores each policy and budget against the full cache", "[bench][cli][retention]") {
+  TempDir dir;
+  const nlohmann::json j = run_mode(dir, {"quality", "--retention", "sinks,snapkv", "--kv-keep", "1.0,0.25", "-t", "1"});
+  const nlohmann::json& rows = j["results"]["retention"];
+  REQUIRE(rows.size() == 4);
+  for (const auto& r : rows) {
+    INFO(r.dump());
+    CHECK(r["ppl"].get<double>() > 1);
+    CHECK(r["kl_max"].get<double>() >= r["kl_mean"].get<double>());
+    CHECK(r["reuse_a"]["tokens"].get<int>() > 0);
+    CHECK(r["reuse_b"]["tokens"].get<int>() > 0);
+  }
+  for (size_t i : {size_t(0), size_t(2)}) {   // a 100% budget is the full cache
+    CHECK(rows[i]["kl_mean"].get<double>() == 0.0);
+    CHECK(rows[i]["top1_agree"].get<double>() == 100.0);
+    CHECK(rows[i]["kept_pct"].get<double>() == 100.0);
+  }
+  CHECK(rows[1]["kl_mean"].get<double>() > 0);
+  CHECK(rows[1]["peak_blocks"].get<int>() < rows[1]["peak_blocks_full"].get<int>());
+}
+
 TEST_CASE("bench trace replays a synthetic trace and prices it", "[bench][cli]") {
   TempDir dir;
   const nlohmann::json j =
