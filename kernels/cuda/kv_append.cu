@@ -41,7 +41,7 @@ __device__ void write_int4_row(const float* x, uint8_t* row, int32_t n) {
   for (int32_t begin = 0; begin < n; begin += kKvInt4Group) {
     const int32_t i = begin + lane;
     const float value = i < n ? x[i] : 0.0f;
-    float best_abs = i < n && !isnan(value) ? fabsf(value) : -1.0f;
+    float best_abs = i < n && !std::isnan(value) ? fabsf(value) : -1.0f;
     int32_t best_lane = lane;
     for (int offset = 16; offset > 0; offset /= 2) {
       const float other_abs = __shfl_xor_sync(kFullMask, best_abs, offset);
@@ -54,7 +54,7 @@ __device__ void write_int4_row(const float* x, uint8_t* row, int32_t n) {
     const float best = __shfl_sync(kFullMask, value, best_lane);
     const uint16_t s16 = int4_group_scale(best_abs > 0.0f ? best : 0.0f);
     if (lane == 0) scales[begin / kKvInt4Group] = s16;
-    const uint32_t nibble = encode_int4(value, __half2float(__ushort_as_half(s16)));
+    const uint32_t nibble = encode_int4(value, half_bits_to_float(s16));
     const uint32_t high = __shfl_down_sync(kFullMask, nibble, 1);
     if (i < n && lane % 2 == 0) nibbles[i / 2] = uint8_t(nibble | high << 4);
   }

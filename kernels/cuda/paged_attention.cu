@@ -2,7 +2,8 @@
 //
 // Split kernel, one CTA per (split, kv head x head chunk, sequence), kThreads threads:
 //   a row of head_dim values is read by L = pow2ceil(head_dim / 8) lanes, 8 values each, so a
-//   warp reads 32 / L rows at once ("token slots"; a CTA has kThreads / L of them). Each slot
+//   warp reads 32 / L rows at once ("token slots"; a CTA has kThreads / L of them), and each
+//   slot loads kRowsPerSlot K and V rows before using them (bytes in flight). Each slot
 //   runs the online softmax of ref::paged_attention over its tokens for the CTA's query heads
 //   (scores in base 2: q is prescaled by scale * log2 e). At the end the slots' (m, l, acc)
 //   are merged through shared memory into one partial per (sequence, head, split):
@@ -25,6 +26,8 @@ namespace kvdesk::cuda {
 namespace {
 
 constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRowsPerSlot = 4;   // K and V rows each token slot has in flight per step
 constexpr int kMinSplitTokens = 64;
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -42,9 +45,8 @@ struct SplitParams {
   float* partial_acc;         // [num_seqs][num_heads][num_splits][head_dim]
 };
 
-__device__ inline const uint8_t* row_address(const PagedKvTensor& t, const int32_t* table, int32_t block_size,
-                                             int32_t pos, int32_t kv_head) {
-  const int32_t block = table[pos / block_size];
+__device__ inline const uint8_t* row_address(const PagedKvTensor& t, int32_t block, int32_t block_size, int32_t pos,
+                                             int32_t kv_head) {
   return t.data + size_t(block) * t.block_stride + size_t(kv_head) * t.head_stride +
          size_t(pos % block_size) * t.row_stride;
 }
@@ -90,39 +92,51 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(SplitParams p
     l[h] = 0.0f;
   }
 
-  // Every lane of a warp runs the same number of iterations (the shuffles need all 32).
-  for (int32_t base = begin + (slot - slot % (32 / lanes_per_row)); base < end; base += slots) {
-    const int32_t pos = base + slot % (32 / lanes_per_row);
-    const bool live = pos < end;
-    float k[8] = {};
-    if (live && has_values) {
-      load8<kKType>(layer.k.type, row_address(layer.k, seq.block_table, layer.block_size, pos, kv_head), d, e0, k);
-    }
-    float s[kMaxHeadsPerCta] = {};
+  // A warp step covers kRowsPerSlot x slots_per_warp consecutive tokens: all their K and V
+  // loads are issued first, then the math runs row by row. Every lane of a warp runs the same
+  // iterations (the shuffles need all 32).
+  const int32_t slots_per_warp = 32 / lanes_per_row;
+  const int32_t warp_slot = slot % slots_per_warp;
+  const int32_t warp_tokens = kRowsPerSlot * slots_per_warp;
+  for (int32_t base = begin + int32_t(threadIdx.x / 32) * warp_tokens; base < end; base += kWarps * warp_tokens) {
+    RowPart k_parts[kRowsPerSlot], v_parts[kRowsPerSlot];
 #pragma unroll
-    for (int h = 0; h < kMaxHeadsPerCta; ++h) {
-      if (h >= heads) break;   // CTA-uniform
-      float dot = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) dot = fmaf(q[h][i], k[i], dot);
-      for (int offset = lanes_per_row / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xFFFFFFFFu, dot, offset);
-      s[h] = dot;
-    }
-    if (!live) continue;
-    float v[8] = {};
-    if (has_values) {
-      load8<kVType>(layer.v.type, row_address(layer.v, seq.block_table, layer.block_size, pos, kv_head), d, e0, v);
+    for (int j = 0; j < kRowsPerSlot; ++j) {
+      const int32_t pos = base + j * slots_per_warp + warp_slot;
+      if (pos < end && has_values) {
+        const int32_t block = seq.block_table[pos / layer.block_size];
+        fetch8<kKType>(layer.k.type, row_address(layer.k, block, layer.block_size, pos, kv_head), d, e0, k_parts[j]);
+        fetch8<kVType>(layer.v.type, row_address(layer.v, block, layer.block_size, pos, kv_head), d, e0, v_parts[j]);
+      }
     }
 #pragma unroll
-    for (int h = 0; h < kMaxHeadsPerCta; ++h) {
-      if (h >= heads) break;
-      const float m_new = fmaxf(m[h], s[h]);
-      const float acc_scale = exp2f(m[h] - m_new);
-      const float weight = exp2f(s[h] - m_new);
+    for (int j = 0; j < kRowsPerSlot; ++j) {
+      float k[8];
+      decode8<kKType>(layer.k.type, k_parts[j], k);
+      float s[kMaxHeadsPerCta] = {};
 #pragma unroll
-      for (int i = 0; i < 8; ++i) acc[h][i] = fmaf(acc[h][i], acc_scale, v[i] * weight);
-      l[h] = fmaf(l[h], acc_scale, weight);
-      m[h] = m_new;
+      for (int h = 0; h < kMaxHeadsPerCta; ++h) {
+        if (h >= heads) break;   // CTA-uniform
+        float dot = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) dot = fmaf(q[h][i], k[i], dot);
+        for (int offset = lanes_per_row / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xFFFFFFFFu, dot, offset);
+        s[h] = dot;
+      }
+      if (base + j * slots_per_warp + warp_slot >= end) continue;
+      float v[8];
+      decode8<kVType>(layer.v.type, v_parts[j], v);
+#pragma unroll
+      for (int h = 0; h < kMaxHeadsPerCta; ++h) {
+        if (h >= heads) break;
+        const float m_new = fmaxf(m[h], s[h]);
+        const float acc_scale = exp2f(m[h] - m_new);
+        const float weight = exp2f(s[h] - m_new);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[h][i] = fmaf(acc[h][i], acc_scale, v[i] * weight);
+        l[h] = fmaf(l[h], acc_scale, weight);
+        m[h] = m_new;
+      }
     }
   }
 
@@ -188,9 +202,15 @@ __global__ void attention_combine_kernel(const PagedSeq* seqs, int32_t num_heads
   }
 }
 
-// Bytes every row, row stride and block/head stride must be a multiple of for load8.
+// Bytes the pointer and strides must be a multiple of for fetch8's loads.
 size_t load_alignment(KvType type) {
-  return type == KvType::F32 || type == KvType::F16 || type == KvType::BF16 ? 16 : 4;
+  switch (type) {
+    case KvType::F32:
+    case KvType::F16:
+    case KvType::BF16: return 16;
+    case KvType::INT4: return 2;
+    default: return 4;
+  }
 }
 
 void check_tensor(const PagedKvTensor& t, const char* name) {
