@@ -1,5 +1,5 @@
 // KV append with on-the-fly quantization, and copy-on-write block copies (see cuda_kernels.h).
-// Append: one warp per (kv head, item, K or V) writes one row; lane i handles values i, i + 32,
+// Append: one warp per (item, kv head, K or V) writes one row; lane i handles values i, i + 32,
 // ... The row maxima are warp reductions (max is exact, so their order does not matter) and
 // each value goes through the encoders of kv_codec.cuh, so rows equal ref::quantize_kv_row's.
 #include <cuda_runtime.h>
@@ -84,11 +84,11 @@ __device__ void write_row(KvType type, const float* x, uint8_t* row, int32_t n) 
   }
 }
 
-// grid (num_kv_heads, num_items, 2: K then V), 32 threads.
+// grid (num_items, num_kv_heads, 2: K then V), 32 threads.
 __global__ void append_kernel(PagedKvLayer layer, const PagedSeq* seqs, const int32_t* positions,
                               const float* k, const float* v) {
-  const int32_t kv_head = blockIdx.x;
-  const int32_t item = blockIdx.y;
+  const int32_t item = blockIdx.x;
+  const int32_t kv_head = blockIdx.y;
   const PagedSeq seq = seqs[item];
   const int32_t pos = positions[item];
   if (pos < 0 || pos >= seq.num_tokens) return;
@@ -124,7 +124,7 @@ void paged_kv_append(const PagedKvLayer& layer, const PagedSeq* seqs, const int3
                                 std::to_string(layer.head_dim) + ")");
   }
   if (num_items == 0) return;
-  append_kernel<<<dim3(unsigned(layer.num_kv_heads), unsigned(num_items), 2), 32>>>(layer, seqs, positions, k, v);
+  append_kernel<<<dim3(unsigned(num_items), unsigned(layer.num_kv_heads), 2), 32>>>(layer, seqs, positions, k, v);
   check_last_error("CUDA KV append");
 }
 

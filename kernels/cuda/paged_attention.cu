@@ -187,7 +187,7 @@ __global__ void attention_combine_kernel(const PagedSeq* seqs, int32_t num_heads
                                          const float* partial_ml, const float* partial_acc, float* out) {
   const int32_t seq_index = blockIdx.y;
   const int32_t head = blockIdx.x;
-  const int32_t used = (seqs[seq_index].num_tokens + split_tokens - 1) / split_tokens;
+  const int32_t used = min(num_splits, (seqs[seq_index].num_tokens + split_tokens - 1) / split_tokens);
   const int64_t row0 = (int64_t(seq_index) * num_heads + head) * num_splits;
   float mx = -INFINITY;
   for (int32_t s = 0; s < used; ++s) mx = fmaxf(mx, partial_ml[2 * (row0 + s)]);
@@ -285,6 +285,7 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq* seqs, int32_t nu
   }
   check_tensor(layer.k, "K");
   check_tensor(layer.v, "V");
+  if (num_seqs > 65535) throw std::invalid_argument("CUDA paged attention: at most 65535 sequences per call");
   if (num_seqs == 0) return;
   const int64_t partials = int64_t(num_seqs) * args.num_heads * plan.num_splits;
   SplitParams p{layer,
