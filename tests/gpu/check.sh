@@ -36,4 +36,7 @@ echo "tests:  $(verdict $tests_rc), $((tested - built)) s"
 tail -4 "$logs/tests.txt"
 echo "speed:  $(verdict $bench_rc), $((done_at - tested)) s"
 grep -E "^decode|^kv type|^[a-z0-9_]+ +[0-9]+ " "$logs/bench.txt"
-[ $tests_rc -eq 0 ] && [ $bench_rc -eq 0 ]
+# Exit 0 when both passed, 77 when there was no device, 1 otherwise.
+if [ $tests_rc -eq 0 ] && [ $bench_rc -eq 0 ]; then exit 0; fi
+if [ $tests_rc -eq 77 ]; then exit 77; fi
+exit 1
