@@ -1,0 +1,61 @@
+// Host-callable launchers of the CUDA KV kernels, over the same plain-data contract as the CPU
+// kernels (kernels/paged_kv.h, kernels/attention.h) with every pointer in device memory. Plain
+// C++: includes no CUDA header. All launches go to the default stream and return without
+// waiting; bad shapes throw std::invalid_argument before anything is launched.
+//
+// Batched decode attention (flash-decoding): the grid is (split, kv head x head chunk,
+// sequence). Each CTA reads one split of one sequence's K/V rows for one kv head through the
+// block table, dequantizes them in registers and runs an online softmax for up to
+// kMaxHeadsPerCta query heads of that kv head's group; it writes a partial (max, sum, acc).
+// A second kernel combines the partials of a (sequence, head) into out. The split count comes
+// from an AttentionPlan, so long contexts spread over the whole GPU.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/attention.h"
+#include "kernels/paged_kv.h"
+
+namespace kvdesk::cuda {
+
+constexpr int32_t kMaxHeadsPerCta = 8;   // query heads one CTA keeps in registers
+constexpr int32_t kMaxHeadDim = 256;     // head_dim: a multiple of 8, at most this
+
+// How one batched attention call is cut. The same plan must size the workspace and run.
+struct AttentionPlan {
+  int32_t num_splits = 1;     // splits per sequence, for the longest one
+  int32_t split_tokens = 0;   // tokens per split (a multiple of 64)
+};
+
+// Splits so that num_seqs x num_kv_heads x head chunks x splits CTAs fill about two waves of
+// multiprocessors, never a split under 64 tokens.
+AttentionPlan plan_attention(int32_t num_seqs, int32_t num_heads, int32_t num_kv_heads,
+                             int32_t max_tokens, int32_t multiprocessors);
+
+// Floats of the workspace (AttentionArgs::scratch) one batched call needs.
+int64_t attention_workspace_floats(const AttentionPlan& plan, int32_t num_seqs, int32_t num_heads,
+                                   int32_t head_dim);
+
+// Decode attention of one query token per sequence:
+//   seqs[num_seqs]                   device array; every num_tokens in [1, max_tokens]
+//   args.q, args.out                 device [num_seqs][num_heads][head_dim]
+//   args.scratch                     device [attention_workspace_floats(...)]
+//   args.numerics                    Exact only (the LlamaCpp f16 rounding is CPU-only)
+// Same result as ref::paged_attention per sequence up to f32 rounding.
+void paged_attention(const PagedKvLayer& layer, const PagedSeq* seqs, int32_t num_seqs,
+                     int32_t max_tokens, const AttentionArgs& args, const AttentionPlan& plan);
+
+// Write one token's K and V rows for each of num_items (sequence, position) pairs, quantized to
+// the layer's types bit-identically to ref::quantize_kv_row (so to paged_kv_write):
+//   seqs[num_items], positions[num_items]           device; 0 <= position < num_tokens
+//   k, v                                            device [num_items][num_kv_heads][head_dim]
+// Items whose position is out of range are skipped.
+void paged_kv_append(const PagedKvLayer& layer, const PagedSeq* seqs, const int32_t* positions,
+                     int32_t num_items, const float* k, const float* v);
+
+// Copy-on-write: copy whole physical blocks of K and V, block src[i] -> dst[i] (device
+// [num_copies] each); no destination may also be a source.
+void paged_kv_copy_blocks(const PagedKvLayer& layer, const int32_t* src, const int32_t* dst,
+                          int32_t num_copies);
+
+}  // namespace kvdesk::cuda

@@ -1,0 +1,46 @@
+// CUDA device discovery and error reporting (see device.h).
+#include "kernels/cuda/device.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace kvdesk::cuda {
+namespace {
+
+void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
+}
+
+}  // namespace
+
+DeviceCount device_count() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();   // clear the sticky error of a failed runtime init
+    return DeviceCount{0, cudaGetErrorString(err)};
+  }
+  if (count == 0) return DeviceCount{0, "the CUDA runtime reports no device"};
+  return DeviceCount{count, {}};
+}
+
+int multiprocessor_count() {
+  int sms = 0;
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "cudaDeviceGetAttribute");
+  return sms;
+}
+
+std::string device_description() {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  char text[320];
+  std::snprintf(text, sizeof(text), "%s, sm_%d%d, %.1f GiB", prop.name, prop.major, prop.minor,
+                double(prop.totalGlobalMem) / double(1ull << 30));
+  return text;
+}
+
+void check_last_error(const char* what) { check(cudaGetLastError(), what); }
+
+}  // namespace kvdesk::cuda

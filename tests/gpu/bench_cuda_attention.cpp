@@ -1,0 +1,108 @@
+// Speed run (hidden tag [.bench], run by tests/gpu/check.sh): batched decode attention at 1K,
+// 8K and 32K tokens of context for every KV type, Llama-3-8B's layer shape (32 query heads, 8
+// kv heads, head_dim 128, 16-token blocks in shuffled order). Prints the time per call and the
+// K+V bytes read per second; asserts nothing about speed. Rows hold one constant byte pattern:
+// the kernels' work does not depend on the values. Each context runs one sequence and a batch of
+// 128K tokens in all; a single 1K sequence (4 MB of f16 K/V) stays in L2, so its GB/s is not DRAM's.
+#include <catch2/catch.hpp>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/device.h"
+#include "kernels/kv_quant.h"
+#include "tests/gpu/device_buffer.h"
+
+using namespace kvdesk;
+using gpu_test::DeviceBuffer;
+
+namespace {
+
+constexpr int32_t kHeads = 32, kKvHeads = 8, kHeadDim = 128, kBlockSize = 16;
+constexpr int kWarmup = 3, kRuns = 20;
+
+struct Result {
+  double ms_per_call;
+  double gb_per_s;
+};
+
+// num_seqs sequences of ctx tokens each, one KV type for K and V.
+Result time_attention(KvType type, int32_t ctx, int32_t num_seqs, int multiprocessors) {
+  const int32_t blocks_per_seq = (ctx + kBlockSize - 1) / kBlockSize;
+  const int32_t pool_blocks = blocks_per_seq * num_seqs;
+  PagedKvLayer layer;
+  layer.block_size = kBlockSize;
+  layer.num_kv_heads = kKvHeads;
+  layer.head_dim = kHeadDim;
+  const size_t row = kv_row_bytes(type, kHeadDim);
+  for (PagedKvTensor* t : {&layer.k, &layer.v}) {
+    t->type = type;
+    t->row_stride = row;
+    t->head_stride = row * kBlockSize;
+    t->block_stride = t->head_stride * kKvHeads;
+  }
+  DeviceBuffer<uint8_t> k(layer.k.block_stride * size_t(pool_blocks)), v(layer.v.block_stride * size_t(pool_blocks));
+  cudaMemset(k.get(), 0x3C, k.size());
+  cudaMemset(v.get(), 0x3C, v.size());
+  layer.k.data = k.get();
+  layer.v.data = v.get();
+
+  std::vector<int32_t> ids(static_cast<size_t>(pool_blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(1));
+  DeviceBuffer<int32_t> tables(ids);
+  std::vector<PagedSeq> seqs;
+  for (int32_t s = 0; s < num_seqs; ++s) seqs.push_back(PagedSeq{tables.get() + size_t(s) * blocks_per_seq, ctx});
+  DeviceBuffer<PagedSeq> d_seqs(seqs);
+
+  const cuda::AttentionPlan plan = cuda::plan_attention(num_seqs, kHeads, kKvHeads, ctx, multiprocessors);
+  DeviceBuffer<float> q(std::vector<float>(size_t(num_seqs) * kHeads * kHeadDim, 0.01f));
+  DeviceBuffer<float> out(q.size());
+  DeviceBuffer<float> work(size_t(cuda::attention_workspace_floats(plan, num_seqs, kHeads, kHeadDim)));
+  const AttentionArgs args{q.get(), kHeads, 0.088f, out.get(), work.get()};
+
+  for (int i = 0; i < kWarmup; ++i) cuda::paged_attention(layer, d_seqs.get(), num_seqs, ctx, args, plan);
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start);
+  for (int i = 0; i < kRuns; ++i) cuda::paged_attention(layer, d_seqs.get(), num_seqs, ctx, args, plan);
+  cudaEventRecord(stop);
+  cudaEventSynchronize(stop);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  gpu_test::synchronize();
+
+  const double per_call = double(ms) / kRuns;
+  const double bytes = double(num_seqs) * ctx * kKvHeads * double(2 * row);
+  return Result{per_call, bytes / (per_call * 1e-3) / 1e9};
+}
+
+}  // namespace
+
+TEST_CASE("CUDA decode attention speed", "[.bench][cuda]") {
+  const int sms = cuda::multiprocessor_count();
+  std::printf("\ndecode attention, %s, %d SMs; %d heads / %d kv heads, head_dim %d, block %d\n",
+              cuda::device_description().c_str(), sms, kHeads, kKvHeads, kHeadDim, kBlockSize);
+  std::printf("%-9s %6s %5s %10s %9s %12s\n", "kv type", "ctx", "seqs", "ms/call", "GB/s", "vs f16 (ms)");
+  for (int32_t ctx : {1024, 8192, 32768}) {
+    for (int32_t seqs : {1, 131072 / ctx}) {
+      double f16_ms = 0;
+      for (KvType type : all_kv_types()) {
+        const Result r = time_attention(type, ctx, seqs, sms);
+        if (type == KvType::F16) f16_ms = r.ms_per_call;
+        std::printf("%-9s %6d %5d %10.4f %9.1f %11.2fx\n", kv_type_name(type), ctx, seqs, r.ms_per_call, r.gb_per_s,
+                    f16_ms > 0 ? f16_ms / r.ms_per_call : 0.0);
+        std::fflush(stdout);
+      }
+    }
+  }
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# GPU check: builds the CUDA kernels with -DKVDESK_CUDA=ON (architecture "native" when
+# nvidia-smi sees a GPU), runs kvdesk_gpu_tests (every kernel against its CPU reference) and the
+# decode-attention speed run ([.bench]), then prints a summary. Logs go to $OUT when it is set
+# (the device tool), else to the build folder. Budget: well under 8 minutes on an H100/H200.
+#   tests/gpu/check.sh [build-dir]          (default build-gpu)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build-gpu}
+logs=${OUT:-$build}
+mkdir -p "$build" "$logs"
+
+arch="80;86;89;90"
+if nvidia-smi -L >/dev/null 2>&1; then
+  arch=native
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$logs/gpu.txt"
+fi
+
+start=$(date +%s)
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVDESK_BUILD_APP=OFF -DKVDESK_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$logs/configure.txt" 2>&1 || { tail -30 "$logs/configure.txt"; exit 1; }
+cmake --build "$build" -j"$(nproc)" --target kvdesk_gpu_tests >"$logs/build.txt" 2>&1 || { tail -40 "$logs/build.txt"; exit 1; }
+built=$(date +%s)
+
+timeout 240 "$build/kvdesk_gpu_tests" >"$logs/tests.txt" 2>&1
+tests_rc=$?
+tested=$(date +%s)
+timeout 180 "$build/kvdesk_gpu_tests" "[.bench]" >"$logs/bench.txt" 2>&1
+bench_rc=$?
+done_at=$(date +%s)
+
+verdict() { case $1 in 0) echo passed ;; 77) echo "skipped (no CUDA device)" ;; 124) echo "TIMED OUT" ;; *) echo "FAILED (rc $1)" ;; esac; }
+echo "== kvdesk GPU check (arch $arch) =="
+echo "build:  $((built - start)) s"
+echo "tests:  $(verdict $tests_rc), $((tested - built)) s"
+tail -4 "$logs/tests.txt"
+echo "speed:  $(verdict $bench_rc), $((done_at - tested)) s"
+grep -E "^decode|^kv type|^[a-z0-9_]+ +[0-9]+ " "$logs/bench.txt"
+# Exit 0 when both passed, 77 when there was no device, 1 otherwise.
+if [ $tests_rc -eq 0 ] && [ $bench_rc -eq 0 ]; then exit 0; fi
+if [ $tests_rc -eq 77 ]; then exit 77; fi
+exit 1
