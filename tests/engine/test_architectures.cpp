@@ -169,7 +169,7 @@ RandomModelSpec tiny_spec(const std::string& arch) {
   s.ff = 48;
   s.context_length = 256;
   s.vocab_from = model_path("tokenizer.model");
-  s.type = GgmlType::F32;
+  s.mix = *find_weight_mix("f32");
   s.arch = arch;
   s.weight_std = 0.5f;
   return s;
