@@ -47,8 +47,9 @@ class BpeTokenizer final : public Tokenizer {
   BpeTokenizer(std::vector<std::string> pieces, std::vector<TokenKind> kinds,
                std::unordered_map<std::string, int32_t> merge_ranks, PreTokenizer pre_tokenizer,
                bool ignore_merges, int32_t bos_id, int32_t eos_id, int32_t eot_id, bool add_bos_default)
-      : pieces_(std::move(pieces)), kinds_(std::move(kinds)), merge_ranks_(std::move(merge_ranks)),
-        pre_tokenizer_(std::move(pre_tokenizer)), ignore_merges_(ignore_merges) {
+      : merge_ranks_(std::move(merge_ranks)), pre_tokenizer_(std::move(pre_tokenizer)), ignore_merges_(ignore_merges) {
+    pieces_ = std::move(pieces);
+    kinds_ = std::move(kinds);
     vocab_size_ = static_cast<int32_t>(pieces_.size());
     bos_id_ = bos_id;
     eos_id_ = eos_id;
@@ -70,18 +71,7 @@ class BpeTokenizer final : public Tokenizer {
     return out;
   }
 
-  std::string token_bytes(int32_t id) const override { return in_range(id) ? bytes_[id] : std::string(); }
-
-  const std::string& piece(int32_t id) const override {
-    static const std::string kNone;
-    return in_range(id) ? pieces_[id] : kNone;
-  }
-
-  TokenKind kind(int32_t id) const override { return in_range(id) ? kinds_[id] : TokenKind::Unused; }
-
  private:
-  bool in_range(int32_t id) const { return id >= 0 && id < vocab_size_; }
-
   // Normal tokens print the bytes their byte-level text stands for; user-defined ones their
   // text as stored (it is not byte-level text), control and unused tokens nothing.
   std::string printed_bytes(int32_t id) const {
@@ -176,11 +166,6 @@ class BpeTokenizer final : public Tokenizer {
     }
   }
 
-  // Indexed by token id, vocab_size_ entries each: the text as stored, its kind, the bytes
-  // it prints.
-  std::vector<std::string> pieces_;
-  std::vector<TokenKind> kinds_;
-  std::vector<std::string> bytes_;
   // Byte-level text -> id of the normal tokens; special tokens are never produced by BPE.
   std::unordered_map<std::string, int32_t> ids_;
   // "left right" -> position in tokenizer.ggml.merges (lower merges first).

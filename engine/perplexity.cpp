@@ -38,6 +38,16 @@ double kl_divergence(const float* zp, const RowStats& p, const float* zq, const 
   return std::max(kl, 0.0);   // rounding can leave a tiny negative for identical rows
 }
 
+int32_t scoring_window(const Model& model, int32_t requested, int32_t min_tokens) {
+  const int32_t context = model.config().context_length;
+  const int32_t ctx = requested > 0 ? requested : std::min(context, 512);
+  if (ctx < min_tokens || ctx > context) {
+    throw Error("a window of " + std::to_string(ctx) + " tokens does not fit: choose --ctx between " +
+                std::to_string(min_tokens) + " and " + std::to_string(context) + " (the model's context)");
+  }
+  return ctx;
+}
+
 namespace {
 
 // One KV cache holding one window at a time: feeds a chunk, returns its logits.
@@ -88,22 +98,13 @@ struct Totals {
   int64_t agree = 0;
 };
 
-int32_t window_tokens(const Model& model, int32_t requested) {
-  const int32_t context = model.config().context_length;
-  const int32_t ctx = requested > 0 ? requested : std::min(context, 512);
-  if (ctx < 2 || ctx > context) {
-    throw Error("a perplexity window of " + std::to_string(ctx) + " tokens does not fit: choose --ctx between 2 and " +
-                std::to_string(context) + " (the model's context)");
-  }
-  return ctx;
-}
 
 }  // namespace
 
 PerplexityResult evaluate_perplexity(Model& model, ThreadPool& pool, std::span<const int32_t> text,
                                      const PerplexityOptions& options) {
   PerplexityResult result;
-  result.ctx = window_tokens(model, options.ctx);
+  result.ctx = scoring_window(model, options.ctx, 2);
   const bool has_bos = options.bos >= 0;
   const size_t text_per_window = size_t(result.ctx - (has_bos ? 1 : 0));
   const int32_t vocab = model.config().vocab_size;

@@ -44,6 +44,9 @@ struct RowStats {
 RowStats row_stats(const float* z, int32_t n);
 // KL(p || q) = sum_i p[i] (log p[i] - log q[i]) for two logits rows and their stats.
 double kl_divergence(const float* zp, const RowStats& p, const float* zq, const RowStats& q, int32_t n);
+// The scoring window: `requested` tokens, or min(context, 512) when 0. Throws kvdesk::Error
+// naming the allowed range when it is under min_tokens or over the model's context.
+int32_t scoring_window(const Model& model, int32_t requested, int32_t min_tokens);
 
 // text: the tokens to score, without BOS. Throws kvdesk::Error for an empty text or a window
 // the model cannot hold.

@@ -96,15 +96,6 @@ void decode_and_score(CacheRun& run, SeqId seq, CacheRun& ref, SeqId ref_seq, st
   }
 }
 
-int32_t window_tokens(const Model& model, int32_t requested) {
-  const int32_t context = model.config().context_length;
-  const int32_t ctx = requested > 0 ? requested : std::min(context, 512);
-  if (ctx < 4 || ctx > context) {
-    throw Error("a window of " + std::to_string(ctx) + " tokens does not fit: choose --ctx between 4 and " +
-                std::to_string(context) + " (the model's context)");
-  }
-  return ctx;
-}
 
 int32_t blocks_for(int32_t tokens, int32_t block_size) { return (tokens + block_size - 1) / block_size; }
 
@@ -112,7 +103,7 @@ int32_t blocks_for(int32_t tokens, int32_t block_size) { return (tokens + block_
 
 RetentionQualityResult evaluate_retention(Model& model, ThreadPool& pool, std::span<const int32_t> text,
                                           const RetentionQualityOptions& options) {
-  const int32_t ctx = window_tokens(model, options.ctx);
+  const int32_t ctx = scoring_window(model, options.ctx, 4);
   const int32_t prompt = options.prompt_tokens > 0 ? std::min(options.prompt_tokens, ctx - 1) : ctx / 4;
   const bool has_bos = options.bos >= 0;
   const size_t text_per_window = size_t(ctx - (has_bos ? 1 : 0));

@@ -95,24 +95,8 @@ class SpmTokenizer final : public Tokenizer {
     return out;
   }
 
-  std::string token_bytes(int32_t id) const override { return in_range(id) ? bytes_[id] : std::string(); }
-
-  const std::string& piece(int32_t id) const override {
-    static const std::string kNone;
-    return in_range(id) ? pieces_[id] : kNone;
-  }
-
-  TokenKind kind(int32_t id) const override { return in_range(id) ? kinds_[id] : TokenKind::Unused; }
-
  private:
-  bool in_range(int32_t id) const { return id >= 0 && id < vocab_size_; }
-
   std::unique_ptr<SentencePieceProcessor> processor_;
-  // Indexed by token id, vocab_size_ entries each: the piece as stored, its kind, and the
-  // bytes it prints.
-  std::vector<std::string> pieces_;
-  std::vector<TokenKind> kinds_;
-  std::vector<std::string> bytes_;
 };
 
 // Tokens, scores and types from the GGUF, checked to agree with each other.

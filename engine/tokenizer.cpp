@@ -48,6 +48,11 @@ void Tokenizer::index_special_tokens(int32_t eot_id) {
   }
 }
 
+const std::string& Tokenizer::piece(int32_t id) const {
+  static const std::string kNone;
+  return in_range(id) ? pieces_[size_t(id)] : kNone;
+}
+
 bool Tokenizer::is_end_of_generation(int32_t id) const {
   return std::find(end_of_generation_.begin(), end_of_generation_.end(), id) != end_of_generation_.end();
 }

@@ -47,11 +47,11 @@ class Tokenizer {
   // The bytes this token contributes to the text when it follows other tokens
   // ("▁there" -> " there", "<0x0A>" / "Ċ" -> "\n", control tokens -> ""). May be part of a
   // UTF-8 character (byte tokens): use Utf8Stream to print.
-  virtual std::string token_bytes(int32_t id) const = 0;
+  std::string token_bytes(int32_t id) const { return in_range(id) ? bytes_[size_t(id)] : std::string(); }
   // The vocabulary entry as stored ("▁there", "<0x0A>", "<s>", "Ġthere"); "" for an id out
   // of range.
-  virtual const std::string& piece(int32_t id) const = 0;
-  virtual TokenKind kind(int32_t id) const = 0;
+  const std::string& piece(int32_t id) const;
+  TokenKind kind(int32_t id) const { return in_range(id) ? kinds_[size_t(id)] : TokenKind::Unused; }
 
   int32_t vocab_size() const { return vocab_size_; }
   int32_t bos_id() const { return bos_id_; }   // -1 when the vocabulary has none
@@ -67,7 +67,14 @@ class Tokenizer {
   // tokens for encode_segments and the end-of-generation set. eot_id: -1 when none.
   void index_special_tokens(int32_t eot_id);
 
+  bool in_range(int32_t id) const { return id >= 0 && id < vocab_size_; }
+
   int32_t vocab_size_ = 0;
+  // Indexed by token id, vocab_size_ entries each, filled by the subclass constructor: the
+  // piece as stored, its kind, and the bytes it prints.
+  std::vector<std::string> pieces_;
+  std::vector<TokenKind> kinds_;
+  std::vector<std::string> bytes_;
   int32_t bos_id_ = -1;
   int32_t eos_id_ = -1;
   bool add_bos_default_ = true;
