@@ -7,6 +7,7 @@
 
 #include "app/bench/bench_cli.h"
 #include "app/bench/bench_modes.h"
+#include "app/cli/usage_line.h"
 #include "engine/error.h"
 
 namespace kvdesk::bench {
@@ -51,13 +52,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "kvdesk-bench: %s\nRun 'kvdesk-bench --help' for usage.\n", e.what());
+    std::fprintf(stderr, "kvdesk-bench: %s\n%s\n", e.what(), kvdesk::cli::usage_line(app, "kvdesk-bench").c_str());
     return 2;
   }
   for (ModeCommand& c : commands) {
     if (!c.app->parsed()) continue;
     if (const std::optional<std::string> problem = finish_options(c)) {
-      std::fprintf(stderr, "kvdesk-bench %s: %s\n", c.mode.c_str(), problem->c_str());
+      std::fprintf(stderr, "kvdesk-bench %s: %s\n%s\n", c.mode.c_str(), problem->c_str(),
+                   kvdesk::cli::usage_line(app, "kvdesk-bench").c_str());
       return 2;
     }
     try {

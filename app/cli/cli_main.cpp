@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "app/cli/cli_common.h"
+#include "app/cli/usage_line.h"
 #include "engine/error.h"
 
 int main(int argc, char** argv) {
@@ -22,13 +23,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "kvdesk-cli: %s\nRun 'kvdesk-cli --help' for usage.\n", e.what());
+    std::fprintf(stderr, "kvdesk-cli: %s\n%s\n", e.what(), usage_line(app, "kvdesk-cli").c_str());
     return 2;
   }
   try {
     for (const Command& c : commands) {
       if (c.app->parsed()) return c.run();
     }
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "kvdesk-cli: %s\n%s\n", e.what(), usage_line(app, "kvdesk-cli").c_str());
+    return 2;
   } catch (const kvdesk::Error& e) {
     std::fprintf(stderr, "kvdesk-cli: error: %s\n", e.what());
     return 1;

@@ -80,8 +80,7 @@ int run_generate(GenerateArgs& a) {
   try {
     validate_sampling_params(a.sampling);
   } catch (const Error& e) {
-    std::fprintf(stderr, "kvdesk-cli: %s\nRun 'kvdesk-cli generate --help' for usage.\n", e.what());
-    return 2;
+    throw UsageError(e.what());
   }
   Session s = open_session(a.model);
   const std::vector<int32_t> prompt = encode_prompt(*s.model, a.prompt, !a.no_bos);

@@ -20,7 +20,7 @@ GgmlType parse_weight_type(const std::string& name) {
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
     if (name == ggml_type_info(t).name) return t;
   }
-  throw Error("unknown weight type '" + name + "' (choose f32, f16, bf16, q8_0 or q4_0)");
+  throw UsageError("unknown weight type '" + name + "' (choose f32, f16, bf16, q8_0 or q4_0)");
 }
 
 int run_make_model(MakeModelArgs& a) {
