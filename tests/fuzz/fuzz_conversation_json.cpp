@@ -21,16 +21,18 @@ namespace {
 using namespace kvdesk::store;
 
 // One store for the whole run, in a temporary file removed at exit.
-ConversationStore& store() {
-  static const std::filesystem::path path =
+struct ScratchStore {
+  std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("kvdesk-fuzz-import-" + std::to_string(::getpid()) + ".db");
-  static ConversationStore instance = [] {
-    std::atexit([] {
-      for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
-    });
-    return ConversationStore::open(path);
-  }();
-  return instance;
+  ConversationStore store = ConversationStore::open(path);
+  ~ScratchStore() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
+  }
+};
+
+ConversationStore& store() {
+  static ScratchStore scratch;
+  return scratch.store;
 }
 
 std::vector<std::string> sorted_contents(const std::vector<Message>& messages) {
