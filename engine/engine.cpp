@@ -3,8 +3,6 @@
 // steps, so the engine's state needs no locks; only the two queues and the stats are shared.
 #include "engine/engine.h"
 
-#include <unistd.h>
-
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -12,6 +10,7 @@
 
 #include "engine/chat_template.h"
 #include "engine/error.h"
+#include "engine/memory_limit.h"
 #include "engine/model.h"
 #include "engine/scheduler.h"
 #include "engine/thread_pool.h"
@@ -25,22 +24,23 @@ constexpr auto kStatsInterval = std::chrono::milliseconds(100);
 constexpr int64_t kDefaultContexts = 4;
 // ...but never more than this share of the memory available now.
 constexpr double kDefaultMemoryShare = 0.25;
-
-size_t available_memory_bytes() {
-  const long pages = ::sysconf(_SC_AVPHYS_PAGES);
-  const long page_size = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_size > 0 ? size_t(pages) * size_t(page_size) : size_t(1) << 30;
-}
+// What the default budget assumes when MemAvailable cannot be read.
+constexpr uint64_t kUnknownMemory = uint64_t{1} << 30;
 
 int32_t pool_blocks(const KvLayout& layout, size_t budget, const ModelConfig& config, size_t bytes_per_block) {
   if (layout.num_blocks > 0) return layout.num_blocks;
   if (budget == 0) {
     const size_t per_context = bytes_per_block * size_t((config.context_length + layout.block_size - 1) / layout.block_size);
-    budget = std::min(per_context * kDefaultContexts, size_t(double(available_memory_bytes()) * kDefaultMemoryShare));
+    const uint64_t available = available_memory_bytes();
+    budget = std::min(per_context * kDefaultContexts,
+                      size_t(double(available > 0 ? available : kUnknownMemory) * kDefaultMemoryShare));
   }
   const size_t blocks = budget / bytes_per_block;
-  if (blocks < 1) throw Error("the KV budget of " + std::to_string(budget) + " bytes is smaller than one block (" +
-                              std::to_string(bytes_per_block) + " bytes)");
+  if (blocks < 1) {
+    throw Error("the KV budget of " + std::to_string(budget) + " bytes is smaller than one block (" +
+                std::to_string(bytes_per_block) + " bytes: " + std::to_string(layout.block_size) + " tokens of K and V in each of " +
+                std::to_string(config.block_count) + " layers)");
+  }
   if (blocks > size_t(1) << 24) throw Error("the KV budget asks for more than 16M blocks");
   return int32_t(blocks);
 }
@@ -187,11 +187,16 @@ void Engine::State::load(const EngineSettings& s) {
   kv.reset();
   model.reset();
   settings = s;
-  model = Model::load(s.model_path, ModelLoadOptions{s.tokenizer_path});
-  const int32_t threads = s.threads > 0 ? s.threads : std::max(1, int32_t(std::thread::hardware_concurrency()));
-  pool = std::make_unique<ThreadPool>(threads);
-  chat_template = chat_template_for(model->file(), s.chat_template);
-  create_kv(s.kv, s.kv_budget_bytes, s.prefix_caching);
+  model = Model::load(s.model_path, ModelLoadOptions{s.tokenizer_path, s.memory_limit_bytes});
+  try {
+    const int32_t threads = s.threads > 0 ? s.threads : std::max(1, int32_t(std::thread::hardware_concurrency()));
+    pool = std::make_unique<ThreadPool>(threads);
+    chat_template = chat_template_for(model->file(), s.chat_template);
+    create_kv(s.kv, s.kv_budget_bytes, s.prefix_caching);
+  } catch (const Error&) {
+    model.reset();   // no model without its KV pool: requests then get "no model is loaded"
+    throw;
+  }
   scheduler = std::make_unique<Scheduler>(*model, *kv, *pool, s.scheduler);
   Event e;
   e.kind = EventKind::ModelLoaded;
@@ -205,6 +210,11 @@ void Engine::State::create_kv(const KvLayout& layout, size_t budget, bool prefix
   config.identity = model_identity(*model);
   const size_t bytes_per_block = kv_bytes_per_token(model->config(), layout.k_type, layout.v_type) * size_t(layout.block_size);
   config.layout.num_blocks = pool_blocks(layout, budget, model->config(), bytes_per_block);
+  const uint64_t weights = model->weights().weight_bytes;
+  const uint64_t limit = settings.memory_limit_bytes;
+  const uint64_t available = limit == 0 ? available_memory_bytes() : limit > weights ? limit - weights : 1;
+  require_memory(uint64_t(config.layout.num_blocks) * bytes_per_block, available,
+                 "the KV pool of " + std::to_string(config.layout.num_blocks) + " blocks");
   kv = std::make_unique<KvCache>(model->config(), config);
   settings.kv = layout;
   settings.kv_budget_bytes = budget;

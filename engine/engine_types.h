@@ -34,6 +34,7 @@ struct EngineSettings {
   int32_t threads = 0;               // 0: all cores
   KvLayout kv;                       // types, block size; num_blocks 0: from the budget
   size_t kv_budget_bytes = 0;        // 0: 1/4 of free memory, at most what the context needs x 8
+  uint64_t memory_limit_bytes = 0;   // weights + KV pool must fit in this; 0: MemAvailable
   bool prefix_caching = true;
   SchedulerLimits scheduler;
 };

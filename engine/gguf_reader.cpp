@@ -13,12 +13,12 @@
 #include <array>
 #include <bit>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <system_error>
 #include <unordered_set>
 
 #include "engine/error.h"
+#include "engine/memory_limit.h"
 
 namespace kvdesk {
 namespace {
@@ -448,19 +448,6 @@ struct FileDescriptor {
 [[noreturn]] void fail_errno(const std::string& path, const std::string& what) {
   const int err = errno;
   throw Error(path + ": " + what + ": " + std::system_category().message(err));
-}
-
-// MemAvailable from /proc/meminfo (0 when unknown).
-uint64_t available_memory_bytes() {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return 0;
-  char line[256];
-  unsigned long long kib = 0;
-  while (std::fgets(line, sizeof line, f)) {
-    if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
-  }
-  std::fclose(f);
-  return uint64_t(kib) * 1024;
 }
 
 // Reads the file into anonymous memory backed by transparent huge pages. Decode reads every

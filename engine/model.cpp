@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "engine/error.h"
+#include "engine/gguf_reader.h"
+#include "engine/memory_limit.h"
 #include "engine/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/dot.h"
@@ -174,14 +176,19 @@ size_t Model::scratch_bytes() const {
 
 std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
   std::unique_ptr<Model> m(new Model());
+  // Measured before the file is read in, which may take its size from what is available.
+  const uint64_t memory = memory_budget(options.memory_limit_bytes);
   m->file_ = GgufFile::open(path);
   m->config_ = read_model_config(*m->file_);
   m->weights_ = bind_model_weights(*m->file_, m->config_);
+  require_memory(m->weights_.weight_bytes, memory, path + ": the model's weights");
   m->tokenizer_ = options.tokenizer_path.empty() ? Tokenizer::from_gguf(*m->file_)
                                                  : Tokenizer::from_spm_file(options.tokenizer_path);
-  if (m->tokenizer_->vocab_size() > m->config_.vocab_size) {
-    throw Error(path + ": the tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
-                " tokens but the embedding only " + std::to_string(m->config_.vocab_size));
+  // Equal, as llama.cpp requires: ids past the vocabulary could be sampled but never printed,
+  // ids past the embedding never embedded.
+  if (m->tokenizer_->vocab_size() != m->config_.vocab_size) {
+    throw Error(path + ": the vocabulary has " + std::to_string(m->tokenizer_->vocab_size()) +
+                " tokens but the embedding " + std::to_string(m->config_.vocab_size));
   }
   m->scratch_ = std::make_unique<Scratch>();
   return m;

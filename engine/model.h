@@ -34,6 +34,7 @@ struct ForwardBatch {
 
 struct ModelLoadOptions {
   std::string tokenizer_path;  // a SentencePiece .model to use instead of the GGUF vocabulary
+  uint64_t memory_limit_bytes = 0;  // the weights must fit in this; 0: MemAvailable
 };
 
 class Model {

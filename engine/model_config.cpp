@@ -13,6 +13,7 @@ namespace {
 constexpr uint64_t kMaxDim = 1u << 20;
 constexpr uint64_t kMaxLayers = 4096;
 constexpr uint64_t kMaxContext = 1u << 24;
+constexpr uint64_t kMaxVocab = kMaxDim * 4;
 
 int32_t read_dim(const GgufFile& file, const std::string& key, uint64_t max_value) {
   const uint64_t v = file.get_uint(key);
@@ -28,9 +29,12 @@ void check(bool ok, const GgufFile& file, const std::string& what) {
 }
 
 int32_t read_vocab_size(const GgufFile& file, const std::string& arch) {
-  if (auto n = file.find_uint(arch + ".vocab_size")) return static_cast<int32_t>(*n);
+  if (file.find(arch + ".vocab_size")) return read_dim(file, arch + ".vocab_size", kMaxVocab);
   if (file.find("tokenizer.ggml.tokens")) {
-    return static_cast<int32_t>(file.get_string_array("tokenizer.ggml.tokens").size());
+    const size_t n = file.get_string_array("tokenizer.ggml.tokens").size();
+    check(n > 0 && n <= kMaxVocab, file, "tokenizer.ggml.tokens has " + std::to_string(n) +
+          " entries, expected 1 to " + std::to_string(kMaxVocab));
+    return static_cast<int32_t>(n);
   }
   throw Error(file.path() + ": no vocabulary (tokenizer.ggml.tokens is missing)");
 }
@@ -93,7 +97,6 @@ ModelConfig read_model_config(const GgufFile& file) {
       file.find_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-5));
   check(c.rms_eps > 0 && c.rms_eps < 1, file, "attention.layer_norm_rms_epsilon out of range");
   c.vocab_size = read_vocab_size(file, a);
-  check(c.vocab_size > 0 && uint64_t(c.vocab_size) <= kMaxDim * 4, file, "vocabulary size out of range");
   return c;
 }
 

@@ -1,5 +1,7 @@
 // Run-time ISA choice for cpu::: detects the widest usable ISA once, routes every call through
 // that ISA's kernel table, and lets tests pin a narrower one.
+#include <cpuid.h>
+
 #include <atomic>
 
 #include "kernels/cpu/dot_isa.h"
@@ -11,10 +13,15 @@ namespace {
 
 const IsaKernels kScalarKernels = {&ref::prepare_act_row, &ref::vec_dot, &ref::matmul_rows};
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c".
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
 CpuIsa detect_isa() {
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                       __builtin_cpu_supports("avx512vnni");

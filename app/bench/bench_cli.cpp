@@ -303,6 +303,11 @@ std::optional<std::string> finish_options(ModeCommand& c) {
       return e.what();
     }
   }
+  try {
+    parse_kv_types(o.kv_types);
+  } catch (const Error& e) {
+    return e.what();
+  }
   apply_mode_defaults(c);
   return check_lengths(o);
 }

@@ -7,7 +7,7 @@
 
 #include "app/bench/bench_cli.h"
 #include "app/bench/bench_modes.h"
-#include "app/parse_command_line.h"
+#include "app/command_line.h"
 #include "engine/error.h"
 
 namespace kvdesk::bench {
@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   for (ModeCommand& c : commands) {
     if (!c.app->parsed()) continue;
     if (const std::optional<std::string> problem = finish_options(c)) {
-      std::fprintf(stderr, "kvdesk-bench %s: %s\n", c.mode.c_str(), problem->c_str());
+      std::fprintf(stderr, "kvdesk-bench %s: %s\n%s\n", c.mode.c_str(), problem->c_str(),
+                   kvdesk::usage_line(app, "kvdesk-bench").c_str());
       return 2;
     }
     try {

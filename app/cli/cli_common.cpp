@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engine/error.h"
+#include "engine/memory_limit.h"
 
 namespace kvdesk::cli {
 namespace {
@@ -63,7 +64,7 @@ RetentionOptions retention_options(const RetentionArgs& args) {
 
 KvType parse_kv_type(const std::string& name) {
   if (const std::optional<KvType> type = kv_type_from_name(name)) return *type;
-  throw Error("unknown KV type '" + name + "' (choose one of " + kv_type_names() + ")");
+  throw UsageError("unknown KV type '" + name + "' (choose one of " + kv_type_names() + ")");
 }
 
 int resolve_threads(int requested) {
@@ -97,8 +98,8 @@ void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens) {
   KvCacheConfig config;
   config.layout = kv_layout(args);
   KvLayout& layout = config.layout;
+  const size_t block_bytes = kv_bytes_per_token(model, layout.k_type, layout.v_type) * size_t(layout.block_size);
   if (args.kv_budget_mib > 0) {
-    const size_t block_bytes = kv_bytes_per_token(model, layout.k_type, layout.v_type) * size_t(layout.block_size);
     layout.num_blocks = blocks_in_budget(args.kv_budget_mib, block_bytes);
     if (layout.num_blocks < 1) {
       throw Error("a KV budget of " + std::to_string(args.kv_budget_mib) + " MiB holds no block of " +
@@ -108,6 +109,8 @@ void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens) {
     const int32_t capped = std::min(std::max(tokens, 1), model.context_length);
     layout.num_blocks = (capped + args.block_size - 1) / args.block_size;
   }
+  require_memory(uint64_t(layout.num_blocks) * block_bytes, available_memory_bytes(),
+                 "the KV pool of " + std::to_string(layout.num_blocks) + " blocks");
   session.kv = std::make_unique<KvCache>(model, config);
 }
 

@@ -8,11 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "engine/error.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
 #include "engine/thread_pool.h"
 
 namespace kvdesk::cli {
+
+// A value the command line gave that CLI11 could not judge (an unknown KV or weight type,
+// out-of-range sampling): kvdesk-cli prints it with the subcommand's usage line and exits 2.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
 
 // A registered subcommand: what to run once the command line is parsed. Returns the exit code.
 struct Command {
@@ -44,7 +52,7 @@ RetentionOptions retention_options(const RetentionArgs& args);
 void add_model_options(CLI::App* cmd, ModelArgs& args);
 void add_kv_options(CLI::App* cmd, ModelArgs& args);
 
-KvType parse_kv_type(const std::string& name);   // throws kvdesk::Error
+KvType parse_kv_type(const std::string& name);   // throws UsageError
 // The KV types, block size and attention numerics the options ask for (num_blocks left 0).
 KvLayout kv_layout(const ModelArgs& args);
 int resolve_threads(int requested);

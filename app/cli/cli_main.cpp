@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "app/cli/cli_common.h"
-#include "app/parse_command_line.h"
+#include "app/command_line.h"
 #include "engine/error.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
     for (const Command& c : commands) {
       if (c.app->parsed()) return c.run();
     }
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "kvdesk-cli: %s\n%s\n", e.what(), kvdesk::usage_line(app, "kvdesk-cli").c_str());
+    return 2;
   } catch (const kvdesk::Error& e) {
     std::fprintf(stderr, "kvdesk-cli: error: %s\n", e.what());
     return 1;

@@ -89,8 +89,7 @@ int run_generate(GenerateArgs& a) {
     validate_sampling_params(a.sampling);
     retention = retention_options(a.retention);
   } catch (const Error& e) {
-    std::fprintf(stderr, "kvdesk-cli: %s\nRun 'kvdesk-cli generate --help' for usage.\n", e.what());
-    return 2;
+    throw UsageError(e.what());
   }
   Session s = open_session(a.model);
   const std::vector<int32_t> prompt = encode_prompt(*s.model, a.prompt, !a.no_bos);

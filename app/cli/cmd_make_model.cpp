@@ -18,7 +18,7 @@ struct MakeModelArgs {
 
 WeightMix parse_weight_mix(const std::string& name) {
   const WeightMix* mix = find_weight_mix(name);
-  if (!mix) throw Error("unknown weight type '" + name + "' (choose one of " + weight_mix_names() + ")");
+  if (!mix) throw UsageError("unknown weight type '" + name + "' (choose one of " + weight_mix_names() + ")");
   return *mix;
 }
 

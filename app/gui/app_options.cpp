@@ -1,7 +1,7 @@
 // Command-line parsing for kvdesk (CLI11).
 #include "app/gui/app_options.h"
 
-#include "app/parse_command_line.h"
+#include "app/command_line.h"
 
 namespace kvdesk::gui {
 

@@ -211,14 +211,52 @@ TEST_CASE("make-model names the weight types it knows when given another", "[app
   CHECK(made.err.find("q4_k_m") != std::string::npos);
 }
 
-TEST_CASE("bad arguments exit 2 with a usage line", "[app][cli]") {
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {}, {"frobnicate"}, {"generate"}, {"generate", "-m"}, {"generate", "-m", "x.gguf", "-p", "hi", "-n", "zero"},
-           {"generate", "-m", "x.gguf", "-p", "hi", "--block-size", "7"}, {"tokenize", "-p", "hi"}}) {
-    const auto run = run_cli(args);
-    INFO("args: " << nlohmann::json(args).dump() << " stderr: " << run.err);
+// One row per way a command line can be wrong, for every subcommand: the usage line names the
+// subcommand the user meant (or the program, when there is none).
+TEST_CASE("every subcommand with missing or invalid arguments exits 2 with its usage line", "[app][cli]") {
+  const std::string m = model_path("stories260K.gguf");
+  const std::string vocab = model_path("tokenizer.model");
+  struct Row {
+    std::vector<std::string> args;
+    std::string usage;   // the start of the usage line
+  };
+  const std::vector<Row> rows = {
+      {{}, "Usage: kvdesk-cli SUBCOMMAND"},
+      {{"frobnicate"}, "Usage: kvdesk-cli"},
+      {{"--bogus"}, "Usage: kvdesk-cli"},
+      {{"generate"}, "Usage: kvdesk-cli generate -m,--model"},
+      {{"generate", "-m"}, "Usage: kvdesk-cli generate"},
+      {{"generate", "-m", m}, "Usage: kvdesk-cli generate"},
+      {{"generate", "-m", m, "-p", "hi", "-n", "zero"}, "Usage: kvdesk-cli generate"},
+      {{"generate", "-m", m, "-p", "hi", "--block-size", "7"}, "Usage: kvdesk-cli generate"},
+      {{"generate", "-m", m, "-p", "hi", "--top-p", "0"}, "Usage: kvdesk-cli generate"},
+      {{"generate", "-m", m, "-p", "hi", "--temp", "-1"}, "Usage: kvdesk-cli generate"},
+      {{"generate", "-m", m, "-p", "hi", "--kv-type", "fp4"}, "Usage: kvdesk-cli generate"},
+      {{"generate", "-m", m, "-p", "hi", "--no-such-flag"}, "Usage: kvdesk-cli generate"},
+      {{"tokenize", "-p", "hi"}, "Usage: kvdesk-cli tokenize"},
+      {{"tokenize", "-m", m}, "Usage: kvdesk-cli tokenize"},
+      {{"info"}, "Usage: kvdesk-cli info -m,--model"},
+      {{"info", "-m", m, "--kv-budget-mib", "lots"}, "Usage: kvdesk-cli info"},
+      {{"info", "-m", m, "--block-size", "0"}, "Usage: kvdesk-cli info"},
+      {{"logits", "-m", m}, "Usage: kvdesk-cli logits"},
+      {{"logits", "-m", m, "-p", "hi", "--top", "0"}, "Usage: kvdesk-cli logits"},
+      {{"make-model", "-o", "x.gguf"}, "Usage: kvdesk-cli make-model"},
+      {{"make-model", "--vocab-from", vocab}, "Usage: kvdesk-cli make-model"},
+      {{"make-model", "--vocab-from", vocab, "-o", "x.gguf", "--ctx", "8"}, "Usage: kvdesk-cli make-model"},
+      {{"make-model", "--vocab-from", vocab, "-o", "x.gguf", "--type", "q3_k_m"}, "Usage: kvdesk-cli make-model"},
+      {{"replay", "-m", m}, "Usage: kvdesk-cli replay"},
+      {{"replay", "-m", m, "--trace", "t.jsonl", "--max-running", "0"}, "Usage: kvdesk-cli replay"},
+      {{"conversations", "--format", "json"}, "Usage: kvdesk-cli conversations"},
+      {{"conversations", "--export", "1", "--format", "pdf"}, "Usage: kvdesk-cli conversations"},
+      {{"conversations", "--export", "one"}, "Usage: kvdesk-cli conversations"},
+      {{"perplexity", "-m", m}, "Usage: kvdesk-cli perplexity"},
+      {{"perplexity", "-m", m, "-f", "t.txt", "--kv-type", "q4_0"}, "Usage: kvdesk-cli perplexity"},
+  };
+  for (const Row& row : rows) {
+    const auto run = run_cli(row.args);
+    INFO("args: " << nlohmann::json(row.args).dump() << " stderr: " << run.err);
     CHECK(run.exit_code == 2);
-    CHECK(!run.err.empty());
+    CHECK(run.err.find("\n" + row.usage) != std::string::npos);
   }
 }
 

@@ -1,7 +1,9 @@
 // GgufFile on the real stories260K files, its typed getters, and a corpus of broken files
 // built field by field: each must fail with a kvdesk::Error naming the file and the problem,
 // never a crash or a giant allocation (run under ASan to see the latter).
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -225,6 +227,31 @@ std::vector<BrokenFile> broken_files() {
           .pad(32)
           .zeros(64),
       "duplicate tensor name 'x'");
+  add("a string array with a string length near 2^64 inside",
+      Bytes()
+          .header(3, 0, 1)
+          .str("k")
+          .type(GgufType::ARRAY)
+          .type(GgufType::STRING)
+          .u64(2)
+          .str("fine")
+          .u64(kU64Max - 3)
+          .zeros(16),
+      "string length 18446744073709551612 exceeds");
+  add("a float64 array count just past the bytes left",
+      Bytes().header(3, 0, 1).str("k").type(GgufType::ARRAY).type(GgufType::FLOAT64).u64(3).zeros(16),
+      "array of 3 float64 elements cannot fit in the 16 bytes left");
+  add("a tensor count of 2^63 with no room for one",
+      Bytes().header(3, uint64_t{1} << 63, 0), "tensor count 9223372036854775808 cannot fit");
+  add("dims of 2^62 x 4 that overflow int64 exactly",
+      one_tensor({int64_t{1} << 62, 4}, kF32, 0, 64), "too many elements");
+  add("four dims whose product passes the element limit only at the last",
+      one_tensor({1 << 12, 1 << 12, 1 << 12, 1 << 13}, kF32, 0, 64), "too many elements");
+  add("a 4 TiB tensor in a small file", one_tensor({int64_t{1} << 40}, kF32, 0, 64),
+      "tensor 'x' data [64, 4398046511168) extends past end of file (size 128)");
+  add("alignment 2^31 puts the data section past the end",
+      Bytes().header(3, 1, 1).kv_u32("general.alignment", 1u << 31).tensor("x", {8}, kF32, 0).zeros(64),
+      "past end of file");
   add("a tensor name of 64 bytes",
       Bytes().header(3, 1, 0).tensor(std::string(64, 'n'), {8}, kF32, 0).zeros(64), "too long");
   return cases;
@@ -415,4 +442,49 @@ TEST_CASE("A valid file cut at any byte gives a truncation error and never a cra
                           (Catch::Contains("truncated") || Catch::Contains("past end of file") ||
                            Catch::Contains("empty file")));
   }
+}
+
+// Under ASan and TSan the address space is mostly shadow memory, so only a plain build can
+// cap it; the sanitizer builds report an oversized allocation themselves.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kCanCapAddressSpace = false;
+#else
+constexpr bool kCanCapAddressSpace = true;
+#endif
+
+TEST_CASE("Rejecting every broken file stays within 64 MiB more address space", "[engine][gguf]") {
+  TempDir dir;
+  std::vector<std::string> paths;
+  for (const BrokenFile& broken : broken_files()) {
+    paths.push_back(dir.file("bounded-" + std::to_string(paths.size()) + ".gguf"));
+    write_file(paths.back(), broken.bytes.data);
+  }
+  // The child caps its address space at what it uses now plus 64 MiB, then opens each file:
+  // exit 0 when every one gave a kvdesk::Error, 1 when one opened, 2 when memory ran out.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (kCanCapAddressSpace) {
+      std::ifstream statm("/proc/self/statm");
+      uint64_t pages = 0;
+      statm >> pages;
+      const rlim_t cap = pages * uint64_t(::sysconf(_SC_PAGESIZE)) + (uint64_t{64} << 20);
+      const rlimit limit{cap, cap};
+      if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(3);
+    }
+    for (const std::string& path : paths) {
+      try {
+        GgufFile::open(path);
+        ::_exit(1);
+      } catch (const kvdesk::Error&) {
+      } catch (const std::bad_alloc&) {
+        ::_exit(2);
+      }
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

@@ -286,6 +286,30 @@ TEST_CASE("Out-of-range ids are harmless everywhere", "[engine][tokenizer]") {
   }
 }
 
+TEST_CASE("Invalid UTF-8 and random bytes encode to ids in the vocabulary and print as valid UTF-8",
+          "[engine][tokenizer]") {
+  const auto tok = Tokenizer::from_spm_file(kLlamaModel);
+  std::mt19937 rng(9);
+  std::vector<std::string> texts = {"\xff\xfe", "a\x80b", "\xc3", "\xe2\x82", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                    std::string("nul\0inside", 10), "\xc0\xaf"};
+  for (int i = 0; i < 50; ++i) {
+    std::string random(size_t(rng() % 64), '\0');
+    for (char& c : random) c = char(rng());
+    texts.push_back(random);
+  }
+  for (const std::string& text : texts) {
+    const std::vector<int32_t> ids = tok->encode(text, true);
+    kvdesk::Utf8Stream stream;
+    std::string printed;
+    for (const int32_t id : ids) {
+      CHECK((id >= 0 && id < tok->vocab_size()));
+      printed += stream.push(tok->token_bytes(id));
+    }
+    printed += stream.flush();
+    CHECK(kvdesk::is_valid_utf8(printed));
+  }
+}
+
 TEST_CASE("A ModelProto serialized from tokenizer.model's pieces encodes like the file", "[engine][tokenizer]") {
   const auto file = load_processor(kLlamaModel);
   sentencepiece::SentencePieceProcessor built;

@@ -210,6 +210,40 @@ TEST_CASE("bench ab rejects a knob set twice or one the mode does not use", "[be
   CHECK(bad.err.find("unknown KV type") != std::string::npos);
 }
 
+TEST_CASE("every mode with missing or invalid arguments exits 2 with its usage line", "[bench][cli]") {
+  const std::string m = model_path("stories260K.gguf");
+  struct Row {
+    std::vector<std::string> args;
+    std::string usage;   // the start of the usage line
+  };
+  const std::vector<Row> rows = {
+      {{}, "Usage: kvdesk-bench SUBCOMMAND"},
+      {{"warp"}, "Usage: kvdesk-bench"},
+      {{"speed"}, "Usage: kvdesk-bench speed -m,--model"},
+      {{"speed", "-m", m, "--decode-tokens", "0"}, "Usage: kvdesk-bench speed"},
+      {{"speed", "-m", m, "--prompt-lens", "many"}, "Usage: kvdesk-bench speed"},
+      {{"kv"}, "Usage: kvdesk-bench kv"},
+      {{"kv", "-m", m, "--kv-types", "fp4"}, "Usage: kvdesk-bench kv"},
+      {{"capacity"}, "Usage: kvdesk-bench capacity"},
+      {{"capacity", "-m", m, "--kv-budget-mib", "-1"}, "Usage: kvdesk-bench capacity"},
+      {{"prefix"}, "Usage: kvdesk-bench prefix"},
+      {{"prefix", "-m", m, "--block-size", "7"}, "Usage: kvdesk-bench prefix"},
+      {{"quality"}, "Usage: kvdesk-bench quality"},
+      {{"quality", "-m", m, "--kv-types", "f32,nope"}, "Usage: kvdesk-bench quality"},
+      {{"trace"}, "Usage: kvdesk-bench trace"},
+      {{"trace", "-m", m, "--no-such-flag"}, "Usage: kvdesk-bench trace"},
+      {{"ab"}, "Usage: kvdesk-bench ab"},
+      {{"ab", "-m", m, "--knob", "kv-type"}, "Usage: kvdesk-bench ab"},
+      {{"ab", "-m", m, "--knob", "kv-type", "--a", "f16", "--b", "fp4"}, "Usage: kvdesk-bench ab"},
+  };
+  for (const Row& row : rows) {
+    const CliRun run = run_bench(row.args);
+    INFO("args: " << nlohmann::json(row.args).dump() << " stderr: " << run.err);
+    CHECK(run.exit_code == 2);
+    CHECK(run.err.find("\n" + row.usage) != std::string::npos);
+  }
+}
+
 TEST_CASE("bench reports a missing model as a runtime error", "[bench][cli]") {
   const CliRun run = run_bench({"kv", "-m", "/nonexistent/model.gguf"});
   CHECK(run.exit_code == 1);
