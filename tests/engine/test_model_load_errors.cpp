@@ -98,7 +98,7 @@ std::vector<BadModel> bad_models() {
                    "missing metadata key 'general.architecture'"});
   cases.push_back({"another architecture",
                    replace_key("general.architecture", [](GgufWriter& w) { w.add_string("general.architecture", "gpt2"); }),
-                   "unsupported architecture 'gpt2'"});
+                   "the model architecture 'gpt2' is not supported"});
   cases.push_back({"no embedding length", ModelEdit{.drop_keys = {"llama.embedding_length"}},
                    "missing metadata key 'llama.embedding_length'"});
   cases.push_back({"a block count of 0",
@@ -129,11 +129,11 @@ std::vector<BadModel> bad_models() {
                    ModelEdit{.replace_tensors = {{"blk.1.ffn_up.weight", {GgmlType::F32, {172, 64}}}}},
                    "tensor 'blk.1.ffn_up.weight' has shape [172, 64], expected [64, 172]"});
   cases.push_back({"a weight type kvdesk cannot compute",
-                   ModelEdit{.replace_tensors = {{"blk.0.attn_q.weight", {GgmlType::Q5_1, {64, 64}}}}},
-                   "tensor 'blk.0.attn_q.weight' has type q5_1, which kvdesk cannot run yet"});
+                   ModelEdit{.replace_tensors = {{"blk.0.attn_q.weight", {GgmlType::IQ4_NL, {64, 64}}}}},
+                   "tensor 'blk.0.attn_q.weight' has type iq4_nl, which kvdesk cannot run yet"});
   cases.push_back({"a norm stored as F16",
                    ModelEdit{.replace_tensors = {{"blk.0.ffn_norm.weight", {GgmlType::F16, {64}}}}},
-                   "norm tensor 'blk.0.ffn_norm.weight' must be F32"});
+                   "tensor 'blk.0.ffn_norm.weight' has type f16, expected f32"});
   cases.push_back({"no vocabulary",
                    ModelEdit{.drop_keys = {"tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}},
                    "no vocabulary"});

@@ -290,7 +290,7 @@ TEST_CASE("Invalid UTF-8 and random bytes encode to ids in the vocabulary and pr
           "[engine][tokenizer]") {
   const auto tok = Tokenizer::from_spm_file(kLlamaModel);
   std::mt19937 rng(9);
-  std::vector<std::string> texts = {"\xff\xfe", "a\x80b", "\xc3", "\xe2\x82", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+  std::vector<std::string> texts = {"\xff\xfe", "a\x80" "b", "\xc3", "\xe2\x82", "\xed\xa0\x80", "\xf4\x90\x80\x80",
                                     std::string("nul\0inside", 10), "\xc0\xaf"};
   for (int i = 0; i < 50; ++i) {
     std::string random(size_t(rng() % 64), '\0');
