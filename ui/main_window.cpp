@@ -127,8 +127,12 @@ UiActions draw_main_window(ViewModel& vm, const Fonts& fonts, TextureCache& text
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->WorkPos);
   ImGui::SetNextWindowSize(viewport->WorkSize);
+  // No background: the window covers the whole viewport, whose clear colour is the window
+  // colour (app/gui/main.cpp). Clearing is a memset; a full-screen background quad costs a
+  // software rasterizer (Mesa llvmpipe) a shaded, blended million pixels every frame.
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
-                                 ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_MenuBar;
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_MenuBar |
+                                 ImGuiWindowFlags_NoBackground;
   ImGui::Begin("kvdesk", nullptr, flags);
   draw_menu_bar(vm, actions);
   draw_model_bar(vm, actions);

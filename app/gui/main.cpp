@@ -117,7 +117,8 @@ double run_frame(Frame& f) {
   int width = 0, height = 0;                               // 5e. render, capture, swap
   glfwGetFramebufferSize(f.window, &width, &height);
   glViewport(0, 0, width, height);
-  glClearColor(0.1f, 0.1f, 0.11f, 1.0f);
+  const ImVec4 background = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];   // the main window has none of its own
+  glClearColor(background.x, background.y, background.z, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
   capture_if_asked(f, width, height);
