@@ -44,7 +44,7 @@ TEST_CASE("replay names the line of a bad trace entry", "[app][replay]") {
   CHECK(run.err.find("bad.jsonl:2") != std::string::npos);
 }
 
-TEST_CASE("replay --chat-template renders with the chosen family; an unknown name is a usage error", "[app][replay]") {
+TEST_CASE("replay --chat-template renders with the chosen family, an unknown name is a usage error", "[app][replay]") {
   TempDir dir;
   const std::string trace = dir.file("trace.jsonl");
   std::ofstream(trace) << R"({"conversation": "a", "user": "Once upon a time", "max_tokens": 4, "arrival_ms": 0}

@@ -457,7 +457,7 @@ TEST_CASE("a bias or rope_freqs of the wrong length or value is a clear error", 
   CHECK(ok.weights.rope_freqs[1] == 2.0f);
 }
 
-TEST_CASE("linear RoPE scaling divides positions; YaRN is refused by name", "[engine][architectures]") {
+TEST_CASE("linear RoPE scaling divides positions, YaRN is refused by name", "[engine][architectures]") {
   TempDir dir;
   auto config_with = [&](const std::string& type, double factor) {
     GgufWriter w;

@@ -143,7 +143,7 @@ TEST_CASE("BPE merges the best-ranked pair first, leftmost on a tie", "[engine][
   CHECK(tok->encode("xy", false) == Ids{'x', 'y'});
 }
 
-TEST_CASE("llama-bpe takes a word that is a token as a whole (ignore_merges); others only merge", "[engine][tokenizer][bpe]") {
+TEST_CASE("llama-bpe takes a word that is a token as a whole (ignore_merges), others only merge", "[engine][tokenizer][bpe]") {
   CHECK(BpeVocab{"llama-bpe"}.load()->encode("zz", false) == Ids{kZz});
   CHECK(BpeVocab{"qwen2"}.load()->encode("zz", false) == Ids{'z', 'z'});
   // "xy" is no token, so merges run as usual for llama-bpe too.

@@ -129,7 +129,7 @@ TEST_CASE("Phi-3 (Phi-3-mini-4k-instruct's template): <|end|> after every messag
         "<|assistant|>\n");
 }
 
-TEST_CASE("Plain joins messages; an assistant message continues the text", "[engine][chat]") {
+TEST_CASE("Plain joins messages, an assistant message continues the text", "[engine][chat]") {
   CHECK(render(ChatFormat::Plain, {{"user", "Once upon"}, {"assistant", " a time"}, {"user", "The end"}}, kSpm) ==
         "Once upon a time\nThe end");
 }
@@ -149,7 +149,7 @@ TEST_CASE("Message contents are never template segments", "[engine][chat]") {
   }
 }
 
-TEST_CASE("Families are recognized from their template text; unknown ones fall back with a warning", "[engine][chat]") {
+TEST_CASE("Families are recognized from their template text, unknown ones fall back with a warning", "[engine][chat]") {
   using kvdesk::detect_chat_template;
   CHECK(detect_chat_template("{{ '<|im_start|>' + message['role'] }}").format == ChatFormat::ChatML);
   CHECK(detect_chat_template("{{ '<|start_header_id|>' + message['role'] }}").format == ChatFormat::Llama3);
@@ -184,7 +184,7 @@ TEST_CASE("Chat format names round-trip and an override replaces the model's tem
   CHECK_THROWS_WITH(kvdesk::chat_template_for(*file, "vicuna"), Contains("'vicuna'") && Contains("chatml"));
 }
 
-TEST_CASE("On stories260K (SentencePiece) Plain encodes exactly like encode(); Llama 2 parses only template specials", "[engine][chat]") {
+TEST_CASE("On stories260K (SentencePiece) Plain encodes exactly like encode(), Llama 2 parses only template specials", "[engine][chat]") {
   const auto file = kvdesk::GgufFile::open(kvdesk::test::model_path("stories260K.gguf"));
   const auto tok = kvdesk::Tokenizer::from_gguf(*file);
   const std::vector<ChatMessage> story = {{"user", "Once upon a time"}, {"assistant", " there was"}, {"user", "a cat"}};

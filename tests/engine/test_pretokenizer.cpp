@@ -68,7 +68,7 @@ TEST_CASE("llama-bpe (Llama 3) splits numbers in threes and contractions case-in
   CHECK(split("llama-bpe", "\xF0\x9F\x98\x80\xF0\x9F\x98\x80 ok") == Pieces{"\xF0\x9F\x98\x80\xF0\x9F\x98\x80", " ok"});
 }
 
-TEST_CASE("\\s is Unicode White_Space, vertical tab and ideographic space included", "[engine][tokenizer][bpe]") {
+TEST_CASE("the regex whitespace class is Unicode White_Space, vertical tab and ideographic space included", "[engine][tokenizer][bpe]") {
   // "\v\v" before "b": \s+(?!\S) backs off to one "\v"; the second is the optional
   // non-letter before "b". (Were \v no space, ?[^\s\p{L}\p{N}]+ would take "\v\v" whole.)
   CHECK(split("llama-bpe", "a\v\vb") == Pieces{"a", "\v", "\vb"});

@@ -145,7 +145,7 @@ TEST_CASE("bad input becomes a status-line error, never an abort", "[gui][contro
   CHECK(s.vm.status.message.find("unknown KV type 'f12'") != std::string::npos);
 }
 
-TEST_CASE("the chat template choice reaches the engine; unknown names are refused", "[gui][controller]") {
+TEST_CASE("the chat template choice reaches the engine, and unknown names are refused", "[gui][controller]") {
   Session s;
   CHECK(s.vm.ui.chat_templates.size() == 8);
   CHECK(pump(s.controller, [&] { return s.vm.model.chat_template == "plain"; }));   // stories260K has none
