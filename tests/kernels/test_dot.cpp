@@ -14,14 +14,16 @@
 #include "kernels/fp16.h"
 #include "kernels/ggml_types.h"
 #include "kernels/quantize.h"
+#include "tests/kernels/simd_isas.h"
 
 using namespace kvdesk;
 
 namespace {
 
+using kvdesk::test::for_each_simd_isa;
+
 constexpr GgmlType kFloatTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16};
 constexpr GgmlType kQuantTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0};
-constexpr CpuIsa kSimdIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
 
 std::vector<float> random_values(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -47,18 +49,6 @@ std::vector<uint8_t> prepared_act(GgmlType type, const std::vector<float>& x) {
   std::vector<uint8_t> act(act_row_bytes(type, n));
   ref::prepare_act_row(type, x.data(), act.data(), n);
   return act;
-}
-
-// Runs `body` once per SIMD ISA this CPU has, with cpu:: pinned to it.
-template <class Body>
-void for_each_simd_isa(Body body) {
-  for (CpuIsa isa : kSimdIsas) {
-    if (static_cast<int>(isa) > static_cast<int>(cpu_isa_detected())) continue;
-    cpu_isa_force(isa);
-    REQUIRE(cpu_isa_active() == isa);
-    body(isa);
-  }
-  cpu_isa_force(cpu_isa_detected());
 }
 
 struct Nmse {

@@ -12,12 +12,14 @@
 #include "kernels/ggml_types.h"
 #include "kernels/matmul.h"
 #include "kernels/quantize.h"
+#include "tests/kernels/simd_isas.h"
 
 using namespace kvdesk;
 
 namespace {
 
-constexpr CpuIsa kSimdIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
+using kvdesk::test::for_each_simd_isa;
+
 
 std::vector<float> random_values(size_t count, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -61,16 +63,6 @@ struct Problem {
     return y;
   }
 };
-
-template <class Body>
-void for_each_simd_isa(Body body) {
-  for (CpuIsa isa : kSimdIsas) {
-    if (static_cast<int>(isa) > static_cast<int>(cpu_isa_detected())) continue;
-    cpu_isa_force(isa);
-    body(isa);
-  }
-  cpu_isa_force(cpu_isa_detected());
-}
 
 // The n values to try per type: odd block / group counts for quantized types, odd vector
 // tails for float types.

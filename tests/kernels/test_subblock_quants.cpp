@@ -12,14 +12,16 @@
 #include "kernels/dot.h"
 #include "kernels/ggml_types.h"
 #include "kernels/quantize.h"
+#include "tests/kernels/simd_isas.h"
 
 using namespace kvdesk;
 
 namespace {
 
+using kvdesk::test::for_each_simd_isa;
+
 constexpr GgmlType kSubBlockTypes[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                        GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
-constexpr CpuIsa kSimdIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
 
 constexpr uint16_t kHalfOne = 0x3C00;       // 1.0
 constexpr uint16_t kHalfTwo = 0x4000;       // 2.0
@@ -56,16 +58,6 @@ std::vector<uint8_t> prepared_act(GgmlType type, const std::vector<float>& x) {
 std::vector<int64_t> sizes_for(GgmlType type) {
   if (ggml_type_info(type).block_values == kQK_K) return {256, 768, 4352};
   return {32, 96, 4128};
-}
-
-template <class Body>
-void for_each_simd_isa(Body body) {
-  for (CpuIsa isa : kSimdIsas) {
-    if (static_cast<int>(isa) > static_cast<int>(cpu_isa_detected())) continue;
-    cpu_isa_force(isa);
-    body(isa);
-  }
-  cpu_isa_force(cpu_isa_detected());
 }
 
 // The Q4_K / Q5_K scales used below: sc = {1, 2, 3, 63, 17, 40, 5, 63},
