@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-# Writes the seed GGUF files of the fuzz_gguf corpus (corpus/fuzz_gguf/): tiny but complete
-# files, so the fuzzer starts from inputs that get through the reader into the model load.
+# Writes the seed GGUF files of the fuzz_gguf corpus into OUT_DIR: tiny but complete files, so
+# the fuzzer starts from inputs that get through the reader into the model load. tests/fuzz/run.sh
+# makes them each run (model files are generated, never committed).
 #   tiny_llama.gguf   a whole Llama model: 4-token vocabulary, d_model 8, 1 layer, F32
 #   tiny_llama_q8.gguf  the same with d_model 32 and Q8_0 matrices, a ChatML template
 #   all_types_v2.gguf  GGUF v2, one metadata value of every type, one F16 tensor
-# Run from anywhere: python3 tests/fuzz/make_gguf_seeds.py
+#   python3 tests/fuzz/make_gguf_seeds.py OUT_DIR
 import os
 import struct
+import sys
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "fuzz_gguf")
 T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STR, T_ARR, T_U64, T_I64, T_F64 = range(13)
 F32, F16, Q8_0 = 0, 1, 8
 
@@ -96,16 +97,18 @@ def all_types():
     return gguf(2, kvs, [("h", [4, 2], F16, struct.pack("<8e", *range(8)))], alignment=64)
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
+def main(out):
+    os.makedirs(out, exist_ok=True)
     chatml = ("{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + "
               "'<|im_end|>\\n'}}{% endfor %}")
     files = {"tiny_llama.gguf": llama(8, 8, F32, []),
              "tiny_llama_q8.gguf": llama(32, 32, Q8_0, [("tokenizer.chat_template", T_STR, chatml)]),
              "all_types_v2.gguf": all_types()}
     for name, data in files.items():
-        with open(os.path.join(OUT, name), "wb") as f:
+        with open(os.path.join(out, name), "wb") as f:
             f.write(data)
 
 
-main()
+if len(sys.argv) != 2:
+    sys.exit("usage: make_gguf_seeds.py OUT_DIR")
+main(sys.argv[1])

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of a KVDESK_FUZZ build for a bounded time each, starting from its
-# seed corpus in tests/fuzz/corpus/<target>/ (left unchanged: new inputs go to a scratch folder).
+# seed corpus in tests/fuzz/corpus/<target>/ (left unchanged: new inputs go to a scratch folder);
+# fuzz_gguf's seed models are made here by make_gguf_seeds.py.
 # Fails on the first crash, sanitizer report, leak or timeout; the input that caused it is kept
 # as <work>/<target>-crash-... (or leak-/timeout-) and printed, to become a regression test.
 #   tests/fuzz/run.sh BUILD_DIR [SECONDS_PER_TARGET (45)] [TARGET...]
@@ -15,12 +16,16 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/kvdesk-fuzz.XXXXXX")"
 export KVDESK_MODELS_DIR="${KVDESK_MODELS_DIR:-$here/../../../shared/models}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
+python3 "$here/make_gguf_seeds.py" "$work/gguf-seeds"
+
 for target in "${targets[@]}"; do
   mkdir -p "$work/$target"
+  seeds="$here/corpus/$target"
+  [ "$target" != fuzz_gguf ] || seeds="$work/gguf-seeds"
   echo "== $target: ${seconds} s"
   if ! "$build/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
       -print_final_stats=1 -artifact_prefix="$work/$target-" \
-      "$work/$target" "$here/corpus/$target" >"$work/$target.log" 2>&1; then
+      "$work/$target" "$seeds" >"$work/$target.log" 2>&1; then
     tail -n 60 "$work/$target.log"
     echo "FAILED: $target; the input is in $work:" && ls "$work" | grep "^$target-" || true
     exit 1
