@@ -77,6 +77,9 @@ void check_rope_freqs(const GgufFile& file, const float* factors, int64_t n) {
   }
 }
 
+uint64_t matrix_bytes(const WeightMatrix& m) { return uint64_t(m.rows) * m.row_bytes; }
+uint64_t vector_bytes(const float* v, int64_t n) { return v ? uint64_t(n) * sizeof(float) : 0; }
+
 }  // namespace
 
 ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& c) {
@@ -108,6 +111,18 @@ ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& c) {
     l.w_down = bind.matrix(p + "ffn_down.weight", d, c.feed_forward_length);
   }
   return w;
+}
+
+uint64_t decode_weight_read_bytes(const ModelWeights& w) {
+  const int64_t d = w.token_embd.cols;
+  uint64_t bytes = w.token_embd.row_bytes + matrix_bytes(w.output) + vector_bytes(w.output_norm, d);
+  for (const LayerWeights& l : w.layers) {
+    bytes += matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo) +
+             matrix_bytes(l.w_gate) + matrix_bytes(l.w_up) + matrix_bytes(l.w_down);
+    bytes += vector_bytes(l.attn_norm, d) + vector_bytes(l.ffn_norm, d) + vector_bytes(l.bq, l.wq.rows) +
+             vector_bytes(l.bk, l.wk.rows) + vector_bytes(l.bv, l.wv.rows);
+  }
+  return bytes;
 }
 
 }  // namespace kvdesk

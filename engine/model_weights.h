@@ -50,6 +50,11 @@ struct ModelWeights {
   uint64_t weight_bytes = 0;
 };
 
+// Bytes one decode step reads from the weights for one token: every layer's matrices, norms
+// and biases, the output norm and matrix, and one embedding row. Decode is bound by reading
+// these (plus the context's KV) once per token.
+uint64_t decode_weight_read_bytes(const ModelWeights& weights);
+
 // Throws kvdesk::Error naming the tensor: missing, wrong shape, or a type kvdesk cannot run.
 ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& config);
 

@@ -234,6 +234,11 @@ std::vector<ModeCommand> add_mode_commands(CLI::App& app) {
   ModeCommand speed = make_command(app, "speed", "Prefill tok/s per prompt length and decode tok/s per context depth");
   add_knob_flags(speed.app, *speed.knob_flags, {Knob::KvType, Knob::BlockSize, Knob::ChunkSize, Knob::Threads});
   add_speed(speed.app, *speed.options);
+  speed.app
+      ->add_option("--bandwidth-mib", speed.options->bandwidth_mib,
+                   "MiB per array of the STREAM triad/read run that decode bytes/s are compared with (0: skip)")
+      ->check(CLI::Range(0, 1 << 16))
+      ->capture_default_str();
   commands.push_back(speed);
 
   ModeCommand kv = make_command(app, "kv", "Bytes per token per KV type, and attention time per decode token");

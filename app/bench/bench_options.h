@@ -57,6 +57,9 @@ struct BenchOptions {
   std::vector<int32_t> depths{0, 1024, 4096};
   std::vector<int32_t> thread_counts{1, 2};
   int32_t decode_tokens = 16;
+  // Size of each of the three STREAM arrays the machine's memory bandwidth is measured with,
+  // per thread count and run, so decode's bytes/s can be given as a fraction of it; 0: skip.
+  int32_t bandwidth_mib = 256;
 
   // kv (and capacity): the KV types compared; attention timed at these depths.
   std::vector<std::string> kv_types;  // empty: all

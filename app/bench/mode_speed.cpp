@@ -1,14 +1,19 @@
 // kvdesk-bench speed: prefill tok/s per prompt length and decode tok/s per context depth, per
 // thread count, each the median of --repeat runs. Runs are interleaved (run r of every point
-// before run r + 1), so a slow spell on a shared machine falls on all points alike.
+// before run r + 1), so a slow spell on a shared machine falls on all points alike. Each run
+// also measures the machine's memory bandwidth (STREAM triad and read) per thread count, and
+// decode is reported as bytes/s read (weights + KV per token x tok/s) and as the fraction of
+// that bandwidth it reaches: decode is memory bound, so that fraction is its efficiency.
 #include <algorithm>
 #include <map>
 #include <memory>
 
 #include "app/bench/bench_modes.h"
 #include "app/bench/bench_stats.h"
+#include "app/bench/memory_bandwidth.h"
 #include "engine/error.h"
 #include "engine/generator.h"
+#include "engine/kv_storage.h"
 #include "engine/model.h"
 #include "engine/thread_pool.h"
 
@@ -79,13 +84,31 @@ void warm_up(Model& model, ThreadPool& pool, const Knobs& k, uint64_t seed) {
 
 using Samples = std::map<std::pair<int32_t, int32_t>, std::vector<double>>;  // (threads, length) -> runs
 
-void measure_round(Model& model, const BenchOptions& o, const Plan& plan, int32_t run, Samples& prefill,
-                   Samples& decode) {
+struct SpeedSamples {
+  Samples prefill;
+  Samples decode;
+  std::map<int32_t, std::vector<Bandwidth>> bandwidth;  // threads -> runs
+};
+
+void measure_bandwidth_round(const BenchOptions& o, ThreadPool& pool, int32_t run, SpeedSamples& out) {
+  if (o.bandwidth_mib == 0 || stop_requested()) return;
+  constexpr int kPasses = 5;
+  const Bandwidth b = measure_bandwidth(pool, size_t(o.bandwidth_mib) << 20, kPasses);
+  out.bandwidth[pool.num_threads()].push_back(b);
+  progress("speed run " + std::to_string(run + 1) + "/" + std::to_string(o.repeat) + " threads " +
+           std::to_string(pool.num_threads()) + " memory bandwidth: triad " + format_number(b.triad_gb_s, 1) +
+           " GB/s, read " + format_number(b.read_gb_s, 1) + " GB/s");
+}
+
+void measure_round(Model& model, const BenchOptions& o, const Plan& plan, int32_t run, SpeedSamples& out) {
+  Samples& prefill = out.prefill;
+  Samples& decode = out.decode;
   for (int32_t threads : o.thread_counts) {
     ThreadPool pool(threads);
     Knobs k = o.knobs;
     k.threads = threads;
     if (run == 0) warm_up(model, pool, k, o.seed);
+    measure_bandwidth_round(o, pool, run, out);
     for (int32_t len : plan.prompt_lens) {
       if (stop_requested()) return;
       Rng rng(o.seed + uint64_t(len));
@@ -136,6 +159,59 @@ void add_figure(Report& r, const BenchOptions& o, const Samples& samples, const 
   r.plots.push_back(plot);
 }
 
+std::vector<double> triad_of(const std::vector<Bandwidth>& runs) {
+  std::vector<double> v;
+  for (const Bandwidth& b : runs) v.push_back(b.triad_gb_s);
+  return v;
+}
+
+std::vector<double> read_of(const std::vector<Bandwidth>& runs) {
+  std::vector<double> v;
+  for (const Bandwidth& b : runs) v.push_back(b.read_gb_s);
+  return v;
+}
+
+// Decode's bytes read per token at a depth, its GB/s at the median tok/s, and that as a
+// fraction of the median triad and read bandwidth of the same thread count and runs.
+void add_traffic(Report& r, const BenchOptions& o, const Model& model, const Plan& plan, const SpeedSamples& s) {
+  if (s.bandwidth.empty()) return;
+  const uint64_t weight_bytes = decode_weight_read_bytes(model.weights());
+  const size_t kv_per_token = kv_bytes_per_token(model.config(), o.knobs.kv_type, o.knobs.kv_type);
+  Table table{"Decode memory traffic (weights + KV read per token x tok/s) vs measured bandwidth",
+              {"context depth (tokens)", "MB read per token"}, {}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (int32_t t : o.thread_counts) table.header.push_back(std::to_string(t) + (t == 1 ? " thread" : " threads"));
+  for (int32_t depth : plan.depths) {
+    const double bytes = double(weight_bytes) + double(depth) * double(kv_per_token);
+    std::vector<std::string> row{std::to_string(depth), format_number(bytes / 1e6, 1)};
+    for (int32_t t : o.thread_counts) {
+      const auto decode = s.decode.find({t, depth});
+      const auto bandwidth = s.bandwidth.find(t);
+      if (decode == s.decode.end() || bandwidth == s.bandwidth.end()) {
+        row.push_back("-");
+        continue;
+      }
+      const double gb_s = bytes * summarize(decode->second).median / 1e9;
+      const double triad = summarize(triad_of(bandwidth->second)).median;
+      const double read = summarize(read_of(bandwidth->second)).median;
+      row.push_back(format_number(gb_s, 1) + " GB/s = " + format_number(100 * gb_s / triad, 0) + "% of triad " +
+                    format_number(triad, 1) + ", " + format_number(100 * gb_s / read, 0) + "% of read " +
+                    format_number(read, 1));
+      rows.push_back({{"threads", t},
+                      {"depth", depth},
+                      {"bytes_per_token", bytes},
+                      {"decode_gb_s", gb_s},
+                      {"triad_gb_s", stats_json(summarize(triad_of(bandwidth->second)))},
+                      {"read_gb_s", stats_json(summarize(read_of(bandwidth->second)))},
+                      {"fraction_of_triad", gb_s / triad},
+                      {"fraction_of_read", gb_s / read}});
+    }
+    table.rows.push_back(row);
+  }
+  r.results["decode_traffic"] = rows;
+  r.tables.push_back(table);
+}
+
 }  // namespace
 
 Report run_speed(const BenchOptions& o) {
@@ -151,18 +227,27 @@ Report run_speed(const BenchOptions& o) {
                 {"seed", o.seed},
                 {"kv_type", kv_type_name(o.knobs.kv_type)},
                 {"block_size", o.knobs.block_size},
-                {"chunk_size", o.knobs.chunk_size}};
-  Samples prefill, decode;
-  for (int32_t run = 0; run < o.repeat && !stop_requested(); ++run)
-    measure_round(*model, o, plan, run, prefill, decode);
+                {"chunk_size", o.knobs.chunk_size},
+                {"bandwidth_mib", o.bandwidth_mib}};
+  SpeedSamples samples;
+  for (int32_t run = 0; run < o.repeat && !stop_requested(); ++run) measure_round(*model, o, plan, run, samples);
   r.partial = stop_requested();
-  add_figure(r, o, prefill, plan.prompt_lens, "prefill", "prompt_tokens", "prompt tokens");
-  add_figure(r, o, decode, plan.depths, "decode", "depth", "context depth (tokens)");
+  add_figure(r, o, samples.prefill, plan.prompt_lens, "prefill", "prompt_tokens", "prompt tokens");
+  add_figure(r, o, samples.decode, plan.depths, "decode", "depth", "context depth (tokens)");
+  add_traffic(r, o, *model, plan, samples);
   r.notes.push_back("Prefill: the prompt's forward passes in chunks of " + std::to_string(o.knobs.chunk_size) +
                     " tokens, timed by the Generator. Decode: " + std::to_string(plan.decode_tokens) +
                     " greedy tokens one forward call each, after a context of the given depth whose K/V rows were "
                     "written directly (random values; decode cost does not depend on them). Lengths are capped at "
                     "the model's context.");
+  if (!samples.bandwidth.empty()) {
+    r.notes.push_back("Memory traffic: bytes read per decode token = every weight but the embedding table (one row "
+                      "of it) + the context's K and V at that depth; GB/s = that x the median decode tok/s. The "
+                      "machine's bandwidth is measured in the same runs with the same thread pool: STREAM triad "
+                      "(a = b + s c over three " + std::to_string(o.bandwidth_mib) + " MiB arrays, 3 x 8 bytes per "
+                      "element) and read (a sum over one array, decode's access pattern), best of 5 passes, median "
+                      "over runs.");
+  }
   return r;
 }
 

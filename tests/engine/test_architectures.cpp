@@ -306,6 +306,21 @@ TEST_CASE("make-model writes qwen2 biases, tied embeddings and Llama 3.1's rope_
   CHECK(std::vector<float>(w.rope_freqs, w.rope_freqs + 64) == factors);
 }
 
+TEST_CASE("decode reads every weight once except the embedding table, of which one row", "[engine][architectures]") {
+  const bool tied = GENERATE(true, false);
+  TempDir dir;
+  RandomModelSpec spec = tiny_spec("qwen2");   // with Q/K/V biases
+  spec.tied_embeddings = tied;
+  write_random_model(spec, dir.file("m.gguf"));
+  Run r = open_model(dir.file("m.gguf"));
+  const ModelWeights& w = r.model->weights();
+  const uint64_t table = uint64_t(w.token_embd.rows) * w.token_embd.row_bytes;
+  // The file's tensors hold the table once; decode reads it whole only as the tied output.
+  const uint64_t expected = w.weight_bytes - (tied ? 0 : table) + w.token_embd.row_bytes;
+  INFO("tied " << tied);
+  CHECK(decode_weight_read_bytes(w) == expected);
+}
+
 TEST_CASE("Llama 3.1 rope factors keep short wavelengths, slow long ones 8x and blend between", "[engine][architectures]") {
   // Pair i's wavelength is 2 pi base^(2i/128); with base 500000 it passes 8192/4 = 2048 at
   // pair 29 and 8192 at pair 35.

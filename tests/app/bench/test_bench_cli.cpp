@@ -42,7 +42,7 @@ bool has_svg(const TempDir& dir) {
 TEST_CASE("bench speed reports prefill and decode medians per thread count", "[bench][cli]") {
   TempDir dir;
   const nlohmann::json j = run_mode(dir, {"speed", "--prompt-lens", "32,64", "--depths", "0,64", "-t", "1,2",
-                                          "--repeat", "2", "--decode-tokens", "4"});
+                                          "--repeat", "2", "--decode-tokens", "4", "--bandwidth-mib", "16"});
   REQUIRE(j["results"]["prefill"].size() == 4);
   REQUIRE(j["results"]["decode"].size() == 4);
   for (const auto& row : j["results"]["prefill"]) {
@@ -54,6 +54,16 @@ TEST_CASE("bench speed reports prefill and decode medians per thread count", "[b
   }
   CHECK(j["results"]["decode"][0].contains("depth"));
   CHECK(has_svg(dir));
+  // Decode's bytes/s against the machine's bandwidth: deeper contexts read more KV per token.
+  const nlohmann::json& traffic = j["results"]["decode_traffic"];
+  REQUIRE(traffic.size() == 4);
+  for (const auto& row : traffic) {
+    CHECK(row["triad_gb_s"]["runs"].size() == 2);
+    CHECK(row["fraction_of_triad"].get<double>() > 0);
+    CHECK(row["decode_gb_s"].get<double>() ==
+          Approx(row["fraction_of_read"].get<double>() * row["read_gb_s"]["median"].get<double>()));
+  }
+  CHECK(traffic[2]["bytes_per_token"].get<double>() > traffic[0]["bytes_per_token"].get<double>());
 }
 
 TEST_CASE("bench kv measures bytes per token against the formula and times attention", "[bench][cli]") {
