@@ -306,7 +306,7 @@ TEST_CASE("make-model writes qwen2 biases, tied embeddings and Llama 3.1's rope_
   CHECK(std::vector<float>(w.rope_freqs, w.rope_freqs + 64) == factors);
 }
 
-TEST_CASE("decode reads every weight once except the embedding table, of which one row", "[engine][architectures]") {
+TEST_CASE("decode reads every weight once but only one row of the embedding table", "[engine][architectures]") {
   const bool tied = GENERATE(true, false);
   TempDir dir;
   RandomModelSpec spec = tiny_spec("qwen2");   // with Q/K/V biases
