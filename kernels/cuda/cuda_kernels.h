@@ -58,4 +58,14 @@ void paged_kv_append(const PagedKvLayer& layer, const PagedSeq* seqs, const int3
 void paged_kv_copy_blocks(const PagedKvLayer& layer, const int32_t* src, const int32_t* dst,
                           int32_t num_copies);
 
+// Host offload of one layer's blocks through a staging buffer: device memory (then one
+// cudaMemcpyAsync to or from pinned host memory) or mapped pinned host memory itself.
+//   blocks[num_blocks]                                   device; physical block ids
+//   staging [num_blocks][k.block_stride + v.block_stride] block i's K bytes, then its V bytes
+// Gather copies the blocks into staging; scatter copies staging back into (other) blocks.
+// Bytes move as stored: a block read back equals the block written out.
+size_t offload_staging_bytes(const PagedKvLayer& layer, int32_t num_blocks);
+void paged_kv_gather_blocks(const PagedKvLayer& layer, const int32_t* blocks, int32_t num_blocks, uint8_t* staging);
+void paged_kv_scatter_blocks(const PagedKvLayer& layer, const int32_t* blocks, int32_t num_blocks, const uint8_t* staging);
+
 }  // namespace kvdesk::cuda

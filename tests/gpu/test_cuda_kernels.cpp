@@ -1,9 +1,12 @@
 // CUDA KV kernels against their CPU references: paged_kv_append writes the same bytes as
-// paged_kv_write (the scalar quantizer) for every KvType, block copies move whole blocks, and
+// paged_kv_write (the scalar quantizer) for every KvType, block copies and the offload
+// gather/scatter (device and mapped pinned staging) move whole blocks, and
 // batched decode attention equals ref::paged_attention per sequence (NMSE) over shuffled block
 // tables, GQA ratios 1/4/8 and MQA, lengths that are not a multiple of the block size, short
 // and split long sequences, every KvType and a mixed K/V pair.
 #include <catch2/catch.hpp>
+
+#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
@@ -230,6 +233,52 @@ TEST_CASE("CUDA block copy copies whole K and V blocks", "[cuda][kv_append]") {
     }
     CHECK(device->download() == *store);
   }
+}
+
+TEST_CASE("CUDA offload gather/scatter moves whole blocks through device or pinned host staging", "[cuda][kv_append]") {
+  const Shape shape{8, 2, 80, 16};
+  PagedBatch batch(shape, KvType::INT4, KvType::FP8_E4M3, {40, 20}, 9);
+  batch.write_on_host(batch.random_rows(), batch.random_rows());
+  auto dev = batch.to_device();
+  const PagedKvLayer& host = batch.host_layer();
+  const std::vector<int32_t> blocks = {batch.host_seq(0).block_table[1], batch.host_seq(1).block_table[0],
+                                       batch.host_seq(0).block_table[2]};
+  std::vector<uint8_t> want;   // block i's K bytes, then its V bytes
+  for (int32_t b : blocks) {
+    for (auto [store, t] : {std::pair{&batch.k_store(), host.k}, std::pair{&batch.v_store(), host.v}}) {
+      const uint8_t* begin = store->data() + size_t(b) * t.block_stride;
+      want.insert(want.end(), begin, begin + t.block_stride);
+    }
+  }
+  const size_t bytes = cuda::offload_staging_bytes(host, int32_t(blocks.size()));
+  REQUIRE(bytes == want.size());
+  DeviceBuffer<int32_t> d_blocks(blocks);
+  DeviceBuffer<uint8_t> staging(bytes);
+  cuda::paged_kv_gather_blocks(dev->layer, d_blocks.get(), int32_t(blocks.size()), staging.get());
+  gpu_test::synchronize();
+  CHECK(staging.download() == want);
+
+  uint8_t* pinned = nullptr;   // mapped pinned host memory: the kernel writes over the bus
+  REQUIRE(cudaHostAlloc(reinterpret_cast<void**>(&pinned), bytes, cudaHostAllocMapped) == cudaSuccess);
+  cuda::paged_kv_gather_blocks(dev->layer, d_blocks.get(), int32_t(blocks.size()), pinned);
+  gpu_test::synchronize();
+  CHECK(std::vector<uint8_t>(pinned, pinned + bytes) == want);
+
+  // Scatter the staged blocks back rotated by one: block i's bytes land in block i + 1.
+  const std::vector<int32_t> rotated = {blocks[2], blocks[0], blocks[1]};
+  DeviceBuffer<int32_t> d_rotated(rotated);
+  cuda::paged_kv_scatter_blocks(dev->layer, d_rotated.get(), int32_t(rotated.size()), pinned);
+  gpu_test::synchronize();
+  cudaFreeHost(pinned);
+  size_t offset = 0;
+  for (int32_t b : rotated) {
+    for (auto [store, t] : {std::pair{&batch.k_store(), host.k}, std::pair{&batch.v_store(), host.v}}) {
+      std::memcpy(store->data() + size_t(b) * t.block_stride, want.data() + offset, t.block_stride);
+      offset += t.block_stride;
+    }
+  }
+  CHECK(dev->k.download() == batch.k_store());
+  CHECK(dev->v.download() == batch.v_store());
 }
 
 TEST_CASE("CUDA paged attention equals ref:: for every KV type and GQA ratio", "[cuda][attention]") {
