@@ -1,5 +1,6 @@
-// Host-callable launchers of the CUDA KV kernels, over the same plain-data contract as the CPU
-// kernels (kernels/paged_kv.h, kernels/attention.h) with every pointer in device memory. Plain
+// Host-callable launchers of the CUDA KV kernels (decode and prefill attention, append, block
+// copies, offload), over the same plain-data contract as the CPU kernels (kernels/paged_kv.h,
+// kernels/attention.h) with every pointer in device memory. Plain
 // C++: includes no CUDA header. All launches go to the default stream and return without
 // waiting; bad shapes throw std::invalid_argument before anything is launched.
 //
@@ -44,6 +45,16 @@ int64_t attention_workspace_floats(const AttentionPlan& plan, int32_t num_seqs, 
 // Same result as ref::paged_attention per sequence up to f32 rounding.
 void paged_attention(const PagedKvLayer& layer, const PagedSeq* seqs, int32_t num_seqs,
                      int32_t max_tokens, const AttentionArgs& args, const AttentionPlan& plan);
+
+// Causal prefill attention of one sequence's newest num_queries tokens (their K/V already
+// appended) over all its cached tokens, a reused prefix included:
+//   seq                      block_table in device memory; num_tokens counts the new tokens
+//   q, out                   device [num_queries][num_heads][head_dim]; query t sits at
+//                            position seq.num_tokens - num_queries + t and sees keys [0, position]
+// Exact numerics; same result as ref::paged_attention per query token (num_tokens = position + 1)
+// up to f32 rounding.
+void paged_prefill_attention(const PagedKvLayer& layer, const PagedSeq& seq, int32_t num_queries, const float* q,
+                             int32_t num_heads, float scale, float* out);
 
 // Write one token's K and V rows for each of num_items (sequence, position) pairs, quantized to
 // the layer's types bit-identically to ref::quantize_kv_row (so to paged_kv_write):
