@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "engine/backend.h"
+
 namespace kvdesk {
 
 // "Usage: kvdesk-cli generate -m,--model TEXT -p,--prompt TEXT [OPTIONS]  (kvdesk-cli generate
@@ -16,5 +18,19 @@ std::string usage_line(const CLI::App& app, const std::string& program);
 
 // Parses argv. The exit status to leave with now, or nullopt when the program should go on.
 std::optional<int> parse_command_line(CLI::App& app, const std::string& program, int argc, char** argv);
+
+// --backend auto|cpu|cuda, the same in every program (header-only: kvdesk_bench registers its
+// options from a library).
+inline CLI::Option* add_backend_option(CLI::App* cmd, BackendRequest& backend) {
+  return cmd
+      ->add_option_function<std::string>(
+          "--backend",
+          [&backend](const std::string& name) {
+            backend = name == "cuda" ? BackendRequest::Cuda : name == "cpu" ? BackendRequest::Cpu : BackendRequest::Auto;
+          },
+          "compute backend: auto (CUDA when a device is usable, else the CPU, saying why), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->default_str("auto");
+}
 
 }  // namespace kvdesk

@@ -71,6 +71,7 @@ struct Engine::State {
 
   // Engine thread only.
   EngineSettings settings;
+  BackendChoice backend;
   std::unique_ptr<Model> model;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<KvCache> kv;
@@ -157,8 +158,8 @@ void Engine::State::publish_stats(bool force) {
     const ModelConfig& c = model->config();
     s.model = ModelSummary{model->file().path(), c.name, c.architecture, c.context_length, c.block_count,
                            c.head_count, c.head_count_kv, c.head_dim, model->weights().num_parameters,
-                           model->weights().weight_bytes, "cpu", pool->num_threads(),
-                           chat_format_name(chat_template.format), chat_template.warning};
+                           model->weights().weight_bytes, backend_name(backend.backend), backend.note,
+                           pool->num_threads(), chat_format_name(chat_template.format), chat_template.warning};
     s.running = scheduler->num_running();
     s.waiting = scheduler->num_waiting();
     s.swapped = scheduler->num_swapped();
@@ -187,6 +188,8 @@ void Engine::State::load(const EngineSettings& s) {
   kv.reset();
   model.reset();
   settings = s;
+  // The CPU forward pass is the only one: select_backend refuses cuda until a CUDA one exists.
+  backend = select_backend(s.backend);
   model = Model::load(s.model_path, ModelLoadOptions{s.tokenizer_path, s.memory_limit_bytes});
   try {
     const int32_t threads = s.threads > 0 ? s.threads : std::max(1, int32_t(std::thread::hardware_concurrency()));
@@ -200,6 +203,7 @@ void Engine::State::load(const EngineSettings& s) {
   scheduler = std::make_unique<Scheduler>(*model, *kv, *pool, s.scheduler);
   Event e;
   e.kind = EventKind::ModelLoaded;
+  e.text = backend.note;
   pending.push_back(std::move(e));
 }
 

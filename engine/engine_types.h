@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/generator.h"
 #include "engine/kv_retention.h"
 #include "engine/kv_snapshot.h"
@@ -31,6 +32,7 @@ struct EngineSettings {
   std::string model_path;
   std::string tokenizer_path;        // optional SentencePiece .model
   std::string chat_template;         // a chat_format_name() to use instead of the model's; "": the model's
+  BackendRequest backend = BackendRequest::Auto;   // see engine/backend.h
   int32_t threads = 0;               // 0: all cores
   KvLayout kv;                       // types, block size; num_blocks 0: from the budget
   size_t kv_budget_bytes = 0;        // 0: 1/4 of free memory, at most what the context needs x 8
@@ -85,7 +87,8 @@ struct Event {
   EventKind kind = EventKind::Token;
   RequestId request = 0;             // 0 for model events
   int32_t token = -1;                // Token: the id (-1 for a held-back UTF-8 tail)
-  std::string text;                  // Token: printable text; Error: the message
+  std::string text;                  // Token: printable text; Error: the message;
+                                     // ModelLoaded after load_model: the backend's note
   FinishReason finish = FinishReason::Stop;
   RequestMetrics metrics;            // Finished
 };
@@ -101,7 +104,8 @@ struct ModelSummary {
   int32_t head_dim = 0;
   int64_t parameters = 0;
   uint64_t weight_bytes = 0;
-  std::string backend = "cpu";
+  std::string backend = "cpu";         // the backend chosen at load (backend_name)
+  std::string backend_note;            // why (BackendChoice::note); empty when cpu was asked for
   int32_t threads = 1;
   std::string chat_template;           // the family prompts are rendered with (chat_format_name)
   std::string chat_template_warning;   // non-empty when the model's template was not recognized

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "app/bench/bench_modes.h"
+#include "app/command_line.h"
 #include "engine/error.h"
 
 namespace kvdesk::bench {
@@ -14,6 +15,7 @@ using KnobFlags = std::map<Knob, std::vector<std::string>>;
 void add_common(CLI::App* cmd, BenchOptions& o) {
   cmd->add_option("-m,--model", o.model_path, "GGUF model file")->required();
   cmd->add_option("--tokenizer", o.tokenizer_path, "SentencePiece .model file to use instead of the GGUF vocabulary");
+  add_backend_option(cmd, o.backend);
   cmd->add_option("--json", o.json_path, "Write the results as JSON to this file");
   cmd->add_option("--report", o.report_path, "Write a Markdown report (and its SVG plots beside it) to this file");
   cmd->add_option("--repeat", o.repeat, "Runs per figure (ab: A/B pairs); figures are medians")

@@ -56,6 +56,7 @@ EngineSettings engine_settings(const BenchOptions& o, const Knobs& k) {
   EngineSettings s;
   s.model_path = o.model_path;
   s.tokenizer_path = o.tokenizer_path;
+  s.backend = o.backend;
   s.threads = resolve_threads(k.threads);
   s.kv.k_type = k.kv_type;
   s.kv.v_type = k.kv_type;

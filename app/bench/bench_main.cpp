@@ -8,6 +8,7 @@
 #include "app/bench/bench_cli.h"
 #include "app/bench/bench_modes.h"
 #include "app/command_line.h"
+#include "engine/backend.h"
 #include "engine/error.h"
 
 namespace kvdesk::bench {
@@ -25,7 +26,11 @@ Report run_mode(const std::string& mode, const BenchOptions& o) {
 
 int run(const ModeCommand& command, int argc, char** argv) {
   const BenchOptions& o = *command.options;
+  const kvdesk::BackendChoice backend = kvdesk::select_backend(o.backend);
+  if (!backend.note.empty()) progress(backend.note);
   RunInfo info = make_run_info(argc, argv);
+  info.backend = kvdesk::backend_name(backend.backend);
+  info.backend_note = backend.note;
   info.model = model_json(o.model_path, read_config(o.model_path));
   install_stop_handler();
   const Report report = run_mode(command.mode, o);

@@ -46,6 +46,7 @@ struct BenchOptions {
   // Every mode.
   std::string model_path;
   std::string tokenizer_path;
+  BackendRequest backend = BackendRequest::Auto;
   std::string json_path;
   std::string report_path;
   int32_t repeat = 3;

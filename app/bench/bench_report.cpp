@@ -102,6 +102,7 @@ nlohmann::json report_json(const Report& report, const RunInfo& info) {
           {"command", info.command_line},
           {"date", info.date},
           {"machine", {{"nproc", info.nproc}, {"cpu", info.cpu}, {"load_average", info.load_average}}},
+          {"backend", {{"name", info.backend}, {"note", info.backend_note}}},
           {"model", info.model},
           {"settings", report.settings},
           {"results", report.results}};
@@ -128,6 +129,7 @@ std::string report_markdown(const Report& report, const RunInfo& info, const std
   md += "Command:\n\n    " + info.command_line + "\n\n";
   md += "Date: " + info.date + "  \nMachine: " + std::to_string(info.nproc) + " CPUs, " + info.cpu + ", load average " +
         format_number(info.load_average, 2) + " at the start  \n";
+  md += "Backend: " + info.backend + (info.backend_note.empty() ? "" : " (" + info.backend_note + ")") + "  \n";
   md += model_line(info.model) + "\n";
   if (report.repeated) md += "Figures are medians of repeated runs with (min..max) in brackets.\n\n";
   for (const Table& t : report.tables) md += table_markdown(t);

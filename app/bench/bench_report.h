@@ -49,6 +49,8 @@ struct RunInfo {
   int nproc = 0;
   std::string cpu;          // /proc/cpuinfo "model name"
   double load_average = 0;  // 1-minute load at the start: near or above nproc, the machine was shared
+  std::string backend = "cpu";  // the backend the run's models ran on (backend_name)
+  std::string backend_note;     // why (BackendChoice::note)
   nlohmann::json model = nlohmann::json::object();
 };
 

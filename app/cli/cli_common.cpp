@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <thread>
 
+#include "app/command_line.h"
 #include "engine/error.h"
 #include "engine/memory_limit.h"
 
@@ -26,6 +28,7 @@ void add_model_options(CLI::App* cmd, ModelArgs& args) {
                   "SentencePiece .model file to use instead of the GGUF vocabulary");
   cmd->add_option("-t,--threads", args.threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(0, 1024));
+  add_backend_option(cmd, args.backend);
 }
 
 void add_kv_options(CLI::App* cmd, ModelArgs& args) {
@@ -74,8 +77,10 @@ int resolve_threads(int requested) {
 
 Session open_session(const ModelArgs& args) {
   Session s;
+  s.backend = select_backend(args.backend);
   s.model = Model::load(args.model_path, ModelLoadOptions{args.tokenizer_path});
   s.pool = std::make_unique<ThreadPool>(resolve_threads(args.threads));
+  if (!s.backend.note.empty()) std::fprintf(stderr, "kvdesk-cli: %s\n", s.backend.note.c_str());
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/error.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
@@ -31,6 +32,7 @@ struct Command {
 struct ModelArgs {
   std::string model_path;
   std::string tokenizer_path;
+  BackendRequest backend = BackendRequest::Auto;
   int threads = 0;              // 0: all cores
   std::string kv_type = "f16";
   std::string kv_type_k;        // empty: kv_type
@@ -57,12 +59,15 @@ KvType parse_kv_type(const std::string& name);   // throws UsageError
 KvLayout kv_layout(const ModelArgs& args);
 int resolve_threads(int requested);
 
-// A loaded model, its thread pool, and (after size_kv_cache) a single-user KV pool.
+// A loaded model on its backend, its thread pool, and (after size_kv_cache) a single-user KV pool.
 struct Session {
+  BackendChoice backend;
   std::unique_ptr<Model> model;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<KvCache> kv;
 };
+// Chooses the backend (an explicit cuda that cannot run throws kvdesk::Error before anything
+// loads), loads the model and prints the backend's note, if any, as one line on stderr.
 Session open_session(const ModelArgs& args);
 // Creates the KV pool: --kv-budget-mib's worth of blocks, or else room for `tokens` tokens
 // (capped at the model's context). Throws kvdesk::Error when the budget holds no block.

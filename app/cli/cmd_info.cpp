@@ -8,6 +8,7 @@
 #include <map>
 
 #include "app/cli/cli_common.h"
+#include "app/command_line.h"
 #include "engine/chat_template.h"
 #include "kernels/ops.h"
 
@@ -48,7 +49,7 @@ nlohmann::json kv_capacity_json(const ModelConfig& c, const InfoArgs& a) {
   return {{"budget_mib", a.budget_mib}, {"context", context}, {"block_size", a.model.block_size}, {"types", types}};
 }
 
-nlohmann::json info_json(const Model& m, const InfoArgs& a) {
+nlohmann::json info_json(const Model& m, const BackendChoice& backend, const InfoArgs& a) {
   const ModelConfig& c = m.config();
   const ChatTemplate chat = chat_template_for(m.file(), "");
   std::map<std::string, int> type_counts;
@@ -59,6 +60,8 @@ nlohmann::json info_json(const Model& m, const InfoArgs& a) {
       {"path", m.file().path()},
       {"gguf_version", m.file().version()},
       {"architecture", c.architecture},
+      {"backend", backend_name(backend.backend)},
+      {"backend_note", backend.note},
       {"name", c.name},
       {"context_length", c.context_length},
       {"embedding_length", c.embedding_length},
@@ -103,7 +106,7 @@ void print_capacity(const nlohmann::json& cap) {
 void print_text(const nlohmann::json& j) {
   std::printf("%s (%s, GGUF v%d)\n", j["path"].get<std::string>().c_str(),
               j["architecture"].get<std::string>().c_str(), j["gguf_version"].get<int>());
-  for (const char* key : {"name", "context_length", "embedding_length", "block_count",
+  for (const char* key : {"backend", "name", "context_length", "embedding_length", "block_count",
                           "feed_forward_length", "head_count", "head_count_kv", "head_dim",
                           "rope_dimension_count", "rope_freq_base", "rope_freq_scale", "rope_mode",
                           "rope_freqs", "qkv_bias", "rms_eps", "vocab_size",
@@ -125,7 +128,7 @@ void print_text(const nlohmann::json& j) {
 
 int run_info(const InfoArgs& a) {
   Session s = open_session(a.model);
-  const nlohmann::json j = info_json(*s.model, a);
+  const nlohmann::json j = info_json(*s.model, s.backend, a);
   if (a.json) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -147,6 +150,7 @@ Command add_info_command(CLI::App& app) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--block-size", args->model.block_size, "KV block size in tokens")
       ->check(CLI::IsMember({8, 16, 32, 64, 128}))->capture_default_str();
+  add_backend_option(cmd, args->model.backend);
   cmd->add_flag("--json", args->json, "Print JSON");
   args->model.threads = 1;
   return Command{cmd, [args] { return run_info(*args); }};

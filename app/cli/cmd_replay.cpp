@@ -29,6 +29,7 @@ EngineSettings engine_settings(const ReplayArgs& a) {
   s.model_path = a.model.model_path;
   s.tokenizer_path = a.model.tokenizer_path;
   s.chat_template = a.chat_template;
+  s.backend = a.model.backend;
   s.threads = resolve_threads(a.model.threads);
   s.kv = kv_layout(a.model);
   s.kv.num_blocks = a.kv_blocks;
@@ -43,6 +44,8 @@ int run_replay(const ReplayArgs& a) {
   Replayer replayer(read_trace(a.trace_path), retention_options(a.retention));
   replayer.run(engine_settings(a));
   const nlohmann::json report = replayer.report_json();
+  const std::string note = report["backend_note"].get<std::string>();
+  if (!note.empty()) std::fprintf(stderr, "kvdesk-cli: %s\n", note.c_str());
   if (a.json) {
     std::printf("%s\n", report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;

@@ -42,6 +42,7 @@ Command add_tokenize_command(CLI::App& app) {
   cmd->add_flag("--no-bos", args->no_bos, "Do not prepend the BOS token");
   cmd->add_flag("--json", args->json, "Print {\"ids\": [...], \"pieces\": [...]}");
   args->model.threads = 1;
+  args->model.backend = BackendRequest::Cpu;   // tokenizing runs no layer
   return Command{cmd, [args] { return run_tokenize(*args); }};
 }
 

@@ -17,6 +17,7 @@ ParsedOptions parse_app_options(int argc, char** argv) {
   app.add_flag("--frame-stats", o.frame_stats, "print the median and p95 frame time at exit");
   app.add_option("--kv-blocks", o.kv_blocks, "KV pool of exactly N blocks")->check(CLI::NonNegativeNumber);
   app.add_option("--threads,-t", o.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  add_backend_option(&app, o.backend);
   app.add_option("--width", o.width, "window width")->check(CLI::Range(320, 8192));
   app.add_option("--height", o.height, "window height")->check(CLI::Range(240, 8192));
   parsed.exit_code = parse_command_line(app, "kvdesk", argc, argv);

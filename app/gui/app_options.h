@@ -1,9 +1,12 @@
 // The kvdesk command line: kvdesk [--model PATH] [--db PATH] [--script FILE
-// [--screenshot-dir DIR] [--script-timeout S]] [--frame-stats] [--kv-blocks N] [--threads N].
+// [--screenshot-dir DIR] [--script-timeout S]] [--frame-stats] [--kv-blocks N] [--threads N]
+// [--backend auto|cpu|cuda].
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "engine/backend.h"
 
 namespace kvdesk::gui {
 
@@ -16,6 +19,7 @@ struct AppOptions {
   bool frame_stats = false;      // print median / p95 frame time at exit
   int32_t kv_blocks = 0;         // > 0: a pool of exactly this many blocks
   int32_t threads = 0;           // 0: all cores
+  BackendRequest backend = BackendRequest::Auto;
   int32_t width = 1280;
   int32_t height = 800;
 };

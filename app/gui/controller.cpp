@@ -255,6 +255,7 @@ EngineSettings Controller::engine_settings(const std::string& model_path) const 
   EngineSettings s;
   s.model_path = model_path;
   s.threads = options_.threads;
+  s.backend = options_.backend;
   s.kv.k_type = kv_type_or_throw(kv.k_type);
   s.kv.v_type = kv_type_or_throw(kv.v_type);
   s.kv.block_size = kv.block_size;

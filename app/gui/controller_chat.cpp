@@ -182,7 +182,7 @@ void Controller::on_event(const Event& e) {
       vm_.model.state = ui::ModelState::Loaded;
       store().note_model_opened(vm_.model.path);
       load_preferences();
-      set_status("model loaded", false);
+      set_status(e.text.empty() ? "model loaded" : "model loaded; " + e.text, false);
       break;
   }
 }

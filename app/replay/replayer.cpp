@@ -158,7 +158,8 @@ nlohmann::json Replayer::report_json() const {
       {"retention_tokens_seen", s.retention_tokens_seen}, {"retention_tokens_kept", s.retention_tokens_kept},
       {"retention_blocks_freed", s.retention_blocks_freed},
   };
-  return {{"turns", turns}, {"summary", summary}};
+  return {{"backend", last_stats_.model.backend}, {"backend_note", last_stats_.model.backend_note},
+          {"turns", turns}, {"summary", summary}};
 }
 
 }  // namespace kvdesk

@@ -1,5 +1,6 @@
-// Host-callable launchers of the CUDA KV kernels, over the same plain-data contract as the CPU
-// kernels (kernels/paged_kv.h, kernels/attention.h) with every pointer in device memory. Plain
+// Host-callable launchers of the CUDA KV kernels (decode and prefill attention, append, block
+// copies, offload), over the same plain-data contract as the CPU kernels (kernels/paged_kv.h,
+// kernels/attention.h) with every pointer in device memory. Plain
 // C++: includes no CUDA header. All launches go to the default stream and return without
 // waiting; bad shapes throw std::invalid_argument before anything is launched.
 //
@@ -45,6 +46,16 @@ int64_t attention_workspace_floats(const AttentionPlan& plan, int32_t num_seqs, 
 void paged_attention(const PagedKvLayer& layer, const PagedSeq* seqs, int32_t num_seqs,
                      int32_t max_tokens, const AttentionArgs& args, const AttentionPlan& plan);
 
+// Causal prefill attention of one sequence's newest num_queries tokens (their K/V already
+// appended) over all its cached tokens, a reused prefix included:
+//   seq                      block_table in device memory; num_tokens counts the new tokens
+//   q, out                   device [num_queries][num_heads][head_dim]; query t sits at
+//                            position seq.num_tokens - num_queries + t and sees keys [0, position]
+// Exact numerics; same result as ref::paged_attention per query token (num_tokens = position + 1)
+// up to f32 rounding.
+void paged_prefill_attention(const PagedKvLayer& layer, const PagedSeq& seq, int32_t num_queries, const float* q,
+                             int32_t num_heads, float scale, float* out);
+
 // Write one token's K and V rows for each of num_items (sequence, position) pairs, quantized to
 // the layer's types bit-identically to ref::quantize_kv_row (so to paged_kv_write):
 //   seqs[num_items], positions[num_items]           device; 0 <= position < num_tokens
@@ -57,5 +68,15 @@ void paged_kv_append(const PagedKvLayer& layer, const PagedSeq* seqs, const int3
 // [num_copies] each); no destination may also be a source.
 void paged_kv_copy_blocks(const PagedKvLayer& layer, const int32_t* src, const int32_t* dst,
                           int32_t num_copies);
+
+// Host offload of one layer's blocks through a staging buffer: device memory (then one
+// cudaMemcpyAsync to or from pinned host memory) or mapped pinned host memory itself.
+//   blocks[num_blocks]                                   device; physical block ids
+//   staging [num_blocks][k.block_stride + v.block_stride] block i's K bytes, then its V bytes
+// Gather copies the blocks into staging; scatter copies staging back into (other) blocks.
+// Bytes move as stored: a block read back equals the block written out.
+size_t offload_staging_bytes(const PagedKvLayer& layer, int32_t num_blocks);
+void paged_kv_gather_blocks(const PagedKvLayer& layer, const int32_t* blocks, int32_t num_blocks, uint8_t* staging);
+void paged_kv_scatter_blocks(const PagedKvLayer& layer, const int32_t* blocks, int32_t num_blocks, const uint8_t* staging);
 
 }  // namespace kvdesk::cuda

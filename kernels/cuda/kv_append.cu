@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/block_copy.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/kv_codec.cuh"
@@ -101,18 +102,11 @@ __global__ void append_kernel(PagedKvLayer layer, const PagedSeq* seqs, const in
   write_row(t.type, x, row, layer.head_dim);
 }
 
-// grid (num_copies, 2: K then V): block src[i] -> dst[i], 16 bytes at a time when aligned.
+// grid (num_copies, 2: K then V): block src[i] -> dst[i].
 __global__ void copy_blocks_kernel(PagedKvTensor k, PagedKvTensor v, const int32_t* src, const int32_t* dst) {
   const PagedKvTensor& t = blockIdx.y == 0 ? k : v;
-  const uint8_t* from = t.data + size_t(src[blockIdx.x]) * t.block_stride;
-  uint8_t* to = t.data + size_t(dst[blockIdx.x]) * t.block_stride;
-  if ((reinterpret_cast<uintptr_t>(t.data) | t.block_stride) % sizeof(uint4) == 0) {
-    for (size_t i = threadIdx.x; i < t.block_stride / sizeof(uint4); i += blockDim.x) {
-      reinterpret_cast<uint4*>(to)[i] = reinterpret_cast<const uint4*>(from)[i];
-    }
-  } else {
-    for (size_t i = threadIdx.x; i < t.block_stride; i += blockDim.x) to[i] = from[i];
-  }
+  cta_copy_bytes(t.data + size_t(dst[blockIdx.x]) * t.block_stride, t.data + size_t(src[blockIdx.x]) * t.block_stride,
+                 t.block_stride);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/kv_checks.h"
 #include "kernels/cuda/kv_codec.cuh"
 
 namespace kvdesk::cuda {
@@ -202,25 +203,6 @@ __global__ void attention_combine_kernel(const PagedSeq* seqs, int32_t num_heads
   }
 }
 
-// Bytes the pointer and strides must be a multiple of for fetch8's loads.
-size_t load_alignment(KvType type) {
-  switch (type) {
-    case KvType::F32:
-    case KvType::F16:
-    case KvType::BF16: return 16;
-    case KvType::INT4: return 2;
-    default: return 4;
-  }
-}
-
-void check_tensor(const PagedKvTensor& t, const char* name) {
-  const size_t align = load_alignment(t.type);
-  if ((reinterpret_cast<uintptr_t>(t.data) | t.block_stride | t.head_stride | t.row_stride) % align != 0) {
-    throw std::invalid_argument(std::string("CUDA paged attention: ") + name + " storage (" + kv_type_name(t.type) +
-                                ") must be " + std::to_string(align) + "-byte aligned in pointer and strides");
-  }
-}
-
 template <KvType kKType, KvType kVType>
 void launch_split(const SplitParams& p, dim3 grid) {
   attention_split_kernel<int(kKType), int(kVType)><<<grid, kThreads>>>(p);
@@ -283,8 +265,8 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq* seqs, int32_t nu
   if (int64_t(plan.num_splits) * plan.split_tokens < max_tokens || plan.split_tokens <= 0) {
     throw std::invalid_argument("CUDA paged attention: the plan does not cover max_tokens");
   }
-  check_tensor(layer.k, "K");
-  check_tensor(layer.v, "V");
+  require_fetch_alignment(layer.k, "CUDA paged attention", "K");
+  require_fetch_alignment(layer.v, "CUDA paged attention", "V");
   if (num_seqs > 65535) throw std::invalid_argument("CUDA paged attention: at most 65535 sequences per call");
   if (num_seqs == 0) return;
   const int64_t partials = int64_t(num_seqs) * args.num_heads * plan.num_splits;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check: builds the CUDA kernels with -DKVDESK_CUDA=ON (architecture "native" when
-# nvidia-smi sees a GPU), runs kvdesk_gpu_tests (every kernel against its CPU reference) and the
-# decode-attention speed run ([.bench]), then prints a summary. Logs go to $OUT when it is set
+# nvidia-smi sees a GPU), runs kvdesk_gpu_tests (every kernel against its CPU reference: KV
+# append/copy, paged attention, row ops, embedding, GEMV, argmax) and the decode-attention and
+# GEMV speed runs ([.bench]), then prints a summary. Logs go to $OUT when it is set
 # (the device tool), else to the build folder. Budget: well under 8 minutes on an H100/H200.
 #   tests/gpu/check.sh [build-dir]          (default build-gpu)
 set -uo pipefail
@@ -35,7 +36,7 @@ echo "build:  $((built - start)) s"
 echo "tests:  $(verdict $tests_rc), $((tested - built)) s"
 tail -4 "$logs/tests.txt"
 echo "speed:  $(verdict $bench_rc), $((done_at - tested)) s"
-grep -E "^decode|^kv type|^[a-z0-9_]+ +[0-9]+ " "$logs/bench.txt"
+grep -E "^decode|^kv type|^gemv|^type|^[A-Za-z0-9_]+ +[0-9a-z_]+ +[0-9]+ " "$logs/bench.txt"
 # Exit 0 when both passed, 77 when there was no device, 1 otherwise.
 if [ $tests_rc -eq 0 ] && [ $bench_rc -eq 0 ]; then exit 0; fi
 if [ $tests_rc -eq 77 ]; then exit 77; fi

@@ -1,9 +1,13 @@
 // CUDA KV kernels against their CPU references: paged_kv_append writes the same bytes as
-// paged_kv_write (the scalar quantizer) for every KvType, block copies move whole blocks, and
-// batched decode attention equals ref::paged_attention per sequence (NMSE) over shuffled block
-// tables, GQA ratios 1/4/8 and MQA, lengths that are not a multiple of the block size, short
-// and split long sequences, every KvType and a mixed K/V pair.
+// paged_kv_write (the scalar quantizer) for every KvType, block copies and the offload
+// gather/scatter (device and mapped pinned staging) move whole blocks, batched decode
+// attention equals ref::paged_attention per sequence (NMSE) over shuffled block tables, GQA
+// ratios 1/4/8 and MQA, lengths that are not a multiple of the block size, short and split long
+// sequences, every KvType and a mixed K/V pair, and causal prefill attention equals it per query
+// token with and without a cached prefix.
 #include <catch2/catch.hpp>
+
+#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
@@ -199,7 +203,60 @@ void check_attention(const Shape& shape, KvType k_type, KvType v_type, const std
   CHECK(nmse(d_out.download(), want) < 1e-9);
 }
 
+// Prefill of the last num_queries of a sequence of num_tokens (the rest a cached prefix) against
+// ref::paged_attention per query token over keys [0, its position].
+void check_prefill(const Shape& shape, KvType k_type, KvType v_type, int32_t num_tokens, int32_t num_queries) {
+  PagedBatch batch(shape, k_type, v_type, {num_tokens}, 13);
+  batch.write_on_host(batch.random_rows(), batch.random_rows());
+  auto dev = batch.to_device();
+  std::mt19937 rng(4);
+  std::normal_distribution<float> normal;
+  const size_t per_token = size_t(shape.heads) * shape.head_dim;
+  std::vector<float> q(per_token * size_t(num_queries));
+  for (float& e : q) e = normal(rng);
+  std::vector<float> want(q.size());
+  std::vector<float> scratch(size_t(attention_scratch_floats(shape.heads, shape.head_dim)));
+  const float scale = 1.0f / std::sqrt(float(shape.head_dim));
+  const int32_t first = num_tokens - num_queries;
+  for (int32_t t = 0; t < num_queries; ++t) {
+    AttentionArgs args{&q[size_t(t) * per_token], shape.heads, scale, &want[size_t(t) * per_token], scratch.data()};
+    ref::paged_attention(batch.host_layer(), PagedSeq{batch.host_seq(0).block_table, first + t + 1}, args);
+  }
+  DeviceBuffer<float> d_q(q), d_out(q.size());
+  cuda::paged_prefill_attention(dev->layer, PagedSeq{dev->tables[0].get(), num_tokens}, num_queries, d_q.get(), shape.heads,
+                                scale, d_out.get());
+  gpu_test::synchronize();
+  INFO("K " << kv_type_name(k_type) << ", V " << kv_type_name(v_type) << ", heads " << shape.heads << "/" << shape.kv_heads
+            << ", d " << shape.head_dim << ", " << num_queries << " of " << num_tokens << " tokens");
+  CHECK(nmse(d_out.download(), want) < 1e-9);
+}
+
 }  // namespace
+
+TEST_CASE("CUDA prefill attention equals ref:: per query token, with and without a cached prefix", "[cuda][prefill]") {
+  for (KvType type : all_kv_types()) {
+    check_prefill(Shape{8, 2, 128, 16}, type, type, 300, 300);   // a whole prompt
+    check_prefill(Shape{8, 2, 128, 16}, type, type, 300, 37);    // 263 tokens reused from the prefix cache
+  }
+  check_prefill(Shape{32, 1, 128, 16}, KvType::F16, KvType::F16, 100, 100);   // MQA
+  check_prefill(Shape{12, 4, 96, 32}, KvType::F16, KvType::INT4, 77, 20);     // mixed types, block 32
+  check_prefill(Shape{8, 8, 80, 16}, KvType::BF16, KvType::FP8_E4M3, 45, 45);
+  check_prefill(Shape{16, 8, 256, 16}, KvType::F16, KvType::F16, 70, 33);
+  check_prefill(Shape{8, 2, 64, 16}, KvType::INT8, KvType::INT8, 1, 1);       // the first token alone
+  check_prefill(Shape{8, 2, 64, 16}, KvType::F32, KvType::F32, 1000, 1);      // one query behind a long prefix
+}
+
+TEST_CASE("CUDA prefill attention rejects shapes it cannot run", "[cuda][prefill]") {
+  PagedBatch odd_dim(Shape{4, 2, 12, 16}, KvType::F32, KvType::F32, {3}, 1);
+  auto odd_dev = odd_dim.to_device();
+  const PagedSeq odd_seq{odd_dev->tables[0].get(), 3};
+  CHECK_THROWS_AS(cuda::paged_prefill_attention(odd_dev->layer, odd_seq, 3, nullptr, 4, 1.0f, nullptr), std::invalid_argument);
+  PagedBatch f16(Shape{4, 2, 64, 16}, KvType::F16, KvType::F16, {3}, 1);
+  auto f16_dev = f16.to_device();
+  const PagedSeq seq{f16_dev->tables[0].get(), 3};
+  CHECK_THROWS_AS(cuda::paged_prefill_attention(f16_dev->layer, seq, 4, nullptr, 4, 1.0f, nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(cuda::paged_prefill_attention(f16_dev->layer, seq, 3, nullptr, 5, 1.0f, nullptr), std::invalid_argument);
+}
 
 TEST_CASE("CUDA KV append writes the CPU quantizer's bytes for every KV type", "[cuda][kv_append]") {
   for (KvType type : all_kv_types()) {
@@ -230,6 +287,52 @@ TEST_CASE("CUDA block copy copies whole K and V blocks", "[cuda][kv_append]") {
     }
     CHECK(device->download() == *store);
   }
+}
+
+TEST_CASE("CUDA offload gather/scatter moves whole blocks through device or pinned host staging", "[cuda][kv_append]") {
+  const Shape shape{8, 2, 80, 16};
+  PagedBatch batch(shape, KvType::INT4, KvType::FP8_E4M3, {40, 20}, 9);
+  batch.write_on_host(batch.random_rows(), batch.random_rows());
+  auto dev = batch.to_device();
+  const PagedKvLayer& host = batch.host_layer();
+  const std::vector<int32_t> blocks = {batch.host_seq(0).block_table[1], batch.host_seq(1).block_table[0],
+                                       batch.host_seq(0).block_table[2]};
+  std::vector<uint8_t> want;   // block i's K bytes, then its V bytes
+  for (int32_t b : blocks) {
+    for (auto [store, t] : {std::pair{&batch.k_store(), host.k}, std::pair{&batch.v_store(), host.v}}) {
+      const uint8_t* begin = store->data() + size_t(b) * t.block_stride;
+      want.insert(want.end(), begin, begin + t.block_stride);
+    }
+  }
+  const size_t bytes = cuda::offload_staging_bytes(host, int32_t(blocks.size()));
+  REQUIRE(bytes == want.size());
+  DeviceBuffer<int32_t> d_blocks(blocks);
+  DeviceBuffer<uint8_t> staging(bytes);
+  cuda::paged_kv_gather_blocks(dev->layer, d_blocks.get(), int32_t(blocks.size()), staging.get());
+  gpu_test::synchronize();
+  CHECK(staging.download() == want);
+
+  uint8_t* pinned = nullptr;   // mapped pinned host memory: the kernel writes over the bus
+  REQUIRE(cudaHostAlloc(reinterpret_cast<void**>(&pinned), bytes, cudaHostAllocMapped) == cudaSuccess);
+  cuda::paged_kv_gather_blocks(dev->layer, d_blocks.get(), int32_t(blocks.size()), pinned);
+  gpu_test::synchronize();
+  CHECK(std::vector<uint8_t>(pinned, pinned + bytes) == want);
+
+  // Scatter the staged blocks back rotated by one: block i's bytes land in block i + 1.
+  const std::vector<int32_t> rotated = {blocks[2], blocks[0], blocks[1]};
+  DeviceBuffer<int32_t> d_rotated(rotated);
+  cuda::paged_kv_scatter_blocks(dev->layer, d_rotated.get(), int32_t(rotated.size()), pinned);
+  gpu_test::synchronize();
+  cudaFreeHost(pinned);
+  size_t offset = 0;
+  for (int32_t b : rotated) {
+    for (auto [store, t] : {std::pair{&batch.k_store(), host.k}, std::pair{&batch.v_store(), host.v}}) {
+      std::memcpy(store->data() + size_t(b) * t.block_stride, want.data() + offset, t.block_stride);
+      offset += t.block_stride;
+    }
+  }
+  CHECK(dev->k.download() == batch.k_store());
+  CHECK(dev->v.download() == batch.v_store());
 }
 
 TEST_CASE("CUDA paged attention equals ref:: for every KV type and GQA ratio", "[cuda][attention]") {

@@ -26,6 +26,7 @@ nlohmann::json run_mode(const TempDir& dir, std::vector<std::string> args) {
   CHECK(j["partial"] == false);
   CHECK(j["machine"]["nproc"].get<int>() >= 1);
   CHECK(j["model"]["layers"].get<int>() > 0);
+  CHECK(j["backend"]["name"] == "cpu");   // auto: no CUDA forward pass yet
   CHECK(std::filesystem::exists(dir.file("report.md")));
   return j;
 }
@@ -234,6 +235,7 @@ TEST_CASE("every mode with missing or invalid arguments exits 2 with its usage l
       {{"speed", "-m", m, "--prompt-lens", "many"}, "Usage: kvdesk-bench speed"},
       {{"kv"}, "Usage: kvdesk-bench kv"},
       {{"kv", "-m", m, "--kv-types", "fp4"}, "Usage: kvdesk-bench kv"},
+      {{"kv", "-m", m, "--backend", "gpu"}, "Usage: kvdesk-bench kv"},
       {{"capacity"}, "Usage: kvdesk-bench capacity"},
       {{"capacity", "-m", m, "--kv-budget-mib", "-1"}, "Usage: kvdesk-bench capacity"},
       {{"prefix"}, "Usage: kvdesk-bench prefix"},
@@ -258,6 +260,12 @@ TEST_CASE("bench reports a missing model as a runtime error", "[bench][cli]") {
   const CliRun run = run_bench({"kv", "-m", "/nonexistent/model.gguf"});
   CHECK(run.exit_code == 1);
   CHECK(run.err.find("/nonexistent/model.gguf") != std::string::npos);
+}
+
+TEST_CASE("bench --backend cuda is a runtime error while there is no CUDA forward pass", "[bench][cli][backend]") {
+  const CliRun run = run_bench({"kv", "-m", model_path("stories260K.gguf"), "--backend", "cuda"});
+  CHECK(run.exit_code == 1);
+  CHECK(run.err.find("the CUDA backend was asked for") != std::string::npos);
 }
 
 TEST_CASE("Ctrl-C writes what was measured so far as a partial report", "[bench][cli]") {
