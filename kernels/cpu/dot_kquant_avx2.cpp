@@ -15,6 +15,7 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/kquant_scales.h"
 #include "kernels/cpu/tile_driver.h"
 
 // Micro-kernel pieces pass ymm structs around; they must inline to stay in registers.
@@ -79,38 +80,26 @@ void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n)
 // F::ActTerms F::act_terms(const BlockQ8K&) once per super-block and act; F::finish(decoded,
 // iacc, terms, acc) the once-per-super-block part above.
 
-// Q4_K / Q5_K: the 12 packed scale bytes -> sc[0..7] (bytes 0-7) and m[0..7] (bytes 8-15) with
-// 32-bit word operations (k_scale_min for all eight at once): words 0, 1 hold sc[0..3],
-// m[0..3] in their low 6 bits per byte; word 2 the low 4 bits of sc[4..7] and m[4..7]; the top
-// 2 bits of words 0, 1 their high bits.
-ALWAYS_INLINE __m128i k_scale_min_bytes(const uint8_t* scales) {
-  uint32_t w[3];
-  std::memcpy(w, scales, sizeof(w));
-  constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F, kTop2 = 0x03030303;
-  const uint32_t sc_lo = w[0] & kLow6;
-  const uint32_t m_lo = w[1] & kLow6;
-  const uint32_t sc_hi = (w[2] & kLow4) | ((w[0] >> 6) & kTop2) << 4;
-  const uint32_t m_hi = ((w[2] >> 4) & kLow4) | ((w[1] >> 6) & kTop2) << 4;
-  return _mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), static_cast<int>(m_lo),
-                        static_cast<int>(m_hi));
-}
-
 struct KAffine {
-  __m128i scale_min;  // [16] u8 sc[0..7], m[0..7]
+  __m128i scale_min;  // [16] KScaleMinBytes
   __m256 d;           // [8] fp16(d)
   __m256 mins;        // [8] fp16(dmin) * m[s] in lane s
 };
 
 template <class Block>
 ALWAYS_INLINE KAffine k_affine(const Block& b) {
-  const __m128i sm = k_scale_min_bytes(b.scales);
-  const __m256 m = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8)));
-  return KAffine{sm, _mm256_set1_ps(_cvtsh_ss(b.d)), _mm256_mul_ps(m, _mm256_set1_ps(_cvtsh_ss(b.dmin)))};
+  const KScaleMinBytes sm = k_scale_min_bytes(b.scales);
+  const __m128i bytes = _mm_set_epi64x(static_cast<int64_t>(sm.high), static_cast<int64_t>(sm.low));
+  const __m128i mins = _mm_shuffle_epi8(bytes, _mm_setr_epi8(k_min_byte(0), k_min_byte(1), k_min_byte(2), k_min_byte(3),
+                                                             k_min_byte(4), k_min_byte(5), k_min_byte(6), k_min_byte(7),
+                                                             -1, -1, -1, -1, -1, -1, -1, -1));
+  const __m256 m = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins));
+  return KAffine{bytes, _mm256_set1_ps(_cvtsh_ss(b.d)), _mm256_mul_ps(m, _mm256_set1_ps(_cvtsh_ss(b.dmin)))};
 }
 
 // sc[s] in every int16 lane
 ALWAYS_INLINE __m256i k_affine_scale(const KAffine& k, int s) {
-  return _mm256_cvtepu8_epi16(_mm_shuffle_epi8(k.scale_min, _mm_set1_epi8(static_cast<char>(s))));
+  return _mm256_cvtepu8_epi16(_mm_shuffle_epi8(k.scale_min, _mm_set1_epi8(static_cast<char>(k_scale_byte(s)))));
 }
 
 struct KAffineActTerms {

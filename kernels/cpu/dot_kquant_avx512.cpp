@@ -25,6 +25,7 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/kquant_scales.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
 
@@ -76,7 +77,7 @@ void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n)
 struct KActSuper {
   __m512i qs[kSteps];  // [q][64] s8: sub-block lo[q] in bytes 0-31, hi[q] in bytes 32-63
   __m512i bsums;       // [32] int16: bsums[0..15], then zeros
-  __m512 min_sums;     // [16] lane s < 8: a.d * (bsums[2s] + bsums[2s + 1]); lanes 8-15 zero
+  __m512 min_sums;     // [16] lane k_min_byte(s): a.d * (bsums[2s] + bsums[2s + 1]); other lanes zero
   __m512 d;            // [16] a.d
 };
 static_assert(sizeof(KActSuper) % 64 == 0);
@@ -95,8 +96,9 @@ KActSuper pack_super(const BlockQ8K& a) {
   const __m256i bsums = load_256(a.bsums);
   out.bsums = _mm512_zextsi256_si512(bsums);
   out.d = _mm512_set1_ps(a.d);
-  const __m256i pair_sums = _mm256_madd_epi16(bsums, _mm256_set1_epi16(1));
-  out.min_sums = _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_cvtepi32_ps(pair_sums), _mm256_set1_ps(a.d)));
+  alignas(64) float min_sums[16] = {};
+  for (int s = 0; s < 8; ++s) min_sums[k_min_byte(s)] = a.d * static_cast<float>(a.bsums[2 * s] + a.bsums[2 * s + 1]);
+  out.min_sums = _mm512_load_ps(min_sums);
   return out;
 }
 
@@ -119,10 +121,20 @@ ALWAYS_INLINE __m512i stream_load(const void* p) { return _mm512_stream_load_si5
 
 // ---- weight side ------------------------------------------------------------------------------
 
-// Word permutations picking a step's int16 scales out of a super-block's scales.
+constexpr int kPairs = kSteps / 2;
+
+// Byte shuffles (within 128-bit lanes) building a pair's int16 scales from a super-block's scale
+// bytes repeated in every lane: the scale byte goes to one byte of each word, 0x80 zeroes the
+// other. packs puts words 0-3 of 128-bit lane L from dot_2p's int32 lanes 4L..4L+3 and words 4-7
+// from dot_2p+1's, so each word takes the scale of the sub-block those values belong to.
 struct StepIndex {
-  alignas(64) int16_t pair[kSteps][32];  // [q] words 0-15 <- kNibblePairs.lo[q], 16-31 <- .hi[q]
-  alignas(64) int16_t quad[kSteps][32];  // [q] words 8k..8k+7 <- 4q + k
+  // Q4_K / Q5_K, from KScaleMinBytes: low bytes <- sc[lo[q]] (lanes 0, 1) or sc[hi[q]] (lanes
+  // 2, 3) of the word's step q (kNibblePairs); high bytes zero.
+  alignas(64) int8_t pair[kPairs][64];
+  // Q6_K, from s8 scales[0..15]: high bytes <- scales[4q + L] of the word's step q and lane L (a
+  // step is 64 consecutive values, lane L of it 16); low bytes zero (an arithmetic shift right
+  // by 8 then sign-extends).
+  alignas(64) int8_t quad[kPairs][64];
   // Q5_K: moves bit s of each qh byte to bit 4, words 0-15 for s = lo[q], 16-31 for hi[q]: left
   // by 4 - s for steps 0, 1 (s <= 4), right by s - 4 for steps 2, 3; bits leaking across bytes
   // land outside bit 4 and are masked off.
@@ -133,11 +145,20 @@ struct StepIndex {
   alignas(64) int16_t q6_left[32];    // words 0-15 shift 4, 16-31 shift 2
   alignas(64) int16_t q6_right[32];   // words 0-15 shift 0, 16-31 shift 2
   constexpr StepIndex() : pair(), quad(), q5_shift(), q6_left(), q6_right() {
+    constexpr int8_t kZero = -128;  // pshufb: zero this byte
+    for (int p = 0; p < kPairs; ++p) {
+      for (int i = 0; i < 64; ++i) {
+        const bool low_byte = i % 2 == 0;
+        const int lane = i / 16;
+        const int q = 2 * p + (i % 16 >= 8 ? 1 : 0);
+        const int sub_block = lane < 2 ? kNibblePairs.lo[q] : kNibblePairs.hi[q];
+        pair[p][i] = low_byte ? static_cast<int8_t>(k_scale_byte(sub_block)) : kZero;
+        quad[p][i] = low_byte ? kZero : static_cast<int8_t>(4 * q + lane);
+      }
+    }
     for (int q = 0; q < kSteps; ++q) {
       for (int i = 0; i < 32; ++i) {
         const int s = i < 16 ? kNibblePairs.lo[q] : kNibblePairs.hi[q];
-        pair[q][i] = static_cast<int16_t>(s);
-        quad[q][i] = static_cast<int16_t>(4 * q + i / 8);
         q5_shift[q][i] = static_cast<int16_t>(q < 2 ? 4 - s : s - 4);
       }
     }
@@ -154,45 +175,47 @@ ALWAYS_INLINE __m512i load_index(const void* p) { return _mm512_load_si512(p); }
 // 32 bytes at p into both 256-bit halves
 ALWAYS_INLINE __m512i broadcast_256(const uint8_t* p) { return _mm512_broadcast_i64x4(load_256(p)); }
 
-// Q4_K / Q5_K super-block scales: sc[0..7] as int16 words 0-7 (step scales are picked from
-// there), and the float mins lined up with the act's min_sums.
+// Q4_K / Q5_K super-block scales: the unpacked scale bytes (step scales are picked from there),
+// and the float mins lined up with the act's min_sums.
 struct KAffine {
-  __m512i scales;  // [32] int16 sc[0..7] in words 0-7, m[0..7] in words 8-15
+  __m512i scales;  // [64] the 16 KScaleMinBytes in every 128-bit lane
   __m512 d;        // [16] fp16(d)
-  __m512 mins;     // [16] lane s < 8: fp16(dmin) * m[s]; lanes 8-15 zero
+  __m512 mins;     // [16] lane k_min_byte(s): fp16(dmin) * m[s]; the sc lanes meet zero min_sums
 };
 
-// The 12 packed bytes unpack (k_scale_min for all eight at once) in one xmm: bytes 0-3 hold
-// sc[0..3], 4-7 m[0..3] in their low 6 bits and the high 2 bits of sc[4..7], m[4..7] on top;
-// bytes 8-11 the low 4 bits of sc[4..7] | m[4..7] << 4.
 template <class Block>
 ALWAYS_INLINE KAffine k_affine(const Block& b) {
-  // 16 bytes from `scales`: the 12 scale bytes and 4 bytes of what follows in the block (unused)
-  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-  constexpr char kZero = static_cast<char>(0x80);  // pshufb: zero this byte
-  // low parts: sc[0..3] = x[0..3] & 63, sc[4..7] = x[8..11] & 15, m[0..3] = x[4..7] & 63,
-  // m[4..7] = x[8..11] >> 4
-  const __m128i low_src = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-  const __m128i low = _mm_and_si128(low_src, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-  const __m128i low_hi_nibble = _mm_and_si128(_mm_srli_epi16(low_src, 4),
-                                              _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
-  // high 2 bits of sc[4..7], m[4..7]: bits 6-7 of x[0..3], x[4..7] moved to bits 4-5
-  const __m128i top_src = _mm_shuffle_epi8(
-      x, _mm_setr_epi8(kZero, kZero, kZero, kZero, 0, 1, 2, 3, kZero, kZero, kZero, kZero, 4, 5, 6, 7));
-  const __m128i top = _mm_and_si128(_mm_srli_epi16(top_src, 2), _mm_set1_epi8(0x30));
-  const __m128i bytes = _mm_ternarylogic_epi32(low, low_hi_nibble, top, 0xFE);  // a | b | c: sc[0..7], m[0..7]
-  const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
-  return KAffine{_mm512_zextsi256_si512(_mm256_cvtepu8_epi16(bytes)), _mm512_set1_ps(_cvtsh_ss(b.d)),
-                 _mm512_mul_ps(m, _mm512_set1_ps(_cvtsh_ss(b.dmin)))};
+  const KScaleMinBytes sm = k_scale_min_bytes(b.scales);
+  const __m128i bytes = _mm_set_epi64x(static_cast<int64_t>(sm.high), static_cast<int64_t>(sm.low));
+  // d and dmin are adjacent halves: one conversion for both
+  uint32_t d_dmin;
+  static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2);
+  std::memcpy(&d_dmin, &b.d, sizeof(d_dmin));
+  const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));
+  const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
+  return KAffine{_mm512_broadcast_i32x4(bytes), _mm512_broadcastss_ps(both),
+                 _mm512_mul_ps(m, _mm512_broadcastss_ps(_mm_movehdup_ps(both)))};
 }
 
-ALWAYS_INLINE __m512i k_affine_scale(const KAffine& k, int q) {
-  return _mm512_permutexvar_epi16(load_index(kIndex.pair[q]), k.scales);
+ALWAYS_INLINE __m512i k_affine_scale(const KAffine& k, int p) {
+  return _mm512_shuffle_epi8(k.scales, load_index(kIndex.pair[p]));
 }
 
-ALWAYS_INLINE void k_affine_finish(const KAffine& k, __m512i iacc, const KActSuper& a, __m512& acc) {
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc), _mm512_mul_ps(k.d, _mm512_castsi512_ps(stream_load(&a.d))), acc);
-  acc = _mm512_fnmadd_ps(k.mins, _mm512_castsi512_ps(stream_load(&a.min_sums)), acc);
+// The act side of the once-per-super-block part, loaded once per act.
+struct KActTerms {
+  __m512 d;         // [16] a.d
+  __m512 min_sums;  // as KActSuper
+  __m512i bsums;    // as KActSuper
+};
+
+ALWAYS_INLINE KActTerms act_terms(const KActSuper& a) {
+  return KActTerms{_mm512_castsi512_ps(stream_load(&a.d)), _mm512_castsi512_ps(stream_load(&a.min_sums)),
+                   stream_load(&a.bsums)};
+}
+
+ALWAYS_INLINE void k_affine_finish(const KAffine& k, __m512i iacc, const KActTerms& a, __m512& acc) {
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc), _mm512_mul_ps(k.d, a.d), acc);
+  acc = _mm512_fnmadd_ps(k.mins, a.min_sums, acc);
 }
 
 // Q4_K / Q5_K step q (kNibblePairs): qs bytes 64 (q / 2) .. +63, low nibbles for even q, high
@@ -204,15 +227,15 @@ ALWAYS_INLINE __m512i k_nibbles(const uint8_t* qs, int q) {
 
 // F::Block, F::kPairs; F::Decoded F::decode(const Block&) once per super-block and row;
 // F::quants(block, decoded, q) -> [64] u8 of step q; F::scale(decoded, q) -> [32] int16 scale
-// of each prod lane; F::finish(decoded, iacc, act, acc) the once-per-super-block part.
+// of each prod lane; F::finish(decoded, iacc, act terms, acc) the once-per-super-block part.
 struct Q4_KFormat {
   using Block = BlockQ4_K;
   static constexpr StepPairs kPairs = kNibblePairs;
   using Decoded = KAffine;
   ALWAYS_INLINE static Decoded decode(const Block& b) { return k_affine(b); }
   ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded&, int q) { return k_nibbles(b.qs, q); }
-  ALWAYS_INLINE static __m512i scale(const Decoded& d, int q) { return k_affine_scale(d, q); }
-  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActSuper& a, __m512& acc) {
+  ALWAYS_INLINE static __m512i scale(const Decoded& d, int p) { return k_affine_scale(d, p); }
+  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
     k_affine_finish(d, iacc, a, acc);
   }
 };
@@ -231,8 +254,8 @@ struct Q5_KFormat {
     const __m512i high = q < 2 ? _mm512_sllv_epi16(d.qh, shift) : _mm512_srlv_epi16(d.qh, shift);
     return _mm512_ternarylogic_epi32(k_nibbles(b.qs, q), high, _mm512_set1_epi8(0x10), 0xF8);  // a | (b & 0x10)
   }
-  ALWAYS_INLINE static __m512i scale(const Decoded& d, int q) { return k_affine_scale(d.affine, q); }
-  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActSuper& a, __m512& acc) {
+  ALWAYS_INLINE static __m512i scale(const Decoded& d, int p) { return k_affine_scale(d.affine, p); }
+  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
     k_affine_finish(d.affine, iacc, a, acc);
   }
 };
@@ -241,14 +264,14 @@ struct Q6_KFormat {
   using Block = BlockQ6_K;
   static constexpr StepPairs kPairs = kConsecutivePairs;
   struct Decoded {
-    __m512i scales;  // [32] int16 scales[0..15], then zeros
+    __m512i scales;  // [64] s8 scales[0..15] in every 128-bit lane
     __m512i offset;  // [32] int16 -32 * scales[0..15], then zeros
     __m512 d;        // [16] fp16(d)
   };
   ALWAYS_INLINE static Decoded decode(const Block& b) {
-    const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-    const __m256i offset = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 5));
-    return Decoded{_mm512_zextsi256_si512(sc), _mm512_zextsi256_si512(offset), _mm512_set1_ps(_cvtsh_ss(b.d))};
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m256i offset = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(sc), _mm256_set1_epi16(-32));
+    return Decoded{_mm512_broadcast_i32x4(sc), _mm512_zextsi256_si512(offset), _mm512_set1_ps(_cvtsh_ss(b.d))};
   }
   // Step q = values 64q..64q+63 = half h = q / 2, quarters k = 2 (q % 2) and k + 1: low 4 bits
   // from ql[64h .. 64h + 63] (low nibbles for even q, high for odd), high 2 bits from
@@ -262,12 +285,12 @@ struct Q6_KFormat {
                                     : _mm512_srlv_epi16(qh, load_index(kIndex.q6_right));
     return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & 0x30)
   }
-  ALWAYS_INLINE static __m512i scale(const Decoded& d, int q) {
-    return _mm512_permutexvar_epi16(load_index(kIndex.quad[q]), d.scales);
+  ALWAYS_INLINE static __m512i scale(const Decoded& d, int p) {
+    return _mm512_srai_epi16(_mm512_shuffle_epi8(d.scales, load_index(kIndex.quad[p])), 8);
   }
-  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActSuper& a, __m512& acc) {
-    const __m512i unbiased = _mm512_dpwssd_epi32(iacc, stream_load(&a.bsums), d.offset);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(unbiased), _mm512_mul_ps(d.d, _mm512_castsi512_ps(stream_load(&a.d))), acc);
+  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
+    const __m512i unbiased = _mm512_dpwssd_epi32(iacc, a.bsums, d.offset);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(unbiased), _mm512_mul_ps(d.d, a.d), acc);
   }
 };
 
@@ -290,25 +313,33 @@ ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) iacc[r][c] = _mm512_setzero_si512();
   }
-#pragma GCC unroll 4
-  for (int q = 0; q < kSteps; ++q) {
-    __m512i w[R];
+#pragma GCC unroll 2
+  for (int p = 0; p < kPairs; ++p) {
+    __m512i w0[R];
+    __m512i w1[R];
     __m512i sc[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      w[r] = F::quants(*blocks[r], dec[r], q);
-      sc[r] = F::scale(dec[r], q);
+      w0[r] = F::quants(*blocks[r], dec[r], 2 * p);
+      w1[r] = F::quants(*blocks[r], dec[r], 2 * p + 1);
+      sc[r] = F::scale(dec[r], p);
     }
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
-      const __m512i a = stream_load(&row_at<KActSuper>(t.a, t.a_stride, c)[j].qs[q]);
+      const KActSuper& a = row_at<KActSuper>(t.a, t.a_stride, c)[j];
+      const __m512i a0 = stream_load(&a.qs[2 * p]);
+      const __m512i a1 = stream_load(&a.qs[2 * p + 1]);
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) iacc[r][c] = _mm512_dpwssd_epi32(iacc[r][c], _mm512_maddubs_epi16(w[r], a), sc[r]);
+      for (int r = 0; r < R; ++r) {
+        const __m512i dot0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0[r], a0);
+        const __m512i dot1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w1[r], a1);
+        iacc[r][c] = _mm512_dpwssd_epi32(iacc[r][c], _mm512_packs_epi32(dot0, dot1), sc[r]);
+      }
     }
   }
 #pragma GCC unroll 16
   for (int c = 0; c < C; ++c) {
-    const KActSuper& a = row_at<KActSuper>(t.a, t.a_stride, c)[j];
+    const KActTerms a = act_terms(row_at<KActSuper>(t.a, t.a_stride, c)[j]);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) F::finish(dec[r], iacc[r][c], a, acc[r][c]);
   }
@@ -317,8 +348,8 @@ ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
 template <class F>
 struct KQuantKernel {
   static constexpr int kGemvRows = 4;
-  static constexpr int kRows = 4;
-  static constexpr int kActs = 2;
+  static constexpr int kRows = 2;
+  static constexpr int kActs = 8;
 
   static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int count) {
     return pack_kquant_acts<F>(args, a_stride, first, count);
