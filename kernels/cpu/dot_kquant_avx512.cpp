@@ -1,10 +1,12 @@
 // AVX-512 VNNI kernels for the K-quants Q4_K, Q5_K and Q6_K against Q8K activation rows: Q8K
 // quantization, dots and tiled matmul. A step is 64 values: two 32-value sub-blocks in the two
-// 256-bit halves of a zmm, summed in integers. Per 16-bit lane i and 32-bit lane k of step q of
-// super-block j:
-//     prod[i]  = u8(q[2i]) * s8(a[2i]) + u8(q[2i + 1]) * s8(a[2i + 1])   (maddubs; < 2^14 for q < 64)
-//     iacc[k] += prod[2k] * scale[2k] + prod[2k + 1] * scale[2k + 1]      (vpdpwssd, int16 sub-block scales)
-// Once per super-block, with its one act scale a.d:
+// 256-bit halves of a zmm; steps 2p and 2p + 1 form pair p, summed in integers. Per 32-bit lane i
+// of step q and 16-bit word k of pair p of super-block j:
+//     dot_q[i]   = sum_{4 values} u8(q) * s8(a)     (vpdpbusd; |dot| <= 63 * 127 * 4 < 2^15)
+//     words      = packs(dot_2p, dot_2p+1)          (exact: every dot fits in int16)
+//     iacc[k/2] += words[k] * scale[k] + words[k + 1] * scale[k + 1]   (vpdpwssd, sub-block scales)
+// so the multiply units see 1.5 instructions per 64 values and row x act instead of 2 (maddubs +
+// vpdpwssd). Once per super-block, with its one act scale a.d:
 //     Q6_K:         iacc[k] -= 32 * (bsums[2k] * scales[2k] + bsums[2k + 1] * scales[2k + 1])  (vpdpwssd)
 //     acc         += float(iacc) * fp16(d) * a.d
 //     Q4_K / Q5_K:  acc[s] -= fp16(dmin) * m[s] * a.d * (bsums[2s] + bsums[2s + 1])
@@ -96,9 +98,10 @@ KActSuper pack_super(const BlockQ8K& a) {
   const __m256i bsums = load_256(a.bsums);
   out.bsums = _mm512_zextsi256_si512(bsums);
   out.d = _mm512_set1_ps(a.d);
-  alignas(64) float min_sums[16] = {};
-  for (int s = 0; s < 8; ++s) min_sums[k_min_byte(s)] = a.d * static_cast<float>(a.bsums[2 * s] + a.bsums[2 * s + 1]);
-  out.min_sums = _mm512_load_ps(min_sums);
+  // pair sums s = 0..7 into lanes k_min_byte(s) = 4..7, 12..15
+  const __m256 pair_sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, _mm256_set1_epi16(1)));
+  static_assert(k_min_byte(0) == 4 && k_min_byte(3) == 7 && k_min_byte(4) == 12 && k_min_byte(7) == 15);
+  out.min_sums = _mm512_maskz_expand_ps(0xF0F0, _mm512_castps256_ps512(_mm256_mul_ps(pair_sums, _mm256_set1_ps(a.d))));
   return out;
 }
 
@@ -121,7 +124,7 @@ ALWAYS_INLINE __m512i stream_load(const void* p) { return _mm512_stream_load_si5
 
 // ---- weight side ------------------------------------------------------------------------------
 
-constexpr int kPairs = kSteps / 2;
+constexpr int kPairsPerSuper = kSteps / 2;
 
 // Byte shuffles (within 128-bit lanes) building a pair's int16 scales from a super-block's scale
 // bytes repeated in every lane: the scale byte goes to one byte of each word, 0x80 zeroes the
@@ -130,11 +133,11 @@ constexpr int kPairs = kSteps / 2;
 struct StepIndex {
   // Q4_K / Q5_K, from KScaleMinBytes: low bytes <- sc[lo[q]] (lanes 0, 1) or sc[hi[q]] (lanes
   // 2, 3) of the word's step q (kNibblePairs); high bytes zero.
-  alignas(64) int8_t pair[kPairs][64];
+  alignas(64) int8_t pair[kPairsPerSuper][64];
   // Q6_K, from s8 scales[0..15]: high bytes <- scales[4q + L] of the word's step q and lane L (a
   // step is 64 consecutive values, lane L of it 16); low bytes zero (an arithmetic shift right
   // by 8 then sign-extends).
-  alignas(64) int8_t quad[kPairs][64];
+  alignas(64) int8_t quad[kPairsPerSuper][64];
   // Q5_K: moves bit s of each qh byte to bit 4, words 0-15 for s = lo[q], 16-31 for hi[q]: left
   // by 4 - s for steps 0, 1 (s <= 4), right by s - 4 for steps 2, 3; bits leaking across bytes
   // land outside bit 4 and are masked off.
@@ -146,7 +149,7 @@ struct StepIndex {
   alignas(64) int16_t q6_right[32];   // words 0-15 shift 0, 16-31 shift 2
   constexpr StepIndex() : pair(), quad(), q5_shift(), q6_left(), q6_right() {
     constexpr int8_t kZero = -128;  // pshufb: zero this byte
-    for (int p = 0; p < kPairs; ++p) {
+    for (int p = 0; p < kPairsPerSuper; ++p) {
       for (int i = 0; i < 64; ++i) {
         const bool low_byte = i % 2 == 0;
         const int lane = i / 16;
@@ -226,8 +229,8 @@ ALWAYS_INLINE __m512i k_nibbles(const uint8_t* qs, int q) {
 }
 
 // F::Block, F::kPairs; F::Decoded F::decode(const Block&) once per super-block and row;
-// F::quants(block, decoded, q) -> [64] u8 of step q; F::scale(decoded, q) -> [32] int16 scale
-// of each prod lane; F::finish(decoded, iacc, act terms, acc) the once-per-super-block part.
+// F::quants(block, decoded, q) -> [64] u8 of step q; F::scale(decoded, p) -> [32] int16 scale
+// of each word of pair p; F::finish(decoded, iacc, act terms, acc) the once-per-super-block part.
 struct Q4_KFormat {
   using Block = BlockQ4_K;
   static constexpr StepPairs kPairs = kNibblePairs;
@@ -314,7 +317,7 @@ ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
     for (int c = 0; c < C; ++c) iacc[r][c] = _mm512_setzero_si512();
   }
 #pragma GCC unroll 2
-  for (int p = 0; p < kPairs; ++p) {
+  for (int p = 0; p < kPairsPerSuper; ++p) {
     __m512i w0[R];
     __m512i w1[R];
     __m512i sc[R];
