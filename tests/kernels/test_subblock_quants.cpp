@@ -345,16 +345,11 @@ TEST_CASE("SIMD sub-block dots are exact on one block of extreme quants", "[kern
     CHECK(cpu::vec_dot(GgmlType::Q5_0, &q5_0, &a, 32) == ref::vec_dot(GgmlType::Q5_0, &q5_0, &a, 32));
     CHECK(cpu::vec_dot(GgmlType::Q5_1, &q5_1, &a, 32) == ref::vec_dot(GgmlType::Q5_1, &q5_1, &a, 32));
   });
-  // The K-quants against one Q8K super-block of the same +-127 pattern: all quants at their top
-  // (sc = m = 15 for Q4_K / Q5_K, unit scales for Q6_K, so every partial sum is an integer below
-  // 2^24 and any summation order gives the same float).
-  BlockQ8K a8k;
-  a8k.d = 1.0f;
-  for (int i = 0; i < kQ8KBlockValues; ++i) a8k.qs[i] = a.qs[i % 32];
-  for (int k = 0; k < 16; ++k) {
-    a8k.bsums[k] = 0;
-    for (int i = 0; i < 16; ++i) a8k.bsums[k] = static_cast<int16_t>(a8k.bsums[k] + a8k.qs[16 * k + i]);
-  }
+  // The K-quants against one Q8K super-block of that +-127 pattern, and of all +127 and all -127
+  // (4 top quants times 127 in every int32 lane: the largest partial dot, which must stay
+  // exact when the AVX-512 path packs it to int16). All quants at their top, sc = m = 15 for
+  // Q4_K / Q5_K and unit scales for Q6_K keep every partial sum an integer below 2^24, so any
+  // summation order gives the same float.
   BlockQ4_K q4k;
   BlockQ5_K q5k;
   BlockQ6_K q6k;
@@ -367,10 +362,19 @@ TEST_CASE("SIMD sub-block dots are exact on one block of extreme quants", "[kern
   q4k.d = q5k.d = q6k.d = kHalfOne;
   q4k.dmin = q5k.dmin = kHalfHalf;
   for (int8_t& s : q6k.scales) s = 1;
-  for_each_simd_isa([&](CpuIsa isa) {
-    INFO("isa " << cpu_isa_name(isa));
-    CHECK(cpu::vec_dot(GgmlType::Q4_K, &q4k, &a8k, 256) == ref::vec_dot(GgmlType::Q4_K, &q4k, &a8k, 256));
-    CHECK(cpu::vec_dot(GgmlType::Q5_K, &q5k, &a8k, 256) == ref::vec_dot(GgmlType::Q5_K, &q5k, &a8k, 256));
-    CHECK(cpu::vec_dot(GgmlType::Q6_K, &q6k, &a8k, 256) == ref::vec_dot(GgmlType::Q6_K, &q6k, &a8k, 256));
-  });
+  for (int pattern = 0; pattern < 3; ++pattern) {
+    BlockQ8K a8k;
+    a8k.d = 1.0f;
+    for (int i = 0; i < kQ8KBlockValues; ++i) a8k.qs[i] = pattern == 0 ? a.qs[i % 32] : pattern == 1 ? 127 : -127;
+    for (int k = 0; k < 16; ++k) {
+      a8k.bsums[k] = 0;
+      for (int i = 0; i < 16; ++i) a8k.bsums[k] = static_cast<int16_t>(a8k.bsums[k] + a8k.qs[16 * k + i]);
+    }
+    for_each_simd_isa([&](CpuIsa isa) {
+      INFO("isa " << cpu_isa_name(isa) << " pattern " << pattern);
+      CHECK(cpu::vec_dot(GgmlType::Q4_K, &q4k, &a8k, 256) == ref::vec_dot(GgmlType::Q4_K, &q4k, &a8k, 256));
+      CHECK(cpu::vec_dot(GgmlType::Q5_K, &q5k, &a8k, 256) == ref::vec_dot(GgmlType::Q5_K, &q5k, &a8k, 256));
+      CHECK(cpu::vec_dot(GgmlType::Q6_K, &q6k, &a8k, 256) == ref::vec_dot(GgmlType::Q6_K, &q6k, &a8k, 256));
+    });
+  }
 }
