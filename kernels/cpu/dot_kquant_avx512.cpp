@@ -1,9 +1,9 @@
 // AVX-512 VNNI kernels for the K-quants Q4_K, Q5_K and Q6_K against Q8K activation rows: Q8K
 // quantization, dots and tiled matmul. A step is 64 values: two 32-value sub-blocks in the two
-// 256-bit halves of a zmm; steps 2p and 2p + 1 form pair p, summed in integers. Per 32-bit lane i
-// of step q and 16-bit word k of pair p of super-block j:
+// 256-bit halves of a zmm; steps 2h and 2h + 1 cover half h (values 128h .. 128h + 127), summed
+// in integers. Per 32-bit lane i of step q and 16-bit word k of half h of super-block j:
 //     dot_q[i]   = sum_{4 values} u8(q) * s8(a)     (vpdpbusd; |dot| <= 63 * 127 * 4 < 2^15)
-//     words      = packs(dot_2p, dot_2p+1)          (exact: every dot fits in int16)
+//     words      = packs(dot_2h, dot_2h+1)          (exact: every dot fits in int16)
 //     iacc[k/2] += words[k] * scale[k] + words[k + 1] * scale[k + 1]   (vpdpwssd, sub-block scales)
 // so the multiply units see 1.5 instructions per 64 values and row x act instead of 2 (maddubs +
 // vpdpwssd). Once per super-block, with its one act scale a.d:
@@ -124,20 +124,20 @@ ALWAYS_INLINE __m512i stream_load(const void* p) { return _mm512_stream_load_si5
 
 // ---- weight side ------------------------------------------------------------------------------
 
-constexpr int kPairsPerSuper = kSteps / 2;
+constexpr int kHalves = kSteps / 2;  // 128-value halves per super-block
 
-// Byte shuffles (within 128-bit lanes) building a pair's int16 scales from a super-block's scale
+// Byte shuffles (within 128-bit lanes) building a half's int16 scales from a super-block's scale
 // bytes repeated in every lane: the scale byte goes to one byte of each word, 0x80 zeroes the
-// other. packs puts words 0-3 of 128-bit lane L from dot_2p's int32 lanes 4L..4L+3 and words 4-7
-// from dot_2p+1's, so each word takes the scale of the sub-block those values belong to.
+// other. packs puts words 0-3 of 128-bit lane L from dot_2h's int32 lanes 4L..4L+3 and words 4-7
+// from dot_2h+1's, so each word takes the scale of the sub-block those values belong to.
 struct StepIndex {
   // Q4_K / Q5_K, from KScaleMinBytes: low bytes <- sc[lo[q]] (lanes 0, 1) or sc[hi[q]] (lanes
   // 2, 3) of the word's step q (kNibblePairs); high bytes zero.
-  alignas(64) int8_t pair[kPairsPerSuper][64];
+  alignas(64) int8_t affine_scale[kHalves][64];
   // Q6_K, from s8 scales[0..15]: high bytes <- scales[4q + L] of the word's step q and lane L (a
   // step is 64 consecutive values, lane L of it 16); low bytes zero (an arithmetic shift right
   // by 8 then sign-extends).
-  alignas(64) int8_t quad[kPairsPerSuper][64];
+  alignas(64) int8_t q6_scale[kHalves][64];
   // Q5_K: moves bit s of each qh byte to bit 4, words 0-15 for s = lo[q], 16-31 for hi[q]: left
   // by 4 - s for steps 0, 1 (s <= 4), right by s - 4 for steps 2, 3; bits leaking across bytes
   // land outside bit 4 and are masked off.
@@ -147,16 +147,16 @@ struct StepIndex {
   // bits 4, 5 and are masked off.
   alignas(64) int16_t q6_left[32];    // words 0-15 shift 4, 16-31 shift 2
   alignas(64) int16_t q6_right[32];   // words 0-15 shift 0, 16-31 shift 2
-  constexpr StepIndex() : pair(), quad(), q5_shift(), q6_left(), q6_right() {
+  constexpr StepIndex() : affine_scale(), q6_scale(), q5_shift(), q6_left(), q6_right() {
     constexpr int8_t kZero = -128;  // pshufb: zero this byte
-    for (int p = 0; p < kPairsPerSuper; ++p) {
+    for (int h = 0; h < kHalves; ++h) {
       for (int i = 0; i < 64; ++i) {
         const bool low_byte = i % 2 == 0;
         const int lane = i / 16;
-        const int q = 2 * p + (i % 16 >= 8 ? 1 : 0);
+        const int q = 2 * h + (i % 16 >= 8 ? 1 : 0);
         const int sub_block = lane < 2 ? kNibblePairs.lo[q] : kNibblePairs.hi[q];
-        pair[p][i] = low_byte ? static_cast<int8_t>(k_scale_byte(sub_block)) : kZero;
-        quad[p][i] = low_byte ? kZero : static_cast<int8_t>(4 * q + lane);
+        affine_scale[h][i] = low_byte ? static_cast<int8_t>(k_scale_byte(sub_block)) : kZero;
+        q6_scale[h][i] = low_byte ? kZero : static_cast<int8_t>(4 * q + lane);
       }
     }
     for (int q = 0; q < kSteps; ++q) {
@@ -200,8 +200,8 @@ ALWAYS_INLINE KAffine k_affine(const Block& b) {
                  _mm512_mul_ps(m, _mm512_broadcastss_ps(_mm_movehdup_ps(both)))};
 }
 
-ALWAYS_INLINE __m512i k_affine_scale(const KAffine& k, int p) {
-  return _mm512_shuffle_epi8(k.scales, load_index(kIndex.pair[p]));
+ALWAYS_INLINE __m512i k_affine_scale(const KAffine& k, int h) {
+  return _mm512_shuffle_epi8(k.scales, load_index(kIndex.affine_scale[h]));
 }
 
 // The act side of the once-per-super-block part, loaded once per act.
@@ -229,15 +229,15 @@ ALWAYS_INLINE __m512i k_nibbles(const uint8_t* qs, int q) {
 }
 
 // F::Block, F::kPairs; F::Decoded F::decode(const Block&) once per super-block and row;
-// F::quants(block, decoded, q) -> [64] u8 of step q; F::scale(decoded, p) -> [32] int16 scale
-// of each word of pair p; F::finish(decoded, iacc, act terms, acc) the once-per-super-block part.
+// F::quants(block, decoded, q) -> [64] u8 of step q; F::scale(decoded, h) -> [32] int16 scale
+// of each word of half h; F::finish(decoded, iacc, act terms, acc) the once-per-super-block part.
 struct Q4_KFormat {
   using Block = BlockQ4_K;
   static constexpr StepPairs kPairs = kNibblePairs;
   using Decoded = KAffine;
   ALWAYS_INLINE static Decoded decode(const Block& b) { return k_affine(b); }
   ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded&, int q) { return k_nibbles(b.qs, q); }
-  ALWAYS_INLINE static __m512i scale(const Decoded& d, int p) { return k_affine_scale(d, p); }
+  ALWAYS_INLINE static __m512i scale(const Decoded& d, int h) { return k_affine_scale(d, h); }
   ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
     k_affine_finish(d, iacc, a, acc);
   }
@@ -257,7 +257,7 @@ struct Q5_KFormat {
     const __m512i high = q < 2 ? _mm512_sllv_epi16(d.qh, shift) : _mm512_srlv_epi16(d.qh, shift);
     return _mm512_ternarylogic_epi32(k_nibbles(b.qs, q), high, _mm512_set1_epi8(0x10), 0xF8);  // a | (b & 0x10)
   }
-  ALWAYS_INLINE static __m512i scale(const Decoded& d, int p) { return k_affine_scale(d.affine, p); }
+  ALWAYS_INLINE static __m512i scale(const Decoded& d, int h) { return k_affine_scale(d.affine, h); }
   ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
     k_affine_finish(d.affine, iacc, a, acc);
   }
@@ -288,8 +288,8 @@ struct Q6_KFormat {
                                     : _mm512_srlv_epi16(qh, load_index(kIndex.q6_right));
     return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & 0x30)
   }
-  ALWAYS_INLINE static __m512i scale(const Decoded& d, int p) {
-    return _mm512_srai_epi16(_mm512_shuffle_epi8(d.scales, load_index(kIndex.quad[p])), 8);
+  ALWAYS_INLINE static __m512i scale(const Decoded& d, int h) {
+    return _mm512_srai_epi16(_mm512_shuffle_epi8(d.scales, load_index(kIndex.q6_scale[h])), 8);
   }
   ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
     const __m512i unbiased = _mm512_dpwssd_epi32(iacc, a.bsums, d.offset);
@@ -317,21 +317,21 @@ ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
     for (int c = 0; c < C; ++c) iacc[r][c] = _mm512_setzero_si512();
   }
 #pragma GCC unroll 2
-  for (int p = 0; p < kPairsPerSuper; ++p) {
+  for (int h = 0; h < kHalves; ++h) {
     __m512i w0[R];
     __m512i w1[R];
     __m512i sc[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      w0[r] = F::quants(*blocks[r], dec[r], 2 * p);
-      w1[r] = F::quants(*blocks[r], dec[r], 2 * p + 1);
-      sc[r] = F::scale(dec[r], p);
+      w0[r] = F::quants(*blocks[r], dec[r], 2 * h);
+      w1[r] = F::quants(*blocks[r], dec[r], 2 * h + 1);
+      sc[r] = F::scale(dec[r], h);
     }
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
       const KActSuper& a = row_at<KActSuper>(t.a, t.a_stride, c)[j];
-      const __m512i a0 = stream_load(&a.qs[2 * p]);
-      const __m512i a1 = stream_load(&a.qs[2 * p + 1]);
+      const __m512i a0 = stream_load(&a.qs[2 * h]);
+      const __m512i a1 = stream_load(&a.qs[2 * h + 1]);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const __m512i dot0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0[r], a0);
@@ -351,6 +351,8 @@ ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
 template <class F>
 struct KQuantKernel {
   static constexpr int kGemvRows = 4;
+  // Wide in acts: each row's scale unpack and quant extraction serve 8 acts (2 x 8 beat 4 x 3,
+  // 4 x 4 and 3 x 6 in prefill-shaped matmuls on Zen 4).
   static constexpr int kRows = 2;
   static constexpr int kActs = 8;
 
