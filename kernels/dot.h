@@ -1,7 +1,7 @@
 // Dot products of one weight row (stored in its GGUF type, never dequantized in memory)
 // with one activation row. Quantized weights meet activations quantized once per matmul to
-// an 8-bit block format (BlockQ8Act), so the inner loop is integer SIMD; float weights meet
-// float activations.
+// an 8-bit block format (BlockQ8Act per 32 values, BlockQ8K per 256 for the K-quants), so the
+// inner loop is integer SIMD; float weights meet float activations.
 //
 // Three faces, one signature: ref:: is the scalar truth, cpu:: dispatches at run time to the
 // widest ISA present (AVX-512 VNNI, AVX2, scalar), and tests compare the two.
@@ -23,7 +23,20 @@ struct BlockQ8Act {
 };
 static_assert(sizeof(BlockQ8Act) == 40);
 
-enum class ActFormat { F32, Q8Act };
+// Activation super-block for the K-quants (ggml's Q8_K): 256 values x[i] ~= d * qs[i] with one
+// scale, so a whole weight super-block is summed in integers (its sub-block scales multiplying
+// int32 partial dots) and converted to float once; bsums[k] = sum of qs[16k .. 16k + 15] carry
+// the mins (Q4_K, Q5_K) and the -32 offset (Q6_K) in integers too.
+constexpr int kQ8KBlockValues = 256;
+constexpr int kQ8KSumValues = 16;
+struct BlockQ8K {
+  float d;
+  int8_t qs[kQ8KBlockValues];
+  int16_t bsums[kQ8KBlockValues / kQ8KSumValues];
+};
+static_assert(sizeof(BlockQ8K) == 292);
+
+enum class ActFormat { F32, Q8Act, Q8K };
 ActFormat act_format_for(GgmlType weight_type);
 // Bytes of one prepared activation row of n values for this weight type.
 size_t act_row_bytes(GgmlType weight_type, int64_t n);

@@ -1,4 +1,4 @@
-// Scalar truth for the dot products: activation preparation (float copy or BlockQ8Act) and
+// Scalar truth for the dot products: activation preparation (float copy, BlockQ8Act or BlockQ8K) and
 // weight-row x activation-row dots for every computable type, accumulated in double.
 #include <cmath>
 
@@ -14,27 +14,30 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::F32:
     case GgmlType::F16:
     case GgmlType::BF16: return ActFormat::F32;
-    // Every quantized weight type meets BlockQ8Act, the K-quants included: their sub-blocks are
-    // 32 values (Q6_K's two 16-value halves of one act block are told apart per int32 lane), so
-    // one act block lines up with one weight scale, and the integer work per 32 values is the
-    // same as Q4_0's. A 256-value activation block with one scale (ggml's Q8_K) would save one
-    // int->float convert per 32 values but needs its own preparation and packing paths for a
-    // memory-bound decode that does not need the saving.
+    // The 32-value weight blocks meet BlockQ8Act: one act scale per weight scale.
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
     case GgmlType::Q4_1:
     case GgmlType::Q5_0:
-    case GgmlType::Q5_1:
+    case GgmlType::Q5_1: return ActFormat::Q8Act;
+    // The K-quants meet BlockQ8K: one act scale per 256-value super-block, so the sub-block
+    // scales multiply integers and the super-block converts to float once.
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return ActFormat::Q8Act;
+    case GgmlType::Q6_K: return ActFormat::Q8K;
     default: KVDESK_ASSERT(!"act_format_for: type is not computable");
   }
   return ActFormat::F32;
 }
 
 size_t act_row_bytes(GgmlType weight_type, int64_t n) {
-  if (act_format_for(weight_type) == ActFormat::F32) return static_cast<size_t>(n) * sizeof(float);
+  switch (act_format_for(weight_type)) {
+    case ActFormat::F32: return static_cast<size_t>(n) * sizeof(float);
+    case ActFormat::Q8K:
+      KVDESK_ASSERT(n % kQ8KBlockValues == 0);
+      return static_cast<size_t>(n / kQ8KBlockValues) * sizeof(BlockQ8K);
+    case ActFormat::Q8Act: break;
+  }
   KVDESK_ASSERT(n % kQ8ActBlockValues == 0);
   return static_cast<size_t>(n / kQ8ActBlockValues) * sizeof(BlockQ8Act);
 }
@@ -54,6 +57,24 @@ void quantize_act_block(const float* x, BlockQ8Act& y) {
   for (int i = 0; i < kQ8ActBlockValues; ++i) {
     y.qs[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
     y.sum += y.qs[i];
+  }
+}
+
+// d = amax / 127 over 256 values, qs[i] = round_half_even(x[i] * (1 / d)), bsums[k] = sum of
+// qs[16k .. 16k + 15], as quantize_act_block.
+void quantize_q8k_block(const float* x, BlockQ8K& y) {
+  float amax = 0.0f;
+  for (int i = 0; i < kQ8KBlockValues; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  y.d = d;
+  for (int k = 0; k < kQ8KBlockValues / kQ8KSumValues; ++k) {
+    int sum = 0;
+    for (int i = kQ8KSumValues * k; i < kQ8KSumValues * (k + 1); ++i) {
+      y.qs[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
+      sum += y.qs[i];
+    }
+    y.bsums[k] = static_cast<int16_t>(sum);
   }
 }
 
@@ -90,10 +111,10 @@ float dot_q4_0(const BlockQ4_0* w, const BlockQ8Act* a, int64_t n) {
   return static_cast<float>(sum);
 }
 
-// sum_i q[i] * a.qs[i] over values [first, first + count) of one act block
-int32_t int_dot(const int* q, const BlockQ8Act& a, int first, int count) {
+// sum_i q[i] * qs[i] over values [first, first + count)
+int32_t int_dot(const int* q, const int8_t* qs, int first, int count) {
   int32_t isum = 0;
-  for (int i = first; i < first + count; ++i) isum += q[i] * a.qs[i];
+  for (int i = first; i < first + count; ++i) isum += q[i] * qs[i];
   return isum;
 }
 
@@ -104,7 +125,7 @@ float dot_affine32(const Block* w, const BlockQ8Act* a, int64_t n, Unpack unpack
   for (int64_t b = 0; b < n / 32; ++b) {
     int q[32];
     unpack(w[b], q);
-    sum += static_cast<double>(fp16_to_fp32(w[b].d) * a[b].d) * int_dot(q, a[b], 0, 32) +
+    sum += static_cast<double>(fp16_to_fp32(w[b].d) * a[b].d) * int_dot(q, a[b].qs, 0, 32) +
            static_cast<double>(fp16_to_fp32(w[b].m)) * (a[b].d * static_cast<float>(a[b].sum));
   }
   return static_cast<float>(sum);
@@ -120,46 +141,42 @@ float dot_q5_0(const BlockQ5_0* w, const BlockQ8Act* a, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b) {
     int q[32];
     unpack_5bit(w[b].qs, w[b].qh, q);
-    sum += static_cast<double>(fp16_to_fp32(w[b].d) * a[b].d) * (int_dot(q, a[b], 0, 32) - 16 * a[b].sum);
+    sum += static_cast<double>(fp16_to_fp32(w[b].d) * a[b].d) * (int_dot(q, a[b].qs, 0, 32) - 16 * a[b].sum);
   }
   return static_cast<float>(sum);
 }
 
-// Q4_K / Q5_K: act block 8j + s meets sub-block s of super-block j:
-//   fp16(d) * sc[s] * a.d * sum_l q * a.qs[l]  -  fp16(dmin) * m[s] * a.d * a.sum
+// Q4_K / Q5_K against one Q8K super-block each, summed in integers and converted once:
+//   fp16(d) * a.d * sum_s sc[s] * sum_l q * a.qs  -  fp16(dmin) * a.d * sum_s m[s] * (bsums[2s] + bsums[2s + 1])
 template <class Block, class Unpack>
-float dot_k_affine(const Block* w, const BlockQ8Act* a, int64_t n, Unpack unpack) {
+float dot_k_affine(const Block* w, const BlockQ8K* a, int64_t n, Unpack unpack) {
   double sum = 0.0;
   for (int64_t j = 0; j < n / kQK_K; ++j) {
     int q[kQK_K];
     unpack(w[j], q);
-    const float d = fp16_to_fp32(w[j].d);
-    const float dmin = fp16_to_fp32(w[j].dmin);
+    int32_t scaled = 0;
+    int32_t mins = 0;
     for (int s = 0; s < 8; ++s) {
-      const BlockQ8Act& as = a[8 * j + s];
       const KScaleMin sm = k_scale_min(w[j].scales, s);
-      sum += static_cast<double>(d * sm.scale * as.d) * int_dot(q + 32 * s, as, 0, 32) -
-             static_cast<double>(dmin * sm.min) * (as.d * static_cast<float>(as.sum));
+      scaled += sm.scale * int_dot(q, a[j].qs, 32 * s, 32);
+      mins += sm.min * (a[j].bsums[2 * s] + a[j].bsums[2 * s + 1]);
     }
+    sum += static_cast<double>(fp16_to_fp32(w[j].d) * a[j].d) * scaled -
+           static_cast<double>(fp16_to_fp32(w[j].dmin) * a[j].d) * mins;
   }
   return static_cast<float>(sum);
 }
 
-// Q6_K: act block 8j + s meets 16-value sub-blocks 2s and 2s + 1 of super-block j:
-//   sum_{h = 0, 1} fp16(d) * scales[2s + h] * a.d * sum_l (q - 32) * a.qs[16h + l]
-float dot_q6_k(const BlockQ6_K* w, const BlockQ8Act* a, int64_t n) {
+// Q6_K against one Q8K super-block each: fp16(d) * a.d * sum_k scales[k] * sum_{16 values} (q - 32) * a.qs
+float dot_q6_k(const BlockQ6_K* w, const BlockQ8K* a, int64_t n) {
   double sum = 0.0;
   for (int64_t j = 0; j < n / kQK_K; ++j) {
     int q[kQK_K];
     unpack_q6_k(w[j], q);
     for (int& v : q) v -= 32;
-    const float d = fp16_to_fp32(w[j].d);
-    for (int s = 0; s < 8; ++s) {
-      const BlockQ8Act& as = a[8 * j + s];
-      for (int h = 0; h < 2; ++h) {
-        sum += static_cast<double>(d * w[j].scales[2 * s + h] * as.d) * int_dot(q + 32 * s, as, 16 * h, 16);
-      }
-    }
+    int32_t scaled = 0;
+    for (int k = 0; k < kQK_K / 16; ++k) scaled += w[j].scales[k] * int_dot(q, a[j].qs, 16 * k, 16);
+    sum += static_cast<double>(fp16_to_fp32(w[j].d) * a[j].d) * scaled;
   }
   return static_cast<float>(sum);
 }
@@ -172,6 +189,12 @@ void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n)
     for (int64_t i = 0; i < n; ++i) y[i] = x[i];
     return;
   }
+  if (act_format_for(weight_type) == ActFormat::Q8K) {
+    KVDESK_ASSERT(n % kQ8KBlockValues == 0);
+    BlockQ8K* y = static_cast<BlockQ8K*>(act);
+    for (int64_t b = 0; b < n / kQ8KBlockValues; ++b) quantize_q8k_block(x + b * kQ8KBlockValues, y[b]);
+    return;
+  }
   KVDESK_ASSERT(n % kQ8ActBlockValues == 0);
   BlockQ8Act* y = static_cast<BlockQ8Act*>(act);
   for (int64_t b = 0; b < n / kQ8ActBlockValues; ++b) quantize_act_block(x + b * kQ8ActBlockValues, y[b]);
@@ -180,6 +203,7 @@ void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n)
 float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
   const float* a = static_cast<const float*>(act_row);
   const BlockQ8Act* qa = static_cast<const BlockQ8Act*>(act_row);
+  const BlockQ8K* ka = static_cast<const BlockQ8K*>(act_row);
   switch (weight_type) {
     case GgmlType::F32:
       return dot_float(static_cast<const float*>(w_row), a, n, [](float v) { return v; });
@@ -205,13 +229,13 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
                           [](const BlockQ5_1& b, int* q) { unpack_5bit(b.qs, b.qh, q); });
     case GgmlType::Q4_K:
       KVDESK_ASSERT(n % kQK_K == 0);
-      return dot_k_affine(static_cast<const BlockQ4_K*>(w_row), qa, n, unpack_q4_k);
+      return dot_k_affine(static_cast<const BlockQ4_K*>(w_row), ka, n, unpack_q4_k);
     case GgmlType::Q5_K:
       KVDESK_ASSERT(n % kQK_K == 0);
-      return dot_k_affine(static_cast<const BlockQ5_K*>(w_row), qa, n, unpack_q5_k);
+      return dot_k_affine(static_cast<const BlockQ5_K*>(w_row), ka, n, unpack_q5_k);
     case GgmlType::Q6_K:
       KVDESK_ASSERT(n % kQK_K == 0);
-      return dot_q6_k(static_cast<const BlockQ6_K*>(w_row), qa, n);
+      return dot_q6_k(static_cast<const BlockQ6_K*>(w_row), ka, n);
     default: KVDESK_ASSERT(!"vec_dot: type is not computable");
   }
   return 0.0f;

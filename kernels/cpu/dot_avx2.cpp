@@ -1,5 +1,6 @@
 // AVX2 + FMA + F16C kernels: Q8Act quantization, dots and tiled matmul for every computable
-// weight type. Integer blocks go one per ymm through maddubs; float types use FMA.
+// weight type (the K-quants handed on to dot_kquant_avx2.cpp). Integer blocks go one per ymm
+// through maddubs; float types use FMA.
 // Built with AVX2 flags, reached only through kAvx2Kernels after the CPU check.
 #include <immintrin.h>
 
@@ -60,9 +61,10 @@ void quantize_act_block(const float* x, BlockQ8Act& y) {
 }
 
 void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n) {
-  if (act_format_for(weight_type) == ActFormat::F32) {
-    std::memcpy(act, x, static_cast<size_t>(n) * sizeof(float));
-    return;
+  switch (act_format_for(weight_type)) {
+    case ActFormat::F32: std::memcpy(act, x, static_cast<size_t>(n) * sizeof(float)); return;
+    case ActFormat::Q8K: return kAvx2KQuantKernels.prepare_act_row(weight_type, x, act, n);
+    case ActFormat::Q8Act: break;
   }
   KVDESK_ASSERT(n % kQ8ActBlockValues == 0);
   BlockQ8Act* y = static_cast<BlockQ8Act*>(act);
@@ -242,7 +244,8 @@ struct FloatKernel {
   }
 };
 
-// ---- sub-block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) x Q8Act: kernels/cpu/dot_subblock.h
+// ---- sub-block formats (Q4_1, Q5_0, Q5_1) x Q8Act: kernels/cpu/dot_subblock.h (the K-quants
+// meet Q8K rows in kernels/cpu/dot_kquant_avx2.cpp)
 
 // u8 x s8 -> int32 lanes of 4 products: maddubs to s16 pairs (no saturation for quants below
 // 64), madd with 1 to s32.
@@ -267,9 +270,9 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
     case GgmlType::Q4_1: return dot_one<SubBlock<Q4_1Format>>(weight_type, w_row, act_row, n);
     case GgmlType::Q5_0: return dot_one<SubBlock<Q5_0Format>>(weight_type, w_row, act_row, n);
     case GgmlType::Q5_1: return dot_one<SubBlock<Q5_1Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q4_K: return dot_one<SubBlock<Q4_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q5_K: return dot_one<SubBlock<Q5_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q6_K: return dot_one<SubBlock<Q6_KFormat>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return kAvx2KQuantKernels.vec_dot(weight_type, w_row, act_row, n);
     default: KVDESK_ASSERT(!"vec_dot: type is not computable");
   }
   return 0.0f;
@@ -285,9 +288,9 @@ void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
     case GgmlType::Q4_1: return matmul_tiled<SubBlock<Q4_1Format>>(args, row_begin, row_end);
     case GgmlType::Q5_0: return matmul_tiled<SubBlock<Q5_0Format>>(args, row_begin, row_end);
     case GgmlType::Q5_1: return matmul_tiled<SubBlock<Q5_1Format>>(args, row_begin, row_end);
-    case GgmlType::Q4_K: return matmul_tiled<SubBlock<Q4_KFormat>>(args, row_begin, row_end);
-    case GgmlType::Q5_K: return matmul_tiled<SubBlock<Q5_KFormat>>(args, row_begin, row_end);
-    case GgmlType::Q6_K: return matmul_tiled<SubBlock<Q6_KFormat>>(args, row_begin, row_end);
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return kAvx2KQuantKernels.matmul_rows(args, row_begin, row_end);
     default: KVDESK_ASSERT(!"matmul_rows: type is not computable");
   }
 }

@@ -1,5 +1,6 @@
 // AVX-512 (F/BW/VL/DQ/VNNI) kernels: Q8Act quantization, dots and tiled matmul for every
-// computable weight type. Integer blocks go four per step through vpdpbusd, floats through FMA.
+// computable weight type (the K-quants handed on to dot_kquant_avx512.cpp). Integer blocks go
+// four per step through vpdpbusd, floats through FMA.
 // Built with AVX-512 flags, reached only through kAvx512Kernels after the CPU check.
 
 // GCC 12's AVX-512 intrinsics self-initialize their undefined operands (`__Y = __Y`) and
@@ -15,7 +16,6 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/dot_isa.h"
-#include "kernels/cpu/dot_kquant_avx512.h"
 #include "kernels/cpu/dot_subblock.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
@@ -44,9 +44,10 @@ void quantize_act_block(const float* x, BlockQ8Act& y) {
 }
 
 void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n) {
-  if (act_format_for(weight_type) == ActFormat::F32) {
-    std::memcpy(act, x, static_cast<size_t>(n) * sizeof(float));
-    return;
+  switch (act_format_for(weight_type)) {
+    case ActFormat::F32: std::memcpy(act, x, static_cast<size_t>(n) * sizeof(float)); return;
+    case ActFormat::Q8K: return kAvx512KQuantKernels.prepare_act_row(weight_type, x, act, n);
+    case ActFormat::Q8Act: break;
   }
   KVDESK_ASSERT(n % kQ8ActBlockValues == 0);
   BlockQ8Act* y = static_cast<BlockQ8Act*>(act);
@@ -347,7 +348,7 @@ struct FloatKernel {
 };
 
 // ---- sub-block formats Q4_1, Q5_0, Q5_1 x Q8Act: kernels/cpu/dot_subblock.h (the K-quants
-// take full zmm steps in kernels/cpu/dot_kquant_avx512.cpp)
+// meet Q8K rows in full zmm steps in kernels/cpu/dot_kquant_avx512.cpp)
 
 // u8 x s8 -> int32 lanes of 4 products in one VNNI instruction (ymm form, AVX512-VL).
 struct VnniDot {
@@ -371,7 +372,7 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
     case GgmlType::Q5_1: return dot_one<SubBlock<Q5_1Format>>(weight_type, w_row, act_row, n);
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return kquant_vec_dot_avx512(weight_type, w_row, act_row, n);
+    case GgmlType::Q6_K: return kAvx512KQuantKernels.vec_dot(weight_type, w_row, act_row, n);
     default: KVDESK_ASSERT(!"vec_dot: type is not computable");
   }
   return 0.0f;
@@ -389,7 +390,7 @@ void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
     case GgmlType::Q5_1: return matmul_tiled<SubBlock<Q5_1Format>>(args, row_begin, row_end);
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return kquant_matmul_rows_avx512(args, row_begin, row_end);
+    case GgmlType::Q6_K: return kAvx512KQuantKernels.matmul_rows(args, row_begin, row_end);
     default: KVDESK_ASSERT(!"matmul_rows: type is not computable");
   }
 }

@@ -16,6 +16,9 @@ struct IsaKernels {
 
 extern const IsaKernels kAvx2Kernels;    // kernels/cpu/dot_avx2.cpp
 extern const IsaKernels kAvx512Kernels;  // kernels/cpu/dot_avx512.cpp
+// The K-quants (Q4_K, Q5_K, Q6_K) against Q8K rows, which the tables above hand them to.
+extern const IsaKernels kAvx2KQuantKernels;    // kernels/cpu/dot_kquant_avx2.cpp
+extern const IsaKernels kAvx512KQuantKernels;  // kernels/cpu/dot_kquant_avx512.cpp
 
 // The table of cpu_isa_active(); set once at startup, changed only by cpu_isa_force.
 const IsaKernels& cpu_isa_kernels();

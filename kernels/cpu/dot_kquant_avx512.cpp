@@ -1,12 +1,18 @@
-// AVX-512 VNNI kernels for the K-quants Q4_K, Q5_K and Q6_K against Q8Act rows. A step is 64
-// values: two 32-value sub-blocks in the two 256-bit halves of a zmm, so one vpdpbusd, one
-// convert and one FMA cover both. Per int32 lane i of step q of super-block j:
-//     dot[i]  = sum_{4 values} u8(q) * s8(a)  + bias[i]      (Q6_K: bias = -32 * sum_{4} s8(a))
-//     acc[i] += float(dot[i]) * scale[i] * a.d                (scale of the lane's sub-block)
-// and once per super-block, Q4_K / Q5_K, lanes 8 + s:  acc[8 + s] -= dmin * m[s] * a.d * a.sum.
+// AVX-512 VNNI kernels for the K-quants Q4_K, Q5_K and Q6_K against Q8K activation rows: Q8K
+// quantization, dots and tiled matmul. A step is 64 values: two 32-value sub-blocks in the two
+// 256-bit halves of a zmm; steps 2h and 2h + 1 cover half h (values 128h .. 128h + 127), summed
+// in integers. Per 32-bit lane i of step q and 16-bit word k of half h of super-block j:
+//     dot_q[i]   = sum_{4 values} u8(q) * s8(a)     (vpdpbusd; |dot| <= 63 * 127 * 4 < 2^15)
+//     words      = packs(dot_2h, dot_2h+1)          (exact: every dot fits in int16)
+//     iacc[k/2] += words[k] * scale[k] + words[k + 1] * scale[k + 1]   (vpdpwssd, sub-block scales)
+// so the multiply units see 1.5 instructions per 64 values and row x act instead of 2 (maddubs +
+// vpdpwssd). Once per super-block, with its one act scale a.d:
+//     Q6_K:         iacc[k] -= 32 * (bsums[2k] * scales[2k] + bsums[2k + 1] * scales[2k + 1])  (vpdpwssd)
+//     acc         += float(iacc) * fp16(d) * a.d
+//     Q4_K / Q5_K:  acc[s] -= fp16(dmin) * m[s] * a.d * (bsums[2s] + bsums[2s + 1])
 // Which two sub-blocks share a step follows the weight layout (StepPairs); the act side is
 // repacked once per matmul into that register image (KActSuper).
-// Built with AVX-512 flags, reached only through kAvx512Kernels after the CPU check.
+// Built with AVX-512 flags, reached only through kAvx512KQuantKernels after the CPU check.
 
 // GCC 12's AVX-512 intrinsics trip -Wuninitialized once inlined (GCC PR 105593), as in
 // dot_avx512.cpp.
@@ -20,7 +26,8 @@
 #include <cstring>
 
 #include "kernels/check.h"
-#include "kernels/cpu/dot_kquant_avx512.h"
+#include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/kquant_scales.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
 
@@ -42,18 +49,38 @@ constexpr StepPairs kConsecutivePairs = {{0, 2, 4, 6}, {1, 3, 5, 7}};
 // and 4p+2, 4p+3 (bytes 32-63); one load serves two steps, low nibbles then high nibbles.
 constexpr StepPairs kNibblePairs = {{0, 1, 4, 5}, {2, 3, 6, 7}};
 
+// ---- activation quantization ----------------------------------------------------------------
+
+// d = amax / 127 over 256 values, qs[i] = round_half_even(x[i] * (1 / d)), bsums[k] = sum of
+// qs[16k .. 16k + 15]: bit-identical to ref.
+void quantize_q8k_block(const float* x, BlockQ8K& y) {
+  constexpr int kVectors = kQ8KBlockValues / 16;
+  __m512 amax = _mm512_setzero_ps();
+  for (int k = 0; k < kVectors; ++k) amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(x + 16 * k)));
+  const float d = _mm512_reduce_max_ps(amax) / 127.0f;
+  const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  y.d = d;
+  for (int k = 0; k < kVectors; ++k) {
+    const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 16 * k), id));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs + 16 * k), _mm512_cvtsepi32_epi8(q));
+    y.bsums[k] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
+  }
+}
+
+void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n) {
+  KVDESK_ASSERT(act_format_for(weight_type) == ActFormat::Q8K && n % kQ8KBlockValues == 0);
+  BlockQ8K* y = static_cast<BlockQ8K*>(act);
+  for (int64_t b = 0; b < n / kQ8KBlockValues; ++b) quantize_q8k_block(x + b * kQ8KBlockValues, y[b]);
+}
+
 // ---- act side ---------------------------------------------------------------------------------
 
-// One step: act blocks 8j + lo[q] (bytes / lanes 0-31 / 0-7) and 8j + hi[q] (32-63 / 8-15).
-struct KActStep {
-  __m512i qs;    // [64] s8
-  __m512 d;      // [16] a.d of the lane's block
-  __m512i bias;  // [16] -32 * (sum of the lane's 4 values), for Q6_K's offset
-};
-
+// One act super-block as the micro-kernel loads it.
 struct KActSuper {
-  KActStep step[kSteps];
-  __m512 sums;   // [16] lane 8 + s: a.d * a.sum of act block 8j + s; lanes 0-7 zero
+  __m512i qs[kSteps];  // [q][64] s8: sub-block lo[q] in bytes 0-31, hi[q] in bytes 32-63
+  __m512i bsums;       // [32] int16: bsums[0..15], then zeros
+  __m512 min_sums;     // [16] lane k_min_byte(s): a.d * (bsums[2s] + bsums[2s + 1]); other lanes zero
+  __m512 d;            // [16] a.d
 };
 static_assert(sizeof(KActSuper) % 64 == 0);
 
@@ -62,31 +89,31 @@ thread_local PackScratch<KActSuper> kact_scratch;
 ALWAYS_INLINE __m256i load_256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 template <class F>
-KActSuper pack_super(const BlockQ8Act* a) {
+KActSuper pack_super(const BlockQ8K& a) {
   KActSuper out;
   for (int q = 0; q < kSteps; ++q) {
-    const BlockQ8Act& lo = a[F::kPairs.lo[q]];
-    const BlockQ8Act& hi = a[F::kPairs.hi[q]];
-    const __m512i qs = _mm512_inserti64x4(_mm512_castsi256_si512(load_256(lo.qs)), load_256(hi.qs), 1);
-    const __m512 d = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(lo.d)), _mm256_set1_ps(hi.d), 1);
-    const __m512i sum32 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(32), qs);
-    out.step[q] = KActStep{qs, d, _mm512_sub_epi32(_mm512_setzero_si512(), sum32)};
+    out.qs[q] = _mm512_inserti64x4(_mm512_castsi256_si512(load_256(a.qs + 32 * F::kPairs.lo[q])),
+                                   load_256(a.qs + 32 * F::kPairs.hi[q]), 1);
   }
-  alignas(64) float sums[16] = {};
-  for (int s = 0; s < 8; ++s) sums[8 + s] = a[s].d * static_cast<float>(a[s].sum);
-  out.sums = _mm512_load_ps(sums);
+  const __m256i bsums = load_256(a.bsums);
+  out.bsums = _mm512_zextsi256_si512(bsums);
+  out.d = _mm512_set1_ps(a.d);
+  // pair sums s = 0..7 into lanes k_min_byte(s) = 4..7, 12..15
+  const __m256 pair_sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, _mm256_set1_epi16(1)));
+  static_assert(k_min_byte(0) == 4 && k_min_byte(3) == 7 && k_min_byte(4) == 12 && k_min_byte(7) == 15);
+  out.min_sums = _mm512_maskz_expand_ps(0xF0F0, _mm512_castps256_ps512(_mm256_mul_ps(pair_sums, _mm256_set1_ps(a.d))));
   return out;
 }
 
-// Q8Act rows [first, first + count) -> [count][super-blocks] KActSuper in F's step order.
+// Q8K rows [first, first + count) -> [count][super-blocks] KActSuper in F's step order.
 template <class F>
 ActPanel pack_kquant_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int count) {
   const int64_t supers = args.n / kQK_K;
   KActSuper* out = kact_scratch.get(static_cast<size_t>(supers * count));
   const char* acts = static_cast<const char*>(args.acts) + static_cast<size_t>(first) * a_stride;
   for (int c = 0; c < count; ++c) {
-    const BlockQ8Act* a = row_at<BlockQ8Act>(acts, a_stride, c);
-    for (int64_t j = 0; j < supers; ++j) out[c * supers + j] = pack_super<F>(a + 8 * j);
+    const BlockQ8K* a = row_at<BlockQ8K>(acts, a_stride, c);
+    for (int64_t j = 0; j < supers; ++j) out[c * supers + j] = pack_super<F>(a[j]);
   }
   return ActPanel{reinterpret_cast<const char*>(out), static_cast<size_t>(supers) * sizeof(KActSuper)};
 }
@@ -97,10 +124,20 @@ ALWAYS_INLINE __m512i stream_load(const void* p) { return _mm512_stream_load_si5
 
 // ---- weight side ------------------------------------------------------------------------------
 
-// Lane permutations picking a step's scales out of a per-super-block scale vector.
+constexpr int kHalves = kSteps / 2;  // 128-value halves per super-block
+
+// Byte shuffles (within 128-bit lanes) building a half's int16 scales from a super-block's scale
+// bytes repeated in every lane: the scale byte goes to one byte of each word, 0x80 zeroes the
+// other. packs puts words 0-3 of 128-bit lane L from dot_2h's int32 lanes 4L..4L+3 and words 4-7
+// from dot_2h+1's, so each word takes the scale of the sub-block those values belong to.
 struct StepIndex {
-  alignas(64) int32_t pair[kSteps][16];  // [q] lanes 0-7 <- kNibblePairs.lo[q], 8-15 <- .hi[q]
-  alignas(64) int32_t quad[kSteps][16];  // [q] lanes 4k..4k+3 <- 4q + k
+  // Q4_K / Q5_K, from KScaleMinBytes: low bytes <- sc[lo[q]] (lanes 0, 1) or sc[hi[q]] (lanes
+  // 2, 3) of the word's step q (kNibblePairs); high bytes zero.
+  alignas(64) int8_t affine_scale[kHalves][64];
+  // Q6_K, from s8 scales[0..15]: high bytes <- scales[4q + L] of the word's step q and lane L (a
+  // step is 64 consecutive values, lane L of it 16); low bytes zero (an arithmetic shift right
+  // by 8 then sign-extends).
+  alignas(64) int8_t q6_scale[kHalves][64];
   // Q5_K: moves bit s of each qh byte to bit 4, words 0-15 for s = lo[q], 16-31 for hi[q]: left
   // by 4 - s for steps 0, 1 (s <= 4), right by s - 4 for steps 2, 3; bits leaking across bytes
   // land outside bit 4 and are masked off.
@@ -110,12 +147,19 @@ struct StepIndex {
   // bits 4, 5 and are masked off.
   alignas(64) int16_t q6_left[32];    // words 0-15 shift 4, 16-31 shift 2
   alignas(64) int16_t q6_right[32];   // words 0-15 shift 0, 16-31 shift 2
-  constexpr StepIndex() : pair(), quad(), q5_shift(), q6_left(), q6_right() {
-    for (int q = 0; q < kSteps; ++q) {
-      for (int i = 0; i < 16; ++i) {
-        pair[q][i] = i < 8 ? kNibblePairs.lo[q] : kNibblePairs.hi[q];
-        quad[q][i] = 4 * q + i / 4;
+  constexpr StepIndex() : affine_scale(), q6_scale(), q5_shift(), q6_left(), q6_right() {
+    constexpr int8_t kZero = -128;  // pshufb: zero this byte
+    for (int h = 0; h < kHalves; ++h) {
+      for (int i = 0; i < 64; ++i) {
+        const bool low_byte = i % 2 == 0;
+        const int lane = i / 16;
+        const int q = 2 * h + (i % 16 >= 8 ? 1 : 0);
+        const int sub_block = lane < 2 ? kNibblePairs.lo[q] : kNibblePairs.hi[q];
+        affine_scale[h][i] = low_byte ? static_cast<int8_t>(k_scale_byte(sub_block)) : kZero;
+        q6_scale[h][i] = low_byte ? kZero : static_cast<int8_t>(4 * q + lane);
       }
+    }
+    for (int q = 0; q < kSteps; ++q) {
       for (int i = 0; i < 32; ++i) {
         const int s = i < 16 ? kNibblePairs.lo[q] : kNibblePairs.hi[q];
         q5_shift[q][i] = static_cast<int16_t>(q < 2 ? 4 - s : s - 4);
@@ -134,41 +178,47 @@ ALWAYS_INLINE __m512i load_index(const void* p) { return _mm512_load_si512(p); }
 // 32 bytes at p into both 256-bit halves
 ALWAYS_INLINE __m512i broadcast_256(const uint8_t* p) { return _mm512_broadcast_i64x4(load_256(p)); }
 
-// Sub-block scales d * sc[s] (lanes 0-7) and mins dmin * m[s] (lanes 8-15) of a Q4_K / Q5_K
-// super-block, in one vector: the act sums sit in lanes 8-15 only, so the scales in lanes 0-7
-// meet zeros there. The 12 packed bytes unpack (k_scale_min for all eight at once) in one
-// xmm: bytes 0-3 hold sc[0..3], 4-7 m[0..3] in their low 6 bits and the high 2 bits of
-// sc[4..7], m[4..7] on top; bytes 8-11 the low 4 bits of sc[4..7] | m[4..7] << 4.
+// Q4_K / Q5_K super-block scales: the unpacked scale bytes (step scales are picked from there),
+// and the float mins lined up with the act's min_sums.
 struct KAffine {
-  __m512 scale_min;  // [16] d * sc[0..7], dmin * m[0..7]
+  __m512i scales;  // [64] the 16 KScaleMinBytes in every 128-bit lane
+  __m512 d;        // [16] fp16(d)
+  __m512 mins;     // [16] lane k_min_byte(s): fp16(dmin) * m[s]; the sc lanes meet zero min_sums
 };
 
 template <class Block>
 ALWAYS_INLINE KAffine k_affine(const Block& b) {
-  // 16 bytes from `scales`: the 12 scale bytes and 4 bytes of what follows in the block (unused)
-  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-  constexpr char kZero = static_cast<char>(0x80);  // pshufb: zero this byte
-  // low parts: sc[0..3] = x[0..3] & 63, sc[4..7] = x[8..11] & 15, m[0..3] = x[4..7] & 63,
-  // m[4..7] = x[8..11] >> 4
-  const __m128i low_src = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-  const __m128i low = _mm_and_si128(low_src, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-  const __m128i low_hi_nibble = _mm_and_si128(_mm_srli_epi16(low_src, 4),
-                                              _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
-  // high 2 bits of sc[4..7], m[4..7]: bits 6-7 of x[0..3], x[4..7] moved to bits 4-5
-  const __m128i top_src = _mm_shuffle_epi8(
-      x, _mm_setr_epi8(kZero, kZero, kZero, kZero, 0, 1, 2, 3, kZero, kZero, kZero, kZero, 4, 5, 6, 7));
-  const __m128i top = _mm_and_si128(_mm_srli_epi16(top_src, 2), _mm_set1_epi8(0x30));
-  const __m128i bytes = _mm_ternarylogic_epi32(low, low_hi_nibble, top, 0xFE);  // a | b | c
-  // bytes sc[0..7], m[0..7] -> 16 floats
-  const __m512 values = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
-  // d and dmin are adjacent halves: one conversion, then d into lanes 0-7, dmin into 8-15
+  const KScaleMinBytes sm = k_scale_min_bytes(b.scales);
+  const __m128i bytes = _mm_set_epi64x(static_cast<int64_t>(sm.high), static_cast<int64_t>(sm.low));
+  // d and dmin are adjacent halves: one conversion for both
   uint32_t d_dmin;
   static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2);
   std::memcpy(&d_dmin, &b.d, sizeof(d_dmin));
   const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));
-  const __m512 factors = _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
-                                               _mm512_castps128_ps512(both));
-  return KAffine{_mm512_mul_ps(values, factors)};
+  const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
+  return KAffine{_mm512_broadcast_i32x4(bytes), _mm512_broadcastss_ps(both),
+                 _mm512_mul_ps(m, _mm512_broadcastss_ps(_mm_movehdup_ps(both)))};
+}
+
+ALWAYS_INLINE __m512i k_affine_scale(const KAffine& k, int h) {
+  return _mm512_shuffle_epi8(k.scales, load_index(kIndex.affine_scale[h]));
+}
+
+// The act side of the once-per-super-block part, loaded once per act.
+struct KActTerms {
+  __m512 d;         // [16] a.d
+  __m512 min_sums;  // as KActSuper
+  __m512i bsums;    // as KActSuper
+};
+
+ALWAYS_INLINE KActTerms act_terms(const KActSuper& a) {
+  return KActTerms{_mm512_castsi512_ps(stream_load(&a.d)), _mm512_castsi512_ps(stream_load(&a.min_sums)),
+                   stream_load(&a.bsums)};
+}
+
+ALWAYS_INLINE void k_affine_finish(const KAffine& k, __m512i iacc, const KActTerms& a, __m512& acc) {
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc), _mm512_mul_ps(k.d, a.d), acc);
+  acc = _mm512_fnmadd_ps(k.mins, a.min_sums, acc);
 }
 
 // Q4_K / Q5_K step q (kNibblePairs): qs bytes 64 (q / 2) .. +63, low nibbles for even q, high
@@ -178,25 +228,24 @@ ALWAYS_INLINE __m512i k_nibbles(const uint8_t* qs, int q) {
   return _mm512_and_si512(q % 2 == 0 ? bytes : _mm512_srli_epi16(bytes, 4), _mm512_set1_epi8(15));
 }
 
+// F::Block, F::kPairs; F::Decoded F::decode(const Block&) once per super-block and row;
+// F::quants(block, decoded, q) -> [64] u8 of step q; F::scale(decoded, h) -> [32] int16 scale
+// of each word of half h; F::finish(decoded, iacc, act terms, acc) the once-per-super-block part.
 struct Q4_KFormat {
   using Block = BlockQ4_K;
   static constexpr StepPairs kPairs = kNibblePairs;
-  static constexpr bool kHasMin = true;
-  static constexpr bool kHasOffset = false;
   using Decoded = KAffine;
   ALWAYS_INLINE static Decoded decode(const Block& b) { return k_affine(b); }
   ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded&, int q) { return k_nibbles(b.qs, q); }
-  ALWAYS_INLINE static __m512 scale(const Decoded& d, int q) {
-    return _mm512_permutexvar_ps(load_index(kIndex.pair[q]), d.scale_min);
+  ALWAYS_INLINE static __m512i scale(const Decoded& d, int h) { return k_affine_scale(d, h); }
+  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
+    k_affine_finish(d, iacc, a, acc);
   }
-  ALWAYS_INLINE static __m512 mins(const Decoded& d) { return d.scale_min; }
 };
 
 struct Q5_KFormat {
   using Block = BlockQ5_K;
   static constexpr StepPairs kPairs = kNibblePairs;
-  static constexpr bool kHasMin = true;
-  static constexpr bool kHasOffset = false;
   struct Decoded {
     KAffine affine;
     __m512i qh;  // [64] qh[0..31] in both halves
@@ -208,23 +257,24 @@ struct Q5_KFormat {
     const __m512i high = q < 2 ? _mm512_sllv_epi16(d.qh, shift) : _mm512_srlv_epi16(d.qh, shift);
     return _mm512_ternarylogic_epi32(k_nibbles(b.qs, q), high, _mm512_set1_epi8(0x10), 0xF8);  // a | (b & 0x10)
   }
-  ALWAYS_INLINE static __m512 scale(const Decoded& d, int q) {
-    return _mm512_permutexvar_ps(load_index(kIndex.pair[q]), d.affine.scale_min);
+  ALWAYS_INLINE static __m512i scale(const Decoded& d, int h) { return k_affine_scale(d.affine, h); }
+  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
+    k_affine_finish(d.affine, iacc, a, acc);
   }
-  ALWAYS_INLINE static __m512 mins(const Decoded& d) { return d.affine.scale_min; }
 };
 
 struct Q6_KFormat {
   using Block = BlockQ6_K;
   static constexpr StepPairs kPairs = kConsecutivePairs;
-  static constexpr bool kHasMin = false;
-  static constexpr bool kHasOffset = true;
   struct Decoded {
-    __m512 scale;  // [16] d * scales[i]
+    __m512i scales;  // [64] s8 scales[0..15] in every 128-bit lane
+    __m512i offset;  // [32] int16 -32 * scales[0..15], then zeros
+    __m512 d;        // [16] fp16(d)
   };
   ALWAYS_INLINE static Decoded decode(const Block& b) {
-    const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-    return Decoded{_mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(_cvtsh_ss(b.d)))};
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m256i offset = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(sc), _mm256_set1_epi16(-32));
+    return Decoded{_mm512_broadcast_i32x4(sc), _mm512_zextsi256_si512(offset), _mm512_set1_ps(_cvtsh_ss(b.d))};
   }
   // Step q = values 64q..64q+63 = half h = q / 2, quarters k = 2 (q % 2) and k + 1: low 4 bits
   // from ql[64h .. 64h + 63] (low nibbles for even q, high for odd), high 2 bits from
@@ -238,10 +288,13 @@ struct Q6_KFormat {
                                     : _mm512_srlv_epi16(qh, load_index(kIndex.q6_right));
     return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & 0x30)
   }
-  ALWAYS_INLINE static __m512 scale(const Decoded& d, int q) {
-    return _mm512_permutexvar_ps(load_index(kIndex.quad[q]), d.scale);
+  ALWAYS_INLINE static __m512i scale(const Decoded& d, int h) {
+    return _mm512_srai_epi16(_mm512_shuffle_epi8(d.scales, load_index(kIndex.q6_scale[h])), 8);
   }
-  ALWAYS_INLINE static __m512 mins(const Decoded&) { return _mm512_setzero_ps(); }
+  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
+    const __m512i unbiased = _mm512_dpwssd_epi32(iacc, a.bsums, d.offset);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(unbiased), _mm512_mul_ps(d.d, a.d), acc);
+  }
 };
 
 // ---- micro-kernel -----------------------------------------------------------------------------
@@ -257,43 +310,51 @@ ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
     blocks[r] = &row_at<Block>(t.w, t.w_stride, r)[j];
     dec[r] = F::decode(*blocks[r]);
   }
-#pragma GCC unroll 4
-  for (int q = 0; q < kSteps; ++q) {
-    __m512i w[R];
-    __m512 ws[R];
+  __m512i iacc[R][C];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) iacc[r][c] = _mm512_setzero_si512();
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < kHalves; ++h) {
+    __m512i w0[R];
+    __m512i w1[R];
+    __m512i sc[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      w[r] = F::quants(*blocks[r], dec[r], q);
-      ws[r] = F::scale(dec[r], q);
+      w0[r] = F::quants(*blocks[r], dec[r], 2 * h);
+      w1[r] = F::quants(*blocks[r], dec[r], 2 * h + 1);
+      sc[r] = F::scale(dec[r], h);
     }
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
-      const KActStep& step = row_at<KActSuper>(t.a, t.a_stride, c)[j].step[q];
-      const __m512i qs = stream_load(&step.qs);
-      const __m512 d = _mm512_castsi512_ps(stream_load(&step.d));
-      const __m512i bias = F::kHasOffset ? stream_load(&step.bias) : _mm512_setzero_si512();
+      const KActSuper& a = row_at<KActSuper>(t.a, t.a_stride, c)[j];
+      const __m512i a0 = stream_load(&a.qs[2 * h]);
+      const __m512i a1 = stream_load(&a.qs[2 * h + 1]);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
-        const __m512 dot = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(bias, w[r], qs));
-        acc[r][c] = _mm512_fmadd_ps(dot, _mm512_mul_ps(ws[r], d), acc[r][c]);
+        const __m512i dot0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0[r], a0);
+        const __m512i dot1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w1[r], a1);
+        iacc[r][c] = _mm512_dpwssd_epi32(iacc[r][c], _mm512_packs_epi32(dot0, dot1), sc[r]);
       }
     }
   }
-  if constexpr (F::kHasMin) {
 #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) {
-      const __m512 sums = _mm512_castsi512_ps(stream_load(&row_at<KActSuper>(t.a, t.a_stride, c)[j].sums));
+  for (int c = 0; c < C; ++c) {
+    const KActTerms a = act_terms(row_at<KActSuper>(t.a, t.a_stride, c)[j]);
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fnmadd_ps(F::mins(dec[r]), sums, acc[r][c]);
-    }
+    for (int r = 0; r < R; ++r) F::finish(dec[r], iacc[r][c], a, acc[r][c]);
   }
 }
 
 template <class F>
 struct KQuantKernel {
   static constexpr int kGemvRows = 4;
-  static constexpr int kRows = 4;
-  static constexpr int kActs = 3;
+  // Wide in acts: each row's scale unpack and quant extraction serve 8 acts (2 x 8 beat 4 x 3,
+  // 4 x 4 and 3 x 6 in prefill-shaped matmuls on Zen 4).
+  static constexpr int kRows = 2;
+  static constexpr int kActs = 8;
 
   static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int count) {
     return pack_kquant_acts<F>(args, a_stride, first, count);
@@ -316,25 +377,29 @@ struct KQuantKernel {
   }
 };
 
-}  // namespace
+// ---- entry points ------------------------------------------------------------------------------
 
-float kquant_vec_dot_avx512(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
+float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
   switch (weight_type) {
     case GgmlType::Q4_K: return dot_one<KQuantKernel<Q4_KFormat>>(weight_type, w_row, act_row, n);
     case GgmlType::Q5_K: return dot_one<KQuantKernel<Q5_KFormat>>(weight_type, w_row, act_row, n);
     case GgmlType::Q6_K: return dot_one<KQuantKernel<Q6_KFormat>>(weight_type, w_row, act_row, n);
-    default: KVDESK_ASSERT(!"kquant_vec_dot_avx512: not a K-quant");
+    default: KVDESK_ASSERT(!"kquant vec_dot: not a K-quant");
   }
   return 0.0f;
 }
 
-void kquant_matmul_rows_avx512(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   switch (args.weight_type) {
     case GgmlType::Q4_K: return matmul_tiled<KQuantKernel<Q4_KFormat>>(args, row_begin, row_end);
     case GgmlType::Q5_K: return matmul_tiled<KQuantKernel<Q5_KFormat>>(args, row_begin, row_end);
     case GgmlType::Q6_K: return matmul_tiled<KQuantKernel<Q6_KFormat>>(args, row_begin, row_end);
-    default: KVDESK_ASSERT(!"kquant_matmul_rows_avx512: not a K-quant");
+    default: KVDESK_ASSERT(!"kquant matmul_rows: not a K-quant");
   }
 }
+
+}  // namespace
+
+const IsaKernels kAvx512KQuantKernels = {&prepare_act_row, &vec_dot, &matmul_rows};
 
 }  // namespace kvdesk

@@ -1,16 +1,13 @@
-// Internal, included only by the ISA translation units: 256-bit micro-kernels for the weight
-// formats built from 32-value sub-blocks with their own scales, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and
-// Q6_K, against BlockQ8Act rows. Each including unit supplies its u8 x s8 dot (AVX2: maddubs +
-// madd; AVX-512: VNNI vpdpbusd on ymm) and its tile shape; AVX-512 uses these for Q4_1, Q5_0 and
-// Q5_1 only (its K-quants take zmm steps, dot_kquant_avx512.cpp). Everything here has internal
-// linkage so each ISA keeps its own copy.
+// Internal, included only by the ISA translation units: 256-bit micro-kernels for the 32-value
+// weight blocks with a 5th bit or a min, Q4_1, Q5_0 and Q5_1, against BlockQ8Act rows. Each
+// including unit supplies its u8 x s8 dot (AVX2: maddubs + madd; AVX-512: VNNI vpdpbusd on ymm)
+// and its tile shape. Everything here has internal linkage so each ISA keeps its own copy.
 //
-// One sub-block s of weight block j meets act block j * kSubBlocks + s. Per int32 lane i
-// (values 4i..4i+3; lanes 0-3 are values 0-15, lanes 4-7 values 16-31):
+// Weight block j meets act block j. Per int32 lane i (values 4i..4i+3):
 //     dot[i]  = sum_{4 values} u8(q) * s8(a)  -  kOffset * sum_{4 values} s8(a)
-//     acc[i] += float(dot[i]) * scale[i] * a.d          (scale per lane: Q6_K's halves differ)
-// and, for formats with a min, once per weight block, lane s for sub-block s:
-//     min_acc[s] += min(s) * a.d * a.sum
+//     acc[i] += float(dot[i]) * d * a.d
+// and, for formats with a min, in lane 0:
+//     min_acc[0] += m * a.d * a.sum
 #pragma once
 #include <immintrin.h>
 
@@ -48,14 +45,12 @@ SUBBLOCK_INLINE __m256i fifth_bits_32(const uint8_t* qh) {
 }
 
 // ---- formats ----------------------------------------------------------------------------------
-// F::Block, F::kSubBlocks, F::kOffset, F::kHasMin; F::Scales F::scales(const Block&) decoded once
-// per block and row; F::quants(block, s) -> [32] u8; F::scale(scales, s) -> [8] lane scales;
-// F::mins(scales) -> [8] the value added to every weight of sub-block s in lane s (lanes past
-// kSubBlocks are ignored: their act side is zero).
+// F::Block, F::kOffset, F::kHasMin; F::Scales F::scales(const Block&) decoded once per block
+// and row; F::quants(block) -> [32] u8; Scales::d -> [8] d; Scales::m -> [8] m, the value added
+// to every weight (only lane 0 meets a nonzero act sum).
 
 struct Q4_1Format {
   using Block = BlockQ4_1;
-  static constexpr int kSubBlocks = 1;
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
   struct Scales {
@@ -66,134 +61,30 @@ struct Q4_1Format {
     return Scales{_mm256_set1_ps(_cvtsh_ss(d)), _mm256_set1_ps(_cvtsh_ss(m))};
   }
   SUBBLOCK_INLINE static Scales scales(const Block& b) { return scales_of(b.d, b.m); }
-  SUBBLOCK_INLINE static __m256i quants(const Block& b, int) { return nibbles_32(b.qs); }
-  SUBBLOCK_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
-  SUBBLOCK_INLINE static __m256 mins(const Scales& s) { return s.m; }
+  SUBBLOCK_INLINE static __m256i quants(const Block& b) { return nibbles_32(b.qs); }
 };
 
 struct Q5_0Format {
   using Block = BlockQ5_0;
-  static constexpr int kSubBlocks = 1;
   static constexpr int kOffset = 16;
   static constexpr bool kHasMin = false;
   struct Scales {
     __m256 d;
   };
   SUBBLOCK_INLINE static Scales scales(const Block& b) { return Scales{_mm256_set1_ps(_cvtsh_ss(b.d))}; }
-  SUBBLOCK_INLINE static __m256i quants(const Block& b, int) {
+  SUBBLOCK_INLINE static __m256i quants(const Block& b) {
     return _mm256_or_si256(nibbles_32(b.qs), fifth_bits_32(b.qh));
   }
-  SUBBLOCK_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
 };
 
 struct Q5_1Format {
   using Block = BlockQ5_1;
-  static constexpr int kSubBlocks = 1;
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
   using Scales = Q4_1Format::Scales;
   SUBBLOCK_INLINE static Scales scales(const Block& b) { return Q4_1Format::scales_of(b.d, b.m); }
-  SUBBLOCK_INLINE static __m256i quants(const Block& b, int) {
+  SUBBLOCK_INLINE static __m256i quants(const Block& b) {
     return _mm256_or_si256(nibbles_32(b.qs), fifth_bits_32(b.qh));
-  }
-  SUBBLOCK_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
-  SUBBLOCK_INLINE static __m256 mins(const Scales& s) { return s.m; }
-};
-
-// Q4_K / Q5_K: 8 sub-blocks, scale d * sc[s] and min -dmin * m[s] (6-bit sc, m).
-struct KAffineScales {
-  alignas(32) float scale[8];   // [8] d * sc[s]
-  __m256 min;                   // [8] -dmin * m[s]
-};
-
-// The 12 packed scale bytes -> sc[8], m[8] with 32-bit word operations (k_scale_min for all
-// eight at once): words 0, 1 hold sc[0..3], m[0..3] in their low 6 bits per byte; word 2 the low
-// 4 bits of sc[4..7] and m[4..7]; the top 2 bits of words 0, 1 their high bits.
-template <class Block>
-SUBBLOCK_INLINE KAffineScales k_affine_scales(const Block& b) {
-  uint32_t w[3];
-  std::memcpy(w, b.scales, sizeof(w));
-  constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F, kTop2 = 0x03030303;
-  const uint32_t sc_lo = w[0] & kLow6;
-  const uint32_t m_lo = w[1] & kLow6;
-  const uint32_t sc_hi = (w[2] & kLow4) | ((w[0] >> 6) & kTop2) << 4;
-  const uint32_t m_hi = ((w[2] >> 4) & kLow4) | ((w[1] >> 6) & kTop2) << 4;
-  const auto widen = [](uint32_t lo, uint32_t hi) {
-    const __m128i bytes = _mm_setr_epi32(static_cast<int>(lo), static_cast<int>(hi), 0, 0);
-    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
-  };
-  KAffineScales out;
-  _mm256_store_ps(out.scale, _mm256_mul_ps(widen(sc_lo, sc_hi), _mm256_set1_ps(_cvtsh_ss(b.d))));
-  out.min = _mm256_mul_ps(widen(m_lo, m_hi), _mm256_set1_ps(-_cvtsh_ss(b.dmin)));
-  return out;
-}
-
-// Sub-block s of a K-quant's 128 nibble bytes: bytes 32 * (s / 2) .. +31, low or high nibbles
-SUBBLOCK_INLINE __m256i k_nibbles(const uint8_t* qs, int s) {
-  const __m256i bytes = load_32_bytes(qs + 32 * (s / 2));
-  const __m256i shifted = s % 2 == 0 ? bytes : _mm256_srli_epi16(bytes, 4);
-  return _mm256_and_si256(shifted, _mm256_set1_epi8(15));
-}
-
-struct Q4_KFormat {
-  using Block = BlockQ4_K;
-  static constexpr int kSubBlocks = 8;
-  static constexpr int kOffset = 0;
-  static constexpr bool kHasMin = true;
-  using Scales = KAffineScales;
-  SUBBLOCK_INLINE static Scales scales(const Block& b) { return k_affine_scales(b); }
-  SUBBLOCK_INLINE static __m256i quants(const Block& b, int s) { return k_nibbles(b.qs, s); }
-  SUBBLOCK_INLINE static __m256 scale(const Scales& sc, int s) { return _mm256_set1_ps(sc.scale[s]); }
-  SUBBLOCK_INLINE static __m256 mins(const Scales& sc) { return sc.min; }
-};
-
-struct Q5_KFormat {
-  using Block = BlockQ5_K;
-  static constexpr int kSubBlocks = 8;
-  static constexpr int kOffset = 0;
-  static constexpr bool kHasMin = true;
-  using Scales = KAffineScales;
-  SUBBLOCK_INLINE static Scales scales(const Block& b) { return k_affine_scales(b); }
-  // 5th bit of value 32s + l is bit s of qh[l]
-  SUBBLOCK_INLINE static __m256i quants(const Block& b, int s) {
-    const __m256i high = _mm256_and_si256(_mm256_srl_epi16(load_32_bytes(b.qh), _mm_cvtsi32_si128(s)),
-                                          _mm256_set1_epi8(1));
-    return _mm256_or_si256(k_nibbles(b.qs, s), _mm256_slli_epi16(high, 4));
-  }
-  SUBBLOCK_INLINE static __m256 scale(const Scales& sc, int s) { return _mm256_set1_ps(sc.scale[s]); }
-  SUBBLOCK_INLINE static __m256 mins(const Scales& sc) { return sc.min; }
-};
-
-struct Q6_KFormat {
-  using Block = BlockQ6_K;
-  static constexpr int kSubBlocks = 8;
-  static constexpr int kOffset = 32;
-  static constexpr bool kHasMin = false;
-  struct Scales {
-    float scale[16];  // [16] d * scales[i]
-  };
-  SUBBLOCK_INLINE static Scales scales(const Block& b) {
-    Scales out;
-    const float d = _cvtsh_ss(b.d);
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) out.scale[i] = d * b.scales[i];
-    return out;
-  }
-  // s = 4h + k: low 4 bits from ql[64h + 32 (k & 1) + l] (high nibble for k >= 2), high 2 bits
-  // from qh[32h + l] >> 2k.
-  SUBBLOCK_INLINE static __m256i quants(const Block& b, int s) {
-    const int h = s / 4;
-    const int k = s % 4;
-    const __m256i ql = load_32_bytes(b.ql + 64 * h + 32 * (k & 1));
-    const __m256i low = _mm256_and_si256(k < 2 ? ql : _mm256_srli_epi16(ql, 4), _mm256_set1_epi8(15));
-    const __m256i qh = _mm256_srl_epi16(load_32_bytes(b.qh + 32 * h), _mm_cvtsi32_si128(2 * k));
-    const __m256i high = _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(3)), 4);
-    return _mm256_or_si256(low, high);
-  }
-  // lanes 0-3 (values 0-15) take scales[2s], lanes 4-7 scales[2s + 1]
-  SUBBLOCK_INLINE static __m256 scale(const Scales& sc, int s) {
-    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(sc.scale[2 * s])),
-                                _mm_set1_ps(sc.scale[2 * s + 1]), 1);
   }
 };
 
@@ -205,21 +96,12 @@ SUBBLOCK_INLINE float subblock_hsum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-// The act side of one sub-block step: quants, scale, and -kOffset * (sum of each lane's 4 values).
+// The act side of one block: quants, scale, and -kOffset * (sum of each lane's 4 values).
 struct SubBlockAct {
   __m256i qs;    // [32] s8
   __m256 d;      // a.d in every lane
   __m256i bias;  // [8] int32
 };
-
-// a[s].d * a[s].sum in lane s for the kSubBlocks act blocks of one weight block, zeros beyond.
-template <int kSubBlocks>
-SUBBLOCK_INLINE __m256 act_sums(const BlockQ8Act* a) {
-  alignas(32) float v[8] = {};
-#pragma GCC unroll 8
-  for (int s = 0; s < kSubBlocks; ++s) v[s] = a[s].d * static_cast<float>(a[s].sum);
-  return _mm256_load_ps(v);
-}
 
 template <class F, class Dot>
 SUBBLOCK_INLINE SubBlockAct subblock_act(const BlockQ8Act& a) {
@@ -231,43 +113,31 @@ SUBBLOCK_INLINE SubBlockAct subblock_act(const BlockQ8Act& a) {
   return SubBlockAct{qs, _mm256_broadcast_ss(&a.d), bias};
 }
 
-// Block j of every row of the tile against act blocks j * kSubBlocks + s.
+// Block j of every row of the tile against act block j.
 template <class F, class Dot, int R, int C>
 SUBBLOCK_INLINE void subblock_block(const Tile& t, int64_t j, __m256 (&acc)[R][C], __m256 (&min_acc)[R][C]) {
   using Block = typename F::Block;
-  const Block* blocks[R];
+  __m256i q[R];
   typename F::Scales scales[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    blocks[r] = &row_at<Block>(t.w, t.w_stride, r)[j];
-    scales[r] = F::scales(*blocks[r]);
+    const Block& b = row_at<Block>(t.w, t.w_stride, r)[j];
+    q[r] = F::quants(b);
+    scales[r] = F::scales(b);
   }
-#pragma GCC unroll 8
-  for (int s = 0; s < F::kSubBlocks; ++s) {
-    __m256i q[R];
-    __m256 ws[R];
+#pragma GCC unroll 16
+  for (int c = 0; c < C; ++c) {
+    const BlockQ8Act& act = row_at<BlockQ8Act>(t.a, t.a_stride, c)[j];
+    const SubBlockAct a = subblock_act<F, Dot>(act);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      q[r] = F::quants(*blocks[r], s);
-      ws[r] = F::scale(scales[r], s);
+      const __m256 dot = _mm256_cvtepi32_ps(Dot::dot(a.bias, q[r], a.qs));
+      acc[r][c] = _mm256_fmadd_ps(dot, _mm256_mul_ps(scales[r].d, a.d), acc[r][c]);
     }
+    if constexpr (F::kHasMin) {
+      const __m256 sum = _mm256_setr_ps(act.d * static_cast<float>(act.sum), 0, 0, 0, 0, 0, 0, 0);
 #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) {
-      const SubBlockAct a =
-          subblock_act<F, Dot>(row_at<BlockQ8Act>(t.a, t.a_stride, c)[j * F::kSubBlocks + s]);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        const __m256 dot = _mm256_cvtepi32_ps(Dot::dot(a.bias, q[r], a.qs));
-        acc[r][c] = _mm256_fmadd_ps(dot, _mm256_mul_ps(ws[r], a.d), acc[r][c]);
-      }
-    }
-  }
-  if constexpr (F::kHasMin) {
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) {
-      const __m256 sums = act_sums<F::kSubBlocks>(&row_at<BlockQ8Act>(t.a, t.a_stride, c)[j * F::kSubBlocks]);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) min_acc[r][c] = _mm256_fmadd_ps(F::mins(scales[r]), sums, min_acc[r][c]);
+      for (int r = 0; r < R; ++r) min_acc[r][c] = _mm256_fmadd_ps(scales[r].m, sum, min_acc[r][c]);
     }
   }
 }
@@ -285,7 +155,7 @@ struct SubBlockKernel {
 
   template <int R, int C>
   static void tile(const Tile& t) {
-    const int64_t blocks = t.n / (32 * F::kSubBlocks);
+    const int64_t blocks = t.n / 32;
     __m256 acc[R][C];
     __m256 min_acc[R][C];
 #pragma GCC unroll 16

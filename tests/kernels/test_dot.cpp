@@ -92,8 +92,10 @@ TEST_CASE("activation formats and row sizes follow the weight type", "[kernels][
   CHECK(act_format_for(GgmlType::BF16) == ActFormat::F32);
   CHECK(act_format_for(GgmlType::Q8_0) == ActFormat::Q8Act);
   CHECK(act_format_for(GgmlType::Q4_0) == ActFormat::Q8Act);
+  CHECK(act_format_for(GgmlType::Q4_K) == ActFormat::Q8K);
   CHECK(act_row_bytes(GgmlType::F16, 7) == 28);
   CHECK(act_row_bytes(GgmlType::Q4_0, 96) == 3 * sizeof(BlockQ8Act));
+  CHECK(act_row_bytes(GgmlType::Q6_K, 768) == 3 * sizeof(BlockQ8K));
 }
 
 TEST_CASE("a hand-built activation block quantizes with ties to even", "[kernels][dot]") {
@@ -114,6 +116,41 @@ TEST_CASE("SIMD activation quantization matches ref bit for bit", "[kernels][dot
       x[static_cast<size_t>(n - 5)] = 1e30f;  // a block dominated by one value
       if (n > 32) std::fill(x.begin(), x.begin() + 32, 0.0f);  // an all-zero block: d = 0
       for (GgmlType type : kQuantTypes) {
+        INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name << " n " << n);
+        const std::vector<uint8_t> want = prepared_act(type, x);
+        std::vector<uint8_t> got(want.size());
+        cpu::prepare_act_row(type, x.data(), got.data(), n);
+        CHECK(std::memcmp(got.data(), want.data(), want.size()) == 0);
+      }
+    }
+  });
+}
+
+TEST_CASE("a hand-built Q8K block quantizes with ties to even and sums of 16 values", "[kernels][dot]") {
+  // amax = 254 -> d = 2: qs = x / 2 rounded half to even; bsums[k] sums qs[16k .. 16k + 15].
+  float x[256] = {254.0f, -254.0f, 5.0f, 7.0f, -5.0f, 1.0f, 3.0f, -0.98f};
+  x[16] = 9.0f;
+  x[255] = -3.0f;
+  BlockQ8K a;
+  ref::prepare_act_row(GgmlType::Q4_K, x, &a, 256);
+  CHECK(a.d == 2.0f);
+  const int8_t expected[8] = {127, -127, 2, 4, -2, 0, 2, 0};
+  for (int i = 0; i < 8; ++i) CHECK(a.qs[i] == expected[i]);
+  CHECK(a.qs[16] == 4);
+  CHECK(a.qs[255] == -2);
+  CHECK(a.bsums[0] == 127 - 127 + 2 + 4 - 2 + 0 + 2 + 0);
+  CHECK(a.bsums[1] == 4);
+  for (int k = 2; k < 15; ++k) CHECK(a.bsums[k] == 0);
+  CHECK(a.bsums[15] == -2);
+}
+
+TEST_CASE("SIMD Q8K activation quantization matches ref bit for bit", "[kernels][dot]") {
+  for_each_simd_isa([](CpuIsa isa) {
+    for (int64_t n : {256, 768, 4352, 11008}) {
+      std::vector<float> x = random_values(n, static_cast<uint32_t>(n));
+      x[static_cast<size_t>(n - 5)] = 1e30f;  // a super-block dominated by one value
+      if (n > 256) std::fill(x.begin(), x.begin() + 256, 0.0f);  // an all-zero super-block: d = 0
+      for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
         INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name << " n " << n);
         const std::vector<uint8_t> want = prepared_act(type, x);
         std::vector<uint8_t> got(want.size());
@@ -207,12 +244,13 @@ TEST_CASE("SIMD F16 and BF16 dots convert denormals, zeros and extremes exactly"
 
 TEST_CASE("dots against all-zero activations are zero", "[kernels][dot]") {
   const int64_t n = 96;
-  const std::vector<float> zeros(static_cast<size_t>(n), 0.0f);
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
-    const std::vector<uint8_t> w = random_weights(type, 1, n, 11);
-    const std::vector<uint8_t> act = prepared_act(type, zeros);
-    CHECK(ref::vec_dot(type, w.data(), act.data(), n) == 0.0f);
-    for_each_simd_isa([&](CpuIsa) { CHECK(cpu::vec_dot(type, w.data(), act.data(), n) == 0.0f); });
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+                        GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    const int64_t values = ggml_type_info(type).block_values == kQK_K ? 3 * kQK_K : n;
+    const std::vector<uint8_t> w = random_weights(type, 1, values, 11);
+    const std::vector<uint8_t> act = prepared_act(type, std::vector<float>(static_cast<size_t>(values), 0.0f));
+    CHECK(ref::vec_dot(type, w.data(), act.data(), values) == 0.0f);
+    for_each_simd_isa([&](CpuIsa) { CHECK(cpu::vec_dot(type, w.data(), act.data(), values) == 0.0f); });
   }
 }
 

@@ -1,6 +1,8 @@
 // The sub-block weight formats Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K: hand-built blocks
 // dequantize to values worked out from the ggml layout, rows survive quantize -> dequantize
-// within their step size, ref dots equal dequantize-then-multiply, and every SIMD dot matches ref.
+// within their step size, ref dots equal dequantize-then-multiply (against the quantized
+// activations exactly, against the float activations within the activation rounding), and
+// every SIMD dot matches ref.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -54,6 +56,21 @@ std::vector<uint8_t> prepared_act(GgmlType type, const std::vector<float>& x) {
   return act;
 }
 
+// The activation values a prepared row stands for: a.d * a.qs[i] of its BlockQ8Act or BlockQ8K.
+std::vector<double> act_values(GgmlType type, const std::vector<uint8_t>& act, int64_t n) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if (act_format_for(type) == ActFormat::Q8K) {
+      const BlockQ8K& a = reinterpret_cast<const BlockQ8K*>(act.data())[i / kQ8KBlockValues];
+      v[static_cast<size_t>(i)] = static_cast<double>(a.d) * a.qs[i % kQ8KBlockValues];
+    } else {
+      const BlockQ8Act& a = reinterpret_cast<const BlockQ8Act*>(act.data())[i / kQ8ActBlockValues];
+      v[static_cast<size_t>(i)] = static_cast<double>(a.d) * a.qs[i % kQ8ActBlockValues];
+    }
+  }
+  return v;
+}
+
 // Row lengths with odd block counts: 1, 3 and 129 blocks of 32, or 1, 3 and 17 of 256.
 std::vector<int64_t> sizes_for(GgmlType type) {
   if (ggml_type_info(type).block_values == kQK_K) return {256, 768, 4352};
@@ -76,11 +93,15 @@ TEST_CASE("the sub-block formats are computable with ggml's block geometry", "[k
   CHECK(ggml_row_bytes(GgmlType::Q4_K, 512) == 288);
   CHECK(ggml_row_bytes(GgmlType::Q5_K, 512) == 352);
   CHECK(ggml_row_bytes(GgmlType::Q6_K, 512) == 420);
-  for (GgmlType type : kSubBlockTypes) {
-    CHECK(ggml_type_info(type).computable);
-    CHECK(act_format_for(type) == ActFormat::Q8Act);
-  }
-  CHECK(act_row_bytes(GgmlType::Q4_K, 512) == 16 * sizeof(BlockQ8Act));
+  for (GgmlType type : kSubBlockTypes) CHECK(ggml_type_info(type).computable);
+  CHECK(act_format_for(GgmlType::Q4_1) == ActFormat::Q8Act);
+  CHECK(act_format_for(GgmlType::Q5_0) == ActFormat::Q8Act);
+  CHECK(act_format_for(GgmlType::Q5_1) == ActFormat::Q8Act);
+  CHECK(act_format_for(GgmlType::Q4_K) == ActFormat::Q8K);
+  CHECK(act_format_for(GgmlType::Q5_K) == ActFormat::Q8K);
+  CHECK(act_format_for(GgmlType::Q6_K) == ActFormat::Q8K);
+  CHECK(act_row_bytes(GgmlType::Q5_1, 64) == 2 * sizeof(BlockQ8Act));
+  CHECK(act_row_bytes(GgmlType::Q4_K, 512) == 2 * sizeof(BlockQ8K));
 }
 
 TEST_CASE("a hand-built Q4_1 block dequantizes to d * nibble + m", "[kernels][subblock]") {
@@ -233,13 +254,40 @@ TEST_CASE("ref sub-block dots equal the dot of the dequantized rows", "[kernels]
       const std::vector<uint8_t> w = quantized(type, random_values(n, 51));
       const std::vector<uint8_t> act = prepared_act(type, random_values(n, 52));
       const std::vector<float> wf = dequantized(type, w.data(), n);
-      const BlockQ8Act* a = reinterpret_cast<const BlockQ8Act*>(act.data());
+      const std::vector<double> a = act_values(type, act, n);
       double want = 0.0;
-      for (int64_t i = 0; i < n; ++i) {
-        want += static_cast<double>(wf[static_cast<size_t>(i)]) * a[i / 32].d * a[i / 32].qs[i % 32];
-      }
+      for (size_t i = 0; i < a.size(); ++i) want += wf[i] * a[i];
       INFO("type " << ggml_type_info(type).name << " n " << n);
       CHECK(ref::vec_dot(type, w.data(), act.data(), n) == Approx(want).epsilon(1e-5).margin(1e-6));
+    }
+  }
+}
+
+TEST_CASE("ref sub-block dots stay within the activation rounding of the float dot", "[kernels][subblock]") {
+  // Each activation is rounded to the nearest multiple of its block's d, so against the float
+  // activations x the dot is off by at most sum_i |deq(w)[i]| * d_i / 2 (plus float noise).
+  // The K-quants' act scale covers 256 values instead of 32, so their bound is looser.
+  for (GgmlType type : kSubBlockTypes) {
+    for (int64_t n : sizes_for(type)) {
+      const std::vector<uint8_t> w = quantized(type, random_values(n, 53));
+      const std::vector<float> x = random_values(n, 54);
+      const std::vector<uint8_t> act = prepared_act(type, x);
+      const std::vector<float> wf = dequantized(type, w.data(), n);
+      const int64_t block = act_format_for(type) == ActFormat::Q8K ? kQ8KBlockValues : kQ8ActBlockValues;
+      double exact = 0.0, bound = 0.0;
+      for (int64_t b = 0; b < n / block; ++b) {
+        float amax = 0.0f;
+        for (int64_t i = b * block; i < (b + 1) * block; ++i) amax = std::fmax(amax, std::fabs(x[static_cast<size_t>(i)]));
+        for (int64_t i = b * block; i < (b + 1) * block; ++i) {
+          exact += static_cast<double>(wf[static_cast<size_t>(i)]) * x[static_cast<size_t>(i)];
+          bound += std::fabs(wf[static_cast<size_t>(i)]) * (amax / 127.0) / 2;
+        }
+      }
+      const double got = ref::vec_dot(type, w.data(), act.data(), n);
+      INFO("type " << ggml_type_info(type).name << " n " << n << " exact " << exact << " bound " << bound);
+      CHECK(std::fabs(got - exact) <= bound * 1.0001 + 1e-4);
+      // random rounding errors cancel: the actual error is far below the worst case
+      CHECK(std::fabs(got - exact) < 0.25 * bound);
     }
   }
 }
@@ -297,15 +345,36 @@ TEST_CASE("SIMD sub-block dots are exact on one block of extreme quants", "[kern
     CHECK(cpu::vec_dot(GgmlType::Q5_0, &q5_0, &a, 32) == ref::vec_dot(GgmlType::Q5_0, &q5_0, &a, 32));
     CHECK(cpu::vec_dot(GgmlType::Q5_1, &q5_1, &a, 32) == ref::vec_dot(GgmlType::Q5_1, &q5_1, &a, 32));
   });
-  // Q6_K at q = 63 with unit scales against 8 copies of that act block: every partial sum is
-  // an integer below 2^24, so any summation order gives the same float.
-  std::vector<BlockQ8Act> acts(8, a);
-  BlockQ6_K q6;
-  std::memcpy(&q6, top.data(), sizeof(q6));
-  q6.d = kHalfOne;
-  for (int8_t& s : q6.scales) s = 1;
-  for_each_simd_isa([&](CpuIsa isa) {
-    INFO("isa " << cpu_isa_name(isa));
-    CHECK(cpu::vec_dot(GgmlType::Q6_K, &q6, acts.data(), 256) == ref::vec_dot(GgmlType::Q6_K, &q6, acts.data(), 256));
-  });
+  // The K-quants against one Q8K super-block of that +-127 pattern, and of all +127 and all -127
+  // (4 top quants times 127 in every int32 lane: the largest partial dot, which must stay
+  // exact when the AVX-512 path packs it to int16). All quants at their top, sc = m = 15 for
+  // Q4_K / Q5_K and unit scales for Q6_K keep every partial sum an integer below 2^24, so any
+  // summation order gives the same float.
+  BlockQ4_K q4k;
+  BlockQ5_K q5k;
+  BlockQ6_K q6k;
+  std::memcpy(&q4k, top.data(), sizeof(q4k));
+  std::memcpy(&q5k, top.data(), sizeof(q5k));
+  std::memcpy(&q6k, top.data(), sizeof(q6k));
+  const uint8_t scales15[12] = {15, 15, 15, 15, 15, 15, 15, 15, 0xFF, 0xFF, 0xFF, 0xFF};  // sc = m = 15
+  std::memcpy(q4k.scales, scales15, 12);
+  std::memcpy(q5k.scales, scales15, 12);
+  q4k.d = q5k.d = q6k.d = kHalfOne;
+  q4k.dmin = q5k.dmin = kHalfHalf;
+  for (int8_t& s : q6k.scales) s = 1;
+  for (int pattern = 0; pattern < 3; ++pattern) {
+    BlockQ8K a8k;
+    a8k.d = 1.0f;
+    for (int i = 0; i < kQ8KBlockValues; ++i) a8k.qs[i] = pattern == 0 ? a.qs[i % 32] : pattern == 1 ? 127 : -127;
+    for (int k = 0; k < 16; ++k) {
+      a8k.bsums[k] = 0;
+      for (int i = 0; i < 16; ++i) a8k.bsums[k] = static_cast<int16_t>(a8k.bsums[k] + a8k.qs[16 * k + i]);
+    }
+    for_each_simd_isa([&](CpuIsa isa) {
+      INFO("isa " << cpu_isa_name(isa) << " pattern " << pattern);
+      CHECK(cpu::vec_dot(GgmlType::Q4_K, &q4k, &a8k, 256) == ref::vec_dot(GgmlType::Q4_K, &q4k, &a8k, 256));
+      CHECK(cpu::vec_dot(GgmlType::Q5_K, &q5k, &a8k, 256) == ref::vec_dot(GgmlType::Q5_K, &q5k, &a8k, 256));
+      CHECK(cpu::vec_dot(GgmlType::Q6_K, &q6k, &a8k, 256) == ref::vec_dot(GgmlType::Q6_K, &q6k, &a8k, 256));
+    });
+  }
 }
