@@ -19,7 +19,8 @@ ActFormat act_format_for(GgmlType weight_type) {
     // one act block lines up with one weight scale, and the integer work per 32 values is the
     // same as Q4_0's. A 256-value activation block with one scale (ggml's Q8_K) would save one
     // int->float convert per 32 values but needs its own preparation and packing paths for a
-    // memory-bound decode that does not need the saving.
+    // memory-bound decode that does not need the saving. Q2_K / Q3_K have 16-value sub-blocks
+    // (two per act block, like Q6_K); IQ4_NL / IQ4_XS 32-value ones.
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
     case GgmlType::Q4_1:
@@ -27,7 +28,11 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::Q5_1:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return ActFormat::Q8Act;
+    case GgmlType::Q6_K:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS: return ActFormat::Q8Act;
     default: KVDESK_ASSERT(!"act_format_for: type is not computable");
   }
   return ActFormat::F32;
@@ -164,6 +169,81 @@ float dot_q6_k(const BlockQ6_K* w, const BlockQ8Act* a, int64_t n) {
   return static_cast<float>(sum);
 }
 
+// sum_i a.qs[i] over values [first, first + count) of one act block
+int32_t act_sum(const BlockQ8Act& a, int first, int count) {
+  int32_t sum = 0;
+  for (int i = first; i < first + count; ++i) sum += a.qs[i];
+  return sum;
+}
+
+// Q2_K: act block 8j + s meets 16-value sub-blocks i = 2s + h (h = 0, 1) of super-block j:
+//   fp16(d) * (scales[i] & 15) * a.d * sum_l q * a.qs[16h + l]
+//     - fp16(dmin) * (scales[i] >> 4) * a.d * sum_l a.qs[16h + l]
+float dot_q2_k(const BlockQ2_K* w, const BlockQ8Act* a, int64_t n) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n / kQK_K; ++j) {
+    int q[kQK_K];
+    unpack_q2_k(w[j], q);
+    const float d = fp16_to_fp32(w[j].d);
+    const float dmin = fp16_to_fp32(w[j].dmin);
+    for (int s = 0; s < 8; ++s) {
+      const BlockQ8Act& as = a[8 * j + s];
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t sm = w[j].scales[2 * s + h];
+        sum += static_cast<double>(d * (sm & 15) * as.d) * int_dot(q + 32 * s, as, 16 * h, 16) -
+               static_cast<double>(dmin * (sm >> 4) * as.d) * act_sum(as, 16 * h, 16);
+      }
+    }
+  }
+  return static_cast<float>(sum);
+}
+
+// Q3_K: act block 8j + s meets 16-value sub-blocks i = 2s + h of super-block j:
+//   fp16(d) * (sc[i] - 32) * a.d * sum_l q * a.qs[16h + l],  q in -4..3
+float dot_q3_k(const BlockQ3_K* w, const BlockQ8Act* a, int64_t n) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n / kQK_K; ++j) {
+    int q[kQK_K];
+    unpack_q3_k(w[j], q);
+    const float d = fp16_to_fp32(w[j].d);
+    for (int s = 0; s < 8; ++s) {
+      const BlockQ8Act& as = a[8 * j + s];
+      for (int h = 0; h < 2; ++h) {
+        const int sc = q3_k_scale(w[j].scales, 2 * s + h) - 32;
+        sum += static_cast<double>(d * sc * as.d) * int_dot(q + 32 * s, as, 16 * h, 16);
+      }
+    }
+  }
+  return static_cast<float>(sum);
+}
+
+// IQ4_NL: sum_b fp16(d) * a.d * sum_i level[i] * a.qs[i]
+float dot_iq4_nl(const BlockIQ4_NL* w, const BlockQ8Act* a, int64_t n) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < n / kIq4nlBlockValues; ++b) {
+    int q[32];
+    unpack_iq4(w[b].qs, q);
+    sum += static_cast<double>(fp16_to_fp32(w[b].d) * a[b].d) * int_dot(q, a[b], 0, 32);
+  }
+  return static_cast<float>(sum);
+}
+
+// IQ4_XS: act block 8j + s meets sub-block s of super-block j:
+//   fp16(d) * (ls[s] - 32) * a.d * sum_l level * a.qs[l]
+float dot_iq4_xs(const BlockIQ4_XS* w, const BlockQ8Act* a, int64_t n) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n / kQK_K; ++j) {
+    const float d = fp16_to_fp32(w[j].d);
+    for (int s = 0; s < 8; ++s) {
+      int q[32];
+      unpack_iq4(w[j].qs + 16 * s, q);
+      const BlockQ8Act& as = a[8 * j + s];
+      sum += static_cast<double>(d * (iq4_xs_scale(w[j], s) - 32) * as.d) * int_dot(q, as, 0, 32);
+    }
+  }
+  return static_cast<float>(sum);
+}
+
 }  // namespace
 
 void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n) {
@@ -212,6 +292,18 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
     case GgmlType::Q6_K:
       KVDESK_ASSERT(n % kQK_K == 0);
       return dot_q6_k(static_cast<const BlockQ6_K*>(w_row), qa, n);
+    case GgmlType::Q2_K:
+      KVDESK_ASSERT(n % kQK_K == 0);
+      return dot_q2_k(static_cast<const BlockQ2_K*>(w_row), qa, n);
+    case GgmlType::Q3_K:
+      KVDESK_ASSERT(n % kQK_K == 0);
+      return dot_q3_k(static_cast<const BlockQ3_K*>(w_row), qa, n);
+    case GgmlType::IQ4_NL:
+      KVDESK_ASSERT(n % kIq4nlBlockValues == 0);
+      return dot_iq4_nl(static_cast<const BlockIQ4_NL*>(w_row), qa, n);
+    case GgmlType::IQ4_XS:
+      KVDESK_ASSERT(n % kQK_K == 0);
+      return dot_iq4_xs(static_cast<const BlockIQ4_XS*>(w_row), qa, n);
     default: KVDESK_ASSERT(!"vec_dot: type is not computable");
   }
   return 0.0f;

@@ -17,6 +17,7 @@
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/dot_kquant_avx512.h"
 #include "kernels/cpu/dot_subblock.h"
+#include "kernels/cpu/dot_lowbit_formats.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
 
@@ -346,7 +347,8 @@ struct FloatKernel {
   }
 };
 
-// ---- sub-block formats Q4_1, Q5_0, Q5_1 x Q8Act: kernels/cpu/dot_subblock.h (the K-quants
+// ---- sub-block formats Q4_1, Q5_0, Q5_1, and Q2_K, Q3_K, IQ4_NL, IQ4_XS of
+// kernels/cpu/dot_lowbit_formats.h, x Q8Act: kernels/cpu/dot_subblock.h (Q4_K, Q5_K and Q6_K
 // take full zmm steps in kernels/cpu/dot_kquant_avx512.cpp)
 
 // u8 x s8 -> int32 lanes of 4 products in one VNNI instruction (ymm form, AVX512-VL).
@@ -369,6 +371,10 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
     case GgmlType::Q4_1: return dot_one<SubBlock<Q4_1Format>>(weight_type, w_row, act_row, n);
     case GgmlType::Q5_0: return dot_one<SubBlock<Q5_0Format>>(weight_type, w_row, act_row, n);
     case GgmlType::Q5_1: return dot_one<SubBlock<Q5_1Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q2_K: return dot_one<SubBlock<Q2_KFormat>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q3_K: return dot_one<SubBlock<Q3_KFormat>>(weight_type, w_row, act_row, n);
+    case GgmlType::IQ4_NL: return dot_one<SubBlock<IQ4_NLFormat>>(weight_type, w_row, act_row, n);
+    case GgmlType::IQ4_XS: return dot_one<SubBlock<IQ4_XSFormat>>(weight_type, w_row, act_row, n);
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K: return kquant_vec_dot_avx512(weight_type, w_row, act_row, n);
@@ -387,6 +393,10 @@ void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
     case GgmlType::Q4_1: return matmul_tiled<SubBlock<Q4_1Format>>(args, row_begin, row_end);
     case GgmlType::Q5_0: return matmul_tiled<SubBlock<Q5_0Format>>(args, row_begin, row_end);
     case GgmlType::Q5_1: return matmul_tiled<SubBlock<Q5_1Format>>(args, row_begin, row_end);
+    case GgmlType::Q2_K: return matmul_tiled<SubBlock<Q2_KFormat>>(args, row_begin, row_end);
+    case GgmlType::Q3_K: return matmul_tiled<SubBlock<Q3_KFormat>>(args, row_begin, row_end);
+    case GgmlType::IQ4_NL: return matmul_tiled<SubBlock<IQ4_NLFormat>>(args, row_begin, row_end);
+    case GgmlType::IQ4_XS: return matmul_tiled<SubBlock<IQ4_XSFormat>>(args, row_begin, row_end);
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K: return kquant_matmul_rows_avx512(args, row_begin, row_end);

@@ -1,6 +1,6 @@
 // Internal, included only by the ISA translation units: 256-bit micro-kernels for the weight
 // formats built from 32-value sub-blocks with their own scales, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and
-// Q6_K, against BlockQ8Act rows. Each including unit supplies its u8 x s8 dot (AVX2: maddubs +
+// Q6_K here, Q2_K, Q3_K, IQ4_NL and IQ4_XS in dot_lowbit_formats.h, against BlockQ8Act rows. Each including unit supplies its u8 x s8 dot (AVX2: maddubs +
 // madd; AVX-512: VNNI vpdpbusd on ymm) and its tile shape; AVX-512 uses these for Q4_1, Q5_0 and
 // Q5_1 only (its K-quants take zmm steps, dot_kquant_avx512.cpp). Everything here has internal
 // linkage so each ISA keeps its own copy.
@@ -11,6 +11,9 @@
 //     acc[i] += float(dot[i]) * scale[i] * a.d          (scale per lane: Q6_K's halves differ)
 // and, for formats with a min, once per weight block, lane s for sub-block s:
 //     min_acc[s] += min(s) * a.d * a.sum
+// Formats whose quants are signed levels (IQ4) run the u8 x s8 dot on |q| against a with q's
+// signs; formats with a min per 16 values (Q2_K) add, per lane and step,
+//     min_acc[i] += min(lane i) * a.d * sum_{4 values} s8(a)
 #pragma once
 #include <immintrin.h>
 
@@ -52,6 +55,20 @@ SUBBLOCK_INLINE __m256i fifth_bits_32(const uint8_t* qh) {
 // per block and row; F::quants(block, s) -> [32] u8; F::scale(scales, s) -> [8] lane scales;
 // F::mins(scales) -> [8] the value added to every weight of sub-block s in lane s (lanes past
 // kSubBlocks are ignored: their act side is zero).
+// Optional: F::kSigned = true when F::quants gives s8 levels rather than u8 quants;
+// F::kLaneMins = true when the min varies within a sub-block: F::lane_mins(scales, s) -> [8]
+// the value added to every weight of each lane (kHasMin is then false).
+
+template <class F>
+constexpr bool kSignedQuants = requires { requires F::kSigned; };
+template <class F>
+constexpr bool kHasLaneMins = requires { requires F::kLaneMins; };
+
+// scale[16] of 16-value sub-blocks -> lanes 0-3 (values 0-15 of sub-block pair s) scale[2s],
+// lanes 4-7 scale[2s + 1]
+SUBBLOCK_INLINE __m256 pair_scales(const float* scale, int s) {
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(scale[2 * s])), _mm_set1_ps(scale[2 * s + 1]), 1);
+}
 
 struct Q4_1Format {
   using Block = BlockQ4_1;
@@ -190,11 +207,7 @@ struct Q6_KFormat {
     const __m256i high = _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(3)), 4);
     return _mm256_or_si256(low, high);
   }
-  // lanes 0-3 (values 0-15) take scales[2s], lanes 4-7 scales[2s + 1]
-  SUBBLOCK_INLINE static __m256 scale(const Scales& sc, int s) {
-    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(sc.scale[2 * s])),
-                                _mm_set1_ps(sc.scale[2 * s + 1]), 1);
-  }
+  SUBBLOCK_INLINE static __m256 scale(const Scales& sc, int s) { return pair_scales(sc.scale, s); }
 };
 
 // ---- micro-kernel -----------------------------------------------------------------------------
@@ -207,9 +220,10 @@ SUBBLOCK_INLINE float subblock_hsum(__m256 v) {
 
 // The act side of one sub-block step: quants, scale, and -kOffset * (sum of each lane's 4 values).
 struct SubBlockAct {
-  __m256i qs;    // [32] s8
-  __m256 d;      // a.d in every lane
-  __m256i bias;  // [8] int32
+  __m256i qs;         // [32] s8
+  __m256 d;           // a.d in every lane
+  __m256i bias;       // [8] int32
+  __m256 lane_sums;   // [8] a.d * (sum of the lane's 4 values); lane-min formats only
 };
 
 // a[s].d * a[s].sum in lane s for the kSubBlocks act blocks of one weight block, zeros beyond.
@@ -224,11 +238,17 @@ SUBBLOCK_INLINE __m256 act_sums(const BlockQ8Act* a) {
 template <class F, class Dot>
 SUBBLOCK_INLINE SubBlockAct subblock_act(const BlockQ8Act& a) {
   const __m256i qs = load_32_bytes(reinterpret_cast<const uint8_t*>(a.qs));
+  const __m256 d = _mm256_broadcast_ss(&a.d);
   __m256i bias = _mm256_setzero_si256();
   if constexpr (F::kOffset != 0) {
     bias = _mm256_sub_epi32(bias, Dot::dot(bias, _mm256_set1_epi8(F::kOffset), qs));
   }
-  return SubBlockAct{qs, _mm256_broadcast_ss(&a.d), bias};
+  __m256 lane_sums = _mm256_setzero_ps();
+  if constexpr (kHasLaneMins<F>) {
+    const __m256i sums = Dot::dot(_mm256_setzero_si256(), _mm256_set1_epi8(1), qs);
+    lane_sums = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), d);
+  }
+  return SubBlockAct{qs, d, bias, lane_sums};
 }
 
 // Block j of every row of the tile against act blocks j * kSubBlocks + s.
@@ -244,12 +264,16 @@ SUBBLOCK_INLINE void subblock_block(const Tile& t, int64_t j, __m256 (&acc)[R][C
   }
 #pragma GCC unroll 8
   for (int s = 0; s < F::kSubBlocks; ++s) {
-    __m256i q[R];
+    __m256i q[R];       // [32] u8 quants, or s8 levels for signed formats
+    __m256i q_abs[R];   // [32] |q| (signed formats)
     __m256 ws[R];
+    __m256 lane_min[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       q[r] = F::quants(*blocks[r], s);
+      if constexpr (kSignedQuants<F>) q_abs[r] = _mm256_sign_epi8(q[r], q[r]);
       ws[r] = F::scale(scales[r], s);
+      if constexpr (kHasLaneMins<F>) lane_min[r] = F::lane_mins(scales[r], s);
     }
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
@@ -257,8 +281,14 @@ SUBBLOCK_INLINE void subblock_block(const Tile& t, int64_t j, __m256 (&acc)[R][C
           subblock_act<F, Dot>(row_at<BlockQ8Act>(t.a, t.a_stride, c)[j * F::kSubBlocks + s]);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
-        const __m256 dot = _mm256_cvtepi32_ps(Dot::dot(a.bias, q[r], a.qs));
-        acc[r][c] = _mm256_fmadd_ps(dot, _mm256_mul_ps(ws[r], a.d), acc[r][c]);
+        __m256i idot;
+        if constexpr (kSignedQuants<F>) {
+          idot = Dot::dot(a.bias, q_abs[r], _mm256_sign_epi8(a.qs, q[r]));
+        } else {
+          idot = Dot::dot(a.bias, q[r], a.qs);
+        }
+        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(idot), _mm256_mul_ps(ws[r], a.d), acc[r][c]);
+        if constexpr (kHasLaneMins<F>) min_acc[r][c] = _mm256_fmadd_ps(lane_min[r], a.lane_sums, min_acc[r][c]);
       }
     }
   }
