@@ -1,6 +1,7 @@
-// Internal, included only by the ISA translation units after dot_subblock.h: the formats of the
-// low-bit types Q2_K, Q3_K, IQ4_NL and IQ4_XS for its SubBlockKernel (the format contract is
-// described there). One step is one 32-value act block:
+// Internal, included only by dot_avx2.cpp after dot_subblock.h: the formats of the low-bit
+// types Q2_K, Q3_K, IQ4_NL and IQ4_XS for its SubBlockKernel (the format contract is described
+// there; AVX-512 has zmm kernels for these in dot_avx512.cpp and dot_lowbit_avx512.cpp). One
+// step is one 32-value act block:
 //   Q2_K, Q3_K: two 16-value sub-blocks, lanes 0-3 and 4-7 with their own scales (pair_scales);
 //     Q2_K's mins differ per half too, so they are lane mins.
 //   IQ4_NL, IQ4_XS: 4-bit indices looked up in the 16-entry level table with one byte shuffle

@@ -1,6 +1,7 @@
 // Internal, included only by the ISA translation units: 256-bit micro-kernels for the weight
 // formats built from 32-value sub-blocks with their own scales, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and
-// Q6_K here, Q2_K, Q3_K, IQ4_NL and IQ4_XS in dot_lowbit_formats.h, against BlockQ8Act rows. Each including unit supplies its u8 x s8 dot (AVX2: maddubs +
+// Q6_K here, Q2_K, Q3_K, IQ4_NL and IQ4_XS in dot_lowbit_formats.h (AVX2 only), against
+// BlockQ8Act rows. Each including unit supplies its u8 x s8 dot (AVX2: maddubs +
 // madd; AVX-512: VNNI vpdpbusd on ymm) and its tile shape; AVX-512 uses these for Q4_1, Q5_0 and
 // Q5_1 only (its K-quants take zmm steps, dot_kquant_avx512.cpp). Everything here has internal
 // linkage so each ISA keeps its own copy.
