@@ -40,7 +40,10 @@ struct StepIndex {
   alignas(64) int32_t quad[kSteps][16];       // lanes 4k..4k+3 <- 16-value sub-block 4q + k
   alignas(64) int32_t halves[kSteps][16];     // lanes 0-3, 8-11 <- sub-block 2q; 4-7, 12-15 <- 2q + 1
   alignas(64) int16_t pair_shift[2][32];      // [q % 2] words 0-15: 4 (q % 2), 16-31: 4 (q % 2) + 2
-  alignas(64) int16_t hmask_shift[kSteps][32];  // words 0-15: 2q, 16-31: 2q + 1
+  // Q3_K: moves bit 2q (words 0-15) and 2q + 1 (words 16-31) of each hmask byte to bit 2: left
+  // by 2, 1 for q = 0, right by 2q - 2, 2q - 1 after; bits leaking across bytes land outside
+  // bit 2 and are masked off.
+  alignas(64) int16_t hmask_shift[kSteps][32];
   alignas(64) uint8_t iq4_u8[64];             // kIq4nlValues + 128 in every 128-bit lane
   constexpr StepIndex() : quad(), halves(), pair_shift(), hmask_shift(), iq4_u8() {
     for (int q = 0; q < kSteps; ++q) {
@@ -48,7 +51,10 @@ struct StepIndex {
         quad[q][i] = 4 * q + i / 4;
         halves[q][i] = 2 * q + (i / 4) % 2;
       }
-      for (int i = 0; i < 32; ++i) hmask_shift[q][i] = static_cast<int16_t>(2 * q + i / 16);
+      for (int i = 0; i < 32; ++i) {
+        const int bit = 2 * q + i / 16;
+        hmask_shift[q][i] = static_cast<int16_t>(q == 0 ? 2 - bit : bit - 2);
+      }
     }
     for (int odd = 0; odd < 2; ++odd) {
       for (int i = 0; i < 32; ++i) pair_shift[odd][i] = static_cast<int16_t>(4 * odd + 2 * (i / 16));
@@ -116,23 +122,22 @@ struct Q3_KFormat {
     __m512 scale;   // [16] d * (sc[i] - 32)
     __m512i hmask;  // [64] hmask[0..31] in both halves
   };
-  // The 12 packed bytes -> sc[16] with 32-bit word operations (q3_k_scale for all sixteen):
-  // words 0, 1 hold the low nibbles of sc[0..7] and (>> 4) of sc[8..15]; word 2 the high 2 bits,
-  // sc[4g + i] taking bits 2g of byte 8 + i.
+  // The 12 packed bytes x -> sc[16] (q3_k_scale for all sixteen in one xmm): low 4 bits
+  // x[0..7] & 15, then x[0..7] >> 4; high 2 bits of sc[i] are bits 2 (i / 4) of x[8 + i % 4]:
+  // x[8..11] repeated 4 times, words shifted right by 0, 0, 2, 2, 4, 4, 6, 6.
   ALWAYS_INLINE static Decoded decode(const Block& b) {
-    uint32_t w[3];
-    std::memcpy(w, b.scales, sizeof(w));
-    constexpr uint32_t kLow4 = 0x0F0F0F0F, kTop2 = 0x03030303;
-    const __m128i sc = _mm_setr_epi32(static_cast<int>((w[0] & kLow4) | (w[2] & kTop2) << 4),
-                                      static_cast<int>((w[1] & kLow4) | ((w[2] >> 2) & kTop2) << 4),
-                                      static_cast<int>(((w[0] >> 4) & kLow4) | ((w[2] >> 4) & kTop2) << 4),
-                                      static_cast<int>(((w[1] >> 4) & kLow4) | ((w[2] >> 6) & kTop2) << 4));
+    const __m128i x = _mm_maskz_loadu_epi8(0x0FFF, b.scales);  // 12 bytes, no read past them
+    const __m128i low = _mm_and_si128(_mm_unpacklo_epi64(x, _mm_srli_epi16(x, 4)), _mm_set1_epi8(15));
+    const __m128i top_src = _mm_shuffle_epi8(x, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
+    const __m128i top = _mm_srlv_epi16(top_src, _mm_setr_epi16(0, 0, 2, 2, 4, 4, 6, 6));
+    const __m128i sc = _mm_ternarylogic_epi32(low, _mm_slli_epi16(top, 4), _mm_set1_epi8(0x30), 0xF8);  // a | (b & 0x30)
     const float d = _cvtsh_ss(b.d);
     return Decoded{bytes_to_floats(sc, _mm512_set1_ps(d), _mm512_set1_ps(-32.0f * d)), broadcast_256(b.hmask)};
   }
   // q + 4 in 0..7: the bit pair | 4 * (bit 2q of hmask[l] in the low half, 2q + 1 in the high)
   ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded& d, int q) {
-    const __m512i high = _mm512_slli_epi16(_mm512_srlv_epi16(d.hmask, load_index(kIndex.hmask_shift[q])), 2);
+    const __m512i shift = load_index(kIndex.hmask_shift[q]);
+    const __m512i high = q == 0 ? _mm512_sllv_epi16(d.hmask, shift) : _mm512_srlv_epi16(d.hmask, shift);
     return _mm512_ternarylogic_epi32(step_bit_pairs(b.qs, q), high, _mm512_set1_epi8(4), 0xF8);  // a | (b & 4)
   }
   ALWAYS_INLINE static __m512 scale(const Decoded& d, int q) {
