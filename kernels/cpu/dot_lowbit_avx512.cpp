@@ -1,16 +1,15 @@
 // AVX-512 VNNI kernels for the low-bit super-block types Q2_K, Q3_K and IQ4_XS against Q8Act
-// rows. A step is 64 consecutive values: act blocks 2q and 2q + 1 of the super-block in the
-// two 256-bit halves of a zmm, so one vpdpbusd, one convert and one FMA cover both. Per int32
-// lane i of step q of super-block j:
-//     dot[i]  = sum_{4 values} u8(w) * s8(a) - kOffset * sum_{4 values} s8(a)
+// rows. A step is 64 values in kParts = 1 zmm (Q2_K, Q3_K: act blocks 2q, 2q + 1 in the two
+// 256-bit halves) or 128 values in kParts = 2 zmm (IQ4_XS: act blocks 4q..4q+3, one per
+// 128-bit lane, their values 0-15 in the first zmm and 16-31 in the second, the layout of
+// IQ4_XS's 64 index bytes as low and high nibbles). Per int32 lane i of step q:
+//     dot[i]  = sum_{parts, 4 values} u8(w) * s8(a) - kOffset * sum_{parts, 4 values} s8(a)
 //     acc[i] += float(dot[i]) * scale[i] * a.d        (scale of the lane's sub-block)
 // and for Q2_K, whose mins change every 16 values, per lane and step:
 //     min_acc[i] += min[i] * a.d * sum_{4 values} s8(a)
 // u8(w) is the unsigned quant (Q3_K: q + 4, offset 4; Q2_K: q) or, for IQ4_XS, the table level
 // plus 128 looked up with one byte shuffle (offset 128; VNNI does not saturate, so the 8-bit
-// range is free). IQ4_XS keeps each 16 index bytes' low nibbles (values 0-15) and high nibbles
-// (16-31) in separate 128-bit lanes, [2q low, 2q + 1 low, 2q high, 2q + 1 high], and its act
-// step is permuted to match (kInterleavedHalves). The act side is repacked once per matmul into that register image (StepAct).
+// range is free). The act side is repacked once per matmul into that register image (StepAct).
 // Built with AVX-512 flags, reached only through kAvx512Kernels after the CPU check.
 
 // GCC 12's AVX-512 intrinsics trip -Wuninitialized once inlined (GCC PR 105593), as in
@@ -33,24 +32,22 @@
 namespace kvdesk {
 namespace {
 
-constexpr int kSteps = 4;  // 64-value steps per 256-value super-block
+constexpr int kMaxSteps = 4;  // steps per 256-value super-block, at 64 values a step
 
 // Lane permutations and per-word shift counts, indexed by step q.
 struct StepIndex {
-  alignas(64) int32_t quad[kSteps][16];       // lanes 4k..4k+3 <- 16-value sub-block 4q + k
-  alignas(64) int32_t halves[kSteps][16];     // lanes 0-3, 8-11 <- sub-block 2q; 4-7, 12-15 <- 2q + 1
+  alignas(64) int32_t quad[kMaxSteps][16];    // lanes 4k..4k+3 <- sub-block 4q + k
+  alignas(64) int32_t lane_block[16];         // lanes 4k..4k+3 <- k
   alignas(64) int16_t pair_shift[2][32];      // [q % 2] words 0-15: 4 (q % 2), 16-31: 4 (q % 2) + 2
   // Q3_K: moves bit 2q (words 0-15) and 2q + 1 (words 16-31) of each hmask byte to bit 2: left
   // by 2, 1 for q = 0, right by 2q - 2, 2q - 1 after; bits leaking across bytes land outside
   // bit 2 and are masked off.
-  alignas(64) int16_t hmask_shift[kSteps][32];
+  alignas(64) int16_t hmask_shift[kMaxSteps][32];
   alignas(64) uint8_t iq4_u8[64];             // kIq4nlValues + 128 in every 128-bit lane
-  constexpr StepIndex() : quad(), halves(), pair_shift(), hmask_shift(), iq4_u8() {
-    for (int q = 0; q < kSteps; ++q) {
-      for (int i = 0; i < 16; ++i) {
-        quad[q][i] = 4 * q + i / 4;
-        halves[q][i] = 2 * q + (i / 4) % 2;
-      }
+  constexpr StepIndex() : quad(), lane_block(), pair_shift(), hmask_shift(), iq4_u8() {
+    for (int i = 0; i < 16; ++i) lane_block[i] = i / 4;
+    for (int q = 0; q < kMaxSteps; ++q) {
+      for (int i = 0; i < 16; ++i) quad[q][i] = 4 * q + i / 4;
       for (int i = 0; i < 32; ++i) {
         const int bit = 2 * q + i / 16;
         hmask_shift[q][i] = static_cast<int16_t>(q == 0 ? 2 - bit : bit - 2);
@@ -82,16 +79,20 @@ ALWAYS_INLINE __m512i step_bit_pairs(const uint8_t* qs, int q) {
 }
 
 // ---- formats ----------------------------------------------------------------------------------
-// F::Block, F::kOffset, F::kLaneMins, F::kInterleavedHalves; F::Decoded F::decode(block) once
-// per block and row;
-// F::quants(block, decoded, q) -> [64] u8; F::scale(decoded, q) -> [16] lane scales;
-// F::lane_mins(decoded, q) -> [16] lane mins (kLaneMins only).
+// F::Block, F::kParts, F::kOffset, F::kLaneMins; F::Decoded F::decode(block) once per block and
+// row; F::quants(block, decoded, q) -> Quants<kParts> ([64] u8 per part); F::scale(decoded, q)
+// -> [16] lane scales; F::lane_mins(decoded, q) -> [16] lane mins (kLaneMins only).
+
+template <int kParts>
+struct Quants {
+  __m512i part[kParts];  // [64] u8 each
+};
 
 struct Q2_KFormat {
   using Block = BlockQ2_K;
+  static constexpr int kParts = 1;
   static constexpr int kOffset = 0;
   static constexpr bool kLaneMins = true;
-  static constexpr bool kInterleavedHalves = false;
   struct Decoded {
     __m512 scale;  // [16] d * (scales[i] & 15)
     __m512 min;    // [16] -dmin * (scales[i] >> 4)
@@ -104,7 +105,7 @@ struct Q2_KFormat {
                    bytes_to_floats(_mm_and_si128(_mm_srli_epi16(packed, 4), low4), _mm512_set1_ps(-_cvtsh_ss(b.dmin)),
                                    zero)};
   }
-  ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded&, int q) { return step_bit_pairs(b.qs, q); }
+  ALWAYS_INLINE static Quants<1> quants(const Block& b, const Decoded&, int q) { return {{step_bit_pairs(b.qs, q)}}; }
   ALWAYS_INLINE static __m512 scale(const Decoded& d, int q) {
     return _mm512_permutexvar_ps(load_index(kIndex.quad[q]), d.scale);
   }
@@ -115,9 +116,9 @@ struct Q2_KFormat {
 
 struct Q3_KFormat {
   using Block = BlockQ3_K;
+  static constexpr int kParts = 1;
   static constexpr int kOffset = 4;
   static constexpr bool kLaneMins = false;
-  static constexpr bool kInterleavedHalves = false;
   struct Decoded {
     __m512 scale;   // [16] d * (sc[i] - 32)
     __m512i hmask;  // [64] hmask[0..31] in both halves
@@ -135,10 +136,10 @@ struct Q3_KFormat {
     return Decoded{bytes_to_floats(sc, _mm512_set1_ps(d), _mm512_set1_ps(-32.0f * d)), broadcast_256(b.hmask)};
   }
   // q + 4 in 0..7: the bit pair | 4 * (bit 2q of hmask[l] in the low half, 2q + 1 in the high)
-  ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded& d, int q) {
+  ALWAYS_INLINE static Quants<1> quants(const Block& b, const Decoded& d, int q) {
     const __m512i shift = load_index(kIndex.hmask_shift[q]);
     const __m512i high = q == 0 ? _mm512_sllv_epi16(d.hmask, shift) : _mm512_srlv_epi16(d.hmask, shift);
-    return _mm512_ternarylogic_epi32(step_bit_pairs(b.qs, q), high, _mm512_set1_epi8(4), 0xF8);  // a | (b & 4)
+    return {{_mm512_ternarylogic_epi32(step_bit_pairs(b.qs, q), high, _mm512_set1_epi8(4), 0xF8)}};  // a | (b & 4)
   }
   ALWAYS_INLINE static __m512 scale(const Decoded& d, int q) {
     return _mm512_permutexvar_ps(load_index(kIndex.quad[q]), d.scale);
@@ -147,9 +148,9 @@ struct Q3_KFormat {
 
 struct IQ4_XSFormat {
   using Block = BlockIQ4_XS;
+  static constexpr int kParts = 2;
   static constexpr int kOffset = 128;
   static constexpr bool kLaneMins = false;
-  static constexpr bool kInterleavedHalves = true;
   struct Decoded {
     __m512 scale;  // [16] lanes 0-7: d * (ls[s] - 32)
   };
@@ -167,82 +168,99 @@ struct IQ4_XSFormat {
     const float d = _cvtsh_ss(b.d);
     return Decoded{bytes_to_floats(ls, _mm512_set1_ps(d), _mm512_set1_ps(-32.0f * d))};
   }
-  // Sub-blocks 2q, 2q + 1 are qs bytes 32q..32q+31, in both 256-bit halves; the high half
-  // shifted down by 4 gives the high nibbles, then the table.
-  ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded&, int q) {
-    const __m512i bytes = broadcast_256(b.qs + 32 * q);
-    const __m512i nibbles = _mm512_and_si512(_mm512_mask_srli_epi16(bytes, 0xFFFF0000u, bytes, 4), _mm512_set1_epi8(15));
-    return _mm512_shuffle_epi8(load_index(kIndex.iq4_u8), nibbles);
+  // Sub-blocks 4q..4q+3 are qs bytes 64q..64q+63, 16 per 128-bit lane: low nibbles (values
+  // 0-15) make part 0, high nibbles (16-31) part 1, each through the table.
+  ALWAYS_INLINE static Quants<2> quants(const Block& b, const Decoded&, int q) {
+    const __m512i bytes = _mm512_loadu_si512(b.qs + 64 * q);
+    const __m512i low4 = _mm512_set1_epi8(15);
+    const __m512i table = load_index(kIndex.iq4_u8);
+    return {{_mm512_shuffle_epi8(table, _mm512_and_si512(bytes, low4)),
+             _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low4))}};
   }
   ALWAYS_INLINE static __m512 scale(const Decoded& d, int q) {
-    return _mm512_permutexvar_ps(load_index(kIndex.halves[q]), d.scale);
+    return _mm512_permutexvar_ps(load_index(kIndex.quad[q]), d.scale);
   }
 };
 
 // ---- act side ---------------------------------------------------------------------------------
 
-// The act side of one step: act blocks a[0] (low half) and a[1] (high half).
+// The act side of one step, as F::kParts says (see the top of the file).
+template <int kParts>
 struct StepAct {
-  __m512i qs;         // [64] s8
-  __m512 d;           // [16] a.d of the lane's block
-  __m512i bias;       // [16] -kOffset * (sum of the lane's 4 values)
-  __m512 lane_sums;   // [16] a.d * (sum of the lane's 4 values); kLaneMins only
+  __m512i qs[kParts];  // [64] s8 each
+  __m512 d;            // [16] a.d of the lane's block
+  __m512i bias;        // [16] -kOffset * (sum of the lane's 4 values over the parts)
+  __m512 lane_sums;    // [16] a.d * (sum of the lane's 4 values); kLaneMins only
 };
-static_assert(sizeof(StepAct) % 64 == 0);
+static_assert(sizeof(StepAct<1>) % 64 == 0 && sizeof(StepAct<2>) % 64 == 0);
 
-thread_local PackScratch<StepAct> step_scratch;
+template <int kParts>
+thread_local PackScratch<StepAct<kParts>> step_scratch;
 
+// 16 bytes at p into 128-bit lane kLane of v
+template <int kLane>
+ALWAYS_INLINE __m512i insert_lane(__m512i v, const int8_t* p) {
+  return _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), kLane);
+}
+
+// The step starting at act block a[0]: 2 blocks (kParts 1) or 4 (kParts 2).
 template <class F>
-ALWAYS_INLINE StepAct step_act(const BlockQ8Act* a) {
-  __m512i qs = _mm512_inserti64x4(_mm512_castsi256_si512(load_256(a[0].qs)), load_256(a[1].qs), 1);
-  __m512 d = _mm512_insertf32x8(_mm512_set1_ps(a[0].d), _mm256_set1_ps(a[1].d), 1);
-  if constexpr (F::kInterleavedHalves) {  // 128-bit lanes [a0 0-15, a0 16-31, a1 0-15, a1 16-31] -> 0, 2, 1, 3
-    qs = _mm512_shuffle_i64x2(qs, qs, 0xD8);
-    d = _mm512_shuffle_f32x4(d, d, 0xD8);
+ALWAYS_INLINE StepAct<F::kParts> step_act(const BlockQ8Act* a) {
+  StepAct<F::kParts> out;
+  if constexpr (F::kParts == 1) {
+    out.qs[0] = _mm512_inserti64x4(_mm512_castsi256_si512(load_256(a[0].qs)), load_256(a[1].qs), 1);
+    out.d = _mm512_insertf32x8(_mm512_set1_ps(a[0].d), _mm256_set1_ps(a[1].d), 1);
+  } else {
+    for (int part = 0; part < 2; ++part) {
+      __m512i v = insert_lane<0>(_mm512_setzero_si512(), a[0].qs + 16 * part);
+      v = insert_lane<1>(v, a[1].qs + 16 * part);
+      v = insert_lane<2>(v, a[2].qs + 16 * part);
+      out.qs[part] = insert_lane<3>(v, a[3].qs + 16 * part);
+    }
+    out.d = _mm512_permutexvar_ps(load_index(kIndex.lane_block), _mm512_castps128_ps512(_mm_setr_ps(a[0].d, a[1].d, a[2].d, a[3].d)));
   }
-  StepAct out{qs, d, _mm512_setzero_si512(), _mm512_setzero_ps()};
-  if constexpr (F::kOffset != 0) {
-    const __m512i offset = _mm512_set1_epi8(static_cast<char>(static_cast<uint8_t>(F::kOffset)));  // as u8
-    out.bias = _mm512_sub_epi32(out.bias, _mm512_dpbusd_epi32(out.bias, offset, qs));
-  }
-  if constexpr (F::kLaneMins) {
-    const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), qs);
-    out.lane_sums = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), d);
-  }
+  __m512i sums = _mm512_setzero_si512();  // [16] sum of the lane's values
+  for (int part = 0; part < F::kParts; ++part) sums = _mm512_dpbusd_epi32(sums, _mm512_set1_epi8(1), out.qs[part]);
+  out.bias = _mm512_mullo_epi32(sums, _mm512_set1_epi32(-F::kOffset));
+  out.lane_sums = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), out.d);
   return out;
 }
 
-// Q8Act rows [first, first + count) -> [count][n / 64] StepAct.
+// Q8Act rows [first, first + count) -> [count][steps] StepAct.
 template <class F>
 ActPanel pack_step_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int count) {
-  const int64_t steps = args.n / 64;
-  StepAct* out = step_scratch.get(static_cast<size_t>(steps * count));
+  constexpr int kStepBlocks = 2 * F::kParts;
+  const int64_t steps = args.n / (32 * kStepBlocks);
+  StepAct<F::kParts>* out = step_scratch<F::kParts>.get(static_cast<size_t>(steps * count));
   const char* acts = static_cast<const char*>(args.acts) + static_cast<size_t>(first) * a_stride;
   for (int c = 0; c < count; ++c) {
     const BlockQ8Act* a = row_at<BlockQ8Act>(acts, a_stride, c);
-    for (int64_t i = 0; i < steps; ++i) out[c * steps + i] = step_act<F>(a + 2 * i);
+    for (int64_t i = 0; i < steps; ++i) out[c * steps + i] = step_act<F>(a + kStepBlocks * i);
   }
-  return ActPanel{reinterpret_cast<const char*>(out), static_cast<size_t>(steps) * sizeof(StepAct)};
+  return ActPanel{reinterpret_cast<const char*>(out), static_cast<size_t>(steps) * sizeof(StepAct<F::kParts>)};
 }
 
 // The panel is re-read for every weight tile; non-temporal-hint loads keep the hardware
 // prefetchers on the weight streams (see dot_avx512.cpp's load_packed). Parts F does not use
 // stay unread.
 template <class F>
-ALWAYS_INLINE StepAct load_step(const StepAct& p) {
+ALWAYS_INLINE StepAct<F::kParts> load_step(const StepAct<F::kParts>& p) {
   auto load = [](const void* v) { return _mm512_stream_load_si512(const_cast<void*>(v)); };
-  StepAct a{load(&p.qs), _mm512_castsi512_ps(load(&p.d)), _mm512_setzero_si512(), _mm512_setzero_ps()};
-  if constexpr (F::kOffset != 0) a.bias = load(&p.bias);
-  if constexpr (F::kLaneMins) a.lane_sums = _mm512_castsi512_ps(load(&p.lane_sums));
+  StepAct<F::kParts> a;
+  for (int part = 0; part < F::kParts; ++part) a.qs[part] = load(&p.qs[part]);
+  a.d = _mm512_castsi512_ps(load(&p.d));
+  a.bias = F::kOffset != 0 ? load(&p.bias) : _mm512_setzero_si512();
+  a.lane_sums = F::kLaneMins ? _mm512_castsi512_ps(load(&p.lane_sums)) : _mm512_setzero_ps();
   return a;
 }
 
 // ---- micro-kernel -----------------------------------------------------------------------------
 
-// Super-block j of every row of the tile against its 4 packed act steps.
+// Super-block j of every row of the tile against its packed act steps.
 template <class F, int R, int C>
 ALWAYS_INLINE void lowbit_super(const Tile& t, int64_t j, __m512 (&acc)[R][C], __m512 (&min_acc)[R][C]) {
   using Block = typename F::Block;
+  constexpr int kSteps = kMaxSteps / F::kParts;
   const Block* blocks[R];
   typename F::Decoded dec[R];
 #pragma GCC unroll 16
@@ -252,7 +270,7 @@ ALWAYS_INLINE void lowbit_super(const Tile& t, int64_t j, __m512 (&acc)[R][C], _
   }
 #pragma GCC unroll 4
   for (int q = 0; q < kSteps; ++q) {
-    __m512i w[R];
+    Quants<F::kParts> w[R];
     __m512 ws[R];
     __m512 mins[R];
 #pragma GCC unroll 16
@@ -263,11 +281,13 @@ ALWAYS_INLINE void lowbit_super(const Tile& t, int64_t j, __m512 (&acc)[R][C], _
     }
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
-      const StepAct a = load_step<F>(row_at<StepAct>(t.a, t.a_stride, c)[kSteps * j + q]);
+      const StepAct<F::kParts> a = load_step<F>(row_at<StepAct<F::kParts>>(t.a, t.a_stride, c)[kSteps * j + q]);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
-        const __m512 dot = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(a.bias, w[r], a.qs));
-        acc[r][c] = _mm512_fmadd_ps(dot, _mm512_mul_ps(ws[r], a.d), acc[r][c]);
+        __m512i idot = a.bias;
+#pragma GCC unroll 2
+        for (int part = 0; part < F::kParts; ++part) idot = _mm512_dpbusd_epi32(idot, w[r].part[part], a.qs[part]);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(idot), _mm512_mul_ps(ws[r], a.d), acc[r][c]);
         if constexpr (F::kLaneMins) min_acc[r][c] = _mm512_fmadd_ps(mins[r], a.lane_sums, min_acc[r][c]);
       }
     }
