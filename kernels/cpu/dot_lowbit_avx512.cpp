@@ -298,7 +298,9 @@ template <class F>
 struct LowbitKernel {
   static constexpr int kGemvRows = 4;
   static constexpr int kRows = 4;
-  static constexpr int kActs = 3;
+  // As many acts as keep the accumulators, quants and scales in the 32 zmm registers (lane-min
+  // formats carry a second accumulator per row and act).
+  static constexpr int kActs = F::kLaneMins ? 2 : 4;
 
   static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int count) {
     return pack_step_acts<F>(args, a_stride, first, count);
