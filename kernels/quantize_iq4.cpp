@@ -23,12 +23,11 @@ constexpr int kTryRadius = 4;    // candidate inverse scales (-127 + t) / extrem
 constexpr float kLevelMid[15] = {-115.5f, -93.5f, -74.0f, -57.0f, -42.0f, -28.5f, -16.0f, -4.5f,
                                  7.0f,    19.0f,  31.5f,  45.5f,  61.0f,  79.0f,  101.0f};
 
-// Index of the table level nearest to v (binary search over the midpoints).
+// Index of the table level nearest to v (binary search over the midpoints, without branches:
+// on real weights each comparison is a coin toss a branch predictor loses).
 int nearest_level(float v) {
   int i = 0;
-  for (int step = 8; step > 0; step /= 2) {
-    if (v > kLevelMid[i + step - 1]) i += step;
-  }
+  for (int step = 8; step > 0; step /= 2) i += static_cast<int>(v > kLevelMid[i + step - 1]) * step;
   return i;
 }
 
