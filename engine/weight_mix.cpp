@@ -23,8 +23,7 @@ constexpr std::array kMixes = {
     WeightMix{"q5_k_m", GgmlType::Q5_K, 17, true, true},  WeightMix{"q3_k", GgmlType::Q3_K, 11, false, false},
     WeightMix{"q3_k_m", GgmlType::Q3_K, kFtypeQ3_K_M, true, false},
     WeightMix{"q2_k", GgmlType::Q2_K, kFtypeQ2_K, true, false},
-    WeightMix{"iq4_nl", GgmlType::IQ4_NL, 25, false, false},
-    WeightMix{"iq4_xs", GgmlType::IQ4_XS, 30, false, false},
+    WeightMix{"iq4_nl", GgmlType::IQ4_NL, 25, false, false}, WeightMix{"iq4_xs", GgmlType::IQ4_XS, 30, false, false},
 };
 
 // llama.cpp's use_more_bits: the first and last eighth of the layers and every third between.
