@@ -88,7 +88,7 @@ class TensorMaker {
 
   // A 2-D weight of `role` in layer `layer` (0 outside the layers).
   void matrix(const std::string& name, TensorRole role, int layer, int64_t rows, int64_t cols) {
-    const GgmlType type = tensor_type(spec_.mix, role, layer, spec_.layers, cols);
+    const GgmlType type = tensor_type(spec_.mix, role, layer, spec_.layers, cols, spec_.heads / spec_.kv_heads);
     const uint64_t seed = next_seed();
     const float std = spec_.weight_std;
     writer_.add_tensor(name, type, {cols, rows}, [=](std::vector<uint8_t>& out) {

@@ -14,12 +14,18 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::F32:
     case GgmlType::F16:
     case GgmlType::BF16: return ActFormat::F32;
-    // The 32-value weight blocks meet BlockQ8Act: one act scale per weight scale.
+    // The 32-value weight blocks, and the low-bit super-block types whose sub-blocks are 16
+    // (Q2_K, Q3_K: two per act block, told apart per int32 lane) or 32 values (IQ4_XS), meet
+    // BlockQ8Act: one act scale per weight scale.
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
     case GgmlType::Q4_1:
     case GgmlType::Q5_0:
-    case GgmlType::Q5_1: return ActFormat::Q8Act;
+    case GgmlType::Q5_1:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS: return ActFormat::Q8Act;
     // The K-quants meet BlockQ8K: one act scale per 256-value super-block, so the sub-block
     // scales multiply integers and the super-block converts to float once.
     case GgmlType::Q4_K:
@@ -181,6 +187,81 @@ float dot_q6_k(const BlockQ6_K* w, const BlockQ8K* a, int64_t n) {
   return static_cast<float>(sum);
 }
 
+// sum_i a.qs[i] over values [first, first + count) of one act block
+int32_t act_sum(const BlockQ8Act& a, int first, int count) {
+  int32_t sum = 0;
+  for (int i = first; i < first + count; ++i) sum += a.qs[i];
+  return sum;
+}
+
+// Q2_K: act block 8j + s meets 16-value sub-blocks i = 2s + h (h = 0, 1) of super-block j:
+//   fp16(d) * (scales[i] & 15) * a.d * sum_l q * a.qs[16h + l]
+//     - fp16(dmin) * (scales[i] >> 4) * a.d * sum_l a.qs[16h + l]
+float dot_q2_k(const BlockQ2_K* w, const BlockQ8Act* a, int64_t n) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n / kQK_K; ++j) {
+    int q[kQK_K];
+    unpack_q2_k(w[j], q);
+    const float d = fp16_to_fp32(w[j].d);
+    const float dmin = fp16_to_fp32(w[j].dmin);
+    for (int s = 0; s < 8; ++s) {
+      const BlockQ8Act& as = a[8 * j + s];
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t sm = w[j].scales[2 * s + h];
+        sum += static_cast<double>(d * (sm & 15) * as.d) * int_dot(q + 32 * s, as.qs, 16 * h, 16) -
+               static_cast<double>(dmin * (sm >> 4) * as.d) * act_sum(as, 16 * h, 16);
+      }
+    }
+  }
+  return static_cast<float>(sum);
+}
+
+// Q3_K: act block 8j + s meets 16-value sub-blocks i = 2s + h of super-block j:
+//   fp16(d) * (sc[i] - 32) * a.d * sum_l q * a.qs[16h + l],  q in -4..3
+float dot_q3_k(const BlockQ3_K* w, const BlockQ8Act* a, int64_t n) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n / kQK_K; ++j) {
+    int q[kQK_K];
+    unpack_q3_k(w[j], q);
+    const float d = fp16_to_fp32(w[j].d);
+    for (int s = 0; s < 8; ++s) {
+      const BlockQ8Act& as = a[8 * j + s];
+      for (int h = 0; h < 2; ++h) {
+        const int sc = q3_k_scale(w[j].scales, 2 * s + h) - 32;
+        sum += static_cast<double>(d * sc * as.d) * int_dot(q + 32 * s, as.qs, 16 * h, 16);
+      }
+    }
+  }
+  return static_cast<float>(sum);
+}
+
+// IQ4_NL: sum_b fp16(d) * a.d * sum_i level[i] * a.qs[i]
+float dot_iq4_nl(const BlockIQ4_NL* w, const BlockQ8Act* a, int64_t n) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < n / kIq4nlBlockValues; ++b) {
+    int q[32];
+    unpack_iq4(w[b].qs, q);
+    sum += static_cast<double>(fp16_to_fp32(w[b].d) * a[b].d) * int_dot(q, a[b].qs, 0, 32);
+  }
+  return static_cast<float>(sum);
+}
+
+// IQ4_XS: act block 8j + s meets sub-block s of super-block j:
+//   fp16(d) * (ls[s] - 32) * a.d * sum_l level * a.qs[l]
+float dot_iq4_xs(const BlockIQ4_XS* w, const BlockQ8Act* a, int64_t n) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n / kQK_K; ++j) {
+    const float d = fp16_to_fp32(w[j].d);
+    for (int s = 0; s < 8; ++s) {
+      int q[32];
+      unpack_iq4(w[j].qs + 16 * s, q);
+      const BlockQ8Act& as = a[8 * j + s];
+      sum += static_cast<double>(d * (iq4_xs_scale(w[j], s) - 32) * as.d) * int_dot(q, as.qs, 0, 32);
+    }
+  }
+  return static_cast<float>(sum);
+}
+
 }  // namespace
 
 void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n) {
@@ -236,6 +317,18 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
     case GgmlType::Q6_K:
       KVDESK_ASSERT(n % kQK_K == 0);
       return dot_q6_k(static_cast<const BlockQ6_K*>(w_row), ka, n);
+    case GgmlType::Q2_K:
+      KVDESK_ASSERT(n % kQK_K == 0);
+      return dot_q2_k(static_cast<const BlockQ2_K*>(w_row), qa, n);
+    case GgmlType::Q3_K:
+      KVDESK_ASSERT(n % kQK_K == 0);
+      return dot_q3_k(static_cast<const BlockQ3_K*>(w_row), qa, n);
+    case GgmlType::IQ4_NL:
+      KVDESK_ASSERT(n % kIq4nlBlockValues == 0);
+      return dot_iq4_nl(static_cast<const BlockIQ4_NL*>(w_row), qa, n);
+    case GgmlType::IQ4_XS:
+      KVDESK_ASSERT(n % kQK_K == 0);
+      return dot_iq4_xs(static_cast<const BlockIQ4_XS*>(w_row), qa, n);
     default: KVDESK_ASSERT(!"vec_dot: type is not computable");
   }
   return 0.0f;

@@ -123,4 +123,61 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210);
 
+// 16 sub-blocks of 16 values, 2-bit quants with a 4-bit scale and a 4-bit min each. Value
+// v = 128h + 32k + l (half h, quarter k, l < 32) has sub-block i = v / 16 and
+//   q = (qs[32h + l] >> 2k) & 3,  value = d * (scales[i] & 15) * q - dmin * (scales[i] >> 4).
+struct BlockQ2_K {
+  uint8_t scales[kQK_K / 16];    // [16] low nibble scale, high nibble min
+  uint8_t qs[kQK_K / 4];         // [256] 2-bit quants, four per byte
+  uint16_t d;                    // scale of the sub-block scales, IEEE half
+  uint16_t dmin;                 // scale of the sub-block mins, IEEE half
+};
+static_assert(sizeof(BlockQ2_K) == 84);
+
+// 16 sub-blocks of 16 values, 3-bit quants (-4..3) with 6-bit scales offset by 32. Value
+// v = 128h + 32k + l has sub-block i = v / 16 and
+//   q = ((qs[32h + l] >> 2k) & 3) + 4 * ((hmask[l] >> (v / 32)) & 1) - 4,
+//   value = d * (sc[i] - 32) * q,
+// with sc[i] = ((scales[i % 8] >> 4 (i / 8)) & 15) | ((scales[8 + i % 4] >> 2 (i / 4)) & 3) << 4.
+struct BlockQ3_K {
+  uint8_t hmask[kQK_K / 8];      // [256] third bits: bit v / 32 of hmask[v % 32]
+  uint8_t qs[kQK_K / 4];         // [256] low 2 bits, four per byte
+  uint8_t scales[kKScaleBytes];  // [16] 6-bit scales
+  uint16_t d;                    // super-block scale, IEEE half
+};
+static_assert(sizeof(BlockQ3_K) == 110);
+
+// Sub-block i (0..15) of a Q3_K block: its 6-bit scale, 0..63 (32 is zero).
+inline int q3_k_scale(const uint8_t* scales, int i) {
+  return ((scales[i % 8] >> (4 * (i / 8))) & 15) | ((scales[8 + i % 4] >> (2 * (i / 4))) & 3) << 4;
+}
+
+// IQ4 ("non-linear") quants: a 4-bit index into this table of int8 levels, denser near zero.
+constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// 32 values, one fp16 scale: value i (i<16) = d * kIq4nlValues[qs[i] & 15], value i+16 uses qs[i] >> 4.
+constexpr int kIq4nlBlockValues = 32;
+struct BlockIQ4_NL {
+  uint16_t d;                            // scale, IEEE half
+  uint8_t qs[kIq4nlBlockValues / 2];     // [32] table indices, nibbles as in Q4_0
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// 8 sub-blocks of 32 with 6-bit scales offset by 32:
+//   ls[s] = ((scales_l[s / 2] >> 4 (s % 2)) & 15) | ((scales_h >> 2s) & 3) << 4,
+//   value 32s + l = d * (ls[s] - 32) * kIq4nlValues[index], index the nibble of qs[16s + l % 16]
+//   (low for l < 16, high for l >= 16).
+struct BlockIQ4_XS {
+  uint16_t d;                    // super-block scale, IEEE half
+  uint16_t scales_h;             // [8] high 2 bits of the sub-block scales
+  uint8_t scales_l[kQK_K / 64];  // [8] low 4 bits of the sub-block scales
+  uint8_t qs[kQK_K / 2];         // [256] table indices
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
+// Sub-block s (0..7) of an IQ4_XS block: its 6-bit scale, 0..63 (32 is zero).
+inline int iq4_xs_scale(const BlockIQ4_XS& b, int s) {
+  return ((b.scales_l[s / 2] >> (4 * (s % 2))) & 15) | ((b.scales_h >> (2 * s)) & 3) << 4;
+}
+
 }  // namespace kvdesk

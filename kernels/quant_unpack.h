@@ -50,4 +50,25 @@ inline void unpack_q6_k(const BlockQ6_K& b, int* q) {
   }
 }
 
+// q[256] in 0..3 of a Q2_K block, value order (v = 128h + 32k + l: bits 2k of qs[32h + l]).
+inline void unpack_q2_k(const BlockQ2_K& b, int* q) {
+  for (int v = 0; v < kQK_K; ++v) q[v] = (b.qs[32 * (v / 128) + v % 32] >> (2 * ((v / 32) % 4))) & 3;
+}
+
+// q[256] in -4..3 of a Q3_K block, value order: the Q2_K bit pair plus 4 * third bit, minus 4.
+inline void unpack_q3_k(const BlockQ3_K& b, int* q) {
+  for (int v = 0; v < kQK_K; ++v) {
+    const int low = (b.qs[32 * (v / 128) + v % 32] >> (2 * ((v / 32) % 4))) & 3;
+    q[v] = low + 4 * ((b.hmask[v % 32] >> (v / 32)) & 1) - 4;
+  }
+}
+
+// q[32] int8 levels of 16 IQ4 index bytes: low nibbles are values 0..15, high nibbles 16..31.
+inline void unpack_iq4(const uint8_t* qs, int* q) {
+  for (int i = 0; i < 16; ++i) {
+    q[i] = kIq4nlValues[qs[i] & 15];
+    q[i + 16] = kIq4nlValues[qs[i] >> 4];
+  }
+}
+
 }  // namespace kvdesk::ref

@@ -100,6 +100,10 @@ void quantize_row(GgmlType type, const float* x, void* out, int64_t n) {
     case GgmlType::Q4_K: quantize_row_q4_k(x, static_cast<BlockQ4_K*>(out), n); return;
     case GgmlType::Q5_K: quantize_row_q5_k(x, static_cast<BlockQ5_K*>(out), n); return;
     case GgmlType::Q6_K: quantize_row_q6_k(x, static_cast<BlockQ6_K*>(out), n); return;
+    case GgmlType::Q2_K: quantize_row_q2_k(x, static_cast<BlockQ2_K*>(out), n); return;
+    case GgmlType::Q3_K: quantize_row_q3_k(x, static_cast<BlockQ3_K*>(out), n); return;
+    case GgmlType::IQ4_NL: quantize_row_iq4_nl(x, static_cast<BlockIQ4_NL*>(out), n); return;
+    case GgmlType::IQ4_XS: quantize_row_iq4_xs(x, static_cast<BlockIQ4_XS*>(out), n); return;
     default: KVDESK_ASSERT(!"quantize_row: type is not computable");
   }
 }
@@ -130,6 +134,10 @@ void dequantize_row(GgmlType type, const void* row, float* y, int64_t n) {
     case GgmlType::Q4_K: dequantize_row_q4_k(static_cast<const BlockQ4_K*>(row), y, n); return;
     case GgmlType::Q5_K: dequantize_row_q5_k(static_cast<const BlockQ5_K*>(row), y, n); return;
     case GgmlType::Q6_K: dequantize_row_q6_k(static_cast<const BlockQ6_K*>(row), y, n); return;
+    case GgmlType::Q2_K: dequantize_row_q2_k(static_cast<const BlockQ2_K*>(row), y, n); return;
+    case GgmlType::Q3_K: dequantize_row_q3_k(static_cast<const BlockQ3_K*>(row), y, n); return;
+    case GgmlType::IQ4_NL: dequantize_row_iq4_nl(static_cast<const BlockIQ4_NL*>(row), y, n); return;
+    case GgmlType::IQ4_XS: dequantize_row_iq4_xs(static_cast<const BlockIQ4_XS*>(row), y, n); return;
     default: KVDESK_ASSERT(!"dequantize_row: type is not computable");
   }
 }

@@ -27,6 +27,18 @@ void dequantize_row_q4_k(const BlockQ4_K* x, float* y, int64_t n);
 void dequantize_row_q5_k(const BlockQ5_K* x, float* y, int64_t n);
 void dequantize_row_q6_k(const BlockQ6_K* x, float* y, int64_t n);
 
+// kernels/quantize_low_kquants.cpp: n must be a multiple of 256.
+void quantize_row_q2_k(const float* x, BlockQ2_K* y, int64_t n);
+void quantize_row_q3_k(const float* x, BlockQ3_K* y, int64_t n);
+void dequantize_row_q2_k(const BlockQ2_K* x, float* y, int64_t n);
+void dequantize_row_q3_k(const BlockQ3_K* x, float* y, int64_t n);
+
+// kernels/quantize_iq4.cpp: n must be a multiple of 32 (IQ4_NL) or 256 (IQ4_XS).
+void quantize_row_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t n);
+void quantize_row_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t n);
+void dequantize_row_iq4_nl(const BlockIQ4_NL* x, float* y, int64_t n);
+void dequantize_row_iq4_xs(const BlockIQ4_XS* x, float* y, int64_t n);
+
 // x[n] -> one row of `type` (every computable type); out holds ggml_row_bytes(type, n).
 void quantize_row(GgmlType type, const float* x, void* out, int64_t n);
 

@@ -45,7 +45,7 @@ Command add_make_model_command(CLI::App& app) {
   cmd->add_option("--ctx", s.context_length, "Context length")->check(CLI::Range(16, 1 << 24))->capture_default_str();
   cmd->add_option("--vocab-from", s.vocab_from, "SentencePiece .model whose vocabulary to use")->required();
   cmd->add_option("--type", args->type,
-                  "Weight type, or a llama.cpp mix (q4_k_m, q5_k_m, q6_k): " + weight_mix_names())->capture_default_str();
+                  "Weight type, or a llama.cpp mix (q2_k, q3_k_m, q4_k_m, q5_k_m, q6_k): " + weight_mix_names())->capture_default_str();
   cmd->add_option("--arch", s.arch, "Architecture: llama, qwen2")->check(CLI::IsMember({"llama", "qwen2"}))->capture_default_str();
   cmd->add_option("--rope-scaling", s.rope_scaling, "none, or llama3: Llama 3.1 rope_freqs factors")
       ->check(CLI::IsMember({"none", "llama3"}))->capture_default_str();

@@ -9,6 +9,7 @@
 #include "kernels/check.h"
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/dot_subblock.h"
+#include "kernels/cpu/dot_lowbit_formats.h"
 #include "kernels/cpu/tile_driver.h"
 
 // Micro-kernel pieces pass ymm structs around; they must inline to stay in registers.
@@ -244,11 +245,12 @@ struct FloatKernel {
   }
 };
 
-// ---- sub-block formats (Q4_1, Q5_0, Q5_1) x Q8Act: kernels/cpu/dot_subblock.h (the K-quants
-// meet Q8K rows in kernels/cpu/dot_kquant_avx2.cpp)
+// ---- sub-block formats (Q4_1, Q5_0, Q5_1, and Q2_K, Q3_K, IQ4_NL, IQ4_XS of
+// kernels/cpu/dot_lowbit_formats.h) x Q8Act: kernels/cpu/dot_subblock.h (the K-quants meet Q8K
+// rows in kernels/cpu/dot_kquant_avx2.cpp)
 
-// u8 x s8 -> int32 lanes of 4 products: maddubs to s16 pairs (no saturation for quants below
-// 64), madd with 1 to s32.
+// u8 x s8 -> int32 lanes of 4 products: maddubs to s16 pairs (no saturation for u8 up to 128
+// against |s8| <= 127: quants below 64, IQ4's |level| <= 127), madd with 1 to s32.
 struct Avx2Dot {
   ALWAYS_INLINE static __m256i dot(__m256i acc, __m256i u8, __m256i s8) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
@@ -273,6 +275,10 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K: return kAvx2KQuantKernels.vec_dot(weight_type, w_row, act_row, n);
+    case GgmlType::Q2_K: return dot_one<SubBlock<Q2_KFormat>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q3_K: return dot_one<SubBlock<Q3_KFormat>>(weight_type, w_row, act_row, n);
+    case GgmlType::IQ4_NL: return dot_one<SubBlock<IQ4_NLFormat>>(weight_type, w_row, act_row, n);
+    case GgmlType::IQ4_XS: return dot_one<SubBlock<IQ4_XSFormat>>(weight_type, w_row, act_row, n);
     default: KVDESK_ASSERT(!"vec_dot: type is not computable");
   }
   return 0.0f;
@@ -291,6 +297,10 @@ void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K: return kAvx2KQuantKernels.matmul_rows(args, row_begin, row_end);
+    case GgmlType::Q2_K: return matmul_tiled<SubBlock<Q2_KFormat>>(args, row_begin, row_end);
+    case GgmlType::Q3_K: return matmul_tiled<SubBlock<Q3_KFormat>>(args, row_begin, row_end);
+    case GgmlType::IQ4_NL: return matmul_tiled<SubBlock<IQ4_NLFormat>>(args, row_begin, row_end);
+    case GgmlType::IQ4_XS: return matmul_tiled<SubBlock<IQ4_XSFormat>>(args, row_begin, row_end);
     default: KVDESK_ASSERT(!"matmul_rows: type is not computable");
   }
 }

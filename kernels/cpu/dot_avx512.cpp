@@ -17,6 +17,7 @@
 #include "kernels/check.h"
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/dot_subblock.h"
+#include "kernels/cpu/dot_lowbit_avx512.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
 
@@ -54,15 +55,16 @@ void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n)
   for (int64_t b = 0; b < n / kQ8ActBlockValues; ++b) quantize_act_block(x + b * kQ8ActBlockValues, y[b]);
 }
 
-// ---- integer blocks: Q8_0 / Q4_0 weights x Q8Act --------------------------------------------
+// ---- integer blocks: Q8_0 / Q4_0 / IQ4_NL weights x Q8Act -----------------------------------
 //
 // A step covers 4 blocks (fewer at the end of a row; missing blocks read as zeros), one per
 // 128-bit lane: bytes 16b..16b+15 of the "lo" vectors hold values 0..15 of block b, the "hi"
 // vectors values 16..31. Per 32-bit lane i (block b = i / 4) of the step:
 //     dot[i]  = bias[i] + sum_{4 bytes} u8(w_lo) * s8(a_lo) + sum_{4 bytes} u8(w_hi) * s8(a_hi)
 //     acc[i] += float(dot[i]) * fp16(w[b].d) * a[b].d
-// with u8(w) = w + 128 (Q8_0) or the nibble 0..15 (Q4_0), the offset taken back through
-// bias = -128 * a.sum (Q8_0) or -8 * a.sum (Q4_0) in the block's first lane.
+// with u8(w) = w + 128 (Q8_0; IQ4_NL with w its nibble's table level) or the nibble 0..15
+// (Q4_0), the offset taken back through bias = -128 * a.sum (Q8_0, IQ4_NL) or -8 * a.sum (Q4_0)
+// in the block's first lane.
 // Weight blocks interleave a 2-byte scale with the quants, all at even offsets, so vpermt2w
 // gathers quants and scales out of plain 64-byte loads that never reach past the 4 blocks.
 
@@ -165,6 +167,23 @@ struct Q4_0Format {
     const __m512i mask = _mm512_set1_epi8(15);
     return QuantWeights{_mm512_and_si512(q, mask), _mm512_and_si512(_mm512_srli_epi16(q, 4), mask),
                         lane_scales(_mm512_permutexvar_epi16(load_index(kQ4_0Gather.scales), w0))};
+  }
+};
+
+// IQ4_NL blocks have Q4_0's layout with nibbles indexing the level table: the nibbles become
+// u8 levels + 128 with one byte shuffle each, the offset taken back through the bias.
+struct IQ4_NLFormat {
+  using Block = BlockIQ4_NL;
+  static constexpr int kOffset = 128;
+  static_assert(sizeof(BlockIQ4_NL) == sizeof(BlockQ4_0));
+
+  template <int kBlocks>
+  ALWAYS_INLINE static QuantWeights weights(const char* p) {
+    const QuantWeights nibbles = Q4_0Format::weights<kBlocks>(p);
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+    const __m512i offset = _mm512_set1_epi8(-128);
+    return QuantWeights{_mm512_xor_si512(_mm512_shuffle_epi8(table, nibbles.lo), offset),
+                        _mm512_xor_si512(_mm512_shuffle_epi8(table, nibbles.hi), offset), nibbles.d};
   }
 };
 
@@ -347,8 +366,9 @@ struct FloatKernel {
   }
 };
 
-// ---- sub-block formats Q4_1, Q5_0, Q5_1 x Q8Act: kernels/cpu/dot_subblock.h (the K-quants
-// meet Q8K rows in full zmm steps in kernels/cpu/dot_kquant_avx512.cpp)
+// ---- sub-block formats Q4_1, Q5_0, Q5_1 x Q8Act: kernels/cpu/dot_subblock.h (the super-block
+// types take full zmm steps: Q4_K, Q5_K and Q6_K in kernels/cpu/dot_kquant_avx512.cpp, Q2_K,
+// Q3_K and IQ4_XS in dot_lowbit_avx512.cpp)
 
 // u8 x s8 -> int32 lanes of 4 products in one VNNI instruction (ymm form, AVX512-VL).
 struct VnniDot {
@@ -370,6 +390,10 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
     case GgmlType::Q4_1: return dot_one<SubBlock<Q4_1Format>>(weight_type, w_row, act_row, n);
     case GgmlType::Q5_0: return dot_one<SubBlock<Q5_0Format>>(weight_type, w_row, act_row, n);
     case GgmlType::Q5_1: return dot_one<SubBlock<Q5_1Format>>(weight_type, w_row, act_row, n);
+    case GgmlType::IQ4_NL: return dot_one<QuantKernel<IQ4_NLFormat>>(weight_type, w_row, act_row, n);
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::IQ4_XS: return lowbit_vec_dot_avx512(weight_type, w_row, act_row, n);
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K: return kAvx512KQuantKernels.vec_dot(weight_type, w_row, act_row, n);
@@ -388,6 +412,10 @@ void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
     case GgmlType::Q4_1: return matmul_tiled<SubBlock<Q4_1Format>>(args, row_begin, row_end);
     case GgmlType::Q5_0: return matmul_tiled<SubBlock<Q5_0Format>>(args, row_begin, row_end);
     case GgmlType::Q5_1: return matmul_tiled<SubBlock<Q5_1Format>>(args, row_begin, row_end);
+    case GgmlType::IQ4_NL: return matmul_tiled<QuantKernel<IQ4_NLFormat>>(args, row_begin, row_end);
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::IQ4_XS: return lowbit_matmul_rows_avx512(args, row_begin, row_end);
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K: return kAvx512KQuantKernels.matmul_rows(args, row_begin, row_end);

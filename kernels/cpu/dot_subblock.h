@@ -1,13 +1,21 @@
-// Internal, included only by the ISA translation units: 256-bit micro-kernels for the 32-value
-// weight blocks with a 5th bit or a min, Q4_1, Q5_0 and Q5_1, against BlockQ8Act rows. Each
-// including unit supplies its u8 x s8 dot (AVX2: maddubs + madd; AVX-512: VNNI vpdpbusd on ymm)
-// and its tile shape. Everything here has internal linkage so each ISA keeps its own copy.
+// Internal, included only by the ISA translation units: 256-bit micro-kernels for the weight
+// formats built from sub-blocks with their own scales, Q4_1, Q5_0 and Q5_1 here, Q2_K, Q3_K,
+// IQ4_NL and IQ4_XS in dot_lowbit_formats.h (AVX2 only), against BlockQ8Act rows. Each including
+// unit supplies its u8 x s8 dot (AVX2: maddubs + madd; AVX-512: VNNI vpdpbusd on ymm) and its
+// tile shape; AVX-512 uses these for Q4_1, Q5_0 and Q5_1 only (its super-block types take zmm
+// steps). The K-quants Q4_K, Q5_K and Q6_K meet Q8K rows in dot_kquant_avx2.cpp and
+// dot_kquant_avx512.cpp instead. Everything here has internal linkage so each ISA keeps its own
+// copy.
 //
-// Weight block j meets act block j. Per int32 lane i (values 4i..4i+3):
+// One sub-block s of weight block j meets act block j * kSubBlocks + s. Per int32 lane i
+// (values 4i..4i+3; lanes 0-3 are values 0-15, lanes 4-7 values 16-31):
 //     dot[i]  = sum_{4 values} u8(q) * s8(a)  -  kOffset * sum_{4 values} s8(a)
-//     acc[i] += float(dot[i]) * d * a.d
-// and, for formats with a min, in lane 0:
-//     min_acc[0] += m * a.d * a.sum
+//     acc[i] += float(dot[i]) * scale[i] * a.d          (scale per lane: Q2_K/Q3_K halves differ)
+// and, for formats with a min, once per weight block, lane s for sub-block s:
+//     min_acc[s] += min(s) * a.d * a.sum
+// Formats whose quants are signed levels (IQ4) run the u8 x s8 dot on |q| against a with q's
+// signs; formats with a min per 16 values (Q2_K) add, per lane and step,
+//     min_acc[i] += min(lane i) * a.d * sum_{4 values} s8(a)
 #pragma once
 #include <immintrin.h>
 
@@ -45,12 +53,28 @@ SUBBLOCK_INLINE __m256i fifth_bits_32(const uint8_t* qh) {
 }
 
 // ---- formats ----------------------------------------------------------------------------------
-// F::Block, F::kOffset, F::kHasMin; F::Scales F::scales(const Block&) decoded once per block
-// and row; F::quants(block) -> [32] u8; Scales::d -> [8] d; Scales::m -> [8] m, the value added
-// to every weight (only lane 0 meets a nonzero act sum).
+// F::Block, F::kSubBlocks, F::kOffset, F::kHasMin; F::Scales F::scales(const Block&) decoded once
+// per block and row; F::quants(block, s) -> [32] u8; F::scale(scales, s) -> [8] lane scales;
+// F::mins(scales) -> [8] the value added to every weight of sub-block s in lane s (lanes past
+// kSubBlocks are ignored: their act side is zero).
+// Optional: F::kSigned = true when F::quants gives s8 levels rather than u8 quants;
+// F::kLaneMins = true when the min varies within a sub-block: F::lane_mins(scales, s) -> [8]
+// the value added to every weight of each lane (kHasMin is then false).
+
+template <class F>
+constexpr bool kSignedQuants = requires { requires F::kSigned; };
+template <class F>
+constexpr bool kHasLaneMins = requires { requires F::kLaneMins; };
+
+// scale[16] of 16-value sub-blocks -> lanes 0-3 (values 0-15 of sub-block pair s) scale[2s],
+// lanes 4-7 scale[2s + 1]
+SUBBLOCK_INLINE __m256 pair_scales(const float* scale, int s) {
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(scale[2 * s])), _mm_set1_ps(scale[2 * s + 1]), 1);
+}
 
 struct Q4_1Format {
   using Block = BlockQ4_1;
+  static constexpr int kSubBlocks = 1;
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
   struct Scales {
@@ -61,31 +85,38 @@ struct Q4_1Format {
     return Scales{_mm256_set1_ps(_cvtsh_ss(d)), _mm256_set1_ps(_cvtsh_ss(m))};
   }
   SUBBLOCK_INLINE static Scales scales(const Block& b) { return scales_of(b.d, b.m); }
-  SUBBLOCK_INLINE static __m256i quants(const Block& b) { return nibbles_32(b.qs); }
+  SUBBLOCK_INLINE static __m256i quants(const Block& b, int) { return nibbles_32(b.qs); }
+  SUBBLOCK_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
+  SUBBLOCK_INLINE static __m256 mins(const Scales& s) { return s.m; }
 };
 
 struct Q5_0Format {
   using Block = BlockQ5_0;
+  static constexpr int kSubBlocks = 1;
   static constexpr int kOffset = 16;
   static constexpr bool kHasMin = false;
   struct Scales {
     __m256 d;
   };
   SUBBLOCK_INLINE static Scales scales(const Block& b) { return Scales{_mm256_set1_ps(_cvtsh_ss(b.d))}; }
-  SUBBLOCK_INLINE static __m256i quants(const Block& b) {
+  SUBBLOCK_INLINE static __m256i quants(const Block& b, int) {
     return _mm256_or_si256(nibbles_32(b.qs), fifth_bits_32(b.qh));
   }
+  SUBBLOCK_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
 };
 
 struct Q5_1Format {
   using Block = BlockQ5_1;
+  static constexpr int kSubBlocks = 1;
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
   using Scales = Q4_1Format::Scales;
   SUBBLOCK_INLINE static Scales scales(const Block& b) { return Q4_1Format::scales_of(b.d, b.m); }
-  SUBBLOCK_INLINE static __m256i quants(const Block& b) {
+  SUBBLOCK_INLINE static __m256i quants(const Block& b, int) {
     return _mm256_or_si256(nibbles_32(b.qs), fifth_bits_32(b.qh));
   }
+  SUBBLOCK_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
+  SUBBLOCK_INLINE static __m256 mins(const Scales& s) { return s.m; }
 };
 
 // ---- micro-kernel -----------------------------------------------------------------------------
@@ -96,48 +127,86 @@ SUBBLOCK_INLINE float subblock_hsum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-// The act side of one block: quants, scale, and -kOffset * (sum of each lane's 4 values).
+// The act side of one sub-block step: quants, scale, and -kOffset * (sum of each lane's 4 values).
 struct SubBlockAct {
-  __m256i qs;    // [32] s8
-  __m256 d;      // a.d in every lane
-  __m256i bias;  // [8] int32
+  __m256i qs;         // [32] s8
+  __m256 d;           // a.d in every lane
+  __m256i bias;       // [8] int32
+  __m256 lane_sums;   // [8] a.d * (sum of the lane's 4 values); lane-min formats only
 };
+
+// a[s].d * a[s].sum in lane s for the kSubBlocks act blocks of one weight block, zeros beyond.
+template <int kSubBlocks>
+SUBBLOCK_INLINE __m256 act_sums(const BlockQ8Act* a) {
+  alignas(32) float v[8] = {};
+#pragma GCC unroll 8
+  for (int s = 0; s < kSubBlocks; ++s) v[s] = a[s].d * static_cast<float>(a[s].sum);
+  return _mm256_load_ps(v);
+}
 
 template <class F, class Dot>
 SUBBLOCK_INLINE SubBlockAct subblock_act(const BlockQ8Act& a) {
   const __m256i qs = load_32_bytes(reinterpret_cast<const uint8_t*>(a.qs));
+  const __m256 d = _mm256_broadcast_ss(&a.d);
   __m256i bias = _mm256_setzero_si256();
   if constexpr (F::kOffset != 0) {
     bias = _mm256_sub_epi32(bias, Dot::dot(bias, _mm256_set1_epi8(F::kOffset), qs));
   }
-  return SubBlockAct{qs, _mm256_broadcast_ss(&a.d), bias};
+  __m256 lane_sums = _mm256_setzero_ps();
+  if constexpr (kHasLaneMins<F>) {
+    const __m256i sums = Dot::dot(_mm256_setzero_si256(), _mm256_set1_epi8(1), qs);
+    lane_sums = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), d);
+  }
+  return SubBlockAct{qs, d, bias, lane_sums};
 }
 
-// Block j of every row of the tile against act block j.
+// Block j of every row of the tile against act blocks j * kSubBlocks + s.
 template <class F, class Dot, int R, int C>
 SUBBLOCK_INLINE void subblock_block(const Tile& t, int64_t j, __m256 (&acc)[R][C], __m256 (&min_acc)[R][C]) {
   using Block = typename F::Block;
-  __m256i q[R];
+  const Block* blocks[R];
   typename F::Scales scales[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    const Block& b = row_at<Block>(t.w, t.w_stride, r)[j];
-    q[r] = F::quants(b);
-    scales[r] = F::scales(b);
+    blocks[r] = &row_at<Block>(t.w, t.w_stride, r)[j];
+    scales[r] = F::scales(*blocks[r]);
   }
-#pragma GCC unroll 16
-  for (int c = 0; c < C; ++c) {
-    const BlockQ8Act& act = row_at<BlockQ8Act>(t.a, t.a_stride, c)[j];
-    const SubBlockAct a = subblock_act<F, Dot>(act);
+#pragma GCC unroll 8
+  for (int s = 0; s < F::kSubBlocks; ++s) {
+    __m256i q[R];       // [32] u8 quants, or s8 levels for signed formats
+    __m256i q_abs[R];   // [32] |q| (signed formats)
+    __m256 ws[R];
+    __m256 lane_min[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const __m256 dot = _mm256_cvtepi32_ps(Dot::dot(a.bias, q[r], a.qs));
-      acc[r][c] = _mm256_fmadd_ps(dot, _mm256_mul_ps(scales[r].d, a.d), acc[r][c]);
+      q[r] = F::quants(*blocks[r], s);
+      if constexpr (kSignedQuants<F>) q_abs[r] = _mm256_sign_epi8(q[r], q[r]);
+      ws[r] = F::scale(scales[r], s);
+      if constexpr (kHasLaneMins<F>) lane_min[r] = F::lane_mins(scales[r], s);
     }
-    if constexpr (F::kHasMin) {
-      const __m256 sum = _mm256_setr_ps(act.d * static_cast<float>(act.sum), 0, 0, 0, 0, 0, 0, 0);
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) min_acc[r][c] = _mm256_fmadd_ps(scales[r].m, sum, min_acc[r][c]);
+    for (int c = 0; c < C; ++c) {
+      const SubBlockAct a =
+          subblock_act<F, Dot>(row_at<BlockQ8Act>(t.a, t.a_stride, c)[j * F::kSubBlocks + s]);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        __m256i idot;
+        if constexpr (kSignedQuants<F>) {
+          idot = Dot::dot(a.bias, q_abs[r], _mm256_sign_epi8(a.qs, q[r]));
+        } else {
+          idot = Dot::dot(a.bias, q[r], a.qs);
+        }
+        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(idot), _mm256_mul_ps(ws[r], a.d), acc[r][c]);
+        if constexpr (kHasLaneMins<F>) min_acc[r][c] = _mm256_fmadd_ps(lane_min[r], a.lane_sums, min_acc[r][c]);
+      }
+    }
+  }
+  if constexpr (F::kHasMin) {
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) {
+      const __m256 sums = act_sums<F::kSubBlocks>(&row_at<BlockQ8Act>(t.a, t.a_stride, c)[j * F::kSubBlocks]);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) min_acc[r][c] = _mm256_fmadd_ps(F::mins(scales[r]), sums, min_acc[r][c]);
     }
   }
 }
@@ -155,7 +224,7 @@ struct SubBlockKernel {
 
   template <int R, int C>
   static void tile(const Tile& t) {
-    const int64_t blocks = t.n / 32;
+    const int64_t blocks = t.n / (32 * F::kSubBlocks);
     __m256 acc[R][C];
     __m256 min_acc[R][C];
 #pragma GCC unroll 16

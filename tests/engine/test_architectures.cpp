@@ -321,6 +321,56 @@ TEST_CASE("decode reads every weight once but only one row of the embedding tabl
   CHECK(decode_weight_read_bytes(w) == expected);
 }
 
+TEST_CASE("low-bit weight mixes load, match the reference forward and generate", "[engine][architectures][lowbit]") {
+  // One super-block wide (embd 256, ff 512) with GQA 4, so every mix's per-tensor rules apply:
+  // q2_k puts attn_v in Q4_K and attn_output / ffn_down in Q3_K; q3_k_m attn_v of the first two
+  // layers in Q5_K, attn_output and ffn_down in Q4_K; both output in Q6_K. The reference forward
+  // runs on the same weights dequantized, so what is left is the engine's 8-bit activation
+  // rounding, the same for every weight type (the q8_0 case is the control).
+  struct MixCase {
+    const char* mix;
+    std::vector<GgmlType> types;  // tensor types the file must hold
+  };
+  const MixCase c = GENERATE(MixCase{"q8_0", {GgmlType::Q8_0}},
+                             MixCase{"q2_k", {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K}},
+                             MixCase{"q3_k", {GgmlType::Q3_K}},
+                             MixCase{"q3_k_m", {GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}},
+                             MixCase{"iq4_nl", {GgmlType::IQ4_NL}}, MixCase{"iq4_xs", {GgmlType::IQ4_XS}});
+  TempDir dir;
+  RandomModelSpec spec = tiny_spec("llama");
+  spec.mix = *find_weight_mix(c.mix);
+  spec.embd = 256;
+  spec.heads = 8;
+  spec.kv_heads = 2;
+  spec.ff = 512;
+  spec.weight_std = 0.1f;
+  write_random_model(spec, dir.file("m.gguf"));
+  Run r = open_model(dir.file("m.gguf"), 2);
+  for (GgmlType type : c.types) {
+    const auto& tensors = r.model->file().tensors();
+    INFO(c.mix << " holds " << ggml_type_info(type).name);
+    CHECK(std::any_of(tensors.begin(), tensors.end(), [&](const GgufTensorInfo& t) { return t.type == type; }));
+  }
+  const std::vector<int32_t> tokens = some_tokens(12);
+  const std::vector<float> logits = Generator(*r.model, *r.kv, *r.pool).prompt_logits(tokens, 512);
+  const std::vector<Vec> reference = reference_logits(r.model->file(), tokens);
+  double spread = 0;
+  for (const Vec& row : reference) {
+    for (double v : row) spread = std::max(spread, std::fabs(v));
+  }
+  const double worst = worst_logit_difference(logits, reference);
+  INFO(c.mix << ": largest logit " << spread << ", largest difference " << worst);
+  CHECK(spread > 1.0);
+  CHECK(worst < 0.05 * spread);
+
+  GenerateOptions options;
+  options.max_tokens = 8;
+  options.stop_at_eos = false;
+  Run fresh = open_model(dir.file("m.gguf"), 1);
+  const GenerateResult result = Generator(*fresh.model, *fresh.kv, *fresh.pool).generate(some_tokens(4), options);
+  CHECK(result.tokens.size() == 8);
+}
+
 TEST_CASE("Llama 3.1 rope factors keep short wavelengths, slow long ones 8x and blend between", "[engine][architectures]") {
   // Pair i's wavelength is 2 pi base^(2i/128); with base 500000 it passes 8192/4 = 2048 at
   // pair 29 and 8192 at pair 35.

@@ -129,8 +129,8 @@ std::vector<BadModel> bad_models() {
                    ModelEdit{.replace_tensors = {{"blk.1.ffn_up.weight", {GgmlType::F32, {172, 64}}}}},
                    "tensor 'blk.1.ffn_up.weight' has shape [172, 64], expected [64, 172]"});
   cases.push_back({"a weight type kvdesk cannot compute",
-                   ModelEdit{.replace_tensors = {{"blk.0.attn_q.weight", {GgmlType::IQ4_NL, {64, 64}}}}},
-                   "tensor 'blk.0.attn_q.weight' has type iq4_nl, which kvdesk cannot run yet"});
+                   ModelEdit{.replace_tensors = {{"blk.0.attn_q.weight", {GgmlType::Q8_1, {64, 64}}}}},
+                   "tensor 'blk.0.attn_q.weight' has type q8_1, which kvdesk cannot run yet"});
   cases.push_back({"a norm stored as F16",
                    ModelEdit{.replace_tensors = {{"blk.0.ffn_norm.weight", {GgmlType::F16, {64}}}}},
                    "tensor 'blk.0.ffn_norm.weight' has type f16, expected f32"});

@@ -1,5 +1,6 @@
-// make-model's weight mixes: llama.cpp's per-tensor types for Q4_K_M / Q5_K_M / Q6_K, worked out
-// by hand for TinyLlama's 22 layers, and the fallbacks for rows that do not fill a block.
+// make-model's weight mixes: llama.cpp's per-tensor types for Q2_K / Q3_K_M / Q4_K_M / Q5_K_M /
+// Q6_K, worked out by hand for TinyLlama's 22 layers, and the fallbacks for rows that do not fill
+// a block.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -40,31 +41,89 @@ TEST_CASE("Q4_K_M gives attn_v and ffn_down Q6_K in llama.cpp's use_more_bits la
   for (int layer = 0; layer < 22; ++layer) {
     INFO("layer " << layer);
     const GgmlType bumped = more_bits[layer] ? GgmlType::Q6_K : GgmlType::Q4_K;
-    CHECK(tensor_type(q4km, TensorRole::AttnV, layer, 22, 2048) == bumped);
-    CHECK(tensor_type(q4km, TensorRole::FfnDown, layer, 22, 5632) == bumped);
-    CHECK(tensor_type(q4km, TensorRole::AttnQ, layer, 22, 2048) == GgmlType::Q4_K);
-    CHECK(tensor_type(q4km, TensorRole::AttnK, layer, 22, 2048) == GgmlType::Q4_K);
-    CHECK(tensor_type(q4km, TensorRole::AttnOutput, layer, 22, 2048) == GgmlType::Q4_K);
-    CHECK(tensor_type(q4km, TensorRole::FfnGate, layer, 22, 2048) == GgmlType::Q4_K);
-    CHECK(tensor_type(q4km, TensorRole::FfnUp, layer, 22, 2048) == GgmlType::Q4_K);
+    CHECK(tensor_type(q4km, TensorRole::AttnV, layer, 22, 2048, 8) == bumped);
+    CHECK(tensor_type(q4km, TensorRole::FfnDown, layer, 22, 5632, 8) == bumped);
+    CHECK(tensor_type(q4km, TensorRole::AttnQ, layer, 22, 2048, 8) == GgmlType::Q4_K);
+    CHECK(tensor_type(q4km, TensorRole::AttnK, layer, 22, 2048, 8) == GgmlType::Q4_K);
+    CHECK(tensor_type(q4km, TensorRole::AttnOutput, layer, 22, 2048, 8) == GgmlType::Q4_K);
+    CHECK(tensor_type(q4km, TensorRole::FfnGate, layer, 22, 2048, 8) == GgmlType::Q4_K);
+    CHECK(tensor_type(q4km, TensorRole::FfnUp, layer, 22, 2048, 8) == GgmlType::Q4_K);
   }
-  CHECK(tensor_type(q4km, TensorRole::Output, 0, 22, 2048) == GgmlType::Q6_K);
-  CHECK(tensor_type(q4km, TensorRole::TokenEmbd, 0, 22, 2048) == GgmlType::Q4_K);
-  CHECK(tensor_type(mix("q5_k_m"), TensorRole::FfnDown, 4, 22, 5632) == GgmlType::Q6_K);
-  CHECK(tensor_type(mix("q5_k_m"), TensorRole::FfnDown, 5, 22, 5632) == GgmlType::Q5_K);
-  CHECK(tensor_type(mix("q6_k"), TensorRole::AttnQ, 5, 22, 2048) == GgmlType::Q6_K);
-  CHECK(tensor_type(mix("q6_k"), TensorRole::Output, 0, 22, 2048) == GgmlType::Q6_K);
+  CHECK(tensor_type(q4km, TensorRole::Output, 0, 22, 2048, 8) == GgmlType::Q6_K);
+  CHECK(tensor_type(q4km, TensorRole::TokenEmbd, 0, 22, 2048, 8) == GgmlType::Q4_K);
+  CHECK(tensor_type(mix("q5_k_m"), TensorRole::FfnDown, 4, 22, 5632, 8) == GgmlType::Q6_K);
+  CHECK(tensor_type(mix("q5_k_m"), TensorRole::FfnDown, 5, 22, 5632, 8) == GgmlType::Q5_K);
+  CHECK(tensor_type(mix("q6_k"), TensorRole::AttnQ, 5, 22, 2048, 8) == GgmlType::Q6_K);
+  CHECK(tensor_type(mix("q6_k"), TensorRole::Output, 0, 22, 2048, 8) == GgmlType::Q6_K);
 }
 
 TEST_CASE("rows that do not fill a super-block fall back as llama.cpp does", "[engine][weight_mix]") {
   // 4000 values: 125 blocks of 32 but not a multiple of 256; 100 values fit no quantized block.
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::AttnQ, 3, 22, 4000) == GgmlType::Q5_0);
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::FfnDown, 0, 22, 4000) == GgmlType::Q8_0);
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::Output, 0, 22, 4000) == GgmlType::Q8_0);
-  CHECK(tensor_type(mix("q5_k_m"), TensorRole::AttnQ, 3, 22, 4000) == GgmlType::Q5_1);
-  CHECK(tensor_type(mix("q6_k"), TensorRole::AttnQ, 3, 22, 4000) == GgmlType::Q8_0);
-  CHECK(tensor_type(mix("q4_k"), TensorRole::AttnQ, 3, 22, 4000) == GgmlType::Q5_0);
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::AttnQ, 3, 22, 100) == GgmlType::F16);
-  CHECK(tensor_type(mix("q4_0"), TensorRole::AttnQ, 3, 22, 100) == GgmlType::F16);
-  CHECK(tensor_type(mix("f32"), TensorRole::AttnQ, 3, 22, 100) == GgmlType::F32);
+  CHECK(tensor_type(mix("q4_k_m"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q5_0);
+  CHECK(tensor_type(mix("q4_k_m"), TensorRole::FfnDown, 0, 22, 4000, 8) == GgmlType::Q8_0);
+  CHECK(tensor_type(mix("q4_k_m"), TensorRole::Output, 0, 22, 4000, 8) == GgmlType::Q8_0);
+  CHECK(tensor_type(mix("q5_k_m"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q5_1);
+  CHECK(tensor_type(mix("q6_k"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q8_0);
+  CHECK(tensor_type(mix("q4_k"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q5_0);
+  CHECK(tensor_type(mix("q4_k_m"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F16);
+  CHECK(tensor_type(mix("q4_0"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F16);
+  CHECK(tensor_type(mix("f32"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F32);
+}
+
+TEST_CASE("Q3_K_M follows llama.cpp: attn_v Q5_K then Q4_K, attn_output Q4_K, ffn_down Q5_K early", "[engine][weight_mix]") {
+  // 22 layers: attn_v of layers 0, 1 in Q5_K; ffn_down of layers < 22/16 = 1 in Q5_K, the rest
+  // Q4_K (the Q3_K branch is Falcon's); output Q6_K; everything else Q3_K.
+  const WeightMix& q3km = mix("q3_k_m");
+  CHECK(q3km.file_type == 12);
+  for (int layer = 0; layer < 22; ++layer) {
+    INFO("layer " << layer);
+    CHECK(tensor_type(q3km, TensorRole::AttnV, layer, 22, 2048, 8) == (layer < 2 ? GgmlType::Q5_K : GgmlType::Q4_K));
+    CHECK(tensor_type(q3km, TensorRole::FfnDown, layer, 22, 5632, 8) == (layer < 1 ? GgmlType::Q5_K : GgmlType::Q4_K));
+    CHECK(tensor_type(q3km, TensorRole::AttnOutput, layer, 22, 2048, 8) == GgmlType::Q4_K);
+    CHECK(tensor_type(q3km, TensorRole::AttnQ, layer, 22, 2048, 8) == GgmlType::Q3_K);
+    CHECK(tensor_type(q3km, TensorRole::AttnK, layer, 22, 2048, 8) == GgmlType::Q3_K);
+    CHECK(tensor_type(q3km, TensorRole::FfnGate, layer, 22, 2048, 8) == GgmlType::Q3_K);
+    CHECK(tensor_type(q3km, TensorRole::FfnUp, layer, 22, 2048, 8) == GgmlType::Q3_K);
+  }
+  CHECK(tensor_type(q3km, TensorRole::Output, 0, 22, 2048, 8) == GgmlType::Q6_K);
+  CHECK(tensor_type(q3km, TensorRole::TokenEmbd, 0, 22, 2048, 8) == GgmlType::Q3_K);
+  // 32 layers: ffn_down of layers 0 and 1 in Q5_K.
+  CHECK(tensor_type(q3km, TensorRole::FfnDown, 1, 32, 11008, 1) == GgmlType::Q5_K);
+  CHECK(tensor_type(q3km, TensorRole::FfnDown, 2, 32, 11008, 1) == GgmlType::Q4_K);
+}
+
+TEST_CASE("Q2_K follows llama.cpp: attn_v by GQA, attn_output and ffn_down Q3_K", "[engine][weight_mix]") {
+  const WeightMix& q2k = mix("q2_k");
+  CHECK(q2k.file_type == 10);
+  CHECK(tensor_type(q2k, TensorRole::AttnV, 3, 22, 2048, 8) == GgmlType::Q4_K);  // GQA 8 >= 4
+  CHECK(tensor_type(q2k, TensorRole::AttnV, 3, 22, 2048, 4) == GgmlType::Q4_K);
+  CHECK(tensor_type(q2k, TensorRole::AttnV, 3, 22, 2048, 2) == GgmlType::Q3_K);
+  CHECK(tensor_type(q2k, TensorRole::AttnV, 3, 22, 2048, 1) == GgmlType::Q3_K);
+  CHECK(tensor_type(q2k, TensorRole::AttnOutput, 3, 22, 2048, 8) == GgmlType::Q3_K);
+  CHECK(tensor_type(q2k, TensorRole::FfnDown, 0, 22, 5632, 8) == GgmlType::Q3_K);
+  CHECK(tensor_type(q2k, TensorRole::FfnDown, 21, 22, 5632, 8) == GgmlType::Q3_K);
+  CHECK(tensor_type(q2k, TensorRole::AttnQ, 3, 22, 2048, 8) == GgmlType::Q2_K);
+  CHECK(tensor_type(q2k, TensorRole::FfnUp, 3, 22, 2048, 8) == GgmlType::Q2_K);
+  CHECK(tensor_type(q2k, TensorRole::TokenEmbd, 0, 22, 2048, 8) == GgmlType::Q2_K);
+  CHECK(tensor_type(q2k, TensorRole::Output, 0, 22, 2048, 8) == GgmlType::Q6_K);
+}
+
+TEST_CASE("plain q3_k, iq4_nl and iq4_xs give every 2-D tensor their type", "[engine][weight_mix]") {
+  CHECK(mix("q3_k").file_type == 11);
+  CHECK(mix("iq4_nl").file_type == 25);
+  CHECK(mix("iq4_xs").file_type == 30);
+  for (TensorRole role : {TensorRole::TokenEmbd, TensorRole::Output, TensorRole::AttnV, TensorRole::FfnDown}) {
+    CHECK(tensor_type(mix("q3_k"), role, 0, 22, 2048, 8) == GgmlType::Q3_K);
+    CHECK(tensor_type(mix("iq4_nl"), role, 0, 22, 2048, 8) == GgmlType::IQ4_NL);
+    CHECK(tensor_type(mix("iq4_xs"), role, 0, 22, 2048, 8) == GgmlType::IQ4_XS);
+  }
+}
+
+TEST_CASE("low-bit rows that do not fill a super-block fall back to IQ4_NL as llama.cpp does", "[engine][weight_mix]") {
+  CHECK(tensor_type(mix("q2_k"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::IQ4_NL);
+  CHECK(tensor_type(mix("q3_k_m"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::IQ4_NL);
+  CHECK(tensor_type(mix("iq4_xs"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::IQ4_NL);
+  CHECK(tensor_type(mix("q3_k_m"), TensorRole::AttnV, 0, 22, 4000, 8) == GgmlType::Q5_1);
+  CHECK(tensor_type(mix("q2_k"), TensorRole::Output, 0, 22, 4000, 8) == GgmlType::Q8_0);
+  CHECK(tensor_type(mix("iq4_nl"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F16);
 }
