@@ -205,7 +205,7 @@ TEST_CASE("make-model writes llama.cpp's Q4_K_M mix that generate runs", "[app][
 
 TEST_CASE("make-model names the weight types it knows when given another", "[app][cli]") {
   TempDir dir;
-  const auto made = run_cli({"make-model", "--vocab-from", model_path("tokenizer.model"), "--type", "q3_k_m", "-o",
+  const auto made = run_cli({"make-model", "--vocab-from", model_path("tokenizer.model"), "--type", "iq2_xs", "-o",
                              dir.file("x.gguf")});
   CHECK(made.exit_code != 0);
   CHECK(made.err.find("q4_k_m") != std::string::npos);
@@ -243,7 +243,7 @@ TEST_CASE("every subcommand with missing or invalid arguments exits 2 with its u
       {{"make-model", "-o", "x.gguf"}, "Usage: kvdesk-cli make-model"},
       {{"make-model", "--vocab-from", vocab}, "Usage: kvdesk-cli make-model"},
       {{"make-model", "--vocab-from", vocab, "-o", "x.gguf", "--ctx", "8"}, "Usage: kvdesk-cli make-model"},
-      {{"make-model", "--vocab-from", vocab, "-o", "x.gguf", "--type", "q3_k_m"}, "Usage: kvdesk-cli make-model"},
+      {{"make-model", "--vocab-from", vocab, "-o", "x.gguf", "--type", "iq2_xs"}, "Usage: kvdesk-cli make-model"},
       {{"replay", "-m", m}, "Usage: kvdesk-cli replay"},
       {{"replay", "-m", m, "--trace", "t.jsonl", "--max-running", "0"}, "Usage: kvdesk-cli replay"},
       {{"conversations", "--format", "json"}, "Usage: kvdesk-cli conversations"},

@@ -25,7 +25,7 @@ int count_lines(const std::string& s) {
 
 }  // namespace
 
-TEST_CASE("--backend cpu and auto generate the reference text on the CPU; only auto explains", "[app][cli][backend]") {
+TEST_CASE("generate with backend cpu or auto gives the reference text on the CPU and only auto explains", "[app][cli][backend]") {
   struct Row {
     std::string backend;
     bool note;   // stderr carries "kvdesk-cli: ...; using the CPU"
@@ -56,7 +56,7 @@ TEST_CASE("info reports the backend it chose and why", "[app][cli][backend]") {
   CHECK(contains(text.out, "backend                \"cpu\""));
 }
 
-TEST_CASE("--backend cuda is one clear runtime error while there is no CUDA forward pass", "[app][cli][backend]") {
+TEST_CASE("generate with backend cuda is one clear runtime error while there is no CUDA forward pass", "[app][cli][backend]") {
   TempDir dir;
   const std::string trace = dir.file("trace.jsonl");
   std::ofstream(trace) << R"({"conversation": "a", "user": "Once upon a time", "max_tokens": 4, "arrival_ms": 0})" << "\n";
