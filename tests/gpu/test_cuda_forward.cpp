@@ -1,11 +1,13 @@
 // The whole model on the CUDA backend (engine/cuda_forward.h, its device KV pool) against the
 // CPU backend: the same greedy tokens through Generator, and per-position logits within an
 // NMSE bound, on stories260K (f32 and f16 KV) and on a TinyLlama-shaped random model (4 layers,
-// q8_0 and q4_k weights). Prefill runs in chunks of 8 tokens on the device, so a prompt longer
+// q8_0 and q4_k weights; its greedy paths may part only at a near tie, see below). Prefill runs in chunks of 8 tokens on the device, so a prompt longer
 // than 8 tokens also covers a chunk's tokens seeing each other's fresh K/V.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -60,17 +62,24 @@ double nmse(const float* a, const float* b, int32_t n) {
   return ref > 0 ? err / ref : err;
 }
 
-// Per position of prompt + the CPU's tokens: NMSE of the CUDA logits against the CPU's under
-// bound, and the largest one seen.
-double worst_logits_nmse(Model& model, ForwardBackend& cpu, ForwardBackend& cuda, KvType type,
-                         const std::vector<int32_t>& tokens, double bound) {
-  const int32_t vocab = model.config().vocab_size;
-  const std::vector<float> want = all_logits(model, cpu, type, tokens);
-  const std::vector<float> got = all_logits(model, cuda, type, tokens);
-  REQUIRE(got.size() == want.size());
+// Next-token logits of both backends at every position of tokens: [tokens][vocab] each.
+struct LogitsPair {
+  std::vector<float> cpu;
+  std::vector<float> cuda;
+};
+
+LogitsPair logits_pair(Model& model, ForwardBackend& cpu, ForwardBackend& cuda, KvType type,
+                       const std::vector<int32_t>& tokens) {
+  LogitsPair l{all_logits(model, cpu, type, tokens), all_logits(model, cuda, type, tokens)};
+  REQUIRE(l.cuda.size() == l.cpu.size());
+  return l;
+}
+
+// Every position's NMSE of the CUDA logits against the CPU's under bound; returns the largest.
+double worst_nmse(const LogitsPair& l, int32_t vocab, double bound) {
   double worst = 0;
-  for (size_t p = 0; p < tokens.size(); ++p) {
-    const double e = nmse(got.data() + p * size_t(vocab), want.data() + p * size_t(vocab), vocab);
+  for (size_t p = 0; p < l.cpu.size() / size_t(vocab); ++p) {
+    const double e = nmse(l.cuda.data() + p * size_t(vocab), l.cpu.data() + p * size_t(vocab), vocab);
     INFO("position " << p);
     CHECK(e < bound);
     worst = std::max(worst, e);
@@ -98,12 +107,13 @@ TEST_CASE("stories260K greedy generation on CUDA equals the CPU for f32 and f16 
   CHECK(got.prompt_tokens == want.prompt_tokens);
   CHECK(got.tokens == want.tokens);
   CHECK(got.text == want.text);
-  const double worst = worst_logits_nmse(*model, cpu, cuda, type, concat(prompt, want.tokens), 1e-6);
+  const LogitsPair l = logits_pair(*model, cpu, cuda, type, concat(prompt, want.tokens));
+  const double worst = worst_nmse(l, model->config().vocab_size, 1e-6);
   std::printf("stories260K kv %s: logits NMSE vs CPU at most %.3g over %zu positions\n", kv_type_name(type), worst,
               prompt.size() + want.tokens.size());
 }
 
-TEST_CASE("a TinyLlama-shaped model greedy on CUDA equals the CPU for q8_0 and q4_k", "[cuda][forward]") {
+TEST_CASE("a TinyLlama-shaped model greedy on CUDA follows the CPU for q8_0 and q4_k", "[cuda][forward]") {
   const std::string mix = GENERATE(std::string("q8_0"), std::string("q4_k"));
   INFO("weights " << mix);
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "kvdesk_gpu_forward";
@@ -125,10 +135,25 @@ TEST_CASE("a TinyLlama-shaped model greedy on CUDA equals the CPU for q8_0 and q
   const std::vector<int32_t> prompt = model->tokenizer().encode("The quick brown fox jumps over the lazy dog", true);
   const GenerateResult want = greedy(*model, cpu, KvType::F16, prompt, 32);
   const GenerateResult got = greedy(*model, cuda, KvType::F16, prompt, 32);
-  CHECK(got.tokens == want.tokens);
-  // The CPU's integer dot products quantize the activations (q8), the GPU's GEMV keeps them f32:
-  // a looser bound than stories260K's f32 weights.
-  const double worst = worst_logits_nmse(*model, cpu, cuda, KvType::F16, concat(prompt, want.tokens), 1e-3);
-  std::printf("tinyllama-4L %s: logits NMSE vs CPU at most %.3g\n", mix.c_str(), worst);
+  // The CPU's integer dot products quantize the activations to 8 bits, the GPU's GEMV keeps them
+  // f32: the logits differ by that rounding, so a looser bound than stories260K's f32
+  // weights, and the greedy paths may part where the CPU's top two logits are closer than that
+  // difference (a near tie, not a bug). Up to there the tokens must be equal; the token the GPU
+  // chose there must be one the CPU ranks within a few rounding errors of its own choice.
+  const int32_t vocab = model->config().vocab_size;
+  const LogitsPair l = logits_pair(*model, cpu, cuda, KvType::F16, concat(prompt, want.tokens));
+  const double worst = worst_nmse(l, vocab, 1e-3);
+  const size_t part = size_t(std::mismatch(got.tokens.begin(), got.tokens.end(), want.tokens.begin()).first - got.tokens.begin());
+  std::printf("tinyllama-4L %s: greedy tokens equal for %zu of %zu, logits NMSE vs CPU at most %.3g\n", mix.c_str(), part,
+              want.tokens.size(), worst);
+  if (part < want.tokens.size()) {
+    const size_t row = (prompt.size() - 1 + part) * size_t(vocab);   // the logits that chose token `part`
+    double err = 0;
+    for (int32_t i = 0; i < vocab; ++i) err += std::pow(double(l.cuda[row + size_t(i)]) - double(l.cpu[row + size_t(i)]), 2);
+    err = std::sqrt(err / vocab);
+    const double gap = double(l.cpu[row + size_t(want.tokens[part])]) - double(l.cpu[row + size_t(got.tokens[part])]);
+    INFO("greedy parts at token " << part << ": the CPU's gap " << gap << " against an RMS logit difference " << err);
+    CHECK(gap <= 4 * err);
+  }
   std::filesystem::remove(path);
 }
