@@ -2,7 +2,6 @@
 // the KV cache and the scheduler. Commands are closures run on the engine thread between
 // steps, so the engine's state needs no locks; only the two queues and the stats are shared.
 #include "engine/engine.h"
-#include "engine/forward_backend.h"
 
 #include <condition_variable>
 #include <deque>
@@ -11,6 +10,7 @@
 
 #include "engine/chat_template.h"
 #include "engine/error.h"
+#include "engine/forward_backend.h"
 #include "engine/memory_limit.h"
 #include "engine/model.h"
 #include "engine/scheduler.h"
@@ -224,9 +224,9 @@ void Engine::State::create_kv(const KvLayout& layout, size_t budget, bool prefix
     // pool size or budget was asked for.
     const int32_t device_blocks = forward->max_kv_blocks(bytes_per_block);
     const bool asked = layout.num_blocks > 0 || budget > 0;
-    kv.reset();   // the old pool's device memory first: two pools the size of the device do not fit
     config.layout.num_blocks =
         asked ? std::min(pool_blocks(layout, budget, model->config(), bytes_per_block), device_blocks) : device_blocks;
+    kv.reset();   // the old pool's device memory first: two pools the size of the device do not fit
   } else {
     config.layout.num_blocks = pool_blocks(layout, budget, model->config(), bytes_per_block);
     const uint64_t weights = model->weights().weight_bytes;
