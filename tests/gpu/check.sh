@@ -4,9 +4,12 @@
 # append/copy, paged attention, row ops, embedding, GEMV, argmax) and the decode-attention and
 # GEMV speed runs ([.bench]), whole-model greedy generation on the CUDA backend against the CPU
 # (stories260K, a TinyLlama-shaped 4-layer model), and the decode speed of kvdesk-cli generate
-# --backend cuda on a 4-layer TinyLlama-shaped q8_0 model, then prints a summary. Logs go to $OUT when it is set
-# (the device tool), else to the build folder. Budget: about 8 minutes on an H100/H200 (most of it the build).
+# --backend cuda on a 4-layer TinyLlama-shaped q8_0 model, then prints a summary. Logs go to
+# $OUT when it is set (the device tool), else to the build folder. Budget: about 8 minutes on
+# an H100/H200, most of it the build.
 #   tests/gpu/check.sh [build-dir]          (default build-gpu)
+# KVDESK_MODELS_DIR: the folder with stories260K.gguf and tokenizer.model (default ../shared/models,
+# as CMake's); the whole-model tests and the generate run read it.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-gpu}
@@ -19,6 +22,8 @@ if nvidia-smi -L >/dev/null 2>&1; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$logs/gpu.txt"
 fi
 
+models=${KVDESK_MODELS_DIR:-$(cd .. && pwd)/shared/models}
+export KVDESK_MODELS_DIR=$models
 start=$(date +%s)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVDESK_BUILD_APP=OFF -DKVDESK_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$logs/configure.txt" 2>&1 || { tail -30 "$logs/configure.txt"; exit 1; }
@@ -31,7 +36,6 @@ tested=$(date +%s)
 timeout 180 "$build/kvdesk_gpu_tests" "[.bench]" >"$logs/bench.txt" 2>&1
 bench_rc=$?
 # Decode speed of the whole engine path (Generator over CudaForward): 4 TinyLlama layers, q8_0.
-models=${KVDESK_MODELS_DIR:-$(cd .. && pwd)/shared/models}
 tiny="$build/tinyllama4_q8_0.gguf"
 gen_rc=0
 { [ -f "$tiny" ] || timeout 120 "$build/kvdesk-cli" make-model --layers 4 --embd 2048 --heads 32 --kv-heads 4 \
