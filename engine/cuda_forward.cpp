@@ -190,14 +190,6 @@ struct CudaForward::Buffers {
   cuda::DeviceAllocation tokens, positions, slots;   // [T] int32
   cuda::DeviceAllocation seqs;                       // [T] PagedSeq
   cuda::DeviceAllocation tables;                     // the batch's block tables, concatenated
-
-  size_t activation_bytes() const {
-    size_t bytes = 0;
-    for (const cuda::DeviceAllocation* a : {&x, &xn, &tmp, &q, &att, &k, &v, &gate, &up, &logits, &workspace}) {
-      bytes += a->size();
-    }
-    return bytes;
-  }
 };
 
 // One forward's inputs on the device, token t of the batch at index t.

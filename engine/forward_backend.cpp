@@ -2,7 +2,9 @@
 // KVDESK_HAVE_CUDA=1 when kvdesk_cuda_kernels is built; only then does cuda make a CudaForward.
 #include "engine/forward_backend.h"
 
+#include <exception>
 #include <limits>
+#include <string>
 
 #include "engine/error.h"
 #include "engine/model.h"
@@ -24,7 +26,13 @@ int32_t CpuForward::max_kv_blocks(size_t) const { return std::numeric_limits<int
 std::unique_ptr<ForwardBackend> make_forward_backend(Backend backend, Model& model, ThreadPool& pool) {
   if (backend == Backend::Cpu) return std::make_unique<CpuForward>(model, pool);
 #if KVDESK_HAVE_CUDA
-  return std::make_unique<CudaForward>(model);
+  try {
+    return std::make_unique<CudaForward>(model);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {   // the CUDA runtime's failures, as one kvdesk::Error
+    throw Error(std::string("the CUDA backend could not load the model: ") + e.what());
+  }
 #else
   throw Error("the CUDA backend was asked for, but this build has no CUDA support (configure with -DKVDESK_CUDA=ON)");
 #endif

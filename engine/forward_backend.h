@@ -50,7 +50,7 @@ class CpuForward final : public ForwardBackend {
 
 // The chosen backend's forward pass for model: CpuForward, or a CudaForward that uploads the
 // weights now. Throws kvdesk::Error when cuda is asked of a build without CUDA or the device
-// cannot hold the model.
+// cannot hold the model (every failure of the CUDA runtime while loading included).
 std::unique_ptr<ForwardBackend> make_forward_backend(Backend backend, Model& model, ThreadPool& pool);
 
 }  // namespace kvdesk
