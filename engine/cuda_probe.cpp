@@ -11,9 +11,8 @@ namespace kvdesk {
 CudaAvailability probe_cuda() {
   CudaAvailability cuda;
 #if KVDESK_HAVE_CUDA
-  // The engine's forward pass (engine/model.cpp) runs on the CPU kernels only; the CUDA kernels
-  // of kernels/cuda are not wired into it yet (issue #8). Turn this on with that integration.
-  constexpr bool kCudaForwardPass = false;
+  // The whole forward pass runs on the device (engine/cuda_forward.h; issue #8).
+  constexpr bool kCudaForwardPass = true;
   cuda.built = true;
   const kvdesk::cuda::DeviceCount found = kvdesk::cuda::device_count();
   cuda.devices = found.count;

@@ -10,6 +10,7 @@
 
 #include "engine/chat_template.h"
 #include "engine/error.h"
+#include "engine/forward_backend.h"
 #include "engine/memory_limit.h"
 #include "engine/model.h"
 #include "engine/scheduler.h"
@@ -74,6 +75,7 @@ struct Engine::State {
   BackendChoice backend;
   std::unique_ptr<Model> model;
   std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<ForwardBackend> forward;   // the chosen backend's forward pass over model
   std::unique_ptr<KvCache> kv;
   std::unique_ptr<Scheduler> scheduler;
   ChatTemplate chat_template;
@@ -159,7 +161,8 @@ void Engine::State::publish_stats(bool force) {
     s.model = ModelSummary{model->file().path(), c.name, c.architecture, c.context_length, c.block_count,
                            c.head_count, c.head_count_kv, c.head_dim, model->weights().num_parameters,
                            model->weights().weight_bytes, backend_name(backend.backend), backend.note,
-                           pool->num_threads(), chat_format_name(chat_template.format), chat_template.warning};
+                           pool->num_threads(), chat_format_name(chat_template.format), chat_template.warning,
+                           forward->device_memory(), kv->on_device()};
     s.running = scheduler->num_running();
     s.waiting = scheduler->num_waiting();
     s.swapped = scheduler->num_swapped();
@@ -186,21 +189,23 @@ void Engine::State::load(const EngineSettings& s) {
   if (scheduler) scheduler->fail_all("the model was replaced", pending);
   scheduler.reset();
   kv.reset();
+  forward.reset();
   model.reset();
   settings = s;
-  // The CPU forward pass is the only one: select_backend refuses cuda until a CUDA one exists.
   backend = select_backend(s.backend);
   model = Model::load(s.model_path, ModelLoadOptions{s.tokenizer_path, s.memory_limit_bytes});
   try {
     const int32_t threads = s.threads > 0 ? s.threads : std::max(1, int32_t(std::thread::hardware_concurrency()));
     pool = std::make_unique<ThreadPool>(threads);
     chat_template = chat_template_for(model->file(), s.chat_template);
+    forward = make_forward_backend(backend.backend, *model, *pool);
     create_kv(s.kv, s.kv_budget_bytes, s.prefix_caching);
   } catch (const Error&) {
+    forward.reset();
     model.reset();   // no model without its KV pool: requests then get "no model is loaded"
     throw;
   }
-  scheduler = std::make_unique<Scheduler>(*model, *kv, *pool, s.scheduler);
+  scheduler = std::make_unique<Scheduler>(*model, *kv, *forward, s.scheduler);
   Event e;
   e.kind = EventKind::ModelLoaded;
   e.text = backend.note;
@@ -213,12 +218,23 @@ void Engine::State::create_kv(const KvLayout& layout, size_t budget, bool prefix
   config.prefix_caching = prefix_caching;
   config.identity = model_identity(*model);
   const size_t bytes_per_block = kv_bytes_per_token(model->config(), layout.k_type, layout.v_type) * size_t(layout.block_size);
-  config.layout.num_blocks = pool_blocks(layout, budget, model->config(), bytes_per_block);
-  const uint64_t weights = model->weights().weight_bytes;
-  const uint64_t limit = settings.memory_limit_bytes;
-  const uint64_t available = limit == 0 ? available_memory_bytes() : limit > weights ? limit - weights : 1;
-  require_memory(uint64_t(config.layout.num_blocks) * bytes_per_block, available,
-                 "the KV pool of " + std::to_string(config.layout.num_blocks) + " blocks");
+  config.device_pool = forward->kv_pool();
+  if (config.device_pool) {
+    // Device memory, as vLLM: what the device's plan leaves beside the model, or less when a
+    // pool size or budget was asked for.
+    const int32_t device_blocks = forward->max_kv_blocks(bytes_per_block);
+    const bool asked = layout.num_blocks > 0 || budget > 0;
+    config.layout.num_blocks =
+        asked ? std::min(pool_blocks(layout, budget, model->config(), bytes_per_block), device_blocks) : device_blocks;
+    kv.reset();   // the old pool's device memory first: two pools the size of the device do not fit
+  } else {
+    config.layout.num_blocks = pool_blocks(layout, budget, model->config(), bytes_per_block);
+    const uint64_t weights = model->weights().weight_bytes;
+    const uint64_t limit = settings.memory_limit_bytes;
+    const uint64_t available = limit == 0 ? available_memory_bytes() : limit > weights ? limit - weights : 1;
+    require_memory(uint64_t(config.layout.num_blocks) * bytes_per_block, available,
+                   "the KV pool of " + std::to_string(config.layout.num_blocks) + " blocks");
+  }
   kv = std::make_unique<KvCache>(model->config(), config);
   settings.kv = layout;
   settings.kv_budget_bytes = budget;
@@ -264,7 +280,17 @@ void Engine::reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool pre
   state_->post([s = state_.get(), kv, kv_budget_bytes, prefix_caching] {
     if (!s->model) throw Error("no model is loaded");
     s->scheduler->detach_all_sequences();
-    s->create_kv(kv, kv_budget_bytes, prefix_caching);
+    try {
+      s->create_kv(kv, kv_budget_bytes, prefix_caching);
+    } catch (const Error&) {
+      if (!s->kv) {   // a device pool was released first: no model without its pool
+        s->scheduler->fail_all("the KV pool could not be re-created", s->pending);
+        s->scheduler.reset();
+        s->forward.reset();
+        s->model.reset();
+      }
+      throw;
+    }
     s->scheduler->set_kv_cache(*s->kv);
     Event e;
     e.kind = EventKind::ModelLoaded;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/device_memory.h"
 #include "engine/generator.h"
 #include "engine/kv_retention.h"
 #include "engine/kv_snapshot.h"
@@ -109,6 +110,8 @@ struct ModelSummary {
   int32_t threads = 1;
   std::string chat_template;           // the family prompts are rendered with (chat_format_name)
   std::string chat_template_warning;   // non-empty when the model's template was not recognized
+  DeviceMemoryUse device_memory;       // the CUDA backend's device memory; empty on the CPU
+  bool kv_on_device = false;           // the KV pool (EngineStats::kv.pool_bytes) is in device memory
 };
 
 // Who holds a KV sequence: a live request, or a conversation's parked last turn.

@@ -44,6 +44,11 @@ const char* finish_reason_name(FinishReason reason) {
   return "?";
 }
 
+Generator::Generator(Model& model, KvCache& kv, ThreadPool& pool)
+    : model_(model), kv_(kv), own_cpu_(std::make_unique<CpuForward>(model, pool)), forward_(own_cpu_.get()) {}
+
+Generator::Generator(Model& model, KvCache& kv, ForwardBackend& forward) : model_(model), kv_(kv), forward_(&forward) {}
+
 double GenerateResult::decode_tok_s() const {
   return tokens.size() > 1 && decode_ms > 0 ? double(tokens.size() - 1) * 1000.0 / decode_ms : 0;
 }
@@ -67,7 +72,7 @@ int32_t Generator::prefill(SeqId seq, const std::vector<int32_t>& prompt, bool a
     const int32_t end = std::min(n, begin + prefill_chunk);
     ForwardBatch batch;
     for (int32_t p = begin; p < end; ++p) batch.add(prompt[p], p, seq, all_logits || p == n - 1);
-    model_.forward(batch, kv_, pool_, chunk_logits);
+    forward_->forward(batch, kv_, chunk_logits);
     kv_.mark_computed(seq, end);
     if (all_logits) {
       std::copy(chunk_logits.begin(), chunk_logits.end(), logits.begin() + size_t(begin) * size_t(vocab));
@@ -142,7 +147,7 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
     peak_blocks_ = std::max(peak_blocks_, int32_t(kv_.block_table(seq.id()).size()));
     ForwardBatch batch;
     batch.add(token, position, seq.id(), true);
-    model_.forward(batch, kv_, pool_, logits);
+    forward_->forward(batch, kv_, logits);
     kv_.mark_computed(seq.id(), ++position);
   }
   result.peak_blocks = peak_blocks_;

@@ -5,9 +5,11 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/forward_backend.h"
 #include "engine/kv_cache.h"
 #include "engine/kv_retention.h"
 #include "engine/sampler.h"
@@ -48,7 +50,10 @@ using TokenCallback = std::function<bool(int32_t token, const std::string& text)
 
 class Generator {
  public:
-  Generator(Model& model, KvCache& kv, ThreadPool& pool) : model_(model), kv_(kv), pool_(pool) {}
+  // The CPU forward pass on pool.
+  Generator(Model& model, KvCache& kv, ThreadPool& pool);
+  // The given backend's forward pass; kv made with its kv_pool().
+  Generator(Model& model, KvCache& kv, ForwardBackend& forward);
 
   GenerateResult generate(const std::vector<int32_t>& prompt, const GenerateOptions& options,
                           const TokenCallback& on_token = {});
@@ -65,7 +70,8 @@ class Generator {
 
   Model& model_;
   KvCache& kv_;
-  ThreadPool& pool_;
+  std::unique_ptr<CpuForward> own_cpu_;   // the first constructor's backend
+  ForwardBackend* forward_;
   int32_t peak_blocks_ = 0;   // most blocks the current sequence held (before any compaction)
 };
 

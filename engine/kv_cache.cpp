@@ -22,7 +22,7 @@ KvCache::KvCache(const ModelConfig& model, const KvCacheConfig& config)
       max_context_(model.context_length),
       num_layers_(model.block_count),
       num_kv_heads_(model.head_count_kv),
-      storage_(model, config.layout),
+      storage_(model, config.layout, config.device_pool),
       pool_(config.layout.num_blocks),
       root_hash_(prefix_root_hash(config.identity, config.layout.k_type, config.layout.v_type,
                                   config.layout.block_size)),
@@ -31,6 +31,7 @@ KvCache::KvCache(const ModelConfig& model, const KvCacheConfig& config)
       parent_publication_(size_t(config.layout.num_blocks), 0) {}
 
 const KvLayout& KvCache::layout() const { return storage_.layout(); }
+bool KvCache::on_device() const { return storage_.on_device(); }
 int32_t KvCache::block_size() const { return storage_.layout().block_size; }
 size_t KvCache::bytes_per_block() const { return storage_.bytes_per_block(); }
 size_t KvCache::bytes_per_token() const { return bytes_per_block() / size_t(block_size()); }

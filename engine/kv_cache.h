@@ -47,6 +47,10 @@ struct KvCacheConfig {
   KvLayout layout;
   bool prefix_caching = true;
   uint64_t identity = 0;   // hash of what else changes the KV: model file, RoPE settings
+  // Where the pool's bytes live: empty for host memory; the CUDA backend's device pool
+  // otherwise (kv_storage.h says how the two stay consistent). Retention, which moves rows
+  // on the host, is refused for a device pool.
+  KvDevicePoolFactory device_pool;
 };
 
 class KvCache {
@@ -54,6 +58,7 @@ class KvCache {
   KvCache(const ModelConfig& model, const KvCacheConfig& config);
 
   const KvLayout& layout() const;
+  bool on_device() const;   // the pool's bytes are in device memory (layer() views point there)
   int32_t block_size() const;
   size_t bytes_per_block() const;
   size_t bytes_per_token() const;
@@ -89,6 +94,7 @@ class KvCache {
 
   // --- retention (engine/kv_retention.h) ----------------------------------------------
   // Starts retention for seq, or a new turn of it (snapkv compresses again after prompt_end).
+  // Throws kvdesk::Error for a pool in device memory: compaction moves rows on the host.
   void set_retention(SeqId seq, const RetentionOptions& options, int32_t prompt_end);
   // The sequence's retention state (the model adds attention to it); nullptr without.
   RetentionState* retention(SeqId seq);

@@ -34,6 +34,10 @@ void KvCache::set_retention(SeqId seq, const RetentionOptions& options, int32_t 
     s.retention.reset();
     return;
   }
+  if (storage_.on_device()) {
+    throw Error("KV retention is not available with the KV pool in device memory (the CUDA backend); "
+                "use the cpu backend for retention");
+  }
   if (!s.retention || s.retention->options().policy != options.policy) s.retention.emplace(options, num_layers_, num_kv_heads_);
   s.retention->start_turn(prompt_end);
 }

@@ -26,7 +26,7 @@ size_t kv_bytes_per_token(const ModelConfig& config, KvType k_type, KvType v_typ
          (kv_row_bytes(k_type, config.head_dim) + kv_row_bytes(v_type, config.head_dim));
 }
 
-KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout)
+KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout, const KvDevicePoolFactory& device_pool)
     : layout_(layout),
       num_layers_(config.block_count),
       num_kv_heads_(config.head_count_kv),
@@ -35,6 +35,10 @@ KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout)
   const size_t rows = size_t(layout.block_size) * size_t(num_kv_heads_);
   k_block_bytes_ = kv_row_bytes(layout.k_type, head_dim_) * rows;
   v_block_bytes_ = kv_row_bytes(layout.v_type, head_dim_) * rows;
+  if (device_pool) {
+    device_ = device_pool(KvPoolShape{num_layers_, layout.num_blocks, k_block_bytes_, v_block_bytes_});
+    return;
+  }
   for (int32_t l = 0; l < num_layers_; ++l) {
     k_.emplace_back(k_block_bytes_ * size_t(layout.num_blocks));
     v_.emplace_back(v_block_bytes_ * size_t(layout.num_blocks));
@@ -43,8 +47,10 @@ KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout)
 
 PagedKvLayer KvStorage::layer(int32_t index) const {
   PagedKvLayer l;
-  l.k = tensor_view(layout_.k_type, k_[index].get(), layout_.block_size, num_kv_heads_, head_dim_);
-  l.v = tensor_view(layout_.v_type, v_[index].get(), layout_.block_size, num_kv_heads_, head_dim_);
+  uint8_t* k = device_ ? device_->k_data(index) : k_[index].get();
+  uint8_t* v = device_ ? device_->v_data(index) : v_[index].get();
+  l.k = tensor_view(layout_.k_type, k, layout_.block_size, num_kv_heads_, head_dim_);
+  l.v = tensor_view(layout_.v_type, v, layout_.block_size, num_kv_heads_, head_dim_);
   l.block_size = layout_.block_size;
   l.num_kv_heads = num_kv_heads_;
   l.head_dim = head_dim_;
@@ -57,6 +63,7 @@ size_t KvStorage::bytes_per_block() const {
 
 void KvStorage::copy_block(int32_t src, int32_t dst) {
   KVDESK_ASSERT(src >= 0 && src < layout_.num_blocks && dst >= 0 && dst < layout_.num_blocks);
+  if (device_) return device_->copy_block(src, dst);
   for (int32_t l = 0; l < num_layers_; ++l) {
     std::memcpy(k_[l].get() + size_t(dst) * k_block_bytes_, k_[l].get() + size_t(src) * k_block_bytes_, k_block_bytes_);
     std::memcpy(v_[l].get() + size_t(dst) * v_block_bytes_, v_[l].get() + size_t(src) * v_block_bytes_, v_block_bytes_);
@@ -65,6 +72,7 @@ void KvStorage::copy_block(int32_t src, int32_t dst) {
 
 void KvStorage::save_block(int32_t block, uint8_t* dst) const {
   KVDESK_ASSERT(block >= 0 && block < layout_.num_blocks);
+  if (device_) return device_->save_block(block, dst);
   for (int32_t l = 0; l < num_layers_; ++l) {
     std::memcpy(dst, k_[l].get() + size_t(block) * k_block_bytes_, k_block_bytes_);
     dst += k_block_bytes_;
@@ -75,6 +83,7 @@ void KvStorage::save_block(int32_t block, uint8_t* dst) const {
 
 void KvStorage::load_block(int32_t block, const uint8_t* src) {
   KVDESK_ASSERT(block >= 0 && block < layout_.num_blocks);
+  if (device_) return device_->load_block(block, src);
   for (int32_t l = 0; l < num_layers_; ++l) {
     std::memcpy(k_[l].get() + size_t(block) * k_block_bytes_, src, k_block_bytes_);
     src += k_block_bytes_;

@@ -56,7 +56,11 @@ struct Scheduler::Planned {
 };
 
 Scheduler::Scheduler(Model& model, KvCache& kv, ThreadPool& pool, const SchedulerLimits& limits)
-    : model_(model), kv_(&kv), pool_(pool), limits_(limits) {}
+    : model_(model), kv_(&kv), own_cpu_(std::make_unique<CpuForward>(model, pool)), forward_(own_cpu_.get()),
+      limits_(limits) {}
+
+Scheduler::Scheduler(Model& model, KvCache& kv, ForwardBackend& forward, const SchedulerLimits& limits)
+    : model_(model), kv_(&kv), forward_(&forward), limits_(limits) {}
 
 Scheduler::~Scheduler() = default;
 
@@ -337,7 +341,7 @@ void Scheduler::run_forward(std::vector<Planned>& plan, std::vector<Event>& even
       batch.add(p.a->tokens[pos], pos, p.a->seq, pos + 1 == int32_t(p.a->tokens.size()));
     }
   }
-  model_.forward(batch, *kv_, pool_, logits_);
+  forward_->forward(batch, *kv_, logits_);
   const int32_t vocab = model_.config().vocab_size;
   int32_t row = 0;
   for (const Planned& p : plan) {

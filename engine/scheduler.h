@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/engine_types.h"
+#include "engine/forward_backend.h"
 #include "engine/kv_cache.h"
 #include "engine/sampler.h"
 #include "engine/utf8_stream.h"
@@ -33,7 +34,10 @@ class Scheduler {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // The CPU forward pass on pool.
   Scheduler(Model& model, KvCache& kv, ThreadPool& pool, const SchedulerLimits& limits);
+  // The given backend's forward pass; every KvCache given it made with its kv_pool().
+  Scheduler(Model& model, KvCache& kv, ForwardBackend& forward, const SchedulerLimits& limits);
   ~Scheduler();
 
   // Queues a request whose prompt is already tokenized. Throws kvdesk::Error when it can
@@ -86,7 +90,8 @@ class Scheduler {
 
   Model& model_;
   KvCache* kv_;
-  ThreadPool& pool_;
+  std::unique_ptr<CpuForward> own_cpu_;   // the first constructor's backend
+  ForwardBackend* forward_;
   SchedulerLimits limits_;
 
   // Live requests by id. An Active holds a KV sequence (seq >= 0) when Running, none when

@@ -24,9 +24,27 @@ Report run_mode(const std::string& mode, const BenchOptions& o) {
   return run_ab(o);
 }
 
+// prefix and trace (and ab over them) run requests through the Engine, which takes the chosen
+// backend. The other modes time the CPU kernels directly: they report the CPU whatever auto
+// would pick, and refuse an explicit cuda rather than label CPU figures as CUDA ones.
+bool mode_uses_engine(const ModeCommand& command) {
+  const std::string& mode = command.mode == "ab" ? command.options->ab_mode : command.mode;
+  return mode == "prefix" || mode == "trace";
+}
+
+BackendChoice bench_backend(const ModeCommand& command) {
+  const BackendRequest requested = command.options->backend;
+  if (mode_uses_engine(command)) return select_backend(requested);
+  if (requested == BackendRequest::Cuda) {
+    throw Error("kvdesk-bench " + command.mode + " times the CPU kernels; --backend cuda applies to the prefix and " +
+                "trace modes");
+  }
+  return BackendChoice{Backend::Cpu, requested == BackendRequest::Auto ? command.mode + " times the CPU kernels" : ""};
+}
+
 int run(const ModeCommand& command, int argc, char** argv) {
   const BenchOptions& o = *command.options;
-  const kvdesk::BackendChoice backend = kvdesk::select_backend(o.backend);
+  const BackendChoice backend = bench_backend(command);
   if (!backend.note.empty()) progress(backend.note);
   RunInfo info = make_run_info(argc, argv);
   info.backend = kvdesk::backend_name(backend.backend);

@@ -80,6 +80,7 @@ Session open_session(const ModelArgs& args) {
   s.backend = select_backend(args.backend);
   s.model = Model::load(args.model_path, ModelLoadOptions{args.tokenizer_path});
   s.pool = std::make_unique<ThreadPool>(resolve_threads(args.threads));
+  s.forward = make_forward_backend(s.backend.backend, *s.model, *s.pool);
   if (!s.backend.note.empty()) std::fprintf(stderr, "kvdesk-cli: %s\n", s.backend.note.c_str());
   return s;
 }
@@ -114,8 +115,17 @@ void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens) {
     const int32_t capped = std::min(std::max(tokens, 1), model.context_length);
     layout.num_blocks = (capped + args.block_size - 1) / args.block_size;
   }
-  require_memory(uint64_t(layout.num_blocks) * block_bytes, available_memory_bytes(),
-                 "the KV pool of " + std::to_string(layout.num_blocks) + " blocks");
+  config.device_pool = session.forward->kv_pool();
+  if (config.device_pool) {
+    const int32_t device_blocks = session.forward->max_kv_blocks(block_bytes);
+    if (layout.num_blocks > device_blocks) {
+      throw Error("the KV pool of " + std::to_string(layout.num_blocks) + " blocks does not fit the device beside the model (" +
+                  std::to_string(device_blocks) + " blocks do); lower --kv-budget-mib");
+    }
+  } else {
+    require_memory(uint64_t(layout.num_blocks) * block_bytes, available_memory_bytes(),
+                   "the KV pool of " + std::to_string(layout.num_blocks) + " blocks");
+  }
   session.kv = std::make_unique<KvCache>(model, config);
 }
 

@@ -10,6 +10,7 @@
 
 #include "engine/backend.h"
 #include "engine/error.h"
+#include "engine/forward_backend.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
 #include "engine/thread_pool.h"
@@ -59,18 +60,21 @@ KvType parse_kv_type(const std::string& name);   // throws UsageError
 KvLayout kv_layout(const ModelArgs& args);
 int resolve_threads(int requested);
 
-// A loaded model on its backend, its thread pool, and (after size_kv_cache) a single-user KV pool.
+// A loaded model on its backend, its thread pool, the backend's forward pass, and (after
+// size_kv_cache) a single-user KV pool where that forward pass reads it.
 struct Session {
   BackendChoice backend;
   std::unique_ptr<Model> model;
   std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<ForwardBackend> forward;   // over model and pool (on CUDA: the weights uploaded)
   std::unique_ptr<KvCache> kv;
 };
 // Chooses the backend (an explicit cuda that cannot run throws kvdesk::Error before anything
 // loads), loads the model and prints the backend's note, if any, as one line on stderr.
 Session open_session(const ModelArgs& args);
 // Creates the KV pool: --kv-budget-mib's worth of blocks, or else room for `tokens` tokens
-// (capped at the model's context). Throws kvdesk::Error when the budget holds no block.
+// (capped at the model's context), in the forward pass's memory. Throws kvdesk::Error when the
+// budget holds no block or the pool does not fit that memory.
 void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens);
 // Whole blocks of block_bytes in budget_mib MiB (clamped to what an int32 block id can name).
 int32_t blocks_in_budget(double budget_mib, size_t block_bytes);

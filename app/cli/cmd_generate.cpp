@@ -94,7 +94,7 @@ int run_generate(GenerateArgs& a) {
   Session s = open_session(a.model);
   const std::vector<int32_t> prompt = encode_prompt(*s.model, a.prompt, !a.no_bos);
   size_kv_cache(s, a.model, int32_t(prompt.size()) + a.max_tokens);
-  Generator generator(*s.model, *s.kv, *s.pool);
+  Generator generator(*s.model, *s.kv, *s.forward);
   GenerateOptions options;
   options.max_tokens = a.max_tokens;
   options.sampling = a.sampling;

@@ -49,7 +49,22 @@ nlohmann::json kv_capacity_json(const ModelConfig& c, const InfoArgs& a) {
   return {{"budget_mib", a.budget_mib}, {"context", context}, {"block_size", a.model.block_size}, {"types", types}};
 }
 
-nlohmann::json info_json(const Model& m, const BackendChoice& backend, const InfoArgs& a) {
+// What the CUDA backend holds on the device (null on the CPU): the plan's figures, and what
+// remains of the budget for the KV pool.
+nlohmann::json device_memory_json(const DeviceMemoryUse& d) {
+  if (d.device.empty()) return nullptr;
+  const uint64_t model_bytes = d.weight_bytes + d.activation_bytes;
+  return {{"device", d.device},
+          {"total_bytes", d.total_bytes},
+          {"free_bytes", d.free_bytes},
+          {"budget_bytes", d.budget_bytes},
+          {"weight_bytes", d.weight_bytes},
+          {"activation_bytes", d.activation_bytes},
+          {"kv_pool_bytes", d.budget_bytes > model_bytes ? d.budget_bytes - model_bytes : 0}};
+}
+
+nlohmann::json info_json(const Model& m, const BackendChoice& backend, const DeviceMemoryUse& device,
+                         const InfoArgs& a) {
   const ModelConfig& c = m.config();
   const ChatTemplate chat = chat_template_for(m.file(), "");
   std::map<std::string, int> type_counts;
@@ -62,6 +77,7 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Inf
       {"architecture", c.architecture},
       {"backend", backend_name(backend.backend)},
       {"backend_note", backend.note},
+      {"device_memory", device_memory_json(device)},
       {"name", c.name},
       {"context_length", c.context_length},
       {"embedding_length", c.embedding_length},
@@ -113,6 +129,12 @@ void print_text(const nlohmann::json& j) {
                           "tied_output", "parameters", "weight_bytes", "chat_template"}) {
     std::printf("  %-22s %s\n", key, j[key].dump().c_str());
   }
+  if (const nlohmann::json& d = j["device_memory"]; !d.is_null()) {
+    const auto mib = [&](const char* key) { return double(d[key].get<uint64_t>()) / (1024.0 * 1024.0); };
+    std::printf("  %-22s %s: weights %.1f MiB, activations %.1f MiB, KV pool up to %.1f MiB of a %.1f MiB budget\n",
+                "device_memory", d["device"].get<std::string>().c_str(), mib("weight_bytes"), mib("activation_bytes"),
+                mib("kv_pool_bytes"), mib("budget_bytes"));
+  }
   if (!j["chat_template_warning"].get<std::string>().empty()) {
     std::fprintf(stderr, "warning: %s\n", j["chat_template_warning"].get<std::string>().c_str());
   }
@@ -128,7 +150,7 @@ void print_text(const nlohmann::json& j) {
 
 int run_info(const InfoArgs& a) {
   Session s = open_session(a.model);
-  const nlohmann::json j = info_json(*s.model, s.backend, a);
+  const nlohmann::json j = info_json(*s.model, s.backend, s.forward->device_memory(), a);
   if (a.json) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {

@@ -37,7 +37,7 @@ int run_logits(const LogitsArgs& a) {
   const std::vector<int32_t> prompt = encode_prompt(*s.model, a.prompt, !a.no_bos);
   if (prompt.empty()) throw Error("the prompt is empty");
   size_kv_cache(s, a.model, int32_t(prompt.size()));
-  Generator generator(*s.model, *s.kv, *s.pool);
+  Generator generator(*s.model, *s.kv, *s.forward);
   const std::vector<float> logits = generator.prompt_logits(prompt);
   const int32_t vocab = s.model->config().vocab_size;
   nlohmann::json positions = nlohmann::json::array();

@@ -61,7 +61,13 @@ nlohmann::json result_json(const PerplexityResult& r, const PerplexityArgs& a) {
 
 int run_perplexity(const PerplexityArgs& a) {
   const std::string text = read_text(a.text_path);
-  Session s = open_session(a.model);
+  // Perplexity runs the CPU forward pass (engine/perplexity.cpp), so auto means the CPU here.
+  if (a.model.backend == BackendRequest::Cuda) {
+    throw UsageError("perplexity runs on the CPU backend only; use --backend cpu or auto");
+  }
+  ModelArgs model = a.model;
+  model.backend = BackendRequest::Cpu;
+  Session s = open_session(model);
   const std::vector<int32_t> tokens = s.model->tokenizer().encode(text, false);
   PerplexityOptions options;
   options.layout = layout_of(kv_type_option(a.model.kv_type), a.model);

@@ -56,7 +56,7 @@ TEST_CASE("info reports the backend it chose and why", "[app][cli][backend]") {
   CHECK(contains(text.out, "backend                \"cpu\""));
 }
 
-TEST_CASE("generate with backend cuda is one clear runtime error while there is no CUDA forward pass", "[app][cli][backend]") {
+TEST_CASE("generate with backend cuda but no usable CUDA device is one clear runtime error", "[app][cli][backend]") {
   TempDir dir;
   const std::string trace = dir.file("trace.jsonl");
   std::ofstream(trace) << R"({"conversation": "a", "user": "Once upon a time", "max_tokens": 4, "arrival_ms": 0})" << "\n";

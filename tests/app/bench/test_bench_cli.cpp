@@ -26,7 +26,7 @@ nlohmann::json run_mode(const TempDir& dir, std::vector<std::string> args) {
   CHECK(j["partial"] == false);
   CHECK(j["machine"]["nproc"].get<int>() >= 1);
   CHECK(j["model"]["layers"].get<int>() > 0);
-  CHECK(j["backend"]["name"] == "cpu");   // auto: no CUDA forward pass yet
+  CHECK(j["backend"]["name"] == "cpu");   // auto, and no CUDA device here
   CHECK(std::filesystem::exists(dir.file("report.md")));
   return j;
 }
@@ -262,8 +262,14 @@ TEST_CASE("bench reports a missing model as a runtime error", "[bench][cli]") {
   CHECK(run.err.find("/nonexistent/model.gguf") != std::string::npos);
 }
 
-TEST_CASE("bench --backend cuda is a runtime error while there is no CUDA forward pass", "[bench][cli][backend]") {
+TEST_CASE("bench modes that time the CPU kernels refuse backend cuda instead of mislabelling", "[bench][cli][backend]") {
   const CliRun run = run_bench({"kv", "-m", model_path("stories260K.gguf"), "--backend", "cuda"});
+  CHECK(run.exit_code == 1);
+  CHECK(run.err.find("kv times the CPU kernels") != std::string::npos);
+}
+
+TEST_CASE("bench prefix with backend cuda and no CUDA device is a runtime error", "[bench][cli][backend]") {
+  const CliRun run = run_bench({"prefix", "-m", model_path("stories260K.gguf"), "--backend", "cuda"});
   CHECK(run.exit_code == 1);
   CHECK(run.err.find("the CUDA backend was asked for") != std::string::npos);
 }
