@@ -10,6 +10,9 @@
 #   tests/gpu/check.sh [build-dir]          (default build-gpu)
 # KVDESK_MODELS_DIR: the folder with stories260K.gguf and tokenizer.model (default ../shared/models,
 # as CMake's); the whole-model tests and the generate run read it.
+# A folder made by tests/gpu/bundle.sh (it holds PREBUILT) is used as it is: no build, its lib/
+# on LD_LIBRARY_PATH and its models/ as KVDESK_MODELS_DIR (for GPU machines without kvdesk's
+# build dependencies).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-gpu}
@@ -23,11 +26,17 @@ if nvidia-smi -L >/dev/null 2>&1; then
 fi
 
 models=${KVDESK_MODELS_DIR:-$(cd .. && pwd)/shared/models}
-export KVDESK_MODELS_DIR=$models
 start=$(date +%s)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVDESK_BUILD_APP=OFF -DKVDESK_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$logs/configure.txt" 2>&1 || { tail -30 "$logs/configure.txt"; exit 1; }
-cmake --build "$build" -j"$(nproc)" --target kvdesk_gpu_tests kvdesk-cli >"$logs/build.txt" 2>&1 || { tail -40 "$logs/build.txt"; exit 1; }
+if [ -f "$build/PREBUILT" ]; then
+  arch="prebuilt by tests/gpu/bundle.sh"
+  models=$(cd "$build/models" && pwd)
+  export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVDESK_BUILD_APP=OFF -DKVDESK_CUDA=ON \
+        -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$logs/configure.txt" 2>&1 || { tail -30 "$logs/configure.txt"; exit 1; }
+  cmake --build "$build" -j"$(nproc)" --target kvdesk_gpu_tests kvdesk-cli >"$logs/build.txt" 2>&1 || { tail -40 "$logs/build.txt"; exit 1; }
+fi
+export KVDESK_MODELS_DIR=$models
 built=$(date +%s)
 
 timeout 300 "$build/kvdesk_gpu_tests" >"$logs/tests.txt" 2>&1
