@@ -3,26 +3,16 @@
 // four per step through vpdpbusd, floats through FMA.
 // Built with AVX-512 flags, reached only through kAvx512Kernels after the CPU check.
 
-// GCC 12's AVX-512 intrinsics self-initialize their undefined operands (`__Y = __Y`) and
-// trip -Wuninitialized once inlined (GCC PR 105593); silence that inside the header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include <cstdlib>
 #include <cstring>
 
 #include "kernels/check.h"
+#include "kernels/cpu/simd_prelude.h"
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/dot_subblock.h"
 #include "kernels/cpu/dot_lowbit_avx512.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
-
-// Micro-kernel pieces pass zmm structs around; they must inline to stay in registers.
-#define ALWAYS_INLINE inline __attribute__((always_inline))
 
 namespace kvdesk {
 namespace {
@@ -380,51 +370,36 @@ using SubBlock = SubBlockKernel<F, VnniDot, 4, 4, 4>;
 
 // ---- entry points ------------------------------------------------------------------------------
 
-float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
-  switch (weight_type) {
-    case GgmlType::F32: return dot_one<FloatKernel<F32Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::F16: return dot_one<FloatKernel<F16Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::BF16: return dot_one<FloatKernel<Bf16Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q8_0: return dot_one<QuantKernel<Q8_0Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q4_0: return dot_one<QuantKernel<Q4_0Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q4_1: return dot_one<SubBlock<Q4_1Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q5_0: return dot_one<SubBlock<Q5_0Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q5_1: return dot_one<SubBlock<Q5_1Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::IQ4_NL: return dot_one<QuantKernel<IQ4_NLFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
-    case GgmlType::IQ4_XS: return lowbit_vec_dot_avx512(weight_type, w_row, act_row, n);
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return kAvx512KQuantKernels.vec_dot(weight_type, w_row, act_row, n);
-    default: KVDESK_ASSERT(!"vec_dot: type is not computable");
+// The micro-kernel of each computable weight type; the 256-value low-bit types go to
+// dot_lowbit_avx512.cpp, the K-quants to dot_kquant_avx512.cpp.
+struct Avx512Types {
+  template <class Visit>
+  static auto visit(GgmlType type, Visit f) {
+    switch (type) {
+      case GgmlType::F32: return f(KernelFor<FloatKernel<F32Format>>{});
+      case GgmlType::F16: return f(KernelFor<FloatKernel<F16Format>>{});
+      case GgmlType::BF16: return f(KernelFor<FloatKernel<Bf16Format>>{});
+      case GgmlType::Q8_0: return f(KernelFor<QuantKernel<Q8_0Format>>{});
+      case GgmlType::Q4_0: return f(KernelFor<QuantKernel<Q4_0Format>>{});
+      case GgmlType::Q4_1: return f(KernelFor<SubBlock<Q4_1Format>>{});
+      case GgmlType::Q5_0: return f(KernelFor<SubBlock<Q5_0Format>>{});
+      case GgmlType::Q5_1: return f(KernelFor<SubBlock<Q5_1Format>>{});
+      case GgmlType::IQ4_NL: return f(KernelFor<QuantKernel<IQ4_NLFormat>>{});
+      case GgmlType::Q2_K:
+      case GgmlType::Q3_K:
+      case GgmlType::IQ4_XS: return f(HandOff{&lowbit_vec_dot_avx512, &lowbit_matmul_rows_avx512});
+      case GgmlType::Q4_K:
+      case GgmlType::Q5_K:
+      case GgmlType::Q6_K: return f(HandOff{kAvx512KQuantKernels.vec_dot, kAvx512KQuantKernels.matmul_rows});
+      default: break;
+    }
+    KVDESK_ASSERT(!"vec_dot / matmul_rows: type is not computable");
+    __builtin_unreachable();
   }
-  return 0.0f;
-}
-
-void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  switch (args.weight_type) {
-    case GgmlType::F32: return matmul_tiled<FloatKernel<F32Format>>(args, row_begin, row_end);
-    case GgmlType::F16: return matmul_tiled<FloatKernel<F16Format>>(args, row_begin, row_end);
-    case GgmlType::BF16: return matmul_tiled<FloatKernel<Bf16Format>>(args, row_begin, row_end);
-    case GgmlType::Q8_0: return matmul_tiled<QuantKernel<Q8_0Format>>(args, row_begin, row_end);
-    case GgmlType::Q4_0: return matmul_tiled<QuantKernel<Q4_0Format>>(args, row_begin, row_end);
-    case GgmlType::Q4_1: return matmul_tiled<SubBlock<Q4_1Format>>(args, row_begin, row_end);
-    case GgmlType::Q5_0: return matmul_tiled<SubBlock<Q5_0Format>>(args, row_begin, row_end);
-    case GgmlType::Q5_1: return matmul_tiled<SubBlock<Q5_1Format>>(args, row_begin, row_end);
-    case GgmlType::IQ4_NL: return matmul_tiled<QuantKernel<IQ4_NLFormat>>(args, row_begin, row_end);
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
-    case GgmlType::IQ4_XS: return lowbit_matmul_rows_avx512(args, row_begin, row_end);
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return kAvx512KQuantKernels.matmul_rows(args, row_begin, row_end);
-    default: KVDESK_ASSERT(!"matmul_rows: type is not computable");
-  }
-}
+};
 
 }  // namespace
 
-const IsaKernels kAvx512Kernels = {&prepare_act_row, &vec_dot, &matmul_rows};
+const IsaKernels kAvx512Kernels = {&prepare_act_row, &table_vec_dot<Avx512Types>, &table_matmul_rows<Avx512Types>};
 
 }  // namespace kvdesk

@@ -14,24 +14,15 @@
 // repacked once per matmul into that register image (KActSuper).
 // Built with AVX-512 flags, reached only through kAvx512KQuantKernels after the CPU check.
 
-// GCC 12's AVX-512 intrinsics trip -Wuninitialized once inlined (GCC PR 105593), as in
-// dot_avx512.cpp.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include <cstddef>
 #include <cstring>
 
 #include "kernels/check.h"
+#include "kernels/cpu/simd_prelude.h"
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/kquant_scales.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
-
-#define ALWAYS_INLINE inline __attribute__((always_inline))
 
 namespace kvdesk {
 namespace {
@@ -85,8 +76,6 @@ struct KActSuper {
 static_assert(sizeof(KActSuper) % 64 == 0);
 
 thread_local PackScratch<KActSuper> kact_scratch;
-
-ALWAYS_INLINE __m256i load_256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 template <class F>
 KActSuper pack_super(const BlockQ8K& a) {
@@ -174,9 +163,6 @@ struct StepIndex {
 constexpr StepIndex kIndex;
 
 ALWAYS_INLINE __m512i load_index(const void* p) { return _mm512_load_si512(p); }
-
-// 32 bytes at p into both 256-bit halves
-ALWAYS_INLINE __m512i broadcast_256(const uint8_t* p) { return _mm512_broadcast_i64x4(load_256(p)); }
 
 // Q4_K / Q5_K super-block scales: the unpacked scale bytes (step scales are picked from there),
 // and the float mins lined up with the act's min_sums.
@@ -379,27 +365,23 @@ struct KQuantKernel {
 
 // ---- entry points ------------------------------------------------------------------------------
 
-float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
-  switch (weight_type) {
-    case GgmlType::Q4_K: return dot_one<KQuantKernel<Q4_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q5_K: return dot_one<KQuantKernel<Q5_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q6_K: return dot_one<KQuantKernel<Q6_KFormat>>(weight_type, w_row, act_row, n);
-    default: KVDESK_ASSERT(!"kquant vec_dot: not a K-quant");
+// The micro-kernel of each K-quant.
+struct KQuantTypes {
+  template <class Visit>
+  static auto visit(GgmlType type, Visit f) {
+    switch (type) {
+      case GgmlType::Q4_K: return f(KernelFor<KQuantKernel<Q4_KFormat>>{});
+      case GgmlType::Q5_K: return f(KernelFor<KQuantKernel<Q5_KFormat>>{});
+      case GgmlType::Q6_K: return f(KernelFor<KQuantKernel<Q6_KFormat>>{});
+      default: break;
+    }
+    KVDESK_ASSERT(!"kquant vec_dot / matmul_rows: not a K-quant");
+    __builtin_unreachable();
   }
-  return 0.0f;
-}
-
-void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  switch (args.weight_type) {
-    case GgmlType::Q4_K: return matmul_tiled<KQuantKernel<Q4_KFormat>>(args, row_begin, row_end);
-    case GgmlType::Q5_K: return matmul_tiled<KQuantKernel<Q5_KFormat>>(args, row_begin, row_end);
-    case GgmlType::Q6_K: return matmul_tiled<KQuantKernel<Q6_KFormat>>(args, row_begin, row_end);
-    default: KVDESK_ASSERT(!"kquant matmul_rows: not a K-quant");
-  }
-}
+};
 
 }  // namespace
 
-const IsaKernels kAvx512KQuantKernels = {&prepare_act_row, &vec_dot, &matmul_rows};
+const IsaKernels kAvx512KQuantKernels = {&prepare_act_row, &table_vec_dot<KQuantTypes>, &table_matmul_rows<KQuantTypes>};
 
 }  // namespace kvdesk

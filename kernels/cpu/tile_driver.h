@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
@@ -118,6 +119,45 @@ float dot_one(GgmlType type, const void* w_row, const void* act_row, int64_t n) 
 // Kernels that read the prepared rows as they are.
 inline ActPanel unpacked_acts(const MatmulArgs& args, size_t a_stride, int64_t first) {
   return ActPanel{static_cast<const char*>(args.acts) + static_cast<size_t>(first) * a_stride, a_stride};
+}
+
+// ---- entry points from one type switch ---------------------------------------------------------
+
+// The micro-kernel K that serves a weight type, as a value a type switch hands on.
+template <class K>
+struct KernelFor {
+  using type = K;
+};
+
+// A weight type whose kernels live in another translation unit: its entry points there.
+struct HandOff {
+  float (*vec_dot)(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n);
+  void (*matmul_rows)(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+};
+
+// vec_dot and matmul_rows of a kernel table, both from its one type switch: Types::visit(type, f)
+// returns f(KernelFor<K>{}) or f(HandOff{...}) for the weight type (and asserts on the others).
+// The switch runs once per call, outside the micro-kernels' loops.
+template <class Types>
+float table_vec_dot(GgmlType type, const void* w_row, const void* act_row, int64_t n) {
+  return Types::visit(type, [&](auto kernel) -> float {
+    if constexpr (std::is_same_v<decltype(kernel), HandOff>) {
+      return kernel.vec_dot(type, w_row, act_row, n);
+    } else {
+      return dot_one<typename decltype(kernel)::type>(type, w_row, act_row, n);
+    }
+  });
+}
+
+template <class Types>
+void table_matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  Types::visit(args.weight_type, [&](auto kernel) {
+    if constexpr (std::is_same_v<decltype(kernel), HandOff>) {
+      kernel.matmul_rows(args, row_begin, row_end);
+    } else {
+      matmul_tiled<typename decltype(kernel)::type>(args, row_begin, row_end);
+    }
+  });
 }
 
 }  // namespace
