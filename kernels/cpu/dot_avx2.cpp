@@ -115,24 +115,6 @@ ALWAYS_INLINE void quant_step(const Tile& t, int64_t j, __m256 (&acc)[R][C]) {
   }
 }
 
-template <int R, int C>
-ALWAYS_INLINE void store_tile(const Tile& t, __m256 (&acc)[R][C]) {
-#pragma GCC unroll 16
-  for (int c = 0; c < C; ++c) {
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = hsum(acc[r][c]);
-  }
-}
-
-template <int R, int C>
-ALWAYS_INLINE void zero_tile(__m256 (&acc)[R][C]) {
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  }
-}
-
 template <class F>
 struct QuantKernel {
   static constexpr int kGemvRows = 4;

@@ -200,24 +200,6 @@ ALWAYS_INLINE QuantActs quant_acts(const BlockQ8Act* a) {
   return QuantActs{lo, hi, dv, bv};
 }
 
-template <int R, int C>
-ALWAYS_INLINE void zero_tile(__m512 (&acc)[R][C]) {
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  }
-}
-
-template <int R, int C>
-ALWAYS_INLINE void store_tile(const Tile& t, __m512 (&acc)[R][C]) {
-#pragma GCC unroll 16
-  for (int c = 0; c < C; ++c) {
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = _mm512_reduce_add_ps(acc[r][c]);
-  }
-}
-
 // The panel is re-read from its start for every weight tile. Plain loads of it let the
 // hardware prefetchers chase the panel instead of the weight streams (measured: a third of the
 // GEMV bandwidth lost); loads with the non-temporal hint (vmovntdqa, an ordinary load on

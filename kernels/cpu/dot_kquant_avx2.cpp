@@ -230,17 +230,9 @@ struct KQuantKernel {
   template <int R, int C>
   static void tile(const Tile& t) {
     __m256 acc[R][C];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-    }
+    zero_tile(acc);
     for (int64_t j = 0; j < t.n / kQK_K; ++j) kquant_super<F, R, C>(t, j, acc);
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) {
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = hsum(acc[r][c]);
-    }
+    store_tile(t, acc);
   }
 };
 

@@ -21,7 +21,7 @@ namespace {
 
 ALWAYS_INLINE __m256i load_256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// Sum, max and integer sum of the 8 lanes of a ymm.
+// Sum, max and integer sum of the lanes of a vector.
 ALWAYS_INLINE float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -40,9 +40,15 @@ ALWAYS_INLINE int hsum_epi32(__m256i v) {
   return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
 }
 
+ALWAYS_INLINE void set_zero(__m256& v) { v = _mm256_setzero_ps(); }
+
 #if defined(__AVX512F__)
 // 32 bytes at p into both 256-bit halves
 ALWAYS_INLINE __m512i broadcast_256(const uint8_t* p) { return _mm512_broadcast_i64x4(load_256(p)); }
+
+ALWAYS_INLINE float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
+
+ALWAYS_INLINE void set_zero(__m512& v) { v = _mm512_setzero_ps(); }
 #endif
 
 }  // namespace

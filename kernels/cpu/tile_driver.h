@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/cpu/simd_prelude.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
 
@@ -29,6 +30,26 @@ struct ActPanel {
   const char* rows;   // first activation row of the panel
   size_t stride;      // bytes between its rows
 };
+
+// A micro-kernel's float accumulators: acc[R][C] vectors (__m256 or __m512), one per weight row
+// r and act c, set to zero before the tile and stored to y as the sums of their lanes.
+template <class V, int R, int C>
+ALWAYS_INLINE void zero_tile(V (&acc)[R][C]) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) set_zero(acc[r][c]);
+  }
+}
+
+template <class V, int R, int C>
+ALWAYS_INLINE void store_tile(const Tile& t, V (&acc)[R][C]) {
+#pragma GCC unroll 16
+  for (int c = 0; c < C; ++c) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = hsum(acc[r][c]);
+  }
+}
 
 template <class T>
 const T* row_at(const char* base, size_t stride, int i) {
