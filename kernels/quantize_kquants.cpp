@@ -9,6 +9,7 @@
 #include "kernels/check.h"
 #include "kernels/fp16.h"
 #include "kernels/quant_unpack.h"
+#include "kernels/quantize_common.h"
 #include "kernels/quantize.h"
 
 namespace kvdesk::ref {
@@ -18,11 +19,6 @@ constexpr int kSubValues = 32;    // Q4_K / Q5_K sub-block
 constexpr int kSubBlocks = kQK_K / kSubValues;
 constexpr int kQ6SubValues = 16;  // Q6_K sub-block
 constexpr int kQ6SubBlocks = kQK_K / kQ6SubValues;
-
-int clamp_int(float v, int lo, int hi) {
-  const int q = static_cast<int>(std::nearbyint(v));
-  return q < lo ? lo : q > hi ? hi : q;
-}
 
 // Inverse of k_scale_min: 6-bit scales sc[8] and mins m[8] -> the 12 packed bytes.
 void pack_scale_min(const int* sc, const int* m, uint8_t* scales) {
@@ -111,17 +107,8 @@ void quantize_block_q5_k(const float* x, BlockQ5_K& y) {
 // int8 sc[i] = round(scale_i / d) with d = (largest |scale|, sign kept) / -128.
 void quantize_block_q6_k(const float* x, BlockQ6_K& y) {
   float scale[kQ6SubBlocks];
-  float extreme_scale = 0.0f;
-  for (int i = 0; i < kQ6SubBlocks; ++i) {
-    float extreme = 0.0f;
-    for (int l = 0; l < kQ6SubValues; ++l) {
-      const float v = x[kQ6SubValues * i + l];
-      if (std::fabs(v) > std::fabs(extreme)) extreme = v;
-    }
-    scale[i] = extreme / -32.0f;
-    if (std::fabs(scale[i]) > std::fabs(extreme_scale)) extreme_scale = scale[i];
-  }
-  y.d = fp32_to_fp16(extreme_scale / -128.0f);
+  for (int i = 0; i < kQ6SubBlocks; ++i) scale[i] = signed_extreme(x + kQ6SubValues * i, kQ6SubValues) / -32.0f;
+  y.d = fp32_to_fp16(signed_extreme(scale, kQ6SubBlocks) / -128.0f);
   const float d = fp16_to_fp32(y.d);
   int q[kQK_K];
   for (int i = 0; i < kQ6SubBlocks; ++i) {
@@ -143,12 +130,6 @@ void quantize_block_q6_k(const float* x, BlockQ6_K& y) {
   }
 }
 
-template <class Block, class QuantizeBlock>
-void quantize_blocks(const float* x, Block* y, int64_t n, QuantizeBlock quantize_block) {
-  KVDESK_ASSERT(n % kQK_K == 0);
-  for (int64_t b = 0; b < n / kQK_K; ++b) quantize_block(x + b * kQK_K, y[b]);
-}
-
 // y = d * sc[s] * q - dmin * m[s] for value 32s + l, q from `unpack`.
 template <class Block, class Unpack>
 void dequantize_affine(const Block* x, float* y, int64_t n, Unpack unpack) {
@@ -168,9 +149,9 @@ void dequantize_affine(const Block* x, float* y, int64_t n, Unpack unpack) {
 
 }  // namespace
 
-void quantize_row_q4_k(const float* x, BlockQ4_K* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q4_k); }
-void quantize_row_q5_k(const float* x, BlockQ5_K* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q5_k); }
-void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q6_k); }
+void quantize_row_q4_k(const float* x, BlockQ4_K* y, int64_t n) { quantize_blocks<kQK_K>(x, y, n, quantize_block_q4_k); }
+void quantize_row_q5_k(const float* x, BlockQ5_K* y, int64_t n) { quantize_blocks<kQK_K>(x, y, n, quantize_block_q5_k); }
+void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t n) { quantize_blocks<kQK_K>(x, y, n, quantize_block_q6_k); }
 
 void dequantize_row_q4_k(const BlockQ4_K* x, float* y, int64_t n) { dequantize_affine(x, y, n, unpack_q4_k); }
 void dequantize_row_q5_k(const BlockQ5_K* x, float* y, int64_t n) { dequantize_affine(x, y, n, unpack_q5_k); }

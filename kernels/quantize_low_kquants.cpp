@@ -11,6 +11,7 @@
 #include "kernels/check.h"
 #include "kernels/fp16.h"
 #include "kernels/quant_unpack.h"
+#include "kernels/quantize_common.h"
 #include "kernels/quantize.h"
 
 namespace kvdesk::ref {
@@ -20,51 +21,21 @@ constexpr int kSubValues = 16;
 constexpr int kSubBlocks = kQK_K / kSubValues;
 constexpr int kQ3Tries = 5;  // candidate inverse scales (-4 + 0.1 t) / extreme, |t| <= kQ3Tries
 
-int clamp_int(float v, int lo, int hi) {
-  const int q = static_cast<int>(std::nearbyint(v));
-  return q < lo ? lo : q > hi ? hi : q;
-}
-
 // Byte and shift of value v's 2-bit field in a Q2_K / Q3_K qs array.
 int qs_byte(int v) { return 32 * (v / 128) + v % 32; }
 int qs_shift(int v) { return 2 * ((v / 32) % 4); }
 
-// The scale s minimizing sum (x[j] - s * q[j])^2 with q = clamp(round(x / c), -4, 3) over the
-// candidate scales c; 0 for an all-zero sub-block.
+// The least-squares scale of sub-block x[16] over q = clamp(round(x * id), -4, 3) for the
+// candidate id = (-4 + 0.1 t) / extreme; 0 for an all-zero sub-block.
 float fit_q3_scale(const float* x) {
-  float extreme = 0.0f;
-  for (int j = 0; j < kSubValues; ++j) {
-    if (std::fabs(x[j]) > std::fabs(extreme)) extreme = x[j];
-  }
-  if (extreme == 0.0f) return 0.0f;
-  float best_scale = extreme / -4.0f;
-  float best_score = 0.0f;  // sumqx^2 / sumq2: the error removed by the least-squares scale
-  for (int t = -kQ3Tries; t <= kQ3Tries; ++t) {
-    const float id = (-4.0f + 0.1f * t) / extreme;
-    float sumqx = 0.0f;
-    float sumq2 = 0.0f;
-    for (int j = 0; j < kSubValues; ++j) {
-      const int q = clamp_int(x[j] * id, -4, 3);
-      sumqx += static_cast<float>(q) * x[j];
-      sumq2 += static_cast<float>(q * q);
-    }
-    if (sumq2 > 0.0f && sumqx * sumqx > best_score * sumq2) {
-      best_score = sumqx * sumqx / sumq2;
-      best_scale = sumqx / sumq2;
-    }
-  }
-  return best_scale;
+  return fit_scale(x, kSubValues, -4.0f, 0.1f, kQ3Tries, [](float v) { return static_cast<float>(clamp_int(v, -4, 3)); });
 }
 
 // Sub-block scales s[16] -> d = (the largest, sign kept) / -32, sc = round(s / d) + 32 in 6 bits.
 void quantize_block_q3_k(const float* x, BlockQ3_K& y) {
   float scale[kSubBlocks];
-  float extreme = 0.0f;
-  for (int i = 0; i < kSubBlocks; ++i) {
-    scale[i] = fit_q3_scale(x + kSubValues * i);
-    if (std::fabs(scale[i]) > std::fabs(extreme)) extreme = scale[i];
-  }
-  y.d = fp32_to_fp16(extreme / -32.0f);
+  for (int i = 0; i < kSubBlocks; ++i) scale[i] = fit_q3_scale(x + kSubValues * i);
+  y.d = fp32_to_fp16(signed_extreme(scale, kSubBlocks) / -32.0f);
   const float d = fp16_to_fp32(y.d);
   std::memset(y.scales, 0, sizeof(y.scales));
   std::memset(y.qs, 0, sizeof(y.qs));
@@ -121,16 +92,10 @@ void quantize_block_q2_k(const float* x, BlockQ2_K& y) {
   }
 }
 
-template <class Block, class QuantizeBlock>
-void quantize_blocks(const float* x, Block* y, int64_t n, QuantizeBlock quantize_block) {
-  KVDESK_ASSERT(n % kQK_K == 0);
-  for (int64_t b = 0; b < n / kQK_K; ++b) quantize_block(x + b * kQK_K, y[b]);
-}
-
 }  // namespace
 
-void quantize_row_q2_k(const float* x, BlockQ2_K* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q2_k); }
-void quantize_row_q3_k(const float* x, BlockQ3_K* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q3_k); }
+void quantize_row_q2_k(const float* x, BlockQ2_K* y, int64_t n) { quantize_blocks<kQK_K>(x, y, n, quantize_block_q2_k); }
+void quantize_row_q3_k(const float* x, BlockQ3_K* y, int64_t n) { quantize_blocks<kQK_K>(x, y, n, quantize_block_q3_k); }
 
 // y = d * (scales[i] & 15) * q - dmin * (scales[i] >> 4), i = v / 16
 void dequantize_row_q2_k(const BlockQ2_K* x, float* y, int64_t n) {
