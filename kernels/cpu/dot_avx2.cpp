@@ -222,35 +222,19 @@ using SubBlock = SubBlockKernel<F, Avx2Dot, 4, 2, 3>;
 
 // ---- entry points ------------------------------------------------------------------------------
 
-// The micro-kernel of each computable weight type; the K-quants go to dot_kquant_avx2.cpp.
-struct Avx2Types {
-  template <class Visit>
-  static auto visit(GgmlType type, Visit f) {
-    switch (type) {
-      case GgmlType::F32: return f(KernelFor<FloatKernel<F32Format>>{});
-      case GgmlType::F16: return f(KernelFor<FloatKernel<F16Format>>{});
-      case GgmlType::BF16: return f(KernelFor<FloatKernel<Bf16Format>>{});
-      case GgmlType::Q8_0: return f(KernelFor<QuantKernel<Q8_0Format>>{});
-      case GgmlType::Q4_0: return f(KernelFor<QuantKernel<Q4_0Format>>{});
-      case GgmlType::Q4_1: return f(KernelFor<SubBlock<Q4_1Format>>{});
-      case GgmlType::Q5_0: return f(KernelFor<SubBlock<Q5_0Format>>{});
-      case GgmlType::Q5_1: return f(KernelFor<SubBlock<Q5_1Format>>{});
-      case GgmlType::Q4_K:
-      case GgmlType::Q5_K:
-      case GgmlType::Q6_K: return f(HandOff{kAvx2KQuantKernels.vec_dot, kAvx2KQuantKernels.matmul_rows});
-      case GgmlType::Q2_K: return f(KernelFor<SubBlock<Q2_KFormat>>{});
-      case GgmlType::Q3_K: return f(KernelFor<SubBlock<Q3_KFormat>>{});
-      case GgmlType::IQ4_NL: return f(KernelFor<SubBlock<IQ4_NLFormat>>{});
-      case GgmlType::IQ4_XS: return f(KernelFor<SubBlock<IQ4_XSFormat>>{});
-      default: break;
-    }
-    KVDESK_ASSERT(!"vec_dot / matmul_rows: type is not computable");
-    __builtin_unreachable();
-  }
-};
+// The K-quants go to dot_kquant_avx2.cpp.
+using Avx2Table = KernelTable<
+    Serves<GgmlType::F32, FloatKernel<F32Format>>, Serves<GgmlType::F16, FloatKernel<F16Format>>,
+    Serves<GgmlType::BF16, FloatKernel<Bf16Format>>, Serves<GgmlType::Q8_0, QuantKernel<Q8_0Format>>,
+    Serves<GgmlType::Q4_0, QuantKernel<Q4_0Format>>, Serves<GgmlType::Q4_1, SubBlock<Q4_1Format>>,
+    Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>,
+    HandsOff<GgmlType::Q4_K, kAvx2KQuantKernels>, HandsOff<GgmlType::Q5_K, kAvx2KQuantKernels>,
+    HandsOff<GgmlType::Q6_K, kAvx2KQuantKernels>, Serves<GgmlType::Q2_K, SubBlock<Q2_KFormat>>,
+    Serves<GgmlType::Q3_K, SubBlock<Q3_KFormat>>, Serves<GgmlType::IQ4_NL, SubBlock<IQ4_NLFormat>>,
+    Serves<GgmlType::IQ4_XS, SubBlock<IQ4_XSFormat>>>;
 
 }  // namespace
 
-const IsaKernels kAvx2Kernels = {&prepare_act_row, &table_vec_dot<Avx2Types>, &table_matmul_rows<Avx2Types>};
+const IsaKernels kAvx2Kernels = {&prepare_act_row, &Avx2Table::vec_dot, &Avx2Table::matmul_rows};
 
 }  // namespace kvdesk

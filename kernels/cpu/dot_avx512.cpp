@@ -352,36 +352,19 @@ using SubBlock = SubBlockKernel<F, VnniDot, 4, 4, 4>;
 
 // ---- entry points ------------------------------------------------------------------------------
 
-// The micro-kernel of each computable weight type; the 256-value low-bit types go to
-// dot_lowbit_avx512.cpp, the K-quants to dot_kquant_avx512.cpp.
-struct Avx512Types {
-  template <class Visit>
-  static auto visit(GgmlType type, Visit f) {
-    switch (type) {
-      case GgmlType::F32: return f(KernelFor<FloatKernel<F32Format>>{});
-      case GgmlType::F16: return f(KernelFor<FloatKernel<F16Format>>{});
-      case GgmlType::BF16: return f(KernelFor<FloatKernel<Bf16Format>>{});
-      case GgmlType::Q8_0: return f(KernelFor<QuantKernel<Q8_0Format>>{});
-      case GgmlType::Q4_0: return f(KernelFor<QuantKernel<Q4_0Format>>{});
-      case GgmlType::Q4_1: return f(KernelFor<SubBlock<Q4_1Format>>{});
-      case GgmlType::Q5_0: return f(KernelFor<SubBlock<Q5_0Format>>{});
-      case GgmlType::Q5_1: return f(KernelFor<SubBlock<Q5_1Format>>{});
-      case GgmlType::IQ4_NL: return f(KernelFor<QuantKernel<IQ4_NLFormat>>{});
-      case GgmlType::Q2_K:
-      case GgmlType::Q3_K:
-      case GgmlType::IQ4_XS: return f(HandOff{&lowbit_vec_dot_avx512, &lowbit_matmul_rows_avx512});
-      case GgmlType::Q4_K:
-      case GgmlType::Q5_K:
-      case GgmlType::Q6_K: return f(HandOff{kAvx512KQuantKernels.vec_dot, kAvx512KQuantKernels.matmul_rows});
-      default: break;
-    }
-    KVDESK_ASSERT(!"vec_dot / matmul_rows: type is not computable");
-    __builtin_unreachable();
-  }
-};
+// The 256-value low-bit types go to dot_lowbit_avx512.cpp, the K-quants to dot_kquant_avx512.cpp.
+using Avx512Table = KernelTable<
+    Serves<GgmlType::F32, FloatKernel<F32Format>>, Serves<GgmlType::F16, FloatKernel<F16Format>>,
+    Serves<GgmlType::BF16, FloatKernel<Bf16Format>>, Serves<GgmlType::Q8_0, QuantKernel<Q8_0Format>>,
+    Serves<GgmlType::Q4_0, QuantKernel<Q4_0Format>>, Serves<GgmlType::Q4_1, SubBlock<Q4_1Format>>,
+    Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>,
+    Serves<GgmlType::IQ4_NL, QuantKernel<IQ4_NLFormat>>, HandsOff<GgmlType::Q2_K, kAvx512LowbitKernels>,
+    HandsOff<GgmlType::Q3_K, kAvx512LowbitKernels>, HandsOff<GgmlType::IQ4_XS, kAvx512LowbitKernels>,
+    HandsOff<GgmlType::Q4_K, kAvx512KQuantKernels>, HandsOff<GgmlType::Q5_K, kAvx512KQuantKernels>,
+    HandsOff<GgmlType::Q6_K, kAvx512KQuantKernels>>;
 
 }  // namespace
 
-const IsaKernels kAvx512Kernels = {&prepare_act_row, &table_vec_dot<Avx512Types>, &table_matmul_rows<Avx512Types>};
+const IsaKernels kAvx512Kernels = {&prepare_act_row, &Avx512Table::vec_dot, &Avx512Table::matmul_rows};
 
 }  // namespace kvdesk

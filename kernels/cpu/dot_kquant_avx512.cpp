@@ -357,23 +357,12 @@ struct KQuantKernel {
 
 // ---- entry points ------------------------------------------------------------------------------
 
-// The micro-kernel of each K-quant.
-struct KQuantTypes {
-  template <class Visit>
-  static auto visit(GgmlType type, Visit f) {
-    switch (type) {
-      case GgmlType::Q4_K: return f(KernelFor<KQuantKernel<Q4_KFormat>>{});
-      case GgmlType::Q5_K: return f(KernelFor<KQuantKernel<Q5_KFormat>>{});
-      case GgmlType::Q6_K: return f(KernelFor<KQuantKernel<Q6_KFormat>>{});
-      default: break;
-    }
-    KVDESK_ASSERT(!"kquant vec_dot / matmul_rows: not a K-quant");
-    __builtin_unreachable();
-  }
-};
+using KQuantTable = KernelTable<Serves<GgmlType::Q4_K, KQuantKernel<Q4_KFormat>>,
+                                Serves<GgmlType::Q5_K, KQuantKernel<Q5_KFormat>>,
+                                Serves<GgmlType::Q6_K, KQuantKernel<Q6_KFormat>>>;
 
 }  // namespace
 
-const IsaKernels kAvx512KQuantKernels = {&prepare_act_row, &table_vec_dot<KQuantTypes>, &table_matmul_rows<KQuantTypes>};
+const IsaKernels kAvx512KQuantKernels = {&prepare_act_row, &KQuantTable::vec_dot, &KQuantTable::matmul_rows};
 
 }  // namespace kvdesk

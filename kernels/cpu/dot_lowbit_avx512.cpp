@@ -310,29 +310,12 @@ struct LowbitKernel {
   }
 };
 
-// The micro-kernel of each low-bit super-block type.
-struct LowbitTypes {
-  template <class Visit>
-  static auto visit(GgmlType type, Visit f) {
-    switch (type) {
-      case GgmlType::Q2_K: return f(KernelFor<LowbitKernel<Q2_KFormat>>{});
-      case GgmlType::Q3_K: return f(KernelFor<LowbitKernel<Q3_KFormat>>{});
-      case GgmlType::IQ4_XS: return f(KernelFor<LowbitKernel<IQ4_XSFormat>>{});
-      default: break;
-    }
-    KVDESK_ASSERT(!"lowbit avx512 vec_dot / matmul_rows: not a low-bit super-block type");
-    __builtin_unreachable();
-  }
-};
+using LowbitTable = KernelTable<Serves<GgmlType::Q2_K, LowbitKernel<Q2_KFormat>>,
+                                Serves<GgmlType::Q3_K, LowbitKernel<Q3_KFormat>>,
+                                Serves<GgmlType::IQ4_XS, LowbitKernel<IQ4_XSFormat>>>;
 
 }  // namespace
 
-float lowbit_vec_dot_avx512(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
-  return table_vec_dot<LowbitTypes>(weight_type, w_row, act_row, n);
-}
-
-void lowbit_matmul_rows_avx512(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  table_matmul_rows<LowbitTypes>(args, row_begin, row_end);
-}
+const LowbitKernels kAvx512LowbitKernels = {&LowbitTable::vec_dot, &LowbitTable::matmul_rows};
 
 }  // namespace kvdesk

@@ -3,8 +3,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
+#include "kernels/check.h"
 #include "kernels/cpu/simd_prelude.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
@@ -142,44 +142,56 @@ inline ActPanel unpacked_acts(const MatmulArgs& args, size_t a_stride, int64_t f
   return ActPanel{static_cast<const char*>(args.acts) + static_cast<size_t>(first) * a_stride, a_stride};
 }
 
-// ---- entry points from one type switch ---------------------------------------------------------
+// ---- entry points from one list of kernels ---------------------------------------------------
 
-// The micro-kernel K that serves a weight type, as a value a type switch hands on.
-template <class K>
-struct KernelFor {
-  using type = K;
+// Weight type T served by the micro-kernel K of this translation unit.
+template <GgmlType T, class K>
+struct Serves {
+  static constexpr GgmlType kType = T;
+  static float vec_dot(GgmlType type, const void* w_row, const void* act_row, int64_t n) {
+    return dot_one<K>(type, w_row, act_row, n);
+  }
+  static void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+    matmul_tiled<K>(args, row_begin, row_end);
+  }
 };
 
-// A weight type whose kernels live in another translation unit: its entry points there.
-struct HandOff {
-  float (*vec_dot)(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n);
-  void (*matmul_rows)(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// Weight type T served by another translation unit, through the vec_dot and matmul_rows of its
+// table `Entries`.
+template <GgmlType T, const auto& Entries>
+struct HandsOff {
+  static constexpr GgmlType kType = T;
+  static float vec_dot(GgmlType type, const void* w_row, const void* act_row, int64_t n) {
+    return Entries.vec_dot(type, w_row, act_row, n);
+  }
+  static void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+    Entries.matmul_rows(args, row_begin, row_end);
+  }
 };
 
-// vec_dot and matmul_rows of a kernel table, both from its one type switch: Types::visit(type, f)
-// returns f(KernelFor<K>{}) or f(HandOff{...}) for the weight type (and asserts on the others).
-// The switch runs once per call, outside the micro-kernels' loops.
-template <class Types>
-float table_vec_dot(GgmlType type, const void* w_row, const void* act_row, int64_t n) {
-  return Types::visit(type, [&](auto kernel) -> float {
-    if constexpr (std::is_same_v<decltype(kernel), HandOff>) {
-      return kernel.vec_dot(type, w_row, act_row, n);
+// vec_dot and matmul_rows of a kernel table: the entry (Serves / HandsOff) whose kType is the
+// weight type takes the call; a type no entry serves is a bug of the caller. The type is
+// matched once per call, outside the micro-kernels' loops.
+template <class Entry, class... Rest>
+struct KernelTable {
+  static float vec_dot(GgmlType type, const void* w_row, const void* act_row, int64_t n) {
+    if (type == Entry::kType) return Entry::vec_dot(type, w_row, act_row, n);
+    if constexpr (sizeof...(Rest) > 0) {
+      return KernelTable<Rest...>::vec_dot(type, w_row, act_row, n);
     } else {
-      return dot_one<typename decltype(kernel)::type>(type, w_row, act_row, n);
+      KVDESK_ASSERT(!"vec_dot: no kernel in this table for the weight type");
+      return 0.0f;
     }
-  });
-}
-
-template <class Types>
-void table_matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  Types::visit(args.weight_type, [&](auto kernel) {
-    if constexpr (std::is_same_v<decltype(kernel), HandOff>) {
-      kernel.matmul_rows(args, row_begin, row_end);
+  }
+  static void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+    if (args.weight_type == Entry::kType) return Entry::matmul_rows(args, row_begin, row_end);
+    if constexpr (sizeof...(Rest) > 0) {
+      KernelTable<Rest...>::matmul_rows(args, row_begin, row_end);
     } else {
-      matmul_tiled<typename decltype(kernel)::type>(args, row_begin, row_end);
+      KVDESK_ASSERT(!"matmul_rows: no kernel in this table for the weight type");
     }
-  });
-}
+  }
+};
 
 }  // namespace
 }  // namespace kvdesk
