@@ -318,14 +318,10 @@ ALWAYS_INLINE void float_step(const Tile& t, int64_t k, __mmask16 m, __m512 (&ac
 }
 
 template <class F>
-struct FloatKernel {
+struct FloatKernel : UnpackedActs {
   static constexpr int kGemvRows = 4;
   static constexpr int kRows = 4;
   static constexpr int kActs = 6;
-
-  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
-    return unpacked_acts(args, a_stride, first);
-  }
 
   template <int R, int C>
   static void tile(const Tile& t) {

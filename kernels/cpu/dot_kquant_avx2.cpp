@@ -218,14 +218,10 @@ ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m256 (&acc)[R][C]) {
 }
 
 template <class F>
-struct KQuantKernel {
+struct KQuantKernel : UnpackedActs {
   static constexpr int kGemvRows = 4;
   static constexpr int kRows = 2;
   static constexpr int kActs = 2;
-
-  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
-    return unpacked_acts(args, a_stride, first);
-  }
 
   template <int R, int C>
   static void tile(const Tile& t) {

@@ -200,14 +200,10 @@ ALWAYS_INLINE void subblock_block(const Tile& t, int64_t j, __m256 (&acc)[R][C],
 
 // Tile shape per ISA: kGemvRowsT rows for batch 1, kRowsT x kActsT for batches.
 template <class F, class Dot, int kGemvRowsT, int kRowsT, int kActsT>
-struct SubBlockKernel {
+struct SubBlockKernel : UnpackedActs {
   static constexpr int kGemvRows = kGemvRowsT;
   static constexpr int kRows = kRowsT;
   static constexpr int kActs = kActsT;
-
-  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
-    return unpacked_acts(args, a_stride, first);
-  }
 
   template <int R, int C>
   static void tile(const Tile& t) {

@@ -58,7 +58,8 @@ const T* row_at(const char* base, size_t stride, int i) {
 
 // A micro-kernel K provides: kGemvRows (rows per tile when batch == 1), kRows x kActs (the
 // tile for batches), template <int R, int C> static void tile(const Tile&), and
-// static ActPanel pack_acts(const MatmulArgs&, size_t a_stride, int64_t first, int count).
+// static ActPanel pack_acts(const MatmulArgs&, size_t a_stride, int64_t first, int count)
+// (UnpackedActs, below, for kernels that read the prepared rows as they are).
 template <class K, int R, int C>
 void run_tile(const MatmulArgs& args, size_t w_stride, ActPanel acts, int64_t r, int64_t c) {
   const Tile t{static_cast<const char*>(args.weights) + static_cast<size_t>(r) * w_stride, w_stride,
@@ -137,10 +138,12 @@ float dot_one(GgmlType type, const void* w_row, const void* act_row, int64_t n) 
   return y;
 }
 
-// Kernels that read the prepared rows as they are.
-inline ActPanel unpacked_acts(const MatmulArgs& args, size_t a_stride, int64_t first) {
-  return ActPanel{static_cast<const char*>(args.acts) + static_cast<size_t>(first) * a_stride, a_stride};
-}
+// The pack_acts of micro-kernels that read the prepared rows as they are (they derive from it).
+struct UnpackedActs {
+  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
+    return ActPanel{static_cast<const char*>(args.acts) + static_cast<size_t>(first) * a_stride, a_stride};
+  }
+};
 
 // ---- entry points from one list of kernels ---------------------------------------------------
 
