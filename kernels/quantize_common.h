@@ -1,13 +1,14 @@
 // Internal to the scalar quantizers (kernels/quantize*.cpp): the pieces every format's
 // quantizer shares. A row is quantized block by block; values and scales are rounded to the
 // nearest integer (ties to even) and clamped to the format's range; symmetric formats scale by
-// the value of largest magnitude, sign kept, and the fitted ones pick the least-squares scale
-// of the best of a few candidate roundings.
+// the value of largest magnitude, sign kept, the fitted ones pick the least-squares scale of
+// the best of a few candidate roundings, and the affine K-quants span each sub-block's range.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
 #include "kernels/check.h"
+#include "kernels/fp16.h"
 
 namespace kvdesk::ref {
 
@@ -54,6 +55,47 @@ float fit_scale(const float* x, int count, float base, float step, int tries, Le
     }
   }
   return best_scale;
+}
+
+// Affine sub-blocks of one super-block (Q2_K, Q4_K, Q5_K): sub-block s of x[kSubBlocks *
+// kSubValues] spans [lo, hi] with lo = min(0, min x) and value ~= d * sc[s] * q - dmin * m[s],
+// q in [0, levels). Its step (hi - lo) / (levels - 1) and offset -lo are rounded to sc[s], m[s]
+// in [0, scale_max] against the largest (d = max step / scale_max, dmin = max offset /
+// scale_max, both fp16), and every value against the scale the file will actually hold.
+// Writes d, dmin, sc[kSubBlocks], m[kSubBlocks] and q[kSubBlocks * kSubValues] (value order).
+template <int kSubBlocks, int kSubValues>
+void quantize_affine_sub_blocks(const float* x, int levels, int scale_max, uint16_t& d_out, uint16_t& dmin_out,
+                                int* sc, int* m, int* q) {
+  float step[kSubBlocks];    // [kSubBlocks] (hi - lo) / (levels - 1)
+  float offset[kSubBlocks];  // [kSubBlocks] -lo >= 0
+  float max_step = 0.0f;
+  float max_offset = 0.0f;
+  for (int s = 0; s < kSubBlocks; ++s) {
+    float lo = 0.0f;
+    float hi = x[kSubValues * s];
+    for (int l = 0; l < kSubValues; ++l) {
+      lo = std::fmin(lo, x[kSubValues * s + l]);
+      hi = std::fmax(hi, x[kSubValues * s + l]);
+    }
+    step[s] = (hi - lo) / static_cast<float>(levels - 1);
+    offset[s] = -lo;
+    max_step = std::fmax(max_step, step[s]);
+    max_offset = std::fmax(max_offset, offset[s]);
+  }
+  d_out = fp32_to_fp16(max_step / static_cast<float>(scale_max));
+  dmin_out = fp32_to_fp16(max_offset / static_cast<float>(scale_max));
+  const float d = fp16_to_fp32(d_out);
+  const float dmin = fp16_to_fp32(dmin_out);
+  for (int s = 0; s < kSubBlocks; ++s) {
+    sc[s] = d > 0.0f ? clamp_int(step[s] / d, 0, scale_max) : 0;
+    m[s] = dmin > 0.0f ? clamp_int(offset[s] / dmin, 0, scale_max) : 0;
+    const float scale = d * sc[s];
+    const float shift = dmin * m[s];
+    for (int l = 0; l < kSubValues; ++l) {
+      const int i = kSubValues * s + l;
+      q[i] = scale > 0.0f ? clamp_int((x[i] + shift) / scale, 0, levels - 1) : 0;
+    }
+  }
 }
 
 // y[n / kBlockValues] from x[n], one quantize_block(x, y[b]) per block; n a whole number of blocks.

@@ -34,46 +34,15 @@ void pack_scale_min(const int* sc, const int* m, uint8_t* scales) {
   }
 }
 
-// Asymmetric super-block with kLevels quant levels (16 for Q4_K, 32 for Q5_K):
-// sub-block s spans [min_s, max_s] with min_s <= 0, value ~= d * sc[s] * q - dmin * m[s].
-// Writes d, dmin and the packed scales; q[256] gets the quants in value order.
+// Asymmetric super-block with kLevels quant levels (16 for Q4_K, 32 for Q5_K) and 6-bit
+// sub-block scales and mins: writes d, dmin and the packed scales; q[256] gets the quants in
+// value order.
 template <int kLevels>
 void quantize_affine_super(const float* x, uint16_t& d_out, uint16_t& dmin_out, uint8_t* scales, int* q) {
-  float step[kSubBlocks];     // [8] (max - min) / (levels - 1)
-  float offset[kSubBlocks];   // [8] -min >= 0
-  float max_step = 0.0f;
-  float max_offset = 0.0f;
-  for (int s = 0; s < kSubBlocks; ++s) {
-    float lo = 0.0f;
-    float hi = x[kSubValues * s];
-    for (int l = 0; l < kSubValues; ++l) {
-      lo = std::fmin(lo, x[kSubValues * s + l]);
-      hi = std::fmax(hi, x[kSubValues * s + l]);
-    }
-    step[s] = (hi - lo) / (kLevels - 1);
-    offset[s] = -lo;
-    max_step = std::fmax(max_step, step[s]);
-    max_offset = std::fmax(max_offset, offset[s]);
-  }
-  d_out = fp32_to_fp16(max_step / 63.0f);
-  dmin_out = fp32_to_fp16(max_offset / 63.0f);
-  const float d = fp16_to_fp32(d_out);
-  const float dmin = fp16_to_fp32(dmin_out);
   int sc[kSubBlocks];
   int m[kSubBlocks];
-  for (int s = 0; s < kSubBlocks; ++s) {
-    sc[s] = d > 0.0f ? clamp_int(step[s] / d, 0, 63) : 0;
-    m[s] = dmin > 0.0f ? clamp_int(offset[s] / dmin, 0, 63) : 0;
-  }
+  quantize_affine_sub_blocks<kSubBlocks, kSubValues>(x, kLevels, 63, d_out, dmin_out, sc, m, q);
   pack_scale_min(sc, m, scales);
-  for (int s = 0; s < kSubBlocks; ++s) {
-    const float scale = d * sc[s];
-    const float shift = dmin * m[s];
-    for (int l = 0; l < kSubValues; ++l) {
-      const int i = kSubValues * s + l;
-      q[i] = scale > 0.0f ? clamp_int((x[i] + shift) / scale, 0, kLevels - 1) : 0;
-    }
-  }
 }
 
 void quantize_block_q4_k(const float* x, BlockQ4_K& y) {

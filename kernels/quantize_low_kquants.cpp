@@ -54,42 +54,16 @@ void quantize_block_q3_k(const float* x, BlockQ3_K& y) {
   }
 }
 
-// Sub-block i spans [lo, hi] with lo = min(0, min x) <= hi: value ~= d * sc[i] * q - dmin * m[i],
-// step (hi - lo) / 3 and offset -lo, both quantized to 4 bits against the block's largest.
+// Affine sub-blocks of 16 with 4 levels: value ~= d * sc[i] * q - dmin * m[i], sc and m in 4 bits
+// (scales[i] = sc | m << 4).
 void quantize_block_q2_k(const float* x, BlockQ2_K& y) {
-  float step[kSubBlocks];    // [16]
-  float offset[kSubBlocks];  // [16] >= 0
-  float max_step = 0.0f;
-  float max_offset = 0.0f;
-  for (int i = 0; i < kSubBlocks; ++i) {
-    float lo = 0.0f;
-    float hi = x[kSubValues * i];
-    for (int l = 0; l < kSubValues; ++l) {
-      lo = std::fmin(lo, x[kSubValues * i + l]);
-      hi = std::fmax(hi, x[kSubValues * i + l]);
-    }
-    step[i] = (hi - lo) / 3.0f;
-    offset[i] = -lo;
-    max_step = std::fmax(max_step, step[i]);
-    max_offset = std::fmax(max_offset, offset[i]);
-  }
-  y.d = fp32_to_fp16(max_step / 15.0f);
-  y.dmin = fp32_to_fp16(max_offset / 15.0f);
-  const float d = fp16_to_fp32(y.d);
-  const float dmin = fp16_to_fp32(y.dmin);
+  int sc[kSubBlocks];
+  int m[kSubBlocks];
+  int q[kQK_K];
+  quantize_affine_sub_blocks<kSubBlocks, kSubValues>(x, 4, 15, y.d, y.dmin, sc, m, q);
+  for (int i = 0; i < kSubBlocks; ++i) y.scales[i] = static_cast<uint8_t>(sc[i] | m[i] << 4);
   std::memset(y.qs, 0, sizeof(y.qs));
-  for (int i = 0; i < kSubBlocks; ++i) {
-    const int sc = d > 0.0f ? clamp_int(step[i] / d, 0, 15) : 0;
-    const int m = dmin > 0.0f ? clamp_int(offset[i] / dmin, 0, 15) : 0;
-    y.scales[i] = static_cast<uint8_t>(sc | m << 4);
-    const float scale = d * sc;
-    const float shift = dmin * m;
-    for (int l = 0; l < kSubValues; ++l) {
-      const int v = kSubValues * i + l;
-      const int q = scale > 0.0f ? clamp_int((x[v] + shift) / scale, 0, 3) : 0;
-      y.qs[qs_byte(v)] |= static_cast<uint8_t>(q << qs_shift(v));
-    }
-  }
+  for (int v = 0; v < kQK_K; ++v) y.qs[qs_byte(v)] |= static_cast<uint8_t>(q[v] << qs_shift(v));
 }
 
 }  // namespace
