@@ -1,7 +1,7 @@
 // The low-bit weight formats Q2_K, Q3_K, IQ4_NL and IQ4_XS: hand-built blocks dequantize to
 // values worked out from the ggml layout, IQ4_NL's scale search beats the plain scale, and
-// the SIMD dots stay exact on extreme quants. The round-trip and dot properties they share
-// with the sub-block formats are in test_quant_formats.cpp.
+// the SIMD dots stay exact on extreme quants. The geometry, round-trip and dot properties they
+// share with the sub-block formats are in test_quant_formats.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -17,24 +17,6 @@
 
 using namespace kvdesk;
 using namespace kvdesk::test;
-
-namespace {
-
-constexpr GgmlType kLowBitTypes[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
-
-}  // namespace
-
-TEST_CASE("the low-bit formats are computable with ggml's block geometry", "[kernels][lowbit]") {
-  CHECK(ggml_row_bytes(GgmlType::Q2_K, 512) == 168);
-  CHECK(ggml_row_bytes(GgmlType::Q3_K, 512) == 220);
-  CHECK(ggml_row_bytes(GgmlType::IQ4_NL, 64) == 36);
-  CHECK(ggml_row_bytes(GgmlType::IQ4_XS, 512) == 272);
-  for (GgmlType type : kLowBitTypes) {
-    CHECK(ggml_type_info(type).computable);
-    CHECK(act_format_for(type) == ActFormat::Q8Act);
-  }
-  CHECK(act_row_bytes(GgmlType::Q3_K, 512) == 16 * sizeof(BlockQ8Act));
-}
 
 TEST_CASE("a hand-built Q2_K block dequantizes to d * sc * q - dmin * m per 16 values", "[kernels][lowbit]") {
   // d = 1, dmin = 0.5; scales[i] = i | (15 - i) << 4 (sc = i, m = 15 - i); every qs byte 0xE4

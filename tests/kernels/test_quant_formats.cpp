@@ -1,5 +1,6 @@
 // Properties every block-quantized weight format with a scale per sub-block shares (the
-// sub-block formats Q4_1 ... Q6_K and the low-bit Q2_K ... IQ4_XS): rows survive quantize ->
+// sub-block formats Q4_1 ... Q6_K and the low-bit Q2_K ... IQ4_XS): ggml's block geometry and
+// computable against their activation format, rows survive quantize ->
 // dequantize within bounds set by their bits, zero rows stay zero, ref dots equal
 // dequantize-then-multiply against the quantized activations, and every SIMD dot matches ref.
 // The hand-built blocks that pin each layout are in test_subblock_quants.cpp and
@@ -37,6 +38,21 @@ constexpr FormatBounds kFormats[] = {
     {GgmlType::Q2_K, 0.16, 1.4},    {GgmlType::Q3_K, 0.033, 0.9},  {GgmlType::IQ4_NL, 0.009, 0.35},
     {GgmlType::IQ4_XS, 0.009, 0.35}};
 
+// Each format's ggml geometry: a row of `values` takes `row_bytes`, and its dots read act rows
+// of `act` blocks.
+struct FormatGeometry {
+  GgmlType type;
+  int64_t values;
+  size_t row_bytes;
+  ActFormat act;
+};
+constexpr FormatGeometry kGeometry[] = {
+    {GgmlType::Q4_1, 64, 40, ActFormat::Q8Act},   {GgmlType::Q5_0, 64, 44, ActFormat::Q8Act},
+    {GgmlType::Q5_1, 64, 48, ActFormat::Q8Act},   {GgmlType::Q4_K, 512, 288, ActFormat::Q8K},
+    {GgmlType::Q5_K, 512, 352, ActFormat::Q8K},   {GgmlType::Q6_K, 512, 420, ActFormat::Q8K},
+    {GgmlType::Q2_K, 512, 168, ActFormat::Q8Act}, {GgmlType::Q3_K, 512, 220, ActFormat::Q8Act},
+    {GgmlType::IQ4_NL, 64, 36, ActFormat::Q8Act}, {GgmlType::IQ4_XS, 512, 272, ActFormat::Q8Act}};
+
 // The activation values a prepared row stands for: a.d * a.qs[i] of its BlockQ8Act or BlockQ8K.
 std::vector<double> act_values(GgmlType type, const std::vector<uint8_t>& act, int64_t n) {
   std::vector<double> v(static_cast<size_t>(n));
@@ -53,6 +69,18 @@ std::vector<double> act_values(GgmlType type, const std::vector<uint8_t>& act, i
 }
 
 }  // namespace
+
+TEST_CASE("the sub-block and low-bit formats are computable with ggml's block geometry", "[kernels][subblock][lowbit]") {
+  for (const FormatGeometry& g : kGeometry) {
+    INFO("type " << ggml_type_info(g.type).name);
+    CHECK(ggml_type_info(g.type).computable);
+    CHECK(ggml_row_bytes(g.type, g.values) == g.row_bytes);
+    CHECK(act_format_for(g.type) == g.act);
+    const size_t act_bytes = g.act == ActFormat::Q8K ? g.values / kQ8KBlockValues * sizeof(BlockQ8K)
+                                                     : g.values / kQ8ActBlockValues * sizeof(BlockQ8Act);
+    CHECK(act_row_bytes(g.type, g.values) == act_bytes);
+  }
+}
 
 TEST_CASE("quantize then dequantize stays within each format's error", "[kernels][subblock][lowbit]") {
   const int64_t n = 4096;

@@ -1,7 +1,8 @@
 // The sub-block weight formats Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K: hand-built blocks
 // dequantize to values worked out from the ggml layout, ref dots stay within the activation
-// rounding of the float dot, and the SIMD dots stay exact on extreme quants. The round-trip
-// and dot properties they share with the low-bit formats are in test_quant_formats.cpp.
+// rounding of the float dot, and the SIMD dots stay exact on extreme quants. The geometry,
+// round-trip and dot properties they share with the low-bit formats are in
+// test_quant_formats.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -31,24 +32,6 @@ constexpr GgmlType kSubBlockTypes[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType:
 constexpr uint8_t kKScales[12] = {65, 130, 3, 255, 128, 4, 200, 65, 17, 40, 245, 15};
 
 }  // namespace
-
-TEST_CASE("the sub-block formats are computable with ggml's block geometry", "[kernels][subblock]") {
-  CHECK(ggml_row_bytes(GgmlType::Q4_1, 64) == 40);
-  CHECK(ggml_row_bytes(GgmlType::Q5_0, 64) == 44);
-  CHECK(ggml_row_bytes(GgmlType::Q5_1, 64) == 48);
-  CHECK(ggml_row_bytes(GgmlType::Q4_K, 512) == 288);
-  CHECK(ggml_row_bytes(GgmlType::Q5_K, 512) == 352);
-  CHECK(ggml_row_bytes(GgmlType::Q6_K, 512) == 420);
-  for (GgmlType type : kSubBlockTypes) CHECK(ggml_type_info(type).computable);
-  CHECK(act_format_for(GgmlType::Q4_1) == ActFormat::Q8Act);
-  CHECK(act_format_for(GgmlType::Q5_0) == ActFormat::Q8Act);
-  CHECK(act_format_for(GgmlType::Q5_1) == ActFormat::Q8Act);
-  CHECK(act_format_for(GgmlType::Q4_K) == ActFormat::Q8K);
-  CHECK(act_format_for(GgmlType::Q5_K) == ActFormat::Q8K);
-  CHECK(act_format_for(GgmlType::Q6_K) == ActFormat::Q8K);
-  CHECK(act_row_bytes(GgmlType::Q5_1, 64) == 2 * sizeof(BlockQ8Act));
-  CHECK(act_row_bytes(GgmlType::Q4_K, 512) == 2 * sizeof(BlockQ8K));
-}
 
 TEST_CASE("a hand-built Q4_1 block dequantizes to d * nibble + m", "[kernels][subblock]") {
   // d = 1, m = -1; qs[i] = i | (15 - i) << 4: value i = i - 1, value i + 16 = 14 - i.
