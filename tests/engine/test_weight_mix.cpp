@@ -73,19 +73,6 @@ TEST_CASE("Q4_K_M gives attn_v and ffn_down Q6_K in llama.cpp's use_more_bits la
   CHECK(tinyllama_type(mix("q6_k"), TensorRole::Output, 0) == GgmlType::Q6_K);
 }
 
-TEST_CASE("rows that do not fill a super-block fall back as llama.cpp does", "[engine][weight_mix]") {
-  // 4000 values: 125 blocks of 32 but not a multiple of 256; 100 values fit no quantized block.
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q5_0);
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::FfnDown, 0, 22, 4000, 8) == GgmlType::Q8_0);
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::Output, 0, 22, 4000, 8) == GgmlType::Q8_0);
-  CHECK(tensor_type(mix("q5_k_m"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q5_1);
-  CHECK(tensor_type(mix("q6_k"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q8_0);
-  CHECK(tensor_type(mix("q4_k"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q5_0);
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F16);
-  CHECK(tensor_type(mix("q4_0"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F16);
-  CHECK(tensor_type(mix("f32"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F32);
-}
-
 TEST_CASE("Q3_K_M follows llama.cpp: attn_v Q5_K then Q4_K, attn_output Q4_K, ffn_down Q5_K early", "[engine][weight_mix]") {
   // 22 layers: attn_v of layers 0, 1 in Q5_K; ffn_down of layers < 22/16 = 1 in Q5_K, the rest
   // Q4_K (the Q3_K branch is Falcon's); output Q6_K; everything else Q3_K.
@@ -131,11 +118,26 @@ TEST_CASE("plain q3_k, iq4_nl and iq4_xs give every 2-D tensor their type", "[en
   }
 }
 
-TEST_CASE("low-bit rows that do not fill a super-block fall back to IQ4_NL as llama.cpp does", "[engine][weight_mix]") {
-  CHECK(tensor_type(mix("q2_k"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::IQ4_NL);
-  CHECK(tensor_type(mix("q3_k_m"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::IQ4_NL);
-  CHECK(tensor_type(mix("iq4_xs"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::IQ4_NL);
-  CHECK(tensor_type(mix("q3_k_m"), TensorRole::AttnV, 0, 22, 4000, 8) == GgmlType::Q5_1);
-  CHECK(tensor_type(mix("q2_k"), TensorRole::Output, 0, 22, 4000, 8) == GgmlType::Q8_0);
-  CHECK(tensor_type(mix("iq4_nl"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F16);
+TEST_CASE("rows that do not fill a super-block fall back as llama.cpp does", "[engine][weight_mix]") {
+  // 4000 values: 125 blocks of 32 but not a multiple of 256; 100 values fit no quantized block.
+  // The low-bit mixes fall back to IQ4_NL where the others take Q5_0 / Q5_1 / Q8_0.
+  const struct {
+    const char* mix;
+    TensorRole role;
+    int layer;
+    int64_t values;
+    GgmlType want;
+  } cases[] = {
+      {"q4_k_m", TensorRole::AttnQ, 3, 4000, GgmlType::Q5_0},    {"q4_k_m", TensorRole::FfnDown, 0, 4000, GgmlType::Q8_0},
+      {"q4_k_m", TensorRole::Output, 0, 4000, GgmlType::Q8_0},   {"q5_k_m", TensorRole::AttnQ, 3, 4000, GgmlType::Q5_1},
+      {"q6_k", TensorRole::AttnQ, 3, 4000, GgmlType::Q8_0},      {"q4_k", TensorRole::AttnQ, 3, 4000, GgmlType::Q5_0},
+      {"q4_k_m", TensorRole::AttnQ, 3, 100, GgmlType::F16},      {"q4_0", TensorRole::AttnQ, 3, 100, GgmlType::F16},
+      {"f32", TensorRole::AttnQ, 3, 100, GgmlType::F32},         {"q2_k", TensorRole::AttnQ, 3, 4000, GgmlType::IQ4_NL},
+      {"q3_k_m", TensorRole::AttnQ, 3, 4000, GgmlType::IQ4_NL},  {"iq4_xs", TensorRole::AttnQ, 3, 4000, GgmlType::IQ4_NL},
+      {"q3_k_m", TensorRole::AttnV, 0, 4000, GgmlType::Q5_1},    {"q2_k", TensorRole::Output, 0, 4000, GgmlType::Q8_0},
+      {"iq4_nl", TensorRole::AttnQ, 3, 100, GgmlType::F16}};
+  for (const auto& c : cases) {
+    INFO(c.mix << " role " << static_cast<int>(c.role) << " layer " << c.layer << " values " << c.values);
+    CHECK(tensor_type(mix(c.mix), c.role, c.layer, kLayers, c.values, 8) == c.want);
+  }
 }
