@@ -18,6 +18,9 @@ inline int clamp_int(float v, int lo, int hi) {
   return q < lo ? lo : q > hi ? hi : q;
 }
 
+// v in units of step, rounded and clamped to [lo, hi] (lo <= 0 <= hi); 0 for a zero step.
+inline int steps_of(float v, float step, int lo, int hi) { return step != 0.0f ? clamp_int(v / step, lo, hi) : 0; }
+
 // The value of largest magnitude among x[count] (the first of equals), its sign kept; 0 for zeros.
 inline float signed_extreme(const float* x, int count) {
   float amax = 0.0f;

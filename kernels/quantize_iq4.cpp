@@ -61,7 +61,7 @@ void quantize_block_iq4_xs(const float* x, BlockIQ4_XS& y) {
   y.scales_h = 0;
   std::memset(y.scales_l, 0, sizeof(y.scales_l));
   for (int s = 0; s < kSubBlocks; ++s) {
-    const int ls = (d != 0.0f ? clamp_int(scale[s] / d, -32, 31) : 0) + 32;
+    const int ls = steps_of(scale[s], d, -32, 31) + 32;
     y.scales_l[s / 2] |= static_cast<uint8_t>((ls & 15) << (4 * (s % 2)));
     y.scales_h |= static_cast<uint16_t>((ls >> 4) << (2 * s));
     pack_group(x + kGroup * s, d * (ls - 32), y.qs + 16 * s);

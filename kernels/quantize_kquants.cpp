@@ -81,11 +81,11 @@ void quantize_block_q6_k(const float* x, BlockQ6_K& y) {
   const float d = fp16_to_fp32(y.d);
   int q[kQK_K];
   for (int i = 0; i < kQ6SubBlocks; ++i) {
-    y.scales[i] = static_cast<int8_t>(d != 0.0f ? clamp_int(scale[i] / d, -128, 127) : 0);
+    y.scales[i] = static_cast<int8_t>(steps_of(scale[i], d, -128, 127));
     const float step = d * y.scales[i];
     for (int l = 0; l < kQ6SubValues; ++l) {
       const int v = kQ6SubValues * i + l;
-      q[v] = step != 0.0f ? clamp_int(x[v] / step, -32, 31) + 32 : 32;
+      q[v] = steps_of(x[v], step, -32, 31) + 32;
     }
   }
   for (int h = 0; h < 2; ++h) {

@@ -41,13 +41,13 @@ void quantize_block_q3_k(const float* x, BlockQ3_K& y) {
   std::memset(y.qs, 0, sizeof(y.qs));
   std::memset(y.hmask, 0, sizeof(y.hmask));
   for (int i = 0; i < kSubBlocks; ++i) {
-    const int sc = (d != 0.0f ? clamp_int(scale[i] / d, -32, 31) : 0) + 32;
+    const int sc = steps_of(scale[i], d, -32, 31) + 32;
     y.scales[i % 8] |= static_cast<uint8_t>((sc & 15) << (4 * (i / 8)));
     y.scales[8 + i % 4] |= static_cast<uint8_t>((sc >> 4) << (2 * (i / 4)));
     const float step = d * (sc - 32);
     for (int l = 0; l < kSubValues; ++l) {
       const int v = kSubValues * i + l;
-      const int q = (step != 0.0f ? clamp_int(x[v] / step, -4, 3) : 0) + 4;  // 0..7
+      const int q = steps_of(x[v], step, -4, 3) + 4;  // 0..7
       y.qs[qs_byte(v)] |= static_cast<uint8_t>((q & 3) << qs_shift(v));
       y.hmask[v % 32] |= static_cast<uint8_t>((q >> 2) << (v / 32));
     }

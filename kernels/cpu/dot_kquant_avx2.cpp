@@ -174,14 +174,9 @@ struct Q6_KFormat {
 // Super-block j of every row of the tile against act super-block j of every act row.
 template <class F, int R, int C>
 ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m256 (&acc)[R][C]) {
-  using Block = typename F::Block;
-  const Block* blocks[R];
+  const typename F::Block* blocks[R];
   typename F::Decoded dec[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    blocks[r] = &row_at<Block>(t.w, t.w_stride, r)[j];
-    dec[r] = F::decode(*blocks[r]);
-  }
+  decode_rows<F>(t, j, blocks, dec);
   const BlockQ8K* acts[C];
 #pragma GCC unroll 16
   for (int c = 0; c < C; ++c) acts[c] = &row_at<BlockQ8K>(t.a, t.a_stride, c)[j];

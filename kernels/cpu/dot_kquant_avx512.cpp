@@ -288,14 +288,9 @@ struct Q6_KFormat {
 // Super-block j of every row of the tile against the packed acts of super-block j.
 template <class F, int R, int C>
 ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
-  using Block = typename F::Block;
-  const Block* blocks[R];
+  const typename F::Block* blocks[R];
   typename F::Decoded dec[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    blocks[r] = &row_at<Block>(t.w, t.w_stride, r)[j];
-    dec[r] = F::decode(*blocks[r]);
-  }
+  decode_rows<F>(t, j, blocks, dec);
   __m512i iacc[R][C];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {

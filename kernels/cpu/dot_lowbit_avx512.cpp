@@ -247,15 +247,10 @@ ALWAYS_INLINE StepAct<F::kParts> load_step(const StepAct<F::kParts>& p) {
 // Super-block j of every row of the tile against its packed act steps.
 template <class F, int R, int C>
 ALWAYS_INLINE void lowbit_super(const Tile& t, int64_t j, __m512 (&acc)[R][C], __m512 (&min_acc)[R][C]) {
-  using Block = typename F::Block;
   constexpr int kSteps = kMaxSteps / F::kParts;
-  const Block* blocks[R];
+  const typename F::Block* blocks[R];
   typename F::Decoded dec[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    blocks[r] = &row_at<Block>(t.w, t.w_stride, r)[j];
-    dec[r] = F::decode(*blocks[r]);
-  }
+  decode_rows<F>(t, j, blocks, dec);
 #pragma GCC unroll 4
   for (int q = 0; q < kSteps; ++q) {
     Quants<F::kParts> w[R];

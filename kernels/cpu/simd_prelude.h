@@ -1,4 +1,4 @@
-// Internal, included by the dot/matmul ISA translation units: the intrinsics, the
+// Internal, included by the ISA translation units (dot/matmul, attention): the intrinsics, the
 // ALWAYS_INLINE marker and the small register helpers every ISA's micro-kernels use. Each
 // translation unit is built with its own ISA flags, so everything here has internal linkage
 // and each ISA keeps its own copy; the AVX-512 helpers exist only where __AVX512F__ is on.

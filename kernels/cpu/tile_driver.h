@@ -56,6 +56,17 @@ const T* row_at(const char* base, size_t stride, int i) {
   return reinterpret_cast<const T*>(base + static_cast<size_t>(i) * stride);
 }
 
+// Block j of each of the tile's R weight rows, and F::decode of it (its unpacked scales).
+template <class F, int R>
+ALWAYS_INLINE void decode_rows(const Tile& t, int64_t j, const typename F::Block* (&blocks)[R],
+                               typename F::Decoded (&dec)[R]) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    blocks[r] = &row_at<typename F::Block>(t.w, t.w_stride, r)[j];
+    dec[r] = F::decode(*blocks[r]);
+  }
+}
+
 // A micro-kernel K provides: kGemvRows (rows per tile when batch == 1), kRows x kActs (the
 // tile for batches), template <int R, int C> static void tile(const Tile&), and
 // static ActPanel pack_acts(const MatmulArgs&, size_t a_stride, int64_t first, int count)

@@ -55,4 +55,17 @@ inline std::vector<int64_t> sizes_for(GgmlType type) {
   return {32, 96, 4128};
 }
 
+// An act block of unit scale and quants -127, 127, 127, -127, ... (-127 at every third value):
+// the largest integer sums a dot against it can reach.
+inline BlockQ8Act extreme_act_block() {
+  BlockQ8Act a;
+  a.d = 1.0f;
+  a.sum = 0;
+  for (int i = 0; i < kQ8ActBlockValues; ++i) {
+    a.qs[i] = static_cast<int8_t>(i % 3 ? 127 : -127);
+    a.sum += a.qs[i];
+  }
+  return a;
+}
+
 }  // namespace kvdesk::test

@@ -129,13 +129,7 @@ TEST_CASE("SIMD low-bit dots are exact on blocks of extreme quants", "[kernels][
   // The largest levels (IQ4: -127, 113; Q3_K: -4 and 3; Q2_K: 3) against activations of +-127:
   // the integer sums are as large as they get and must not saturate; unit scales keep every
   // partial sum an integer below 2^24, so any summation order gives the same float.
-  BlockQ8Act a;
-  a.d = 1.0f;
-  a.sum = 0;
-  for (int i = 0; i < 32; ++i) {
-    a.qs[i] = static_cast<int8_t>(i % 3 ? 127 : -127);
-    a.sum += a.qs[i];
-  }
+  const BlockQ8Act a = extreme_act_block();
   const std::vector<BlockQ8Act> acts(8, a);
   BlockIQ4_NL nl;
   nl.d = kHalfOne;

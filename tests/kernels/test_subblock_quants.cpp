@@ -184,13 +184,7 @@ TEST_CASE("SIMD sub-block dots are exact on one block of extreme quants", "[kern
   std::memset(&q5_1, 0xFF, sizeof(q5_1));
   q4_1.d = q5_0.d = q5_1.d = kHalfOne;
   q4_1.m = q5_1.m = kHalfHalf;
-  BlockQ8Act a;
-  a.d = 1.0f;
-  a.sum = 0;
-  for (int i = 0; i < 32; ++i) {
-    a.qs[i] = static_cast<int8_t>(i % 3 ? 127 : -127);
-    a.sum += a.qs[i];
-  }
+  const BlockQ8Act a = extreme_act_block();
   for_each_simd_isa([&](CpuIsa isa) {
     INFO("isa " << cpu_isa_name(isa));
     CHECK(cpu::vec_dot(GgmlType::Q4_1, &q4_1, &a, 32) == ref::vec_dot(GgmlType::Q4_1, &q4_1, &a, 32));
