@@ -297,11 +297,12 @@ struct LowbitKernel {
     zero_tile(min_acc);
     for (int64_t j = 0; j < t.n / kQK_K; ++j) lowbit_super<F, R, C>(t, j, acc, min_acc);
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) {
 #pragma GCC unroll 16
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_add_ps(acc[r][c], min_acc[r][c]);
+      for (int r = 0; r < R; ++r) {
+        t.y[c * t.ld_y + r * t.y_row_stride] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][c], min_acc[r][c]));
+      }
     }
-    store_tile(t, acc);
   }
 };
 
