@@ -6,6 +6,7 @@
 
 #include "kernels/check.h"
 #include "kernels/fp16.h"
+#include "kernels/quantize_common.h"
 
 namespace kvdesk::ref {
 namespace {
@@ -23,15 +24,7 @@ void quantize_block_q8_0(const float* x, BlockQ8_0& y) {
 // m = the value of largest magnitude (sign kept), d = m / -8,
 // q[i] = min(15, trunc(x[i] / d + 8.5)) so q = 0 is exactly m and 8 is zero.
 void quantize_block_q4_0(const float* x, BlockQ4_0& y) {
-  float amax = 0.0f;
-  float max = 0.0f;
-  for (int i = 0; i < kQ4_0BlockValues; ++i) {
-    if (amax < std::fabs(x[i])) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
-  const float d = max / -8.0f;
+  const float d = signed_extreme(x, kQ4_0BlockValues) / -8.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   y.d = fp32_to_fp16(d);
   constexpr int kHalf = kQ4_0BlockValues / 2;
@@ -66,13 +59,11 @@ void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
 }  // namespace
 
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
-  KVDESK_ASSERT(n % kQ8_0BlockValues == 0);
-  for (int64_t b = 0; b < n / kQ8_0BlockValues; ++b) quantize_block_q8_0(x + b * kQ8_0BlockValues, y[b]);
+  quantize_blocks<kQ8_0BlockValues>(x, y, n, quantize_block_q8_0);
 }
 
 void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
-  KVDESK_ASSERT(n % kQ4_0BlockValues == 0);
-  for (int64_t b = 0; b < n / kQ4_0BlockValues; ++b) quantize_block_q4_0(x + b * kQ4_0BlockValues, y[b]);
+  quantize_blocks<kQ4_0BlockValues>(x, y, n, quantize_block_q4_0);
 }
 
 void quantize_row(GgmlType type, const float* x, void* out, int64_t n) {

@@ -10,6 +10,7 @@
 #include "kernels/check.h"
 #include "kernels/fp16.h"
 #include "kernels/quant_unpack.h"
+#include "kernels/quantize_common.h"
 #include "kernels/quantize.h"
 
 namespace kvdesk::ref {
@@ -31,31 +32,11 @@ int nearest_level(float v) {
   return i;
 }
 
-// The scale s minimizing sum (x[j] - s * level[j])^2 over the candidate mappings; 0 for zeros.
+// The least-squares scale of group x[32] over its nearest table levels at the candidate inverse
+// scales (-127 + t) / extreme; 0 for zeros.
 float fit_group_scale(const float* x) {
-  float amax = 0.0f;
-  float extreme = 0.0f;
-  for (int j = 0; j < kGroup; ++j) {
-    if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), extreme = x[j];
-  }
-  if (amax == 0.0f) return 0.0f;
-  float best_scale = extreme / kIq4nlValues[0];
-  float best_score = 0.0f;  // sumqx^2 / sumq2: the error removed by the least-squares scale
-  for (int t = -kTryRadius; t <= kTryRadius; ++t) {
-    const float id = (kIq4nlValues[0] + t) / extreme;
-    float sumqx = 0.0f;
-    float sumq2 = 0.0f;
-    for (int j = 0; j < kGroup; ++j) {
-      const float q = kIq4nlValues[nearest_level(x[j] * id)];
-      sumqx += q * x[j];
-      sumq2 += q * q;
-    }
-    if (sumq2 > 0.0f && sumqx * sumqx > best_score * sumq2) {
-      best_score = sumqx * sumqx / sumq2;
-      best_scale = sumqx / sumq2;
-    }
-  }
-  return best_scale;
+  return fit_scale(x, kGroup, kIq4nlValues[0], 1.0f, kTryRadius,
+                   [](float v) { return static_cast<float>(kIq4nlValues[nearest_level(v)]); });
 }
 
 // 32 values against `scale` -> 16 index bytes (values 0..15 low nibbles, 16..31 high).
@@ -74,18 +55,13 @@ void quantize_block_iq4_nl(const float* x, BlockIQ4_NL& y) {
 // Group scales s[8] -> d = (the largest, sign kept) / -32 and 6-bit ls = round(s / d) + 32.
 void quantize_block_iq4_xs(const float* x, BlockIQ4_XS& y) {
   float scale[kSubBlocks];
-  float extreme = 0.0f;
-  for (int s = 0; s < kSubBlocks; ++s) {
-    scale[s] = fit_group_scale(x + kGroup * s);
-    if (std::fabs(scale[s]) > std::fabs(extreme)) extreme = scale[s];
-  }
-  y.d = fp32_to_fp16(extreme / -32.0f);
+  for (int s = 0; s < kSubBlocks; ++s) scale[s] = fit_group_scale(x + kGroup * s);
+  y.d = fp32_to_fp16(signed_extreme(scale, kSubBlocks) / -32.0f);
   const float d = fp16_to_fp32(y.d);
   y.scales_h = 0;
   std::memset(y.scales_l, 0, sizeof(y.scales_l));
   for (int s = 0; s < kSubBlocks; ++s) {
-    int ls = d != 0.0f ? static_cast<int>(std::nearbyint(scale[s] / d)) : 0;
-    ls = (ls < -32 ? -32 : ls > 31 ? 31 : ls) + 32;
+    const int ls = steps_of(scale[s], d, -32, 31) + 32;
     y.scales_l[s / 2] |= static_cast<uint8_t>((ls & 15) << (4 * (s % 2)));
     y.scales_h |= static_cast<uint16_t>((ls >> 4) << (2 * s));
     pack_group(x + kGroup * s, d * (ls - 32), y.qs + 16 * s);
@@ -95,13 +71,11 @@ void quantize_block_iq4_xs(const float* x, BlockIQ4_XS& y) {
 }  // namespace
 
 void quantize_row_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t n) {
-  KVDESK_ASSERT(n % kIq4nlBlockValues == 0);
-  for (int64_t b = 0; b < n / kIq4nlBlockValues; ++b) quantize_block_iq4_nl(x + b * kIq4nlBlockValues, y[b]);
+  quantize_blocks<kIq4nlBlockValues>(x, y, n, quantize_block_iq4_nl);
 }
 
 void quantize_row_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t n) {
-  KVDESK_ASSERT(n % kQK_K == 0);
-  for (int64_t b = 0; b < n / kQK_K; ++b) quantize_block_iq4_xs(x + b * kQK_K, y[b]);
+  quantize_blocks<kQK_K>(x, y, n, quantize_block_iq4_xs);
 }
 
 // y = d * level

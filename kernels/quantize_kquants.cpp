@@ -9,6 +9,7 @@
 #include "kernels/check.h"
 #include "kernels/fp16.h"
 #include "kernels/quant_unpack.h"
+#include "kernels/quantize_common.h"
 #include "kernels/quantize.h"
 
 namespace kvdesk::ref {
@@ -18,11 +19,6 @@ constexpr int kSubValues = 32;    // Q4_K / Q5_K sub-block
 constexpr int kSubBlocks = kQK_K / kSubValues;
 constexpr int kQ6SubValues = 16;  // Q6_K sub-block
 constexpr int kQ6SubBlocks = kQK_K / kQ6SubValues;
-
-int clamp_int(float v, int lo, int hi) {
-  const int q = static_cast<int>(std::nearbyint(v));
-  return q < lo ? lo : q > hi ? hi : q;
-}
 
 // Inverse of k_scale_min: 6-bit scales sc[8] and mins m[8] -> the 12 packed bytes.
 void pack_scale_min(const int* sc, const int* m, uint8_t* scales) {
@@ -38,46 +34,15 @@ void pack_scale_min(const int* sc, const int* m, uint8_t* scales) {
   }
 }
 
-// Asymmetric super-block with kLevels quant levels (16 for Q4_K, 32 for Q5_K):
-// sub-block s spans [min_s, max_s] with min_s <= 0, value ~= d * sc[s] * q - dmin * m[s].
-// Writes d, dmin and the packed scales; q[256] gets the quants in value order.
+// Asymmetric super-block with kLevels quant levels (16 for Q4_K, 32 for Q5_K) and 6-bit
+// sub-block scales and mins: writes d, dmin and the packed scales; q[256] gets the quants in
+// value order.
 template <int kLevels>
 void quantize_affine_super(const float* x, uint16_t& d_out, uint16_t& dmin_out, uint8_t* scales, int* q) {
-  float step[kSubBlocks];     // [8] (max - min) / (levels - 1)
-  float offset[kSubBlocks];   // [8] -min >= 0
-  float max_step = 0.0f;
-  float max_offset = 0.0f;
-  for (int s = 0; s < kSubBlocks; ++s) {
-    float lo = 0.0f;
-    float hi = x[kSubValues * s];
-    for (int l = 0; l < kSubValues; ++l) {
-      lo = std::fmin(lo, x[kSubValues * s + l]);
-      hi = std::fmax(hi, x[kSubValues * s + l]);
-    }
-    step[s] = (hi - lo) / (kLevels - 1);
-    offset[s] = -lo;
-    max_step = std::fmax(max_step, step[s]);
-    max_offset = std::fmax(max_offset, offset[s]);
-  }
-  d_out = fp32_to_fp16(max_step / 63.0f);
-  dmin_out = fp32_to_fp16(max_offset / 63.0f);
-  const float d = fp16_to_fp32(d_out);
-  const float dmin = fp16_to_fp32(dmin_out);
   int sc[kSubBlocks];
   int m[kSubBlocks];
-  for (int s = 0; s < kSubBlocks; ++s) {
-    sc[s] = d > 0.0f ? clamp_int(step[s] / d, 0, 63) : 0;
-    m[s] = dmin > 0.0f ? clamp_int(offset[s] / dmin, 0, 63) : 0;
-  }
+  quantize_affine_sub_blocks<kSubBlocks, kSubValues>(x, kLevels, 63, d_out, dmin_out, sc, m, q);
   pack_scale_min(sc, m, scales);
-  for (int s = 0; s < kSubBlocks; ++s) {
-    const float scale = d * sc[s];
-    const float shift = dmin * m[s];
-    for (int l = 0; l < kSubValues; ++l) {
-      const int i = kSubValues * s + l;
-      q[i] = scale > 0.0f ? clamp_int((x[i] + shift) / scale, 0, kLevels - 1) : 0;
-    }
-  }
 }
 
 void quantize_block_q4_k(const float* x, BlockQ4_K& y) {
@@ -111,25 +76,16 @@ void quantize_block_q5_k(const float* x, BlockQ5_K& y) {
 // int8 sc[i] = round(scale_i / d) with d = (largest |scale|, sign kept) / -128.
 void quantize_block_q6_k(const float* x, BlockQ6_K& y) {
   float scale[kQ6SubBlocks];
-  float extreme_scale = 0.0f;
-  for (int i = 0; i < kQ6SubBlocks; ++i) {
-    float extreme = 0.0f;
-    for (int l = 0; l < kQ6SubValues; ++l) {
-      const float v = x[kQ6SubValues * i + l];
-      if (std::fabs(v) > std::fabs(extreme)) extreme = v;
-    }
-    scale[i] = extreme / -32.0f;
-    if (std::fabs(scale[i]) > std::fabs(extreme_scale)) extreme_scale = scale[i];
-  }
-  y.d = fp32_to_fp16(extreme_scale / -128.0f);
+  for (int i = 0; i < kQ6SubBlocks; ++i) scale[i] = signed_extreme(x + kQ6SubValues * i, kQ6SubValues) / -32.0f;
+  y.d = fp32_to_fp16(signed_extreme(scale, kQ6SubBlocks) / -128.0f);
   const float d = fp16_to_fp32(y.d);
   int q[kQK_K];
   for (int i = 0; i < kQ6SubBlocks; ++i) {
-    y.scales[i] = static_cast<int8_t>(d != 0.0f ? clamp_int(scale[i] / d, -128, 127) : 0);
+    y.scales[i] = static_cast<int8_t>(steps_of(scale[i], d, -128, 127));
     const float step = d * y.scales[i];
     for (int l = 0; l < kQ6SubValues; ++l) {
       const int v = kQ6SubValues * i + l;
-      q[v] = step != 0.0f ? clamp_int(x[v] / step, -32, 31) + 32 : 32;
+      q[v] = steps_of(x[v], step, -32, 31) + 32;
     }
   }
   for (int h = 0; h < 2; ++h) {
@@ -141,12 +97,6 @@ void quantize_block_q6_k(const float* x, BlockQ6_K& y) {
                                               (qh[96 + l] >> 4) << 6);
     }
   }
-}
-
-template <class Block, class QuantizeBlock>
-void quantize_blocks(const float* x, Block* y, int64_t n, QuantizeBlock quantize_block) {
-  KVDESK_ASSERT(n % kQK_K == 0);
-  for (int64_t b = 0; b < n / kQK_K; ++b) quantize_block(x + b * kQK_K, y[b]);
 }
 
 // y = d * sc[s] * q - dmin * m[s] for value 32s + l, q from `unpack`.
@@ -168,9 +118,9 @@ void dequantize_affine(const Block* x, float* y, int64_t n, Unpack unpack) {
 
 }  // namespace
 
-void quantize_row_q4_k(const float* x, BlockQ4_K* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q4_k); }
-void quantize_row_q5_k(const float* x, BlockQ5_K* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q5_k); }
-void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q6_k); }
+void quantize_row_q4_k(const float* x, BlockQ4_K* y, int64_t n) { quantize_blocks<kQK_K>(x, y, n, quantize_block_q4_k); }
+void quantize_row_q5_k(const float* x, BlockQ5_K* y, int64_t n) { quantize_blocks<kQK_K>(x, y, n, quantize_block_q5_k); }
+void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t n) { quantize_blocks<kQK_K>(x, y, n, quantize_block_q6_k); }
 
 void dequantize_row_q4_k(const BlockQ4_K* x, float* y, int64_t n) { dequantize_affine(x, y, n, unpack_q4_k); }
 void dequantize_row_q5_k(const BlockQ5_K* x, float* y, int64_t n) { dequantize_affine(x, y, n, unpack_q5_k); }

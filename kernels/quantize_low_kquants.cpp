@@ -11,6 +11,7 @@
 #include "kernels/check.h"
 #include "kernels/fp16.h"
 #include "kernels/quant_unpack.h"
+#include "kernels/quantize_common.h"
 #include "kernels/quantize.h"
 
 namespace kvdesk::ref {
@@ -20,117 +21,55 @@ constexpr int kSubValues = 16;
 constexpr int kSubBlocks = kQK_K / kSubValues;
 constexpr int kQ3Tries = 5;  // candidate inverse scales (-4 + 0.1 t) / extreme, |t| <= kQ3Tries
 
-int clamp_int(float v, int lo, int hi) {
-  const int q = static_cast<int>(std::nearbyint(v));
-  return q < lo ? lo : q > hi ? hi : q;
-}
-
 // Byte and shift of value v's 2-bit field in a Q2_K / Q3_K qs array.
 int qs_byte(int v) { return 32 * (v / 128) + v % 32; }
 int qs_shift(int v) { return 2 * ((v / 32) % 4); }
 
-// The scale s minimizing sum (x[j] - s * q[j])^2 with q = clamp(round(x / c), -4, 3) over the
-// candidate scales c; 0 for an all-zero sub-block.
+// The least-squares scale of sub-block x[16] over q = clamp(round(x * id), -4, 3) for the
+// candidate id = (-4 + 0.1 t) / extreme; 0 for an all-zero sub-block.
 float fit_q3_scale(const float* x) {
-  float extreme = 0.0f;
-  for (int j = 0; j < kSubValues; ++j) {
-    if (std::fabs(x[j]) > std::fabs(extreme)) extreme = x[j];
-  }
-  if (extreme == 0.0f) return 0.0f;
-  float best_scale = extreme / -4.0f;
-  float best_score = 0.0f;  // sumqx^2 / sumq2: the error removed by the least-squares scale
-  for (int t = -kQ3Tries; t <= kQ3Tries; ++t) {
-    const float id = (-4.0f + 0.1f * t) / extreme;
-    float sumqx = 0.0f;
-    float sumq2 = 0.0f;
-    for (int j = 0; j < kSubValues; ++j) {
-      const int q = clamp_int(x[j] * id, -4, 3);
-      sumqx += static_cast<float>(q) * x[j];
-      sumq2 += static_cast<float>(q * q);
-    }
-    if (sumq2 > 0.0f && sumqx * sumqx > best_score * sumq2) {
-      best_score = sumqx * sumqx / sumq2;
-      best_scale = sumqx / sumq2;
-    }
-  }
-  return best_scale;
+  return fit_scale(x, kSubValues, -4.0f, 0.1f, kQ3Tries, [](float v) { return static_cast<float>(clamp_int(v, -4, 3)); });
 }
 
 // Sub-block scales s[16] -> d = (the largest, sign kept) / -32, sc = round(s / d) + 32 in 6 bits.
 void quantize_block_q3_k(const float* x, BlockQ3_K& y) {
   float scale[kSubBlocks];
-  float extreme = 0.0f;
-  for (int i = 0; i < kSubBlocks; ++i) {
-    scale[i] = fit_q3_scale(x + kSubValues * i);
-    if (std::fabs(scale[i]) > std::fabs(extreme)) extreme = scale[i];
-  }
-  y.d = fp32_to_fp16(extreme / -32.0f);
+  for (int i = 0; i < kSubBlocks; ++i) scale[i] = fit_q3_scale(x + kSubValues * i);
+  y.d = fp32_to_fp16(signed_extreme(scale, kSubBlocks) / -32.0f);
   const float d = fp16_to_fp32(y.d);
   std::memset(y.scales, 0, sizeof(y.scales));
   std::memset(y.qs, 0, sizeof(y.qs));
   std::memset(y.hmask, 0, sizeof(y.hmask));
   for (int i = 0; i < kSubBlocks; ++i) {
-    const int sc = (d != 0.0f ? clamp_int(scale[i] / d, -32, 31) : 0) + 32;
+    const int sc = steps_of(scale[i], d, -32, 31) + 32;
     y.scales[i % 8] |= static_cast<uint8_t>((sc & 15) << (4 * (i / 8)));
     y.scales[8 + i % 4] |= static_cast<uint8_t>((sc >> 4) << (2 * (i / 4)));
     const float step = d * (sc - 32);
     for (int l = 0; l < kSubValues; ++l) {
       const int v = kSubValues * i + l;
-      const int q = (step != 0.0f ? clamp_int(x[v] / step, -4, 3) : 0) + 4;  // 0..7
+      const int q = steps_of(x[v], step, -4, 3) + 4;  // 0..7
       y.qs[qs_byte(v)] |= static_cast<uint8_t>((q & 3) << qs_shift(v));
       y.hmask[v % 32] |= static_cast<uint8_t>((q >> 2) << (v / 32));
     }
   }
 }
 
-// Sub-block i spans [lo, hi] with lo = min(0, min x) <= hi: value ~= d * sc[i] * q - dmin * m[i],
-// step (hi - lo) / 3 and offset -lo, both quantized to 4 bits against the block's largest.
+// Affine sub-blocks of 16 with 4 levels: value ~= d * sc[i] * q - dmin * m[i], sc and m in 4 bits
+// (scales[i] = sc | m << 4).
 void quantize_block_q2_k(const float* x, BlockQ2_K& y) {
-  float step[kSubBlocks];    // [16]
-  float offset[kSubBlocks];  // [16] >= 0
-  float max_step = 0.0f;
-  float max_offset = 0.0f;
-  for (int i = 0; i < kSubBlocks; ++i) {
-    float lo = 0.0f;
-    float hi = x[kSubValues * i];
-    for (int l = 0; l < kSubValues; ++l) {
-      lo = std::fmin(lo, x[kSubValues * i + l]);
-      hi = std::fmax(hi, x[kSubValues * i + l]);
-    }
-    step[i] = (hi - lo) / 3.0f;
-    offset[i] = -lo;
-    max_step = std::fmax(max_step, step[i]);
-    max_offset = std::fmax(max_offset, offset[i]);
-  }
-  y.d = fp32_to_fp16(max_step / 15.0f);
-  y.dmin = fp32_to_fp16(max_offset / 15.0f);
-  const float d = fp16_to_fp32(y.d);
-  const float dmin = fp16_to_fp32(y.dmin);
+  int sc[kSubBlocks];
+  int m[kSubBlocks];
+  int q[kQK_K];
+  quantize_affine_sub_blocks<kSubBlocks, kSubValues>(x, 4, 15, y.d, y.dmin, sc, m, q);
+  for (int i = 0; i < kSubBlocks; ++i) y.scales[i] = static_cast<uint8_t>(sc[i] | m[i] << 4);
   std::memset(y.qs, 0, sizeof(y.qs));
-  for (int i = 0; i < kSubBlocks; ++i) {
-    const int sc = d > 0.0f ? clamp_int(step[i] / d, 0, 15) : 0;
-    const int m = dmin > 0.0f ? clamp_int(offset[i] / dmin, 0, 15) : 0;
-    y.scales[i] = static_cast<uint8_t>(sc | m << 4);
-    const float scale = d * sc;
-    const float shift = dmin * m;
-    for (int l = 0; l < kSubValues; ++l) {
-      const int v = kSubValues * i + l;
-      const int q = scale > 0.0f ? clamp_int((x[v] + shift) / scale, 0, 3) : 0;
-      y.qs[qs_byte(v)] |= static_cast<uint8_t>(q << qs_shift(v));
-    }
-  }
-}
-
-template <class Block, class QuantizeBlock>
-void quantize_blocks(const float* x, Block* y, int64_t n, QuantizeBlock quantize_block) {
-  KVDESK_ASSERT(n % kQK_K == 0);
-  for (int64_t b = 0; b < n / kQK_K; ++b) quantize_block(x + b * kQK_K, y[b]);
+  for (int v = 0; v < kQK_K; ++v) y.qs[qs_byte(v)] |= static_cast<uint8_t>(q[v] << qs_shift(v));
 }
 
 }  // namespace
 
-void quantize_row_q2_k(const float* x, BlockQ2_K* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q2_k); }
-void quantize_row_q3_k(const float* x, BlockQ3_K* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q3_k); }
+void quantize_row_q2_k(const float* x, BlockQ2_K* y, int64_t n) { quantize_blocks<kQK_K>(x, y, n, quantize_block_q2_k); }
+void quantize_row_q3_k(const float* x, BlockQ3_K* y, int64_t n) { quantize_blocks<kQK_K>(x, y, n, quantize_block_q3_k); }
 
 // y = d * (scales[i] & 15) * q - dmin * (scales[i] >> 4), i = v / 16
 void dequantize_row_q2_k(const BlockQ2_K* x, float* y, int64_t n) {

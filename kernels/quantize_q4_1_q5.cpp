@@ -6,6 +6,7 @@
 #include "kernels/check.h"
 #include "kernels/fp16.h"
 #include "kernels/quant_unpack.h"
+#include "kernels/quantize_common.h"
 #include "kernels/quantize.h"
 
 namespace kvdesk::ref {
@@ -26,19 +27,6 @@ Range range_of(const float* x) {
     r.max = std::fmax(r.max, x[i]);
   }
   return r;
-}
-
-// The value of largest magnitude, its sign kept.
-float signed_extreme(const float* x) {
-  float amax = 0.0f;
-  float max = 0.0f;
-  for (int i = 0; i < kValues; ++i) {
-    if (amax < std::fabs(x[i])) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
-  return max;
 }
 
 int clamp_to(int q, int top) { return q < top ? q : top; }
@@ -70,7 +58,7 @@ void quantize_block_q4_1(const float* x, BlockQ4_1& y) {
 
 // d = extreme / -16, q[i] = min(31, trunc(x[i] / d + 16.5)) so q = 0 is the extreme, 16 zero.
 void quantize_block_q5_0(const float* x, BlockQ5_0& y) {
-  const float d = signed_extreme(x) / -16.0f;
+  const float d = signed_extreme(x, kValues) / -16.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   y.d = fp32_to_fp16(d);
   int q[kValues];
@@ -90,17 +78,11 @@ void quantize_block_q5_1(const float* x, BlockQ5_1& y) {
   pack_5bit(q, y.qs, y.qh);
 }
 
-template <class Block, class QuantizeBlock>
-void quantize_blocks(const float* x, Block* y, int64_t n, QuantizeBlock quantize_block) {
-  KVDESK_ASSERT(n % kValues == 0);
-  for (int64_t b = 0; b < n / kValues; ++b) quantize_block(x + b * kValues, y[b]);
-}
-
 }  // namespace
 
-void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q4_1); }
-void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q5_0); }
-void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n) { quantize_blocks(x, y, n, quantize_block_q5_1); }
+void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n) { quantize_blocks<kValues>(x, y, n, quantize_block_q4_1); }
+void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n) { quantize_blocks<kValues>(x, y, n, quantize_block_q5_0); }
+void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n) { quantize_blocks<kValues>(x, y, n, quantize_block_q5_1); }
 
 // y[i] = d * (qs[i] & 15) + m, y[i + 16] = d * (qs[i] >> 4) + m
 void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n) {

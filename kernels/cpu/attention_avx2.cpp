@@ -2,7 +2,7 @@
 // every KV type widened to f32 in registers (fp8 through vcvtph2ps). Built with AVX2/FMA/F16C
 // flags, reached only through cpu::paged_attention after the CPU check; it also serves head
 // dims that are a multiple of 8 but not of 16 on AVX-512 machines.
-#include <immintrin.h>
+#include "kernels/cpu/simd_prelude.h"
 
 #include "kernels/cpu/attention_driver.h"
 #include "kernels/cpu/attention_isa.h"
@@ -32,16 +32,8 @@ struct Avx2 {
     const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     return _mm256_blendv_ps(set1(fill), v, _mm256_castsi256_ps(keep));
   }
-  static float reduce_add(Vec v) {
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
-  }
-  static float reduce_max(Vec v) {
-    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
-    return _mm_cvtss_f32(_mm_max_ss(x, _mm_movehdup_ps(x)));
-  }
+  static float reduce_add(Vec v) { return hsum(v); }
+  static float reduce_max(Vec v) { return hmax(v); }
 
   // parts[8][8] -> lane r = sum of parts[r][0..8): pairs, quads, then the two 128-bit halves.
   static Vec transpose_sum(const float* parts) {

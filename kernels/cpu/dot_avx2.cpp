@@ -2,39 +2,17 @@
 // weight type (the K-quants handed on to dot_kquant_avx2.cpp). Integer blocks go one per ymm
 // through maddubs; float types use FMA.
 // Built with AVX2 flags, reached only through kAvx2Kernels after the CPU check.
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "kernels/check.h"
+#include "kernels/cpu/simd_prelude.h"
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/dot_subblock.h"
 #include "kernels/cpu/dot_lowbit_formats.h"
 #include "kernels/cpu/tile_driver.h"
 
-// Micro-kernel pieces pass ymm structs around; they must inline to stay in registers.
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-
 namespace kvdesk {
 namespace {
-
-ALWAYS_INLINE float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
-ALWAYS_INLINE float hmax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-}
-
-ALWAYS_INLINE int hsum_epi32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-  return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
-}
 
 // ---- activation quantization ----------------------------------------------------------------
 
@@ -137,33 +115,11 @@ ALWAYS_INLINE void quant_step(const Tile& t, int64_t j, __m256 (&acc)[R][C]) {
   }
 }
 
-template <int R, int C>
-ALWAYS_INLINE void store_tile(const Tile& t, __m256 (&acc)[R][C]) {
-#pragma GCC unroll 16
-  for (int c = 0; c < C; ++c) {
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = hsum(acc[r][c]);
-  }
-}
-
-template <int R, int C>
-ALWAYS_INLINE void zero_tile(__m256 (&acc)[R][C]) {
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  }
-}
-
 template <class F>
-struct QuantKernel {
+struct QuantKernel : UnpackedActs {
   static constexpr int kGemvRows = 4;
   static constexpr int kRows = 2;
   static constexpr int kActs = 3;
-
-  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
-    return unpacked_acts(args, a_stride, first);
-  }
 
   template <int R, int C>
   static void tile(const Tile& t) {
@@ -225,14 +181,10 @@ ALWAYS_INLINE void float_tail(const Tile& t, int64_t k, __m256 (&acc)[R][C]) {
 }
 
 template <class F>
-struct FloatKernel {
+struct FloatKernel : UnpackedActs {
   static constexpr int kGemvRows = 4;
   static constexpr int kRows = 4;
   static constexpr int kActs = 2;
-
-  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
-    return unpacked_acts(args, a_stride, first);
-  }
 
   template <int R, int C>
   static void tile(const Tile& t) {
@@ -262,51 +214,19 @@ using SubBlock = SubBlockKernel<F, Avx2Dot, 4, 2, 3>;
 
 // ---- entry points ------------------------------------------------------------------------------
 
-float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
-  switch (weight_type) {
-    case GgmlType::F32: return dot_one<FloatKernel<F32Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::F16: return dot_one<FloatKernel<F16Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::BF16: return dot_one<FloatKernel<Bf16Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q8_0: return dot_one<QuantKernel<Q8_0Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q4_0: return dot_one<QuantKernel<Q4_0Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q4_1: return dot_one<SubBlock<Q4_1Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q5_0: return dot_one<SubBlock<Q5_0Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q5_1: return dot_one<SubBlock<Q5_1Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return kAvx2KQuantKernels.vec_dot(weight_type, w_row, act_row, n);
-    case GgmlType::Q2_K: return dot_one<SubBlock<Q2_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q3_K: return dot_one<SubBlock<Q3_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::IQ4_NL: return dot_one<SubBlock<IQ4_NLFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::IQ4_XS: return dot_one<SubBlock<IQ4_XSFormat>>(weight_type, w_row, act_row, n);
-    default: KVDESK_ASSERT(!"vec_dot: type is not computable");
-  }
-  return 0.0f;
-}
-
-void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  switch (args.weight_type) {
-    case GgmlType::F32: return matmul_tiled<FloatKernel<F32Format>>(args, row_begin, row_end);
-    case GgmlType::F16: return matmul_tiled<FloatKernel<F16Format>>(args, row_begin, row_end);
-    case GgmlType::BF16: return matmul_tiled<FloatKernel<Bf16Format>>(args, row_begin, row_end);
-    case GgmlType::Q8_0: return matmul_tiled<QuantKernel<Q8_0Format>>(args, row_begin, row_end);
-    case GgmlType::Q4_0: return matmul_tiled<QuantKernel<Q4_0Format>>(args, row_begin, row_end);
-    case GgmlType::Q4_1: return matmul_tiled<SubBlock<Q4_1Format>>(args, row_begin, row_end);
-    case GgmlType::Q5_0: return matmul_tiled<SubBlock<Q5_0Format>>(args, row_begin, row_end);
-    case GgmlType::Q5_1: return matmul_tiled<SubBlock<Q5_1Format>>(args, row_begin, row_end);
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return kAvx2KQuantKernels.matmul_rows(args, row_begin, row_end);
-    case GgmlType::Q2_K: return matmul_tiled<SubBlock<Q2_KFormat>>(args, row_begin, row_end);
-    case GgmlType::Q3_K: return matmul_tiled<SubBlock<Q3_KFormat>>(args, row_begin, row_end);
-    case GgmlType::IQ4_NL: return matmul_tiled<SubBlock<IQ4_NLFormat>>(args, row_begin, row_end);
-    case GgmlType::IQ4_XS: return matmul_tiled<SubBlock<IQ4_XSFormat>>(args, row_begin, row_end);
-    default: KVDESK_ASSERT(!"matmul_rows: type is not computable");
-  }
-}
+// The K-quants go to dot_kquant_avx2.cpp.
+using Avx2Table = KernelTable<
+    Serves<GgmlType::F32, FloatKernel<F32Format>>, Serves<GgmlType::F16, FloatKernel<F16Format>>,
+    Serves<GgmlType::BF16, FloatKernel<Bf16Format>>, Serves<GgmlType::Q8_0, QuantKernel<Q8_0Format>>,
+    Serves<GgmlType::Q4_0, QuantKernel<Q4_0Format>>, Serves<GgmlType::Q4_1, SubBlock<Q4_1Format>>,
+    Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>,
+    HandsOff<GgmlType::Q4_K, kAvx2KQuantKernels>, HandsOff<GgmlType::Q5_K, kAvx2KQuantKernels>,
+    HandsOff<GgmlType::Q6_K, kAvx2KQuantKernels>, Serves<GgmlType::Q2_K, SubBlock<Q2_KFormat>>,
+    Serves<GgmlType::Q3_K, SubBlock<Q3_KFormat>>, Serves<GgmlType::IQ4_NL, SubBlock<IQ4_NLFormat>>,
+    Serves<GgmlType::IQ4_XS, SubBlock<IQ4_XSFormat>>>;
 
 }  // namespace
 
-const IsaKernels kAvx2Kernels = {&prepare_act_row, &vec_dot, &matmul_rows};
+const IsaKernels kAvx2Kernels = {&prepare_act_row, &Avx2Table::vec_dot, &Avx2Table::matmul_rows};
 
 }  // namespace kvdesk

@@ -3,26 +3,16 @@
 // four per step through vpdpbusd, floats through FMA.
 // Built with AVX-512 flags, reached only through kAvx512Kernels after the CPU check.
 
-// GCC 12's AVX-512 intrinsics self-initialize their undefined operands (`__Y = __Y`) and
-// trip -Wuninitialized once inlined (GCC PR 105593); silence that inside the header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include <cstdlib>
 #include <cstring>
 
 #include "kernels/check.h"
+#include "kernels/cpu/simd_prelude.h"
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/dot_subblock.h"
 #include "kernels/cpu/dot_lowbit_avx512.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
-
-// Micro-kernel pieces pass zmm structs around; they must inline to stay in registers.
-#define ALWAYS_INLINE inline __attribute__((always_inline))
 
 namespace kvdesk {
 namespace {
@@ -210,24 +200,6 @@ ALWAYS_INLINE QuantActs quant_acts(const BlockQ8Act* a) {
   return QuantActs{lo, hi, dv, bv};
 }
 
-template <int R, int C>
-ALWAYS_INLINE void zero_tile(__m512 (&acc)[R][C]) {
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  }
-}
-
-template <int R, int C>
-ALWAYS_INLINE void store_tile(const Tile& t, __m512 (&acc)[R][C]) {
-#pragma GCC unroll 16
-  for (int c = 0; c < C; ++c) {
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = _mm512_reduce_add_ps(acc[r][c]);
-  }
-}
-
 // The panel is re-read from its start for every weight tile. Plain loads of it let the
 // hardware prefetchers chase the panel instead of the weight streams (measured: a third of the
 // GEMV bandwidth lost); loads with the non-temporal hint (vmovntdqa, an ordinary load on
@@ -346,14 +318,10 @@ ALWAYS_INLINE void float_step(const Tile& t, int64_t k, __mmask16 m, __m512 (&ac
 }
 
 template <class F>
-struct FloatKernel {
+struct FloatKernel : UnpackedActs {
   static constexpr int kGemvRows = 4;
   static constexpr int kRows = 4;
   static constexpr int kActs = 6;
-
-  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
-    return unpacked_acts(args, a_stride, first);
-  }
 
   template <int R, int C>
   static void tile(const Tile& t) {
@@ -380,51 +348,19 @@ using SubBlock = SubBlockKernel<F, VnniDot, 4, 4, 4>;
 
 // ---- entry points ------------------------------------------------------------------------------
 
-float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
-  switch (weight_type) {
-    case GgmlType::F32: return dot_one<FloatKernel<F32Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::F16: return dot_one<FloatKernel<F16Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::BF16: return dot_one<FloatKernel<Bf16Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q8_0: return dot_one<QuantKernel<Q8_0Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q4_0: return dot_one<QuantKernel<Q4_0Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q4_1: return dot_one<SubBlock<Q4_1Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q5_0: return dot_one<SubBlock<Q5_0Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q5_1: return dot_one<SubBlock<Q5_1Format>>(weight_type, w_row, act_row, n);
-    case GgmlType::IQ4_NL: return dot_one<QuantKernel<IQ4_NLFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
-    case GgmlType::IQ4_XS: return lowbit_vec_dot_avx512(weight_type, w_row, act_row, n);
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return kAvx512KQuantKernels.vec_dot(weight_type, w_row, act_row, n);
-    default: KVDESK_ASSERT(!"vec_dot: type is not computable");
-  }
-  return 0.0f;
-}
-
-void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  switch (args.weight_type) {
-    case GgmlType::F32: return matmul_tiled<FloatKernel<F32Format>>(args, row_begin, row_end);
-    case GgmlType::F16: return matmul_tiled<FloatKernel<F16Format>>(args, row_begin, row_end);
-    case GgmlType::BF16: return matmul_tiled<FloatKernel<Bf16Format>>(args, row_begin, row_end);
-    case GgmlType::Q8_0: return matmul_tiled<QuantKernel<Q8_0Format>>(args, row_begin, row_end);
-    case GgmlType::Q4_0: return matmul_tiled<QuantKernel<Q4_0Format>>(args, row_begin, row_end);
-    case GgmlType::Q4_1: return matmul_tiled<SubBlock<Q4_1Format>>(args, row_begin, row_end);
-    case GgmlType::Q5_0: return matmul_tiled<SubBlock<Q5_0Format>>(args, row_begin, row_end);
-    case GgmlType::Q5_1: return matmul_tiled<SubBlock<Q5_1Format>>(args, row_begin, row_end);
-    case GgmlType::IQ4_NL: return matmul_tiled<QuantKernel<IQ4_NLFormat>>(args, row_begin, row_end);
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
-    case GgmlType::IQ4_XS: return lowbit_matmul_rows_avx512(args, row_begin, row_end);
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return kAvx512KQuantKernels.matmul_rows(args, row_begin, row_end);
-    default: KVDESK_ASSERT(!"matmul_rows: type is not computable");
-  }
-}
+// The 256-value low-bit types go to dot_lowbit_avx512.cpp, the K-quants to dot_kquant_avx512.cpp.
+using Avx512Table = KernelTable<
+    Serves<GgmlType::F32, FloatKernel<F32Format>>, Serves<GgmlType::F16, FloatKernel<F16Format>>,
+    Serves<GgmlType::BF16, FloatKernel<Bf16Format>>, Serves<GgmlType::Q8_0, QuantKernel<Q8_0Format>>,
+    Serves<GgmlType::Q4_0, QuantKernel<Q4_0Format>>, Serves<GgmlType::Q4_1, SubBlock<Q4_1Format>>,
+    Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>,
+    Serves<GgmlType::IQ4_NL, QuantKernel<IQ4_NLFormat>>, HandsOff<GgmlType::Q2_K, kAvx512LowbitKernels>,
+    HandsOff<GgmlType::Q3_K, kAvx512LowbitKernels>, HandsOff<GgmlType::IQ4_XS, kAvx512LowbitKernels>,
+    HandsOff<GgmlType::Q4_K, kAvx512KQuantKernels>, HandsOff<GgmlType::Q5_K, kAvx512KQuantKernels>,
+    HandsOff<GgmlType::Q6_K, kAvx512KQuantKernels>>;
 
 }  // namespace
 
-const IsaKernels kAvx512Kernels = {&prepare_act_row, &vec_dot, &matmul_rows};
+const IsaKernels kAvx512Kernels = {&prepare_act_row, &Avx512Table::vec_dot, &Avx512Table::matmul_rows};
 
 }  // namespace kvdesk

@@ -9,40 +9,16 @@
 //     acc         += float(iacc) * fp16(d) * a.d
 //     Q4_K / Q5_K:  acc[s] -= fp16(dmin) * m[s] * a.d * (bsums[2s] + bsums[2s + 1])
 // Built with AVX2 flags, reached only through kAvx2KQuantKernels after the CPU check.
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "kernels/check.h"
+#include "kernels/cpu/simd_prelude.h"
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/kquant_scales.h"
 #include "kernels/cpu/tile_driver.h"
 
-// Micro-kernel pieces pass ymm structs around; they must inline to stay in registers.
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-
 namespace kvdesk {
 namespace {
-
-ALWAYS_INLINE __m256i load_256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
-ALWAYS_INLINE float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
-ALWAYS_INLINE float hmax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-}
-
-ALWAYS_INLINE int hsum_epi32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-  return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
-}
 
 // ---- activation quantization ----------------------------------------------------------------
 
@@ -198,14 +174,9 @@ struct Q6_KFormat {
 // Super-block j of every row of the tile against act super-block j of every act row.
 template <class F, int R, int C>
 ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m256 (&acc)[R][C]) {
-  using Block = typename F::Block;
-  const Block* blocks[R];
+  const typename F::Block* blocks[R];
   typename F::Decoded dec[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    blocks[r] = &row_at<Block>(t.w, t.w_stride, r)[j];
-    dec[r] = F::decode(*blocks[r]);
-  }
+  decode_rows<F>(t, j, blocks, dec);
   const BlockQ8K* acts[C];
 #pragma GCC unroll 16
   for (int c = 0; c < C; ++c) acts[c] = &row_at<BlockQ8K>(t.a, t.a_stride, c)[j];
@@ -242,55 +213,28 @@ ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m256 (&acc)[R][C]) {
 }
 
 template <class F>
-struct KQuantKernel {
+struct KQuantKernel : UnpackedActs {
   static constexpr int kGemvRows = 4;
   static constexpr int kRows = 2;
   static constexpr int kActs = 2;
 
-  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
-    return unpacked_acts(args, a_stride, first);
-  }
-
   template <int R, int C>
   static void tile(const Tile& t) {
     __m256 acc[R][C];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-    }
+    zero_tile(acc);
     for (int64_t j = 0; j < t.n / kQK_K; ++j) kquant_super<F, R, C>(t, j, acc);
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) {
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = hsum(acc[r][c]);
-    }
+    store_tile(t, acc);
   }
 };
 
 // ---- entry points ------------------------------------------------------------------------------
 
-float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
-  switch (weight_type) {
-    case GgmlType::Q4_K: return dot_one<KQuantKernel<Q4_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q5_K: return dot_one<KQuantKernel<Q5_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q6_K: return dot_one<KQuantKernel<Q6_KFormat>>(weight_type, w_row, act_row, n);
-    default: KVDESK_ASSERT(!"kquant vec_dot: not a K-quant");
-  }
-  return 0.0f;
-}
-
-void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  switch (args.weight_type) {
-    case GgmlType::Q4_K: return matmul_tiled<KQuantKernel<Q4_KFormat>>(args, row_begin, row_end);
-    case GgmlType::Q5_K: return matmul_tiled<KQuantKernel<Q5_KFormat>>(args, row_begin, row_end);
-    case GgmlType::Q6_K: return matmul_tiled<KQuantKernel<Q6_KFormat>>(args, row_begin, row_end);
-    default: KVDESK_ASSERT(!"kquant matmul_rows: not a K-quant");
-  }
-}
+using KQuantTable = KernelTable<Serves<GgmlType::Q4_K, KQuantKernel<Q4_KFormat>>,
+                                Serves<GgmlType::Q5_K, KQuantKernel<Q5_KFormat>>,
+                                Serves<GgmlType::Q6_K, KQuantKernel<Q6_KFormat>>>;
 
 }  // namespace
 
-const IsaKernels kAvx2KQuantKernels = {&prepare_act_row, &vec_dot, &matmul_rows};
+const IsaKernels kAvx2KQuantKernels = {&prepare_act_row, &KQuantTable::vec_dot, &KQuantTable::matmul_rows};
 
 }  // namespace kvdesk

@@ -14,24 +14,15 @@
 // repacked once per matmul into that register image (KActSuper).
 // Built with AVX-512 flags, reached only through kAvx512KQuantKernels after the CPU check.
 
-// GCC 12's AVX-512 intrinsics trip -Wuninitialized once inlined (GCC PR 105593), as in
-// dot_avx512.cpp.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include <cstddef>
 #include <cstring>
 
 #include "kernels/check.h"
+#include "kernels/cpu/simd_prelude.h"
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/kquant_scales.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
-
-#define ALWAYS_INLINE inline __attribute__((always_inline))
 
 namespace kvdesk {
 namespace {
@@ -85,8 +76,6 @@ struct KActSuper {
 static_assert(sizeof(KActSuper) % 64 == 0);
 
 thread_local PackScratch<KActSuper> kact_scratch;
-
-ALWAYS_INLINE __m256i load_256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 template <class F>
 KActSuper pack_super(const BlockQ8K& a) {
@@ -174,9 +163,6 @@ struct StepIndex {
 constexpr StepIndex kIndex;
 
 ALWAYS_INLINE __m512i load_index(const void* p) { return _mm512_load_si512(p); }
-
-// 32 bytes at p into both 256-bit halves
-ALWAYS_INLINE __m512i broadcast_256(const uint8_t* p) { return _mm512_broadcast_i64x4(load_256(p)); }
 
 // Q4_K / Q5_K super-block scales: the unpacked scale bytes (step scales are picked from there),
 // and the float mins lined up with the act's min_sums.
@@ -302,14 +288,9 @@ struct Q6_KFormat {
 // Super-block j of every row of the tile against the packed acts of super-block j.
 template <class F, int R, int C>
 ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
-  using Block = typename F::Block;
-  const Block* blocks[R];
+  const typename F::Block* blocks[R];
   typename F::Decoded dec[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    blocks[r] = &row_at<Block>(t.w, t.w_stride, r)[j];
-    dec[r] = F::decode(*blocks[r]);
-  }
+  decode_rows<F>(t, j, blocks, dec);
   __m512i iacc[R][C];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
@@ -363,43 +344,20 @@ struct KQuantKernel {
   template <int R, int C>
   static void tile(const Tile& t) {
     __m512 acc[R][C];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-    }
+    zero_tile(acc);
     for (int64_t j = 0; j < t.n / kQK_K; ++j) kquant_super<F, R, C>(t, j, acc);
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) {
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = _mm512_reduce_add_ps(acc[r][c]);
-    }
+    store_tile(t, acc);
   }
 };
 
 // ---- entry points ------------------------------------------------------------------------------
 
-float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
-  switch (weight_type) {
-    case GgmlType::Q4_K: return dot_one<KQuantKernel<Q4_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q5_K: return dot_one<KQuantKernel<Q5_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q6_K: return dot_one<KQuantKernel<Q6_KFormat>>(weight_type, w_row, act_row, n);
-    default: KVDESK_ASSERT(!"kquant vec_dot: not a K-quant");
-  }
-  return 0.0f;
-}
-
-void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  switch (args.weight_type) {
-    case GgmlType::Q4_K: return matmul_tiled<KQuantKernel<Q4_KFormat>>(args, row_begin, row_end);
-    case GgmlType::Q5_K: return matmul_tiled<KQuantKernel<Q5_KFormat>>(args, row_begin, row_end);
-    case GgmlType::Q6_K: return matmul_tiled<KQuantKernel<Q6_KFormat>>(args, row_begin, row_end);
-    default: KVDESK_ASSERT(!"kquant matmul_rows: not a K-quant");
-  }
-}
+using KQuantTable = KernelTable<Serves<GgmlType::Q4_K, KQuantKernel<Q4_KFormat>>,
+                                Serves<GgmlType::Q5_K, KQuantKernel<Q5_KFormat>>,
+                                Serves<GgmlType::Q6_K, KQuantKernel<Q6_KFormat>>>;
 
 }  // namespace
 
-const IsaKernels kAvx512KQuantKernels = {&prepare_act_row, &vec_dot, &matmul_rows};
+const IsaKernels kAvx512KQuantKernels = {&prepare_act_row, &KQuantTable::vec_dot, &KQuantTable::matmul_rows};
 
 }  // namespace kvdesk

@@ -12,22 +12,13 @@
 // range is free). The act side is repacked once per matmul into that register image (StepAct).
 // Built with AVX-512 flags, reached only through kAvx512Kernels after the CPU check.
 
-// GCC 12's AVX-512 intrinsics trip -Wuninitialized once inlined (GCC PR 105593), as in
-// dot_avx512.cpp.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include <cstring>
 
 #include "kernels/check.h"
+#include "kernels/cpu/simd_prelude.h"
 #include "kernels/cpu/dot_lowbit_avx512.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
-
-#define ALWAYS_INLINE inline __attribute__((always_inline))
 
 namespace kvdesk {
 namespace {
@@ -62,9 +53,6 @@ struct StepIndex {
 constexpr StepIndex kIndex;
 
 ALWAYS_INLINE __m512i load_index(const void* p) { return _mm512_load_si512(p); }
-ALWAYS_INLINE __m256i load_256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-// 32 bytes at p into both 256-bit halves
-ALWAYS_INLINE __m512i broadcast_256(const uint8_t* p) { return _mm512_broadcast_i64x4(load_256(p)); }
 
 // 16 bytes -> 16 floats, mul * byte + add
 ALWAYS_INLINE __m512 bytes_to_floats(__m128i bytes, __m512 mul, __m512 add) {
@@ -259,15 +247,10 @@ ALWAYS_INLINE StepAct<F::kParts> load_step(const StepAct<F::kParts>& p) {
 // Super-block j of every row of the tile against its packed act steps.
 template <class F, int R, int C>
 ALWAYS_INLINE void lowbit_super(const Tile& t, int64_t j, __m512 (&acc)[R][C], __m512 (&min_acc)[R][C]) {
-  using Block = typename F::Block;
   constexpr int kSteps = kMaxSteps / F::kParts;
-  const Block* blocks[R];
+  const typename F::Block* blocks[R];
   typename F::Decoded dec[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    blocks[r] = &row_at<Block>(t.w, t.w_stride, r)[j];
-    dec[r] = F::decode(*blocks[r]);
-  }
+  decode_rows<F>(t, j, blocks, dec);
 #pragma GCC unroll 4
   for (int q = 0; q < kSteps; ++q) {
     Quants<F::kParts> w[R];
@@ -310,11 +293,8 @@ struct LowbitKernel {
   static void tile(const Tile& t) {
     __m512 acc[R][C];
     __m512 min_acc[R][C];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps(), min_acc[r][c] = _mm512_setzero_ps();
-    }
+    zero_tile(acc);
+    zero_tile(min_acc);
     for (int64_t j = 0; j < t.n / kQK_K; ++j) lowbit_super<F, R, C>(t, j, acc, min_acc);
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
@@ -326,25 +306,12 @@ struct LowbitKernel {
   }
 };
 
+using LowbitTable = KernelTable<Serves<GgmlType::Q2_K, LowbitKernel<Q2_KFormat>>,
+                                Serves<GgmlType::Q3_K, LowbitKernel<Q3_KFormat>>,
+                                Serves<GgmlType::IQ4_XS, LowbitKernel<IQ4_XSFormat>>>;
+
 }  // namespace
 
-float lowbit_vec_dot_avx512(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n) {
-  switch (weight_type) {
-    case GgmlType::Q2_K: return dot_one<LowbitKernel<Q2_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::Q3_K: return dot_one<LowbitKernel<Q3_KFormat>>(weight_type, w_row, act_row, n);
-    case GgmlType::IQ4_XS: return dot_one<LowbitKernel<IQ4_XSFormat>>(weight_type, w_row, act_row, n);
-    default: KVDESK_ASSERT(!"lowbit_vec_dot_avx512: not a low-bit super-block type");
-  }
-  return 0.0f;
-}
-
-void lowbit_matmul_rows_avx512(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  switch (args.weight_type) {
-    case GgmlType::Q2_K: return matmul_tiled<LowbitKernel<Q2_KFormat>>(args, row_begin, row_end);
-    case GgmlType::Q3_K: return matmul_tiled<LowbitKernel<Q3_KFormat>>(args, row_begin, row_end);
-    case GgmlType::IQ4_XS: return matmul_tiled<LowbitKernel<IQ4_XSFormat>>(args, row_begin, row_end);
-    default: KVDESK_ASSERT(!"lowbit_matmul_rows_avx512: not a low-bit super-block type");
-  }
-}
+const LowbitKernels kAvx512LowbitKernels = {&LowbitTable::vec_dot, &LowbitTable::matmul_rows};
 
 }  // namespace kvdesk

@@ -9,7 +9,12 @@
 
 namespace kvdesk {
 
-float lowbit_vec_dot_avx512(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n);
-void lowbit_matmul_rows_avx512(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// Their dots and matmuls against the Q8Act rows kAvx512Kernels prepared.
+struct LowbitKernels {
+  float (*vec_dot)(GgmlType weight_type, const void* w_row, const void* act_row, int64_t n);
+  void (*matmul_rows)(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+};
+
+extern const LowbitKernels kAvx512LowbitKernels;
 
 }  // namespace kvdesk

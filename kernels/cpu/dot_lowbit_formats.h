@@ -7,20 +7,17 @@
 //   IQ4_NL, IQ4_XS: 4-bit indices looked up in the 16-entry level table with one byte shuffle
 //     per 32 values; the levels are signed, so the dot runs on |level| (kSigned).
 #pragma once
-#include <immintrin.h>
-
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/simd_prelude.h"
 #include "kernels/ggml_types.h"
 
 namespace kvdesk {
 namespace {
 
-#define LOWBIT_INLINE inline __attribute__((always_inline))
-
 // Sub-block pair s = 4h + k of a Q2_K / Q3_K block: its 32 bit pairs, (qs[32h + l] >> 2k) & 3
-LOWBIT_INLINE __m256i low_bit_pairs(const uint8_t* qs, int s) {
+ALWAYS_INLINE __m256i low_bit_pairs(const uint8_t* qs, int s) {
   const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (s / 4)));
   return _mm256_and_si256(_mm256_srl_epi16(bytes, _mm_cvtsi32_si128(2 * (s % 4))), _mm256_set1_epi8(3));
 }
@@ -29,7 +26,7 @@ LOWBIT_INLINE __m256i low_bit_pairs(const uint8_t* qs, int s) {
 struct Floats16 {
   alignas(32) float v[16];
 };
-LOWBIT_INLINE Floats16 bytes_to_floats(__m128i bytes, __m256 mul, __m256 add) {
+ALWAYS_INLINE Floats16 bytes_to_floats(__m128i bytes, __m256 mul, __m256 add) {
   Floats16 out;
   _mm256_store_ps(out.v, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)), mul, add));
   _mm256_store_ps(out.v + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8))), mul, add));
@@ -46,7 +43,7 @@ struct Q2_KFormat {
     Floats16 scale;  // [16] d * (scales[i] & 15)
     Floats16 min;    // [16] -dmin * (scales[i] >> 4)
   };
-  LOWBIT_INLINE static Scales scales(const Block& b) {
+  ALWAYS_INLINE static Scales scales(const Block& b) {
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
     const __m128i low4 = _mm_set1_epi8(15);
     const __m256 zero = _mm256_setzero_ps();
@@ -54,9 +51,9 @@ struct Q2_KFormat {
                   bytes_to_floats(_mm_and_si128(_mm_srli_epi16(packed, 4), low4),
                                   _mm256_set1_ps(-_cvtsh_ss(b.dmin)), zero)};
   }
-  LOWBIT_INLINE static __m256i quants(const Block& b, int s) { return low_bit_pairs(b.qs, s); }
-  LOWBIT_INLINE static __m256 scale(const Scales& sc, int s) { return pair_scales(sc.scale.v, s); }
-  LOWBIT_INLINE static __m256 lane_mins(const Scales& sc, int s) { return pair_scales(sc.min.v, s); }
+  ALWAYS_INLINE static __m256i quants(const Block& b, int s) { return low_bit_pairs(b.qs, s); }
+  ALWAYS_INLINE static __m256 scale(const Scales& sc, int s) { return pair_scales(sc.scale.v, s); }
+  ALWAYS_INLINE static __m256 lane_mins(const Scales& sc, int s) { return pair_scales(sc.min.v, s); }
 };
 
 struct Q3_KFormat {
@@ -68,7 +65,7 @@ struct Q3_KFormat {
   // The 12 packed bytes -> sc[16] with 32-bit word operations (q3_k_scale for all sixteen):
   // words 0, 1 hold the low nibbles of sc[0..7] and (>> 4) of sc[8..15]; word 2 the high 2 bits,
   // sc[4g + i] taking bits 2g of byte 8 + i.
-  LOWBIT_INLINE static Scales scales(const Block& b) {
+  ALWAYS_INLINE static Scales scales(const Block& b) {
     uint32_t w[3];
     std::memcpy(w, b.scales, sizeof(w));
     constexpr uint32_t kLow4 = 0x0F0F0F0F, kTop2 = 0x03030303;
@@ -82,16 +79,16 @@ struct Q3_KFormat {
     return bytes_to_floats(bytes, _mm256_set1_ps(d), _mm256_set1_ps(-32.0f * d));
   }
   // q + 4 in 0..7: the bit pair, plus 4 * bit s of hmask[l]
-  LOWBIT_INLINE static __m256i quants(const Block& b, int s) {
+  ALWAYS_INLINE static __m256i quants(const Block& b, int s) {
     const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask));
     const __m256i high = _mm256_and_si256(_mm256_srl_epi16(hmask, _mm_cvtsi32_si128(s)), _mm256_set1_epi8(1));
     return _mm256_or_si256(low_bit_pairs(b.qs, s), _mm256_slli_epi16(high, 2));
   }
-  LOWBIT_INLINE static __m256 scale(const Scales& sc, int s) { return pair_scales(sc.v, s); }
+  ALWAYS_INLINE static __m256 scale(const Scales& sc, int s) { return pair_scales(sc.v, s); }
 };
 
 // 16 index bytes -> [32] s8 levels: low nibbles (values 0..15), then high nibbles (16..31)
-LOWBIT_INLINE __m256i iq4_levels(const uint8_t* qs) {
+ALWAYS_INLINE __m256i iq4_levels(const uint8_t* qs) {
   const __m256i table =
       _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
   return _mm256_shuffle_epi8(table, nibbles_32(qs));
@@ -106,9 +103,9 @@ struct IQ4_NLFormat {
   struct Scales {
     __m256 d;
   };
-  LOWBIT_INLINE static Scales scales(const Block& b) { return Scales{_mm256_set1_ps(_cvtsh_ss(b.d))}; }
-  LOWBIT_INLINE static __m256i quants(const Block& b, int) { return iq4_levels(b.qs); }
-  LOWBIT_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
+  ALWAYS_INLINE static Scales scales(const Block& b) { return Scales{_mm256_set1_ps(_cvtsh_ss(b.d))}; }
+  ALWAYS_INLINE static __m256i quants(const Block& b, int) { return iq4_levels(b.qs); }
+  ALWAYS_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
 };
 
 struct IQ4_XSFormat {
@@ -120,18 +117,16 @@ struct IQ4_XSFormat {
   struct Scales {
     float scale[8];  // [8] d * (ls[s] - 32)
   };
-  LOWBIT_INLINE static Scales scales(const Block& b) {
+  ALWAYS_INLINE static Scales scales(const Block& b) {
     Scales out;
     const float d = _cvtsh_ss(b.d);
 #pragma GCC unroll 8
     for (int s = 0; s < 8; ++s) out.scale[s] = d * static_cast<float>(iq4_xs_scale(b, s) - 32);
     return out;
   }
-  LOWBIT_INLINE static __m256i quants(const Block& b, int s) { return iq4_levels(b.qs + 16 * s); }
-  LOWBIT_INLINE static __m256 scale(const Scales& sc, int s) { return _mm256_set1_ps(sc.scale[s]); }
+  ALWAYS_INLINE static __m256i quants(const Block& b, int s) { return iq4_levels(b.qs + 16 * s); }
+  ALWAYS_INLINE static __m256 scale(const Scales& sc, int s) { return _mm256_set1_ps(sc.scale[s]); }
 };
-
-#undef LOWBIT_INLINE
 
 }  // namespace
 }  // namespace kvdesk

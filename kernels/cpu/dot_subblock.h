@@ -17,31 +17,24 @@
 // signs; formats with a min per 16 values (Q2_K) add, per lane and step,
 //     min_acc[i] += min(lane i) * a.d * sum_{4 values} s8(a)
 #pragma once
-#include <immintrin.h>
-
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/simd_prelude.h"
 #include "kernels/cpu/tile_driver.h"
 
 namespace kvdesk {
 namespace {
 
-#define SUBBLOCK_INLINE inline __attribute__((always_inline))
-
-SUBBLOCK_INLINE __m256i load_32_bytes(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-
 // 16 packed nibble bytes -> [32] u8: low nibbles (values 0..15), then high nibbles (16..31)
-SUBBLOCK_INLINE __m256i nibbles_32(const uint8_t* qs) {
+ALWAYS_INLINE __m256i nibbles_32(const uint8_t* qs) {
   const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
   return _mm256_and_si256(both, _mm256_set1_epi8(15));
 }
 
 // 32 bits (little-endian) -> [32] bytes, 16 where bit i is set, 0 elsewhere
-SUBBLOCK_INLINE __m256i fifth_bits_32(const uint8_t* qh) {
+ALWAYS_INLINE __m256i fifth_bits_32(const uint8_t* qh) {
   uint32_t bits;
   std::memcpy(&bits, qh, sizeof(bits));
   const __m256i spread = _mm256_shuffle_epi8(
@@ -68,7 +61,7 @@ constexpr bool kHasLaneMins = requires { requires F::kLaneMins; };
 
 // scale[16] of 16-value sub-blocks -> lanes 0-3 (values 0-15 of sub-block pair s) scale[2s],
 // lanes 4-7 scale[2s + 1]
-SUBBLOCK_INLINE __m256 pair_scales(const float* scale, int s) {
+ALWAYS_INLINE __m256 pair_scales(const float* scale, int s) {
   return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(scale[2 * s])), _mm_set1_ps(scale[2 * s + 1]), 1);
 }
 
@@ -81,13 +74,13 @@ struct Q4_1Format {
     __m256 d;   // [8] d
     __m256 m;   // [8] m
   };
-  SUBBLOCK_INLINE static Scales scales_of(uint16_t d, uint16_t m) {
+  ALWAYS_INLINE static Scales scales_of(uint16_t d, uint16_t m) {
     return Scales{_mm256_set1_ps(_cvtsh_ss(d)), _mm256_set1_ps(_cvtsh_ss(m))};
   }
-  SUBBLOCK_INLINE static Scales scales(const Block& b) { return scales_of(b.d, b.m); }
-  SUBBLOCK_INLINE static __m256i quants(const Block& b, int) { return nibbles_32(b.qs); }
-  SUBBLOCK_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
-  SUBBLOCK_INLINE static __m256 mins(const Scales& s) { return s.m; }
+  ALWAYS_INLINE static Scales scales(const Block& b) { return scales_of(b.d, b.m); }
+  ALWAYS_INLINE static __m256i quants(const Block& b, int) { return nibbles_32(b.qs); }
+  ALWAYS_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
+  ALWAYS_INLINE static __m256 mins(const Scales& s) { return s.m; }
 };
 
 struct Q5_0Format {
@@ -98,11 +91,11 @@ struct Q5_0Format {
   struct Scales {
     __m256 d;
   };
-  SUBBLOCK_INLINE static Scales scales(const Block& b) { return Scales{_mm256_set1_ps(_cvtsh_ss(b.d))}; }
-  SUBBLOCK_INLINE static __m256i quants(const Block& b, int) {
+  ALWAYS_INLINE static Scales scales(const Block& b) { return Scales{_mm256_set1_ps(_cvtsh_ss(b.d))}; }
+  ALWAYS_INLINE static __m256i quants(const Block& b, int) {
     return _mm256_or_si256(nibbles_32(b.qs), fifth_bits_32(b.qh));
   }
-  SUBBLOCK_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
+  ALWAYS_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
 };
 
 struct Q5_1Format {
@@ -111,21 +104,15 @@ struct Q5_1Format {
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
   using Scales = Q4_1Format::Scales;
-  SUBBLOCK_INLINE static Scales scales(const Block& b) { return Q4_1Format::scales_of(b.d, b.m); }
-  SUBBLOCK_INLINE static __m256i quants(const Block& b, int) {
+  ALWAYS_INLINE static Scales scales(const Block& b) { return Q4_1Format::scales_of(b.d, b.m); }
+  ALWAYS_INLINE static __m256i quants(const Block& b, int) {
     return _mm256_or_si256(nibbles_32(b.qs), fifth_bits_32(b.qh));
   }
-  SUBBLOCK_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
-  SUBBLOCK_INLINE static __m256 mins(const Scales& s) { return s.m; }
+  ALWAYS_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
+  ALWAYS_INLINE static __m256 mins(const Scales& s) { return s.m; }
 };
 
 // ---- micro-kernel -----------------------------------------------------------------------------
-
-SUBBLOCK_INLINE float subblock_hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
 
 // The act side of one sub-block step: quants, scale, and -kOffset * (sum of each lane's 4 values).
 struct SubBlockAct {
@@ -137,7 +124,7 @@ struct SubBlockAct {
 
 // a[s].d * a[s].sum in lane s for the kSubBlocks act blocks of one weight block, zeros beyond.
 template <int kSubBlocks>
-SUBBLOCK_INLINE __m256 act_sums(const BlockQ8Act* a) {
+ALWAYS_INLINE __m256 act_sums(const BlockQ8Act* a) {
   alignas(32) float v[8] = {};
 #pragma GCC unroll 8
   for (int s = 0; s < kSubBlocks; ++s) v[s] = a[s].d * static_cast<float>(a[s].sum);
@@ -145,8 +132,8 @@ SUBBLOCK_INLINE __m256 act_sums(const BlockQ8Act* a) {
 }
 
 template <class F, class Dot>
-SUBBLOCK_INLINE SubBlockAct subblock_act(const BlockQ8Act& a) {
-  const __m256i qs = load_32_bytes(reinterpret_cast<const uint8_t*>(a.qs));
+ALWAYS_INLINE SubBlockAct subblock_act(const BlockQ8Act& a) {
+  const __m256i qs = load_256(a.qs);
   const __m256 d = _mm256_broadcast_ss(&a.d);
   __m256i bias = _mm256_setzero_si256();
   if constexpr (F::kOffset != 0) {
@@ -162,7 +149,7 @@ SUBBLOCK_INLINE SubBlockAct subblock_act(const BlockQ8Act& a) {
 
 // Block j of every row of the tile against act blocks j * kSubBlocks + s.
 template <class F, class Dot, int R, int C>
-SUBBLOCK_INLINE void subblock_block(const Tile& t, int64_t j, __m256 (&acc)[R][C], __m256 (&min_acc)[R][C]) {
+ALWAYS_INLINE void subblock_block(const Tile& t, int64_t j, __m256 (&acc)[R][C], __m256 (&min_acc)[R][C]) {
   using Block = typename F::Block;
   const Block* blocks[R];
   typename F::Scales scales[R];
@@ -213,35 +200,26 @@ SUBBLOCK_INLINE void subblock_block(const Tile& t, int64_t j, __m256 (&acc)[R][C
 
 // Tile shape per ISA: kGemvRowsT rows for batch 1, kRowsT x kActsT for batches.
 template <class F, class Dot, int kGemvRowsT, int kRowsT, int kActsT>
-struct SubBlockKernel {
+struct SubBlockKernel : UnpackedActs {
   static constexpr int kGemvRows = kGemvRowsT;
   static constexpr int kRows = kRowsT;
   static constexpr int kActs = kActsT;
-
-  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
-    return unpacked_acts(args, a_stride, first);
-  }
 
   template <int R, int C>
   static void tile(const Tile& t) {
     const int64_t blocks = t.n / (32 * F::kSubBlocks);
     __m256 acc[R][C];
     __m256 min_acc[R][C];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps(), min_acc[r][c] = _mm256_setzero_ps();
-    }
+    zero_tile(acc);
+    zero_tile(min_acc);
     for (int64_t j = 0; j < blocks; ++j) subblock_block<F, Dot, R, C>(t, j, acc, min_acc);
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = subblock_hsum(acc[r][c]) + subblock_hsum(min_acc[r][c]);
+      for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = hsum(acc[r][c]) + hsum(min_acc[r][c]);
     }
   }
 };
-
-#undef SUBBLOCK_INLINE
 
 }  // namespace
 }  // namespace kvdesk

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/check.h"
+#include "kernels/cpu/simd_prelude.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
 
@@ -29,14 +31,46 @@ struct ActPanel {
   size_t stride;      // bytes between its rows
 };
 
+// A micro-kernel's float accumulators: acc[R][C] vectors (__m256 or __m512), one per weight row
+// r and act c, set to zero before the tile and stored to y as the sums of their lanes.
+template <class V, int R, int C>
+ALWAYS_INLINE void zero_tile(V (&acc)[R][C]) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) set_zero(acc[r][c]);
+  }
+}
+
+template <class V, int R, int C>
+ALWAYS_INLINE void store_tile(const Tile& t, V (&acc)[R][C]) {
+#pragma GCC unroll 16
+  for (int c = 0; c < C; ++c) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) t.y[c * t.ld_y + r * t.y_row_stride] = hsum(acc[r][c]);
+  }
+}
+
 template <class T>
 const T* row_at(const char* base, size_t stride, int i) {
   return reinterpret_cast<const T*>(base + static_cast<size_t>(i) * stride);
 }
 
+// Block j of each of the tile's R weight rows, and F::decode of it (its unpacked scales).
+template <class F, int R>
+ALWAYS_INLINE void decode_rows(const Tile& t, int64_t j, const typename F::Block* (&blocks)[R],
+                               typename F::Decoded (&dec)[R]) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    blocks[r] = &row_at<typename F::Block>(t.w, t.w_stride, r)[j];
+    dec[r] = F::decode(*blocks[r]);
+  }
+}
+
 // A micro-kernel K provides: kGemvRows (rows per tile when batch == 1), kRows x kActs (the
 // tile for batches), template <int R, int C> static void tile(const Tile&), and
-// static ActPanel pack_acts(const MatmulArgs&, size_t a_stride, int64_t first, int count).
+// static ActPanel pack_acts(const MatmulArgs&, size_t a_stride, int64_t first, int count)
+// (UnpackedActs, below, for kernels that read the prepared rows as they are).
 template <class K, int R, int C>
 void run_tile(const MatmulArgs& args, size_t w_stride, ActPanel acts, int64_t r, int64_t c) {
   const Tile t{static_cast<const char*>(args.weights) + static_cast<size_t>(r) * w_stride, w_stride,
@@ -115,10 +149,63 @@ float dot_one(GgmlType type, const void* w_row, const void* act_row, int64_t n) 
   return y;
 }
 
-// Kernels that read the prepared rows as they are.
-inline ActPanel unpacked_acts(const MatmulArgs& args, size_t a_stride, int64_t first) {
-  return ActPanel{static_cast<const char*>(args.acts) + static_cast<size_t>(first) * a_stride, a_stride};
-}
+// The pack_acts of micro-kernels that read the prepared rows as they are (they derive from it).
+struct UnpackedActs {
+  static ActPanel pack_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int) {
+    return ActPanel{static_cast<const char*>(args.acts) + static_cast<size_t>(first) * a_stride, a_stride};
+  }
+};
+
+// ---- entry points from one list of kernels ---------------------------------------------------
+
+// Weight type T served by the micro-kernel K of this translation unit.
+template <GgmlType T, class K>
+struct Serves {
+  static constexpr GgmlType kType = T;
+  static float vec_dot(GgmlType type, const void* w_row, const void* act_row, int64_t n) {
+    return dot_one<K>(type, w_row, act_row, n);
+  }
+  static void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+    matmul_tiled<K>(args, row_begin, row_end);
+  }
+};
+
+// Weight type T served by another translation unit, through the vec_dot and matmul_rows of its
+// table `Entries`.
+template <GgmlType T, const auto& Entries>
+struct HandsOff {
+  static constexpr GgmlType kType = T;
+  static float vec_dot(GgmlType type, const void* w_row, const void* act_row, int64_t n) {
+    return Entries.vec_dot(type, w_row, act_row, n);
+  }
+  static void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+    Entries.matmul_rows(args, row_begin, row_end);
+  }
+};
+
+// vec_dot and matmul_rows of a kernel table: the entry (Serves / HandsOff) whose kType is the
+// weight type takes the call; a type no entry serves is a bug of the caller. The type is
+// matched once per call, outside the micro-kernels' loops.
+template <class Entry, class... Rest>
+struct KernelTable {
+  static float vec_dot(GgmlType type, const void* w_row, const void* act_row, int64_t n) {
+    if (type == Entry::kType) return Entry::vec_dot(type, w_row, act_row, n);
+    if constexpr (sizeof...(Rest) > 0) {
+      return KernelTable<Rest...>::vec_dot(type, w_row, act_row, n);
+    } else {
+      KVDESK_ASSERT(!"vec_dot: no kernel in this table for the weight type");
+      return 0.0f;
+    }
+  }
+  static void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+    if (args.weight_type == Entry::kType) return Entry::matmul_rows(args, row_begin, row_end);
+    if constexpr (sizeof...(Rest) > 0) {
+      KernelTable<Rest...>::matmul_rows(args, row_begin, row_end);
+    } else {
+      KVDESK_ASSERT(!"matmul_rows: no kernel in this table for the weight type");
+    }
+  }
+};
 
 }  // namespace
 }  // namespace kvdesk

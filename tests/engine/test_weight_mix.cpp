@@ -17,6 +17,28 @@ const WeightMix& mix(const char* name) {
   return *m;
 }
 
+// TinyLlama's shapes: 22 layers, rows of 2048 values (ffn_down: 5632), GQA 8.
+constexpr int kLayers = 22;
+GgmlType tinyllama_type(const WeightMix& m, TensorRole role, int layer) {
+  return tensor_type(m, role, layer, kLayers, role == TensorRole::FfnDown ? 5632 : 2048, 8);
+}
+
+// The expected types of one layer's 2-D tensors.
+struct LayerTypes {
+  GgmlType attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down;
+};
+
+void check_tinyllama_layer(const WeightMix& m, int layer, const LayerTypes& want) {
+  INFO("layer " << layer);
+  CHECK(tinyllama_type(m, TensorRole::AttnQ, layer) == want.attn_q);
+  CHECK(tinyllama_type(m, TensorRole::AttnK, layer) == want.attn_k);
+  CHECK(tinyllama_type(m, TensorRole::AttnV, layer) == want.attn_v);
+  CHECK(tinyllama_type(m, TensorRole::AttnOutput, layer) == want.attn_output);
+  CHECK(tinyllama_type(m, TensorRole::FfnGate, layer) == want.ffn_gate);
+  CHECK(tinyllama_type(m, TensorRole::FfnUp, layer) == want.ffn_up);
+  CHECK(tinyllama_type(m, TensorRole::FfnDown, layer) == want.ffn_down);
+}
+
 }  // namespace
 
 TEST_CASE("weight mixes are found by name and carry llama.cpp's file types", "[engine][weight_mix]") {
@@ -38,36 +60,17 @@ TEST_CASE("Q4_K_M gives attn_v and ffn_down Q6_K in llama.cpp's use_more_bits la
   const bool more_bits[22] = {true,  true,  false, false, true,  false, false, true,  false, false, true,
                               false, false, true,  false, false, true,  false, false, true,  true,  true};
   const WeightMix& q4km = mix("q4_k_m");
-  for (int layer = 0; layer < 22; ++layer) {
-    INFO("layer " << layer);
+  for (int layer = 0; layer < kLayers; ++layer) {
     const GgmlType bumped = more_bits[layer] ? GgmlType::Q6_K : GgmlType::Q4_K;
-    CHECK(tensor_type(q4km, TensorRole::AttnV, layer, 22, 2048, 8) == bumped);
-    CHECK(tensor_type(q4km, TensorRole::FfnDown, layer, 22, 5632, 8) == bumped);
-    CHECK(tensor_type(q4km, TensorRole::AttnQ, layer, 22, 2048, 8) == GgmlType::Q4_K);
-    CHECK(tensor_type(q4km, TensorRole::AttnK, layer, 22, 2048, 8) == GgmlType::Q4_K);
-    CHECK(tensor_type(q4km, TensorRole::AttnOutput, layer, 22, 2048, 8) == GgmlType::Q4_K);
-    CHECK(tensor_type(q4km, TensorRole::FfnGate, layer, 22, 2048, 8) == GgmlType::Q4_K);
-    CHECK(tensor_type(q4km, TensorRole::FfnUp, layer, 22, 2048, 8) == GgmlType::Q4_K);
+    const GgmlType q4 = GgmlType::Q4_K;
+    check_tinyllama_layer(q4km, layer, {q4, q4, bumped, q4, q4, q4, bumped});
   }
-  CHECK(tensor_type(q4km, TensorRole::Output, 0, 22, 2048, 8) == GgmlType::Q6_K);
-  CHECK(tensor_type(q4km, TensorRole::TokenEmbd, 0, 22, 2048, 8) == GgmlType::Q4_K);
-  CHECK(tensor_type(mix("q5_k_m"), TensorRole::FfnDown, 4, 22, 5632, 8) == GgmlType::Q6_K);
-  CHECK(tensor_type(mix("q5_k_m"), TensorRole::FfnDown, 5, 22, 5632, 8) == GgmlType::Q5_K);
-  CHECK(tensor_type(mix("q6_k"), TensorRole::AttnQ, 5, 22, 2048, 8) == GgmlType::Q6_K);
-  CHECK(tensor_type(mix("q6_k"), TensorRole::Output, 0, 22, 2048, 8) == GgmlType::Q6_K);
-}
-
-TEST_CASE("rows that do not fill a super-block fall back as llama.cpp does", "[engine][weight_mix]") {
-  // 4000 values: 125 blocks of 32 but not a multiple of 256; 100 values fit no quantized block.
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q5_0);
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::FfnDown, 0, 22, 4000, 8) == GgmlType::Q8_0);
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::Output, 0, 22, 4000, 8) == GgmlType::Q8_0);
-  CHECK(tensor_type(mix("q5_k_m"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q5_1);
-  CHECK(tensor_type(mix("q6_k"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q8_0);
-  CHECK(tensor_type(mix("q4_k"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::Q5_0);
-  CHECK(tensor_type(mix("q4_k_m"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F16);
-  CHECK(tensor_type(mix("q4_0"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F16);
-  CHECK(tensor_type(mix("f32"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F32);
+  CHECK(tinyllama_type(q4km, TensorRole::Output, 0) == GgmlType::Q6_K);
+  CHECK(tinyllama_type(q4km, TensorRole::TokenEmbd, 0) == GgmlType::Q4_K);
+  CHECK(tinyllama_type(mix("q5_k_m"), TensorRole::FfnDown, 4) == GgmlType::Q6_K);
+  CHECK(tinyllama_type(mix("q5_k_m"), TensorRole::FfnDown, 5) == GgmlType::Q5_K);
+  CHECK(tinyllama_type(mix("q6_k"), TensorRole::AttnQ, 5) == GgmlType::Q6_K);
+  CHECK(tinyllama_type(mix("q6_k"), TensorRole::Output, 0) == GgmlType::Q6_K);
 }
 
 TEST_CASE("Q3_K_M follows llama.cpp: attn_v Q5_K then Q4_K, attn_output Q4_K, ffn_down Q5_K early", "[engine][weight_mix]") {
@@ -75,18 +78,14 @@ TEST_CASE("Q3_K_M follows llama.cpp: attn_v Q5_K then Q4_K, attn_output Q4_K, ff
   // Q4_K (the Q3_K branch is Falcon's); output Q6_K; everything else Q3_K.
   const WeightMix& q3km = mix("q3_k_m");
   CHECK(q3km.file_type == 12);
-  for (int layer = 0; layer < 22; ++layer) {
-    INFO("layer " << layer);
-    CHECK(tensor_type(q3km, TensorRole::AttnV, layer, 22, 2048, 8) == (layer < 2 ? GgmlType::Q5_K : GgmlType::Q4_K));
-    CHECK(tensor_type(q3km, TensorRole::FfnDown, layer, 22, 5632, 8) == (layer < 1 ? GgmlType::Q5_K : GgmlType::Q4_K));
-    CHECK(tensor_type(q3km, TensorRole::AttnOutput, layer, 22, 2048, 8) == GgmlType::Q4_K);
-    CHECK(tensor_type(q3km, TensorRole::AttnQ, layer, 22, 2048, 8) == GgmlType::Q3_K);
-    CHECK(tensor_type(q3km, TensorRole::AttnK, layer, 22, 2048, 8) == GgmlType::Q3_K);
-    CHECK(tensor_type(q3km, TensorRole::FfnGate, layer, 22, 2048, 8) == GgmlType::Q3_K);
-    CHECK(tensor_type(q3km, TensorRole::FfnUp, layer, 22, 2048, 8) == GgmlType::Q3_K);
+  for (int layer = 0; layer < kLayers; ++layer) {
+    const GgmlType q3 = GgmlType::Q3_K;
+    const GgmlType attn_v = layer < 2 ? GgmlType::Q5_K : GgmlType::Q4_K;
+    const GgmlType ffn_down = layer < 1 ? GgmlType::Q5_K : GgmlType::Q4_K;
+    check_tinyllama_layer(q3km, layer, {q3, q3, attn_v, GgmlType::Q4_K, q3, q3, ffn_down});
   }
-  CHECK(tensor_type(q3km, TensorRole::Output, 0, 22, 2048, 8) == GgmlType::Q6_K);
-  CHECK(tensor_type(q3km, TensorRole::TokenEmbd, 0, 22, 2048, 8) == GgmlType::Q3_K);
+  CHECK(tinyllama_type(q3km, TensorRole::Output, 0) == GgmlType::Q6_K);
+  CHECK(tinyllama_type(q3km, TensorRole::TokenEmbd, 0) == GgmlType::Q3_K);
   // 32 layers: ffn_down of layers 0 and 1 in Q5_K.
   CHECK(tensor_type(q3km, TensorRole::FfnDown, 1, 32, 11008, 1) == GgmlType::Q5_K);
   CHECK(tensor_type(q3km, TensorRole::FfnDown, 2, 32, 11008, 1) == GgmlType::Q4_K);
@@ -95,17 +94,17 @@ TEST_CASE("Q3_K_M follows llama.cpp: attn_v Q5_K then Q4_K, attn_output Q4_K, ff
 TEST_CASE("Q2_K follows llama.cpp: attn_v by GQA, attn_output and ffn_down Q3_K", "[engine][weight_mix]") {
   const WeightMix& q2k = mix("q2_k");
   CHECK(q2k.file_type == 10);
-  CHECK(tensor_type(q2k, TensorRole::AttnV, 3, 22, 2048, 8) == GgmlType::Q4_K);  // GQA 8 >= 4
+  CHECK(tinyllama_type(q2k, TensorRole::AttnV, 3) == GgmlType::Q4_K);  // GQA 8 >= 4
   CHECK(tensor_type(q2k, TensorRole::AttnV, 3, 22, 2048, 4) == GgmlType::Q4_K);
   CHECK(tensor_type(q2k, TensorRole::AttnV, 3, 22, 2048, 2) == GgmlType::Q3_K);
   CHECK(tensor_type(q2k, TensorRole::AttnV, 3, 22, 2048, 1) == GgmlType::Q3_K);
-  CHECK(tensor_type(q2k, TensorRole::AttnOutput, 3, 22, 2048, 8) == GgmlType::Q3_K);
-  CHECK(tensor_type(q2k, TensorRole::FfnDown, 0, 22, 5632, 8) == GgmlType::Q3_K);
-  CHECK(tensor_type(q2k, TensorRole::FfnDown, 21, 22, 5632, 8) == GgmlType::Q3_K);
-  CHECK(tensor_type(q2k, TensorRole::AttnQ, 3, 22, 2048, 8) == GgmlType::Q2_K);
-  CHECK(tensor_type(q2k, TensorRole::FfnUp, 3, 22, 2048, 8) == GgmlType::Q2_K);
-  CHECK(tensor_type(q2k, TensorRole::TokenEmbd, 0, 22, 2048, 8) == GgmlType::Q2_K);
-  CHECK(tensor_type(q2k, TensorRole::Output, 0, 22, 2048, 8) == GgmlType::Q6_K);
+  CHECK(tinyllama_type(q2k, TensorRole::AttnOutput, 3) == GgmlType::Q3_K);
+  CHECK(tinyllama_type(q2k, TensorRole::FfnDown, 0) == GgmlType::Q3_K);
+  CHECK(tinyllama_type(q2k, TensorRole::FfnDown, 21) == GgmlType::Q3_K);
+  CHECK(tinyllama_type(q2k, TensorRole::AttnQ, 3) == GgmlType::Q2_K);
+  CHECK(tinyllama_type(q2k, TensorRole::FfnUp, 3) == GgmlType::Q2_K);
+  CHECK(tinyllama_type(q2k, TensorRole::TokenEmbd, 0) == GgmlType::Q2_K);
+  CHECK(tinyllama_type(q2k, TensorRole::Output, 0) == GgmlType::Q6_K);
 }
 
 TEST_CASE("plain q3_k, iq4_nl and iq4_xs give every 2-D tensor their type", "[engine][weight_mix]") {
@@ -119,11 +118,26 @@ TEST_CASE("plain q3_k, iq4_nl and iq4_xs give every 2-D tensor their type", "[en
   }
 }
 
-TEST_CASE("low-bit rows that do not fill a super-block fall back to IQ4_NL as llama.cpp does", "[engine][weight_mix]") {
-  CHECK(tensor_type(mix("q2_k"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::IQ4_NL);
-  CHECK(tensor_type(mix("q3_k_m"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::IQ4_NL);
-  CHECK(tensor_type(mix("iq4_xs"), TensorRole::AttnQ, 3, 22, 4000, 8) == GgmlType::IQ4_NL);
-  CHECK(tensor_type(mix("q3_k_m"), TensorRole::AttnV, 0, 22, 4000, 8) == GgmlType::Q5_1);
-  CHECK(tensor_type(mix("q2_k"), TensorRole::Output, 0, 22, 4000, 8) == GgmlType::Q8_0);
-  CHECK(tensor_type(mix("iq4_nl"), TensorRole::AttnQ, 3, 22, 100, 8) == GgmlType::F16);
+TEST_CASE("rows that do not fill a super-block fall back as llama.cpp does", "[engine][weight_mix]") {
+  // 4000 values: 125 blocks of 32 but not a multiple of 256; 100 values fit no quantized block.
+  // The low-bit mixes fall back to IQ4_NL where the others take Q5_0 / Q5_1 / Q8_0.
+  const struct {
+    const char* mix;
+    TensorRole role;
+    int layer;
+    int64_t values;
+    GgmlType want;
+  } cases[] = {
+      {"q4_k_m", TensorRole::AttnQ, 3, 4000, GgmlType::Q5_0},    {"q4_k_m", TensorRole::FfnDown, 0, 4000, GgmlType::Q8_0},
+      {"q4_k_m", TensorRole::Output, 0, 4000, GgmlType::Q8_0},   {"q5_k_m", TensorRole::AttnQ, 3, 4000, GgmlType::Q5_1},
+      {"q6_k", TensorRole::AttnQ, 3, 4000, GgmlType::Q8_0},      {"q4_k", TensorRole::AttnQ, 3, 4000, GgmlType::Q5_0},
+      {"q4_k_m", TensorRole::AttnQ, 3, 100, GgmlType::F16},      {"q4_0", TensorRole::AttnQ, 3, 100, GgmlType::F16},
+      {"f32", TensorRole::AttnQ, 3, 100, GgmlType::F32},         {"q2_k", TensorRole::AttnQ, 3, 4000, GgmlType::IQ4_NL},
+      {"q3_k_m", TensorRole::AttnQ, 3, 4000, GgmlType::IQ4_NL},  {"iq4_xs", TensorRole::AttnQ, 3, 4000, GgmlType::IQ4_NL},
+      {"q3_k_m", TensorRole::AttnV, 0, 4000, GgmlType::Q5_1},    {"q2_k", TensorRole::Output, 0, 4000, GgmlType::Q8_0},
+      {"iq4_nl", TensorRole::AttnQ, 3, 100, GgmlType::F16}};
+  for (const auto& c : cases) {
+    INFO(c.mix << " role " << static_cast<int>(c.role) << " layer " << c.layer << " values " << c.values);
+    CHECK(tensor_type(mix(c.mix), c.role, c.layer, kLayers, c.values, 8) == c.want);
+  }
 }

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -14,24 +13,16 @@
 #include "kernels/fp16.h"
 #include "kernels/ggml_types.h"
 #include "kernels/quantize.h"
+#include "tests/kernels/quant_test_support.h"
 #include "tests/kernels/simd_isas.h"
 
 using namespace kvdesk;
+using namespace kvdesk::test;
 
 namespace {
 
-using kvdesk::test::for_each_simd_isa;
-
 constexpr GgmlType kFloatTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16};
 constexpr GgmlType kQuantTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0};
-
-std::vector<float> random_values(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (float& v : x) v = normal(rng);
-  return x;
-}
 
 // rows x n weights of `type`, quantized from normal values with ref::quantize_row.
 std::vector<uint8_t> random_weights(GgmlType type, int64_t rows, int64_t n, uint32_t seed) {
@@ -42,13 +33,6 @@ std::vector<uint8_t> random_weights(GgmlType type, int64_t rows, int64_t n, uint
     ref::quantize_row(type, x.data(), w.data() + row_bytes * static_cast<size_t>(r), n);
   }
   return w;
-}
-
-std::vector<uint8_t> prepared_act(GgmlType type, const std::vector<float>& x) {
-  const int64_t n = static_cast<int64_t>(x.size());
-  std::vector<uint8_t> act(act_row_bytes(type, n));
-  ref::prepare_act_row(type, x.data(), act.data(), n);
-  return act;
 }
 
 struct Nmse {

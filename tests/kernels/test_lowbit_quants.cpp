@@ -1,75 +1,22 @@
 // The low-bit weight formats Q2_K, Q3_K, IQ4_NL and IQ4_XS: hand-built blocks dequantize to
-// values worked out from the ggml layout, rows survive quantize -> dequantize within bounds
-// set by their bits, ref dots equal dequantize-then-multiply, and every SIMD dot matches ref.
+// values worked out from the ggml layout, IQ4_NL's scale search beats the plain scale, and
+// the SIMD dots stay exact on extreme quants. The geometry, round-trip and dot properties they
+// share with the sub-block formats are in test_quant_formats.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "kernels/dot.h"
 #include "kernels/ggml_types.h"
 #include "kernels/quantize.h"
+#include "tests/kernels/quant_test_support.h"
 #include "tests/kernels/simd_isas.h"
 
 using namespace kvdesk;
-
-namespace {
-
-using kvdesk::test::for_each_simd_isa;
-
-constexpr GgmlType kLowBitTypes[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
-
-constexpr uint16_t kHalfOne = 0x3C00;   // 1.0
-constexpr uint16_t kHalfHalf = 0x3800;  // 0.5
-
-std::vector<float> random_values(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (float& v : x) v = normal(rng);
-  return x;
-}
-
-std::vector<uint8_t> quantized(GgmlType type, const std::vector<float>& x) {
-  std::vector<uint8_t> w(ggml_row_bytes(type, static_cast<int64_t>(x.size())));
-  ref::quantize_row(type, x.data(), w.data(), static_cast<int64_t>(x.size()));
-  return w;
-}
-
-std::vector<float> dequantized(GgmlType type, const void* row, int64_t n) {
-  std::vector<float> y(static_cast<size_t>(n));
-  ref::dequantize_row(type, row, y.data(), n);
-  return y;
-}
-
-std::vector<uint8_t> prepared_act(GgmlType type, const std::vector<float>& x) {
-  std::vector<uint8_t> act(act_row_bytes(type, static_cast<int64_t>(x.size())));
-  ref::prepare_act_row(type, x.data(), act.data(), static_cast<int64_t>(x.size()));
-  return act;
-}
-
-// Row lengths with odd block counts: 1, 3 and 129 blocks of 32, or 1, 3 and 17 of 256.
-std::vector<int64_t> sizes_for(GgmlType type) {
-  if (ggml_type_info(type).block_values == kQK_K) return {256, 768, 4352};
-  return {32, 96, 4128};
-}
-
-}  // namespace
-
-TEST_CASE("the low-bit formats are computable with ggml's block geometry", "[kernels][lowbit]") {
-  CHECK(ggml_row_bytes(GgmlType::Q2_K, 512) == 168);
-  CHECK(ggml_row_bytes(GgmlType::Q3_K, 512) == 220);
-  CHECK(ggml_row_bytes(GgmlType::IQ4_NL, 64) == 36);
-  CHECK(ggml_row_bytes(GgmlType::IQ4_XS, 512) == 272);
-  for (GgmlType type : kLowBitTypes) {
-    CHECK(ggml_type_info(type).computable);
-    CHECK(act_format_for(type) == ActFormat::Q8Act);
-  }
-  CHECK(act_row_bytes(GgmlType::Q3_K, 512) == 16 * sizeof(BlockQ8Act));
-}
+using namespace kvdesk::test;
 
 TEST_CASE("a hand-built Q2_K block dequantizes to d * sc * q - dmin * m per 16 values", "[kernels][lowbit]") {
   // d = 1, dmin = 0.5; scales[i] = i | (15 - i) << 4 (sc = i, m = 15 - i); every qs byte 0xE4
@@ -153,32 +100,6 @@ TEST_CASE("a hand-built IQ4_XS block unpacks its 6-bit sub-block scales", "[kern
   CHECK(y[255] == -2241.0f);
 }
 
-TEST_CASE("low-bit quantize then dequantize stays within the format's error", "[kernels][lowbit]") {
-  // Normal values; the bounds leave about 1.5x headroom over what these quantizers reach
-  // (NMSE 0.006 for IQ4_NL / IQ4_XS, 0.022 Q3_K, 0.11 Q2_K with its 4-bit scales and mins).
-  const int64_t n = 4096;
-  const std::vector<float> x = random_values(n, 41);
-  const struct {
-    GgmlType type;
-    double max_nmse;
-    double max_abs;
-  } cases[] = {{GgmlType::Q2_K, 0.16, 1.4}, {GgmlType::Q3_K, 0.033, 0.9},
-               {GgmlType::IQ4_NL, 0.009, 0.35}, {GgmlType::IQ4_XS, 0.009, 0.35}};
-  for (const auto& c : cases) {
-    const std::vector<uint8_t> w = quantized(c.type, x);
-    const std::vector<float> y = dequantized(c.type, w.data(), n);
-    double err = 0.0, ref = 0.0, max_err = 0.0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      err += (double(y[i]) - x[i]) * (double(y[i]) - x[i]);
-      ref += double(x[i]) * x[i];
-      max_err = std::fmax(max_err, std::fabs(double(y[i]) - x[i]));
-    }
-    INFO("type " << ggml_type_info(c.type).name << " nmse " << err / ref << " max " << max_err);
-    CHECK(err / ref < c.max_nmse);
-    CHECK(max_err < c.max_abs);
-  }
-}
-
 TEST_CASE("IQ4_NL's scale search beats the plain extreme / -127 scale", "[kernels][lowbit]") {
   // The candidate at t = 0 is the plain scale, so the fitted block is never worse; on normal
   // values it is strictly better over a row.
@@ -204,72 +125,11 @@ TEST_CASE("IQ4_NL's scale search beats the plain extreme / -127 scale", "[kernel
   CHECK(fitted < plain);
 }
 
-TEST_CASE("all-zero rows quantize to zeros in every low-bit format", "[kernels][lowbit]") {
-  const std::vector<float> zeros(256, 0.0f);
-  for (GgmlType type : kLowBitTypes) {
-    const std::vector<uint8_t> w = quantized(type, zeros);
-    const std::vector<float> y = dequantized(type, w.data(), 256);
-    INFO("type " << ggml_type_info(type).name);
-    CHECK(y == zeros);
-  }
-}
-
-TEST_CASE("ref low-bit dots equal the dot of the dequantized rows", "[kernels][lowbit]") {
-  // ref::vec_dot(w, a) = sum_i deq(w)[i] * a.d * a.qs[i]; checked in double.
-  for (GgmlType type : kLowBitTypes) {
-    for (int64_t n : sizes_for(type)) {
-      const std::vector<uint8_t> w = quantized(type, random_values(n, 51));
-      const std::vector<uint8_t> act = prepared_act(type, random_values(n, 52));
-      const std::vector<float> wf = dequantized(type, w.data(), n);
-      const BlockQ8Act* a = reinterpret_cast<const BlockQ8Act*>(act.data());
-      double want = 0.0;
-      for (int64_t i = 0; i < n; ++i) {
-        want += static_cast<double>(wf[static_cast<size_t>(i)]) * a[i / 32].d * a[i / 32].qs[i % 32];
-      }
-      INFO("type " << ggml_type_info(type).name << " n " << n);
-      CHECK(ref::vec_dot(type, w.data(), act.data(), n) == Approx(want).epsilon(1e-5).margin(1e-6));
-    }
-  }
-}
-
-TEST_CASE("SIMD low-bit dots match ref within 1e-10 NMSE", "[kernels][lowbit]") {
-  for (GgmlType type : kLowBitTypes) {
-    for (int64_t n : sizes_for(type)) {
-      const int64_t rows = 9;
-      const size_t row_bytes = ggml_row_bytes(type, n);
-      std::vector<uint8_t> w;
-      for (int64_t r = 0; r < rows; ++r) {
-        const std::vector<uint8_t> row = quantized(type, random_values(n, 60 + static_cast<uint32_t>(r)));
-        w.insert(w.end(), row.begin(), row.end());
-      }
-      const std::vector<uint8_t> act = prepared_act(type, random_values(n, 70));
-      for_each_simd_isa([&](CpuIsa isa) {
-        double err = 0.0, ref = 0.0;
-        for (int64_t r = 0; r < rows; ++r) {
-          const uint8_t* row = w.data() + row_bytes * static_cast<size_t>(r);
-          const double got = cpu::vec_dot(type, row, act.data(), n);
-          const double want = ref::vec_dot(type, row, act.data(), n);
-          err += (got - want) * (got - want);
-          ref += want * want;
-        }
-        INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name << " n " << n);
-        CHECK(err / ref < 1e-10);
-      });
-    }
-  }
-}
-
 TEST_CASE("SIMD low-bit dots are exact on blocks of extreme quants", "[kernels][lowbit]") {
   // The largest levels (IQ4: -127, 113; Q3_K: -4 and 3; Q2_K: 3) against activations of +-127:
   // the integer sums are as large as they get and must not saturate; unit scales keep every
   // partial sum an integer below 2^24, so any summation order gives the same float.
-  BlockQ8Act a;
-  a.d = 1.0f;
-  a.sum = 0;
-  for (int i = 0; i < 32; ++i) {
-    a.qs[i] = static_cast<int8_t>(i % 3 ? 127 : -127);
-    a.sum += a.qs[i];
-  }
+  const BlockQ8Act a = extreme_act_block();
   const std::vector<BlockQ8Act> acts(8, a);
   BlockIQ4_NL nl;
   nl.d = kHalfOne;

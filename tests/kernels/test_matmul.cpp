@@ -5,13 +5,13 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
 #include <vector>
 
 #include "kernels/dot.h"
 #include "kernels/ggml_types.h"
 #include "kernels/matmul.h"
 #include "kernels/quantize.h"
+#include "tests/kernels/quant_test_support.h"
 #include "tests/kernels/simd_isas.h"
 
 using namespace kvdesk;
@@ -19,15 +19,7 @@ using namespace kvdesk;
 namespace {
 
 using kvdesk::test::for_each_simd_isa;
-
-
-std::vector<float> random_values(size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(count);
-  for (float& v : x) v = normal(rng);
-  return x;
-}
+using kvdesk::test::random_values;
 
 // W[rows][n] of `type` and A[batch][n] prepared for it, from normal values.
 struct Problem {
@@ -42,8 +34,8 @@ struct Problem {
       : type(t), rows(rows_), n(n_), batch(batch_) {
     const size_t w_row = ggml_row_bytes(type, n);
     const size_t a_row = act_row_bytes(type, n);
-    const std::vector<float> w = random_values(static_cast<size_t>(rows * n), 1);
-    const std::vector<float> a = random_values(static_cast<size_t>(batch * n), 2);
+    const std::vector<float> w = random_values(rows * n, 1);
+    const std::vector<float> a = random_values(batch * n, 2);
     weights.resize(w_row * static_cast<size_t>(rows));
     acts.resize(a_row * static_cast<size_t>(batch));
     for (int64_t r = 0; r < rows; ++r) {

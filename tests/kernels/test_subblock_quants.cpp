@@ -1,81 +1,28 @@
 // The sub-block weight formats Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K: hand-built blocks
-// dequantize to values worked out from the ggml layout, rows survive quantize -> dequantize
-// within their step size, ref dots equal dequantize-then-multiply (against the quantized
-// activations exactly, against the float activations within the activation rounding), and
-// every SIMD dot matches ref.
+// dequantize to values worked out from the ggml layout, ref dots stay within the activation
+// rounding of the float dot, and the SIMD dots stay exact on extreme quants. The geometry,
+// round-trip and dot properties they share with the low-bit formats are in
+// test_quant_formats.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "kernels/dot.h"
 #include "kernels/ggml_types.h"
 #include "kernels/quantize.h"
+#include "tests/kernels/quant_test_support.h"
 #include "tests/kernels/simd_isas.h"
 
 using namespace kvdesk;
+using namespace kvdesk::test;
 
 namespace {
 
-using kvdesk::test::for_each_simd_isa;
-
 constexpr GgmlType kSubBlockTypes[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                        GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
-
-constexpr uint16_t kHalfOne = 0x3C00;       // 1.0
-constexpr uint16_t kHalfTwo = 0x4000;       // 2.0
-constexpr uint16_t kHalfHalf = 0x3800;      // 0.5
-constexpr uint16_t kHalfMinusOne = 0xBC00;  // -1.0
-
-std::vector<float> random_values(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (float& v : x) v = normal(rng);
-  return x;
-}
-
-std::vector<uint8_t> quantized(GgmlType type, const std::vector<float>& x) {
-  std::vector<uint8_t> w(ggml_row_bytes(type, static_cast<int64_t>(x.size())));
-  ref::quantize_row(type, x.data(), w.data(), static_cast<int64_t>(x.size()));
-  return w;
-}
-
-std::vector<float> dequantized(GgmlType type, const void* row, int64_t n) {
-  std::vector<float> y(static_cast<size_t>(n));
-  ref::dequantize_row(type, row, y.data(), n);
-  return y;
-}
-
-std::vector<uint8_t> prepared_act(GgmlType type, const std::vector<float>& x) {
-  std::vector<uint8_t> act(act_row_bytes(type, static_cast<int64_t>(x.size())));
-  ref::prepare_act_row(type, x.data(), act.data(), static_cast<int64_t>(x.size()));
-  return act;
-}
-
-// The activation values a prepared row stands for: a.d * a.qs[i] of its BlockQ8Act or BlockQ8K.
-std::vector<double> act_values(GgmlType type, const std::vector<uint8_t>& act, int64_t n) {
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    if (act_format_for(type) == ActFormat::Q8K) {
-      const BlockQ8K& a = reinterpret_cast<const BlockQ8K*>(act.data())[i / kQ8KBlockValues];
-      v[static_cast<size_t>(i)] = static_cast<double>(a.d) * a.qs[i % kQ8KBlockValues];
-    } else {
-      const BlockQ8Act& a = reinterpret_cast<const BlockQ8Act*>(act.data())[i / kQ8ActBlockValues];
-      v[static_cast<size_t>(i)] = static_cast<double>(a.d) * a.qs[i % kQ8ActBlockValues];
-    }
-  }
-  return v;
-}
-
-// Row lengths with odd block counts: 1, 3 and 129 blocks of 32, or 1, 3 and 17 of 256.
-std::vector<int64_t> sizes_for(GgmlType type) {
-  if (ggml_type_info(type).block_values == kQK_K) return {256, 768, 4352};
-  return {32, 96, 4128};
-}
 
 // The Q4_K / Q5_K scales used below: sc = {1, 2, 3, 63, 17, 40, 5, 63},
 // m = {0, 4, 8, 1, 33, 2, 63, 16}, packed by hand:
@@ -85,24 +32,6 @@ std::vector<int64_t> sizes_for(GgmlType type) {
 constexpr uint8_t kKScales[12] = {65, 130, 3, 255, 128, 4, 200, 65, 17, 40, 245, 15};
 
 }  // namespace
-
-TEST_CASE("the sub-block formats are computable with ggml's block geometry", "[kernels][subblock]") {
-  CHECK(ggml_row_bytes(GgmlType::Q4_1, 64) == 40);
-  CHECK(ggml_row_bytes(GgmlType::Q5_0, 64) == 44);
-  CHECK(ggml_row_bytes(GgmlType::Q5_1, 64) == 48);
-  CHECK(ggml_row_bytes(GgmlType::Q4_K, 512) == 288);
-  CHECK(ggml_row_bytes(GgmlType::Q5_K, 512) == 352);
-  CHECK(ggml_row_bytes(GgmlType::Q6_K, 512) == 420);
-  for (GgmlType type : kSubBlockTypes) CHECK(ggml_type_info(type).computable);
-  CHECK(act_format_for(GgmlType::Q4_1) == ActFormat::Q8Act);
-  CHECK(act_format_for(GgmlType::Q5_0) == ActFormat::Q8Act);
-  CHECK(act_format_for(GgmlType::Q5_1) == ActFormat::Q8Act);
-  CHECK(act_format_for(GgmlType::Q4_K) == ActFormat::Q8K);
-  CHECK(act_format_for(GgmlType::Q5_K) == ActFormat::Q8K);
-  CHECK(act_format_for(GgmlType::Q6_K) == ActFormat::Q8K);
-  CHECK(act_row_bytes(GgmlType::Q5_1, 64) == 2 * sizeof(BlockQ8Act));
-  CHECK(act_row_bytes(GgmlType::Q4_K, 512) == 2 * sizeof(BlockQ8K));
-}
 
 TEST_CASE("a hand-built Q4_1 block dequantizes to d * nibble + m", "[kernels][subblock]") {
   // d = 1, m = -1; qs[i] = i | (15 - i) << 4: value i = i - 1, value i + 16 = 14 - i.
@@ -213,56 +142,6 @@ TEST_CASE("a hand-built Q6_K block combines ql, qh and 16 int8 scales", "[kernel
   CHECK(y[255] == -144.0f); // scales[15] = -16, 18
 }
 
-TEST_CASE("quantize then dequantize stays within the format's step size", "[kernels][subblock]") {
-  // Normal values: NMSE about step^2 / 12 over the value spread; bounds leave 2x headroom.
-  const int64_t n = 4096;
-  const std::vector<float> x = random_values(n, 41);
-  const struct {
-    GgmlType type;
-    double max_nmse;
-  } cases[] = {{GgmlType::Q4_1, 0.02},  {GgmlType::Q5_0, 0.006}, {GgmlType::Q5_1, 0.005},
-               {GgmlType::Q4_K, 0.025}, {GgmlType::Q5_K, 0.006}, {GgmlType::Q6_K, 0.0015}};
-  for (const auto& c : cases) {
-    const std::vector<uint8_t> w = quantized(c.type, x);
-    const std::vector<float> y = dequantized(c.type, w.data(), n);
-    double err = 0.0, ref = 0.0, max_err = 0.0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      err += (double(y[i]) - x[i]) * (double(y[i]) - x[i]);
-      ref += double(x[i]) * x[i];
-      max_err = std::fmax(max_err, std::fabs(double(y[i]) - x[i]));
-    }
-    INFO("type " << ggml_type_info(c.type).name << " nmse " << err / ref << " max " << max_err);
-    CHECK(err / ref < c.max_nmse);
-    CHECK(max_err < 0.5);  // values span about +-4; one 4-bit step is under 0.6
-  }
-}
-
-TEST_CASE("all-zero rows quantize to zeros in every sub-block format", "[kernels][subblock]") {
-  const std::vector<float> zeros(256, 0.0f);
-  for (GgmlType type : kSubBlockTypes) {
-    const std::vector<uint8_t> w = quantized(type, zeros);
-    const std::vector<float> y = dequantized(type, w.data(), 256);
-    INFO("type " << ggml_type_info(type).name);
-    CHECK(y == zeros);
-  }
-}
-
-TEST_CASE("ref sub-block dots equal the dot of the dequantized rows", "[kernels][subblock]") {
-  // ref::vec_dot(w, a) = sum_i deq(w)[i] * a.d * a.qs[i]; checked in double.
-  for (GgmlType type : kSubBlockTypes) {
-    for (int64_t n : sizes_for(type)) {
-      const std::vector<uint8_t> w = quantized(type, random_values(n, 51));
-      const std::vector<uint8_t> act = prepared_act(type, random_values(n, 52));
-      const std::vector<float> wf = dequantized(type, w.data(), n);
-      const std::vector<double> a = act_values(type, act, n);
-      double want = 0.0;
-      for (size_t i = 0; i < a.size(); ++i) want += wf[i] * a[i];
-      INFO("type " << ggml_type_info(type).name << " n " << n);
-      CHECK(ref::vec_dot(type, w.data(), act.data(), n) == Approx(want).epsilon(1e-5).margin(1e-6));
-    }
-  }
-}
-
 TEST_CASE("ref sub-block dots stay within the activation rounding of the float dot", "[kernels][subblock]") {
   // Each activation is rounded to the nearest multiple of its block's d, so against the float
   // activations x the dot is off by at most sum_i |deq(w)[i]| * d_i / 2 (plus float noise).
@@ -292,33 +171,6 @@ TEST_CASE("ref sub-block dots stay within the activation rounding of the float d
   }
 }
 
-TEST_CASE("SIMD sub-block dots match ref within 1e-10 NMSE", "[kernels][subblock]") {
-  for (GgmlType type : kSubBlockTypes) {
-    for (int64_t n : sizes_for(type)) {
-      const int64_t rows = 9;
-      const size_t row_bytes = ggml_row_bytes(type, n);
-      std::vector<uint8_t> w;
-      for (int64_t r = 0; r < rows; ++r) {
-        const std::vector<uint8_t> row = quantized(type, random_values(n, 60 + static_cast<uint32_t>(r)));
-        w.insert(w.end(), row.begin(), row.end());
-      }
-      const std::vector<uint8_t> act = prepared_act(type, random_values(n, 70));
-      for_each_simd_isa([&](CpuIsa isa) {
-        double err = 0.0, ref = 0.0;
-        for (int64_t r = 0; r < rows; ++r) {
-          const uint8_t* row = w.data() + row_bytes * static_cast<size_t>(r);
-          const double got = cpu::vec_dot(type, row, act.data(), n);
-          const double want = ref::vec_dot(type, row, act.data(), n);
-          err += (got - want) * (got - want);
-          ref += want * want;
-        }
-        INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name << " n " << n);
-        CHECK(err / ref < 1e-10);
-      });
-    }
-  }
-}
-
 TEST_CASE("SIMD sub-block dots are exact on one block of extreme quants", "[kernels][subblock]") {
   // Every quant at its top (all nibbles and high bits set) against activations of +-127: the
   // integer sums are as large as they get and must not saturate; one block (one scale for
@@ -332,13 +184,7 @@ TEST_CASE("SIMD sub-block dots are exact on one block of extreme quants", "[kern
   std::memset(&q5_1, 0xFF, sizeof(q5_1));
   q4_1.d = q5_0.d = q5_1.d = kHalfOne;
   q4_1.m = q5_1.m = kHalfHalf;
-  BlockQ8Act a;
-  a.d = 1.0f;
-  a.sum = 0;
-  for (int i = 0; i < 32; ++i) {
-    a.qs[i] = static_cast<int8_t>(i % 3 ? 127 : -127);
-    a.sum += a.qs[i];
-  }
+  const BlockQ8Act a = extreme_act_block();
   for_each_simd_isa([&](CpuIsa isa) {
     INFO("isa " << cpu_isa_name(isa));
     CHECK(cpu::vec_dot(GgmlType::Q4_1, &q4_1, &a, 32) == ref::vec_dot(GgmlType::Q4_1, &q4_1, &a, 32));

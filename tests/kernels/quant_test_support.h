@@ -1,0 +1,71 @@
+// Row builders the quantized-format kernel tests share: normal random values, and rows
+// quantized, dequantized or prepared as activations with the ref:: kernels, so every test
+// compares against the same scalar truth.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/dot.h"
+#include "kernels/ggml_types.h"
+#include "kernels/quantize.h"
+
+namespace kvdesk::test {
+
+constexpr uint16_t kHalfOne = 0x3C00;       // 1.0
+constexpr uint16_t kHalfTwo = 0x4000;       // 2.0
+constexpr uint16_t kHalfHalf = 0x3800;      // 0.5
+constexpr uint16_t kHalfMinusOne = 0xBC00;  // -1.0
+
+// [n] values drawn from N(0, 1), the same for the same seed.
+inline std::vector<float> random_values(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+// One row of `type` holding x, from ref::quantize_row.
+inline std::vector<uint8_t> quantized(GgmlType type, const std::vector<float>& x) {
+  std::vector<uint8_t> w(ggml_row_bytes(type, static_cast<int64_t>(x.size())));
+  ref::quantize_row(type, x.data(), w.data(), static_cast<int64_t>(x.size()));
+  return w;
+}
+
+// [n] floats of a row of `type`, from ref::dequantize_row.
+inline std::vector<float> dequantized(GgmlType type, const void* row, int64_t n) {
+  std::vector<float> y(static_cast<size_t>(n));
+  ref::dequantize_row(type, row, y.data(), n);
+  return y;
+}
+
+// x as the activation row a dot against `type` weights reads, from ref::prepare_act_row.
+inline std::vector<uint8_t> prepared_act(GgmlType type, const std::vector<float>& x) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> act(act_row_bytes(type, n));
+  ref::prepare_act_row(type, x.data(), act.data(), n);
+  return act;
+}
+
+// Row lengths with odd block counts: 1, 3 and 129 blocks of 32, or 1, 3 and 17 of 256.
+inline std::vector<int64_t> sizes_for(GgmlType type) {
+  if (ggml_type_info(type).block_values == kQK_K) return {256, 768, 4352};
+  return {32, 96, 4128};
+}
+
+// An act block of unit scale and quants -127, 127, 127, -127, ... (-127 at every third value):
+// the largest integer sums a dot against it can reach.
+inline BlockQ8Act extreme_act_block() {
+  BlockQ8Act a;
+  a.d = 1.0f;
+  a.sum = 0;
+  for (int i = 0; i < kQ8ActBlockValues; ++i) {
+    a.qs[i] = static_cast<int8_t>(i % 3 ? 127 : -127);
+    a.sum += a.qs[i];
+  }
+  return a;
+}
+
+}  // namespace kvdesk::test
