@@ -164,30 +164,17 @@ constexpr StepIndex kIndex;
 
 ALWAYS_INLINE __m512i load_index(const void* p) { return _mm512_load_si512(p); }
 
-// Q4_K / Q5_K super-block scales: the unpacked scale bytes (step scales are picked from there),
-// and the float mins lined up with the act's min_sums.
-struct KAffine {
-  __m512i scales;  // [64] the 16 KScaleMinBytes in every 128-bit lane
-  __m512 d;        // [16] fp16(d)
-  __m512 mins;     // [16] lane k_min_byte(s): fp16(dmin) * m[s]; the sc lanes meet zero min_sums
-};
-
+// Q4_K / Q5_K super-block scales: [64] the 16 KScaleMinBytes in every 128-bit lane (step scales
+// are picked from there, the mins at the end). Only these live through the super-block's steps;
+// d and dmin are read after them (k_affine_terms), which keeps a 4-row decode tile in registers.
 template <class Block>
-ALWAYS_INLINE KAffine k_affine(const Block& b) {
+ALWAYS_INLINE __m512i k_affine_scales(const Block& b) {
   const KScaleMinBytes sm = k_scale_min_bytes(b.scales);
-  const __m128i bytes = _mm_set_epi64x(static_cast<int64_t>(sm.high), static_cast<int64_t>(sm.low));
-  // d and dmin are adjacent halves: one conversion for both
-  uint32_t d_dmin;
-  static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2);
-  std::memcpy(&d_dmin, &b.d, sizeof(d_dmin));
-  const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));
-  const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
-  return KAffine{_mm512_broadcast_i32x4(bytes), _mm512_broadcastss_ps(both),
-                 _mm512_mul_ps(m, _mm512_broadcastss_ps(_mm_movehdup_ps(both)))};
+  return _mm512_broadcast_i32x4(_mm_set_epi64x(static_cast<int64_t>(sm.high), static_cast<int64_t>(sm.low)));
 }
 
-ALWAYS_INLINE __m512i k_affine_scale(const KAffine& k, int h) {
-  return _mm512_shuffle_epi8(k.scales, load_index(kIndex.affine_scale[h]));
+ALWAYS_INLINE __m512i k_affine_scale(__m512i scales, int h) {
+  return _mm512_shuffle_epi8(scales, load_index(kIndex.affine_scale[h]));
 }
 
 // The act side of the once-per-super-block part, loaded once per act.
@@ -202,7 +189,24 @@ ALWAYS_INLINE KActTerms act_terms(const KActSuper& a) {
                    stream_load(&a.bsums)};
 }
 
-ALWAYS_INLINE void k_affine_finish(const KAffine& k, __m512i iacc, const KActTerms& a, __m512& acc) {
+// Q4_K / Q5_K factors of the once-per-super-block part, read after the steps.
+struct KAffineTerms {
+  __m512 d;     // [16] fp16(d)
+  __m512 mins;  // [16] lane k_min_byte(s): fp16(dmin) * m[s]; the sc lanes meet zero min_sums
+};
+
+template <class Block>
+ALWAYS_INLINE KAffineTerms k_affine_terms(const Block& b, __m512i scales) {
+  // d and dmin are adjacent halves: one conversion for both
+  uint32_t d_dmin;
+  static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2);
+  std::memcpy(&d_dmin, &b.d, sizeof(d_dmin));
+  const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));
+  const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(scales)));
+  return KAffineTerms{_mm512_broadcastss_ps(both), _mm512_mul_ps(m, _mm512_broadcastss_ps(_mm_movehdup_ps(both)))};
+}
+
+ALWAYS_INLINE void k_affine_finish(const KAffineTerms& k, __m512i iacc, const KActTerms& a, __m512& acc) {
   acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc), _mm512_mul_ps(k.d, a.d), acc);
   acc = _mm512_fnmadd_ps(k.mins, a.min_sums, acc);
 }
@@ -214,18 +218,21 @@ ALWAYS_INLINE __m512i k_nibbles(const uint8_t* qs, int q) {
   return _mm512_and_si512(q % 2 == 0 ? bytes : _mm512_srli_epi16(bytes, 4), _mm512_set1_epi8(15));
 }
 
-// F::Block, F::kPairs; F::Decoded F::decode(const Block&) once per super-block and row;
-// F::quants(block, decoded, q) -> [64] u8 of step q; F::scale(decoded, h) -> [32] int16 scale
-// of each word of half h; F::finish(decoded, iacc, act terms, acc) the once-per-super-block part.
+// F::Block, F::kPairs; F::Decoded F::decode(const Block&) once per super-block and row, live
+// through the steps; F::quants(block, decoded, q) -> [64] u8 of step q; F::scale(decoded, h) ->
+// [32] int16 scale of each word of half h; then F::Terms F::terms(block, decoded) once per row
+// and F::finish(terms, iacc, act terms, acc) the once-per-super-block part.
 struct Q4_KFormat {
   using Block = BlockQ4_K;
   static constexpr StepPairs kPairs = kNibblePairs;
-  using Decoded = KAffine;
-  ALWAYS_INLINE static Decoded decode(const Block& b) { return k_affine(b); }
+  using Decoded = __m512i;  // k_affine_scales
+  ALWAYS_INLINE static Decoded decode(const Block& b) { return k_affine_scales(b); }
   ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded&, int q) { return k_nibbles(b.qs, q); }
   ALWAYS_INLINE static __m512i scale(const Decoded& d, int h) { return k_affine_scale(d, h); }
-  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
-    k_affine_finish(d, iacc, a, acc);
+  using Terms = KAffineTerms;
+  ALWAYS_INLINE static Terms terms(const Block& b, const Decoded& d) { return k_affine_terms(b, d); }
+  ALWAYS_INLINE static void finish(const Terms& k, __m512i iacc, const KActTerms& a, __m512& acc) {
+    k_affine_finish(k, iacc, a, acc);
   }
 };
 
@@ -233,34 +240,31 @@ struct Q5_KFormat {
   using Block = BlockQ5_K;
   static constexpr StepPairs kPairs = kNibblePairs;
   struct Decoded {
-    KAffine affine;
-    __m512i qh;  // [64] qh[0..31] in both halves
+    __m512i scales;  // k_affine_scales
+    __m512i qh;      // [64] qh[0..31] in both halves
   };
-  ALWAYS_INLINE static Decoded decode(const Block& b) { return Decoded{k_affine(b), broadcast_256(b.qh)}; }
+  ALWAYS_INLINE static Decoded decode(const Block& b) { return Decoded{k_affine_scales(b), broadcast_256(b.qh)}; }
   // 5th bit of value 32s + l is bit s of qh[l]: bit lo[q] in the low half, hi[q] in the high half
   ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded& d, int q) {
     const __m512i shift = load_index(kIndex.q5_shift[q]);
     const __m512i high = q < 2 ? _mm512_sllv_epi16(d.qh, shift) : _mm512_srlv_epi16(d.qh, shift);
     return _mm512_ternarylogic_epi32(k_nibbles(b.qs, q), high, _mm512_set1_epi8(0x10), 0xF8);  // a | (b & 0x10)
   }
-  ALWAYS_INLINE static __m512i scale(const Decoded& d, int h) { return k_affine_scale(d.affine, h); }
-  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
-    k_affine_finish(d.affine, iacc, a, acc);
+  ALWAYS_INLINE static __m512i scale(const Decoded& d, int h) { return k_affine_scale(d.scales, h); }
+  using Terms = KAffineTerms;
+  ALWAYS_INLINE static Terms terms(const Block& b, const Decoded& d) { return k_affine_terms(b, d.scales); }
+  ALWAYS_INLINE static void finish(const Terms& k, __m512i iacc, const KActTerms& a, __m512& acc) {
+    k_affine_finish(k, iacc, a, acc);
   }
 };
 
 struct Q6_KFormat {
   using Block = BlockQ6_K;
   static constexpr StepPairs kPairs = kConsecutivePairs;
-  struct Decoded {
-    __m512i scales;  // [64] s8 scales[0..15] in every 128-bit lane
-    __m512i offset;  // [32] int16 -32 * scales[0..15], then zeros
-    __m512 d;        // [16] fp16(d)
-  };
+  // Only the scales live through the steps; the offset and d are read after them (terms).
+  using Decoded = __m512i;  // [64] s8 scales[0..15] in every 128-bit lane
   ALWAYS_INLINE static Decoded decode(const Block& b) {
-    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-    const __m256i offset = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(sc), _mm256_set1_epi16(-32));
-    return Decoded{_mm512_broadcast_i32x4(sc), _mm512_zextsi256_si512(offset), _mm512_set1_ps(_cvtsh_ss(b.d))};
+    return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
   }
   // Step q = values 64q..64q+63 = half h = q / 2, quarters k = 2 (q % 2) and k + 1: low 4 bits
   // from ql[64h .. 64h + 63] (low nibbles for even q, high for odd), high 2 bits from
@@ -275,11 +279,19 @@ struct Q6_KFormat {
     return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & 0x30)
   }
   ALWAYS_INLINE static __m512i scale(const Decoded& d, int h) {
-    return _mm512_srai_epi16(_mm512_shuffle_epi8(d.scales, load_index(kIndex.q6_scale[h])), 8);
+    return _mm512_srai_epi16(_mm512_shuffle_epi8(d, load_index(kIndex.q6_scale[h])), 8);
   }
-  ALWAYS_INLINE static void finish(const Decoded& d, __m512i iacc, const KActTerms& a, __m512& acc) {
-    const __m512i unbiased = _mm512_dpwssd_epi32(iacc, a.bsums, d.offset);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(unbiased), _mm512_mul_ps(d.d, a.d), acc);
+  struct Terms {
+    __m512i offset;  // [32] int16 -32 * scales[0..15], then zeros
+    __m512 d;        // [16] fp16(d)
+  };
+  ALWAYS_INLINE static Terms terms(const Block& b, const Decoded& d) {
+    const __m256i offset = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm512_castsi512_si128(d)), _mm256_set1_epi16(-32));
+    return Terms{_mm512_zextsi256_si512(offset), _mm512_set1_ps(_cvtsh_ss(b.d))};
+  }
+  ALWAYS_INLINE static void finish(const Terms& k, __m512i iacc, const KActTerms& a, __m512& acc) {
+    const __m512i unbiased = _mm512_dpwssd_epi32(iacc, a.bsums, k.offset);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(unbiased), _mm512_mul_ps(k.d, a.d), acc);
   }
 };
 
@@ -321,11 +333,14 @@ ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
       }
     }
   }
+  typename F::Terms terms[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) terms[r] = F::terms(*blocks[r], dec[r]);
 #pragma GCC unroll 16
   for (int c = 0; c < C; ++c) {
     const KActTerms a = act_terms(row_at<KActSuper>(t.a, t.a_stride, c)[j]);
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) F::finish(dec[r], iacc[r][c], a, acc[r][c]);
+    for (int r = 0; r < R; ++r) F::finish(terms[r], iacc[r][c], a, acc[r][c]);
   }
 }
 
