@@ -18,6 +18,7 @@
 #include "kernels/cuda/device.h"
 #include "kernels/kv_quant.h"
 #include "tests/gpu/device_buffer.h"
+#include "tests/gpu/device_timer.h"
 
 using namespace kvdesk;
 using gpu_test::DeviceBuffer;
@@ -67,21 +68,9 @@ Result time_attention(KvType type, int32_t ctx, int32_t num_seqs, int multiproce
   DeviceBuffer<float> work(size_t(cuda::attention_workspace_floats(plan, num_seqs, kHeads, kHeadDim)));
   const AttentionArgs args{q.get(), kHeads, 0.088f, out.get(), work.get()};
 
-  for (int i = 0; i < kWarmup; ++i) cuda::paged_attention(layer, d_seqs.get(), num_seqs, ctx, args, plan);
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  cudaEventRecord(start);
-  for (int i = 0; i < kRuns; ++i) cuda::paged_attention(layer, d_seqs.get(), num_seqs, ctx, args, plan);
-  cudaEventRecord(stop);
-  cudaEventSynchronize(stop);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  gpu_test::synchronize();
-
-  const double per_call = double(ms) / kRuns;
+  const auto launch = [&] { cuda::paged_attention(layer, d_seqs.get(), num_seqs, ctx, args, plan); };
+  for (int i = 0; i < kWarmup; ++i) launch();
+  const double per_call = gpu_test::device_ms_per_call(kRuns, launch);
   const double bytes = double(num_seqs) * ctx * kKvHeads * double(2 * row);
   return Result{per_call, bytes / (per_call * 1e-3) / 1e9};
 }

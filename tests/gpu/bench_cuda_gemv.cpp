@@ -15,6 +15,7 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device.h"
 #include "tests/gpu/device_buffer.h"
+#include "tests/gpu/device_timer.h"
 
 using namespace kvdesk;
 using gpu_test::DeviceBuffer;
@@ -29,20 +30,9 @@ double time_gemv(GgmlType type, int32_t rows, int32_t n, int32_t batch) {
   cudaMemset(w.get(), 0x3C, w.size());
   DeviceBuffer<float> x(std::vector<float>(size_t(batch) * n, 0.01f));
   DeviceBuffer<float> y(size_t(batch) * rows);
-  for (int i = 0; i < kWarmup; ++i) cuda::gemv(type, w.get(), rows, n, x.get(), batch, y.get());
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  cudaEventRecord(start);
-  for (int i = 0; i < kRuns; ++i) cuda::gemv(type, w.get(), rows, n, x.get(), batch, y.get());
-  cudaEventRecord(stop);
-  cudaEventSynchronize(stop);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  gpu_test::synchronize();
-  return double(ms) / kRuns;
+  const auto launch = [&] { cuda::gemv(type, w.get(), rows, n, x.get(), batch, y.get()); };
+  for (int i = 0; i < kWarmup; ++i) launch();
+  return gpu_test::device_ms_per_call(kRuns, launch);
 }
 
 }  // namespace

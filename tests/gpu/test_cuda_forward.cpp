@@ -17,8 +17,10 @@
 #include "engine/model.h"
 #include "engine/random_model.h"
 #include "engine/thread_pool.h"
+#include "tests/gpu/gpu_test_support.h"
 
 using namespace kvdesk;
+using gpu_test::nmse;
 
 namespace {
 
@@ -49,17 +51,6 @@ GenerateResult greedy(Model& model, ForwardBackend& backend, KvType type, const 
 std::vector<float> all_logits(Model& model, ForwardBackend& backend, KvType type, const std::vector<int32_t>& tokens) {
   std::unique_ptr<KvCache> kv = make_kv(model, backend, type);
   return Generator(model, *kv, backend).prompt_logits(tokens);
-}
-
-// sum (a - b)^2 / sum b^2 over one row.
-double nmse(const float* a, const float* b, int32_t n) {
-  double err = 0;
-  double ref = 0;
-  for (int32_t i = 0; i < n; ++i) {
-    err += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
-    ref += double(b[i]) * double(b[i]);
-  }
-  return ref > 0 ? err / ref : err;
 }
 
 // Next-token logits of both backends at every position of tokens: [tokens][vocab] each.

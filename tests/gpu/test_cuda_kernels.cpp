@@ -23,8 +23,10 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/kv_quant.h"
 #include "tests/gpu/device_buffer.h"
+#include "tests/gpu/gpu_test_support.h"
 
 using namespace kvdesk;
+using gpu_test::nmse;
 using gpu_test::DeviceBuffer;
 
 namespace {
@@ -123,15 +125,6 @@ class PagedBatch {
   PagedKvLayer layer_;
   std::vector<uint8_t> k_store_, v_store_;
 };
-
-double nmse(const std::vector<float>& got, const std::vector<float>& want) {
-  double err = 0, ref = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    ref += double(want[i]) * want[i];
-  }
-  return err / ref;
-}
 
 // Rows that exercise the quantizers' edge rules: zeros, +-ties for the int4 maximum, values whose
 // scales are subnormal or huge, and a NaN.

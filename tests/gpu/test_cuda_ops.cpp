@@ -16,32 +16,14 @@
 #include "kernels/ops.h"
 #include "kernels/quantize.h"
 #include "tests/gpu/device_buffer.h"
+#include "tests/gpu/gpu_test_support.h"
 
 using namespace kvdesk;
+using gpu_test::nmse;
+using gpu_test::normal_values;
 using gpu_test::DeviceBuffer;
 
 namespace {
-
-constexpr GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                                     GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
-
-std::vector<float> normal_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> x(n);
-  for (float& e : x) e = normal(rng);
-  return x;
-}
-
-double nmse(const std::vector<float>& got, const std::vector<float>& want) {
-  double err = 0, ref = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    ref += double(want[i]) * want[i];
-  }
-  return err / ref;
-}
 
 // A [rows][n] weight matrix of `type` quantized by the CPU, and its rows dequantized.
 struct Weights {
@@ -125,10 +107,10 @@ TEST_CASE("CUDA swiglu and the residual add equal ops::", "[cuda][ops]") {
   CHECK(d_y.download() == want_y);   // one IEEE add per value: exact
 }
 
-TEST_CASE("CUDA embedding rows equal ref::dequantize_row for every computable type", "[cuda][ops]") {
+TEST_CASE("CUDA embedding rows equal ref::dequantize_row for every weight type the CUDA kernels decode", "[cuda][ops]") {
   const int32_t vocab = 50, n = 512;
   const std::vector<int32_t> tokens = {0, 49, 7, 7, 23};
-  for (GgmlType type : kWeightTypes) {
+  for (GgmlType type : gpu_test::kCudaWeightTypes) {
     const Weights table = make_weights(type, vocab, n, 5);
     std::vector<float> want;
     for (int32_t t : tokens) want.insert(want.end(), table.values.begin() + long(t) * n, table.values.begin() + long(t + 1) * n);
@@ -142,8 +124,8 @@ TEST_CASE("CUDA embedding rows equal ref::dequantize_row for every computable ty
   }
 }
 
-TEST_CASE("CUDA GEMV equals dequantized rows dotted in double for every computable type and batch", "[cuda][ops][gemv]") {
-  for (GgmlType type : kWeightTypes) {
+TEST_CASE("CUDA GEMV equals dequantized rows dotted in double for every weight type the CUDA kernels decode and batch", "[cuda][ops][gemv]") {
+  for (GgmlType type : gpu_test::kCudaWeightTypes) {
     for (auto [rows, n] : {std::pair{37, 256}, std::pair{515, 2048}, std::pair{96, 5632}}) {
       const Weights w = make_weights(type, rows, n, uint32_t(rows));
       DeviceBuffer<uint8_t> d_w(w.bytes);

@@ -14,18 +14,12 @@
 #include "engine/sampler.h"
 #include "kernels/cuda/row_ops.cuh"
 #include "kernels/ops.h"
+#include "tests/gpu/gpu_test_support.h"
 
 using namespace kvdesk;
+using gpu_test::normal_values;
 
 namespace {
-
-std::vector<float> normal_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> x(n);
-  for (float& e : x) e = normal(rng);
-  return x;
-}
 
 // What rope_kernel does for one head: every pair from its own theta.
 void rope_head_like_kernel(float* head, int32_t position, const ops::RopeParams& p) {

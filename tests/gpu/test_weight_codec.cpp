@@ -10,14 +10,11 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/weight_codec.cuh"
 #include "kernels/quantize.h"
+#include "tests/gpu/gpu_test_support.h"
 
 using namespace kvdesk;
 
 namespace {
-
-constexpr GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                                     GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 // Normal values with a few large ones, so scales and mins of every size show up.
 std::vector<float> random_row(int64_t n, uint32_t seed) {
@@ -30,8 +27,8 @@ std::vector<float> random_row(int64_t n, uint32_t seed) {
 
 }  // namespace
 
-TEST_CASE("CUDA weight decode8 equals ref::dequantize_row for every computable type", "[cuda_codec][weights]") {
-  for (GgmlType type : kWeightTypes) {
+TEST_CASE("CUDA weight decode8 equals ref::dequantize_row for every weight type the CUDA kernels decode", "[cuda_codec][weights]") {
+  for (GgmlType type : gpu_test::kCudaWeightTypes) {
     INFO(ggml_type_info(type).name);
     CHECK(cuda::weight_type_supported(type));
     for (uint32_t seed : {1u, 2u, 3u}) {
