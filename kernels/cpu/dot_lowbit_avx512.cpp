@@ -182,8 +182,14 @@ struct StepAct {
 };
 static_assert(sizeof(StepAct<1>) % 64 == 0 && sizeof(StepAct<2>) % 64 == 0);
 
+// A function-local thread_local rather than a thread_local variable template: GCC 12 does not
+// run the destructors of a variable template's thread_local instances at thread exit (ASan saw
+// every worker thread's panel leak).
 template <int kParts>
-thread_local PackScratch<StepAct<kParts>> step_scratch;
+PackScratch<StepAct<kParts>>& step_scratch() {
+  thread_local PackScratch<StepAct<kParts>> scratch;
+  return scratch;
+}
 
 // 16 bytes at p into 128-bit lane kLane of v
 template <int kLane>
@@ -219,7 +225,7 @@ template <class F>
 ActPanel pack_step_acts(const MatmulArgs& args, size_t a_stride, int64_t first, int count) {
   constexpr int kStepBlocks = 2 * F::kParts;
   const int64_t steps = args.n / (32 * kStepBlocks);
-  StepAct<F::kParts>* out = step_scratch<F::kParts>.get(static_cast<size_t>(steps * count));
+  StepAct<F::kParts>* out = step_scratch<F::kParts>().get(static_cast<size_t>(steps * count));
   const char* acts = static_cast<const char*>(args.acts) + static_cast<size_t>(first) * a_stride;
   for (int c = 0; c < count; ++c) {
     const BlockQ8Act* a = row_at<BlockQ8Act>(acts, a_stride, c);
