@@ -1,12 +1,7 @@
 // AVX-512 paged attention: the shared driver (attention_driver.h) over 16-float vectors, with
 // every KV type widened to f32 in registers (fp8 through vcvtph2ps). Built with AVX-512 flags,
 // reached only through cpu::paged_attention after the CPU check.
-// GCC 12's AVX-512 intrinsics trip -Wuninitialized once inlined (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/cpu/simd_prelude.h"
 
 #include "kernels/cpu/attention_driver.h"
 #include "kernels/cpu/attention_isa.h"
