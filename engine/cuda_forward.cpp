@@ -358,12 +358,7 @@ void CudaForward::run_chunk(const Step& step, int32_t first, int32_t n, KvCache&
   args.out = att;
   args.scratch = floats(b.workspace);
   args.numerics = AttentionNumerics::Exact;
-  ops::RopeParams rope;
-  rope.n_rot = c.rope_dimension_count;
-  rope.freq_base = c.rope_freq_base;
-  rope.freq_scale = c.rope_freq_scale;
-  rope.freq_factors = weights_.rope_freqs;
-  rope.mode = c.rope_mode;
+  const ops::RopeParams rope = rope_params(c, weights_.rope_freqs);
 
   // 1. Token embeddings.
   cuda::embedding_rows(weights_.token_embd.type, weights_.token_embd.data, D, step.tokens + first, n, x);

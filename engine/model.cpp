@@ -136,16 +136,6 @@ void add_bias(float* y, const float* bias, int64_t T, int64_t n) {
   for (int64_t t = 0; t < T; ++t) ops::add_in_place(y + t * n, bias, n);
 }
 
-ops::RopeParams rope_params(const ModelConfig& c, const ModelWeights& w) {
-  ops::RopeParams p;
-  p.n_rot = c.rope_dimension_count;
-  p.freq_base = c.rope_freq_base;
-  p.freq_scale = c.rope_freq_scale;
-  p.freq_factors = w.rope_freqs;
-  p.mode = c.rope_mode;
-  return p;
-}
-
 // After a layer's attention: each observed token's weights into its sequence's scores, in
 // batch order (one thread; tokens of one sequence add to the same rows).
 void add_observed_attention(const ObservedAttention& observed, const ForwardBatch& batch, const KvCache& kv,
@@ -214,7 +204,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
   grow(s.q, T * QD); grow(s.att, T * QD); grow(s.k, T * KVD); grow(s.v, T * KVD);
   grow(s.gate, T * F); grow(s.up, T * F);
   grow(s.rope_cos_sin, c.rope_dimension_count);
-  const ops::RopeParams rope = rope_params(c, w);
+  const ops::RopeParams rope = rope_params(c, w.rope_freqs);
   const int64_t attn_floats = attention_scratch_floats(c.head_count / c.head_count_kv, HD);
   grow(s.attn_scratch, attn_floats * pool.num_threads());
   const ObservedAttention observed = observed_attention(batch, kv, c.head_count);

@@ -100,4 +100,14 @@ ModelConfig read_model_config(const GgufFile& file) {
   return c;
 }
 
+ops::RopeParams rope_params(const ModelConfig& c, const float* freq_factors) {
+  ops::RopeParams p;
+  p.n_rot = c.rope_dimension_count;
+  p.freq_base = c.rope_freq_base;
+  p.freq_scale = c.rope_freq_scale;
+  p.freq_factors = freq_factors;
+  p.mode = c.rope_mode;
+  return p;
+}
+
 }  // namespace kvdesk

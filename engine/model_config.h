@@ -39,4 +39,8 @@ struct ModelConfig {
 // together with the supported ones.
 ModelConfig read_model_config(const GgufFile& file);
 
+// The RoPE settings of c, with freq_factors ([rope_dimension_count / 2] or null) wherever the
+// caller keeps the rope_freqs tensor (host memory for the CPU, device memory for CUDA).
+ops::RopeParams rope_params(const ModelConfig& c, const float* freq_factors);
+
 }  // namespace kvdesk

@@ -159,16 +159,11 @@ void add_figure(Report& r, const BenchOptions& o, const Samples& samples, const 
   r.plots.push_back(plot);
 }
 
-std::vector<double> triad_of(const std::vector<Bandwidth>& runs) {
+// One figure (triad or read) of every run, summarized.
+Stats bandwidth_stats(const std::vector<Bandwidth>& runs, double Bandwidth::*figure) {
   std::vector<double> v;
-  for (const Bandwidth& b : runs) v.push_back(b.triad_gb_s);
-  return v;
-}
-
-std::vector<double> read_of(const std::vector<Bandwidth>& runs) {
-  std::vector<double> v;
-  for (const Bandwidth& b : runs) v.push_back(b.read_gb_s);
-  return v;
+  for (const Bandwidth& b : runs) v.push_back(b.*figure);
+  return summarize(v);
 }
 
 // Decode's bytes read per token at a depth, its GB/s at the median tok/s, and that as a
@@ -192,8 +187,10 @@ void add_traffic(Report& r, const BenchOptions& o, const Model& model, const Pla
         continue;
       }
       const double gb_s = bytes * summarize(decode->second).median / 1e9;
-      const double triad = summarize(triad_of(bandwidth->second)).median;
-      const double read = summarize(read_of(bandwidth->second)).median;
+      const Stats triad_stats = bandwidth_stats(bandwidth->second, &Bandwidth::triad_gb_s);
+      const Stats read_stats = bandwidth_stats(bandwidth->second, &Bandwidth::read_gb_s);
+      const double triad = triad_stats.median;
+      const double read = read_stats.median;
       row.push_back(format_number(gb_s, 1) + " GB/s = " + format_number(100 * gb_s / triad, 0) + "% of triad " +
                     format_number(triad, 1) + ", " + format_number(100 * gb_s / read, 0) + "% of read " +
                     format_number(read, 1));
@@ -201,8 +198,8 @@ void add_traffic(Report& r, const BenchOptions& o, const Model& model, const Pla
                       {"depth", depth},
                       {"bytes_per_token", bytes},
                       {"decode_gb_s", gb_s},
-                      {"triad_gb_s", stats_json(summarize(triad_of(bandwidth->second)))},
-                      {"read_gb_s", stats_json(summarize(read_of(bandwidth->second)))},
+                      {"triad_gb_s", stats_json(triad_stats)},
+                      {"read_gb_s", stats_json(read_stats)},
                       {"fraction_of_triad", gb_s / triad},
                       {"fraction_of_read", gb_s / read}});
     }
