@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/backend.h"
+#include "engine/backend/backend.h"
 
 namespace kvdesk {
 

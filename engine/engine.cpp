@@ -8,13 +8,13 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/chat_template.h"
+#include "engine/chat/chat_template.h"
 #include "engine/error.h"
-#include "engine/forward_backend.h"
-#include "engine/memory_limit.h"
-#include "engine/model.h"
-#include "engine/scheduler.h"
-#include "engine/thread_pool.h"
+#include "engine/backend/forward_backend.h"
+#include "engine/system/memory_limit.h"
+#include "engine/model/model.h"
+#include "engine/sched/scheduler.h"
+#include "engine/system/thread_pool.h"
 
 namespace kvdesk {
 namespace {

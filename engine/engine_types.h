@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend.h"
-#include "engine/device_memory.h"
-#include "engine/generator.h"
-#include "engine/kv_retention.h"
+#include "engine/backend/backend.h"
+#include "engine/backend/device_memory.h"
+#include "engine/runtime/generator.h"
+#include "engine/kv/kv_retention.h"
 #include "engine/kv_snapshot.h"
-#include "engine/sampler.h"
+#include "engine/runtime/sampler.h"
 
 namespace kvdesk {
 
@@ -33,7 +33,7 @@ struct EngineSettings {
   std::string model_path;
   std::string tokenizer_path;        // optional SentencePiece .model
   std::string chat_template;         // a chat_format_name() to use instead of the model's; "": the model's
-  BackendRequest backend = BackendRequest::Auto;   // see engine/backend.h
+  BackendRequest backend = BackendRequest::Auto;   // see engine/backend/backend.h
   int32_t threads = 0;               // 0: all cores
   KvLayout kv;                       // types, block size; num_blocks 0: from the budget
   size_t kv_budget_bytes = 0;        // 0: 1/4 of free memory, at most what the context needs x 8

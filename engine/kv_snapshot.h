@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/kv_storage.h"
+#include "engine/kv/kv_storage.h"
 
 namespace kvdesk {
 
@@ -74,7 +74,7 @@ struct KvSnapshot {
   uint64_t evictions = 0;
   uint64_t cow_copies = 0;
 
-  // KV retention (engine/kv_retention.h): over the sequences a policy runs on, tokens seen vs
+  // KV retention (engine/kv/kv_retention.h): over the sequences a policy runs on, tokens seen vs
   // kept now; compactions and the blocks they returned to the pool since the cache was created.
   int64_t retention_tokens_seen = 0;
   int64_t retention_tokens_kept = 0;

@@ -5,7 +5,7 @@
 #include <csignal>
 #include <cstdio>
 
-#include "engine/gguf_reader.h"
+#include "engine/gguf/gguf_reader.h"
 #include "kernels/attention.h"
 #include "kernels/check.h"
 

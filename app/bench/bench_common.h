@@ -13,8 +13,8 @@
 
 #include "app/bench/bench_options.h"
 #include "app/bench/workload.h"
-#include "engine/kv_cache.h"
-#include "engine/model_config.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/model/model_config.h"
 
 namespace kvdesk::bench {
 

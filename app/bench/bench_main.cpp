@@ -8,7 +8,7 @@
 #include "app/bench/bench_cli.h"
 #include "app/bench/bench_modes.h"
 #include "app/command_line.h"
-#include "engine/backend.h"
+#include "engine/backend/backend.h"
 #include "engine/error.h"
 
 namespace kvdesk::bench {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/percentile.h"
+#include "engine/runtime/percentile.h"
 
 namespace kvdesk::bench {
 

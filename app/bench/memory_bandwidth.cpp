@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstdint>
 
-#include "engine/huge_page_buffer.h"
-#include "engine/thread_pool.h"
+#include "engine/system/huge_page_buffer.h"
+#include "engine/system/thread_pool.h"
 
 namespace kvdesk::bench {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "app/bench/bench_modes.h"
 #include "app/bench/bench_stats.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 
 namespace kvdesk::bench {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "app/bench/bench_modes.h"
 #include "app/bench/bench_stats.h"
-#include "engine/kv_storage.h"
+#include "engine/kv/kv_storage.h"
 #include "kernels/attention.h"
 
 namespace kvdesk::bench {
@@ -78,7 +78,7 @@ class AttentionTimer {
     scratch_.resize(size_t(attention_scratch_floats(config.head_count, config.head_dim)));
   }
 
-  // As the forward pass calls it (engine/model.cpp): once per layer and kv head, with that
+  // As the forward pass calls it (engine/model/model.cpp): once per layer and kv head, with that
   // head's group of query heads.
   void one_token() {
     const int32_t group = config_.head_count / config_.head_count_kv;

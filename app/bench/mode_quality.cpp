@@ -1,6 +1,6 @@
 // kvdesk-bench quality: what each KV storage type costs in output quality, measured against
 // f32 KV on the same model and text: perplexity, mean and max KL divergence of the next-token
-// distributions, and top-1 agreement (engine/perplexity.h). Deterministic, so one run each.
+// distributions, and top-1 agreement (engine/lab/perplexity.h). Deterministic, so one run each.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -9,10 +9,10 @@
 #include "app/bench/bench_modes.h"
 #include "app/bench/bench_stats.h"
 #include "engine/error.h"
-#include "engine/kv_storage.h"
-#include "engine/model.h"
-#include "engine/perplexity.h"
-#include "engine/thread_pool.h"
+#include "engine/kv/kv_storage.h"
+#include "engine/model/model.h"
+#include "engine/lab/perplexity.h"
+#include "engine/system/thread_pool.h"
 
 namespace kvdesk::bench {
 namespace {

@@ -1,14 +1,14 @@
 // kvdesk-bench quality --retention: what each KV retention policy costs in quality at each
-// budget, against the full cache on the same text (engine/retention_quality.h): KL divergence,
+// budget, against the full cache on the same text (engine/lab/retention_quality.h): KL divergence,
 // top-1 agreement and perplexity over the decoded part of each window, KV kept and peak blocks;
 // and query-agnostic reuse: half a window compressed once, then two different continuations
 // (the text's own next tokens, and a passage from elsewhere in it) each scored vs the full cache.
 #include "app/bench/bench_modes.h"
 #include "app/bench/bench_stats.h"
 #include "engine/error.h"
-#include "engine/model.h"
-#include "engine/retention_quality.h"
-#include "engine/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/lab/retention_quality.h"
+#include "engine/system/thread_pool.h"
 
 namespace kvdesk::bench {
 namespace {

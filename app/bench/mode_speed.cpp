@@ -12,10 +12,10 @@
 #include "app/bench/bench_stats.h"
 #include "app/bench/memory_bandwidth.h"
 #include "engine/error.h"
-#include "engine/generator.h"
-#include "engine/kv_storage.h"
-#include "engine/model.h"
-#include "engine/thread_pool.h"
+#include "engine/runtime/generator.h"
+#include "engine/kv/kv_storage.h"
+#include "engine/model/model.h"
+#include "engine/system/thread_pool.h"
 
 namespace kvdesk::bench {
 namespace {

@@ -9,7 +9,7 @@
 #include "app/bench/bench_stats.h"
 #include "app/replay/replayer.h"
 #include "engine/error.h"
-#include "engine/kv_storage.h"
+#include "engine/kv/kv_storage.h"
 
 namespace kvdesk::bench {
 namespace {

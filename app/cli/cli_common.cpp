@@ -9,7 +9,7 @@
 
 #include "app/command_line.h"
 #include "engine/error.h"
-#include "engine/memory_limit.h"
+#include "engine/system/memory_limit.h"
 
 namespace kvdesk::cli {
 namespace {

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend.h"
+#include "engine/backend/backend.h"
 #include "engine/error.h"
-#include "engine/forward_backend.h"
-#include "engine/kv_cache.h"
-#include "engine/model.h"
-#include "engine/thread_pool.h"
+#include "engine/backend/forward_backend.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/model/model.h"
+#include "engine/system/thread_pool.h"
 
 namespace kvdesk::cli {
 
@@ -43,7 +43,7 @@ struct ModelArgs {
   double kv_budget_mib = 0;     // 0: a pool just big enough for the run
 };
 
-// KV retention (engine/kv_retention.h): --retention POLICY --kv-keep FRACTION|TOKENS.
+// KV retention (engine/kv/kv_retention.h): --retention POLICY --kv-keep FRACTION|TOKENS.
 struct RetentionArgs {
   std::string policy = "none";
   std::string keep = "0.5";

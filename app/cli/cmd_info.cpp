@@ -9,7 +9,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/command_line.h"
-#include "engine/chat_template.h"
+#include "engine/chat/chat_template.h"
 #include "kernels/ops.h"
 
 namespace kvdesk::cli {

@@ -8,7 +8,7 @@
 
 #include "app/cli/cli_common.h"
 #include "engine/error.h"
-#include "engine/generator.h"
+#include "engine/runtime/generator.h"
 
 namespace kvdesk::cli {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "app/cli/cli_common.h"
 #include "engine/error.h"
-#include "engine/random_model.h"
+#include "engine/lab/random_model.h"
 
 namespace kvdesk::cli {
 namespace {

@@ -1,6 +1,6 @@
 // kvdesk-cli perplexity: how well the model predicts a text with a given KV storage type, and
 // with --compare how far that type moves each next-token distribution from a reference type's
-// (KL divergence, top-1 agreement). The math is engine/perplexity.h.
+// (KL divergence, top-1 agreement). The math is engine/lab/perplexity.h.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -9,7 +9,7 @@
 
 #include "app/cli/cli_common.h"
 #include "engine/error.h"
-#include "engine/perplexity.h"
+#include "engine/lab/perplexity.h"
 #include "kernels/check.h"
 
 namespace kvdesk::cli {
@@ -61,7 +61,7 @@ nlohmann::json result_json(const PerplexityResult& r, const PerplexityArgs& a) {
 
 int run_perplexity(const PerplexityArgs& a) {
   const std::string text = read_text(a.text_path);
-  // Perplexity runs the CPU forward pass (engine/perplexity.cpp), so auto means the CPU here.
+  // Perplexity runs the CPU forward pass (engine/lab/perplexity.cpp), so auto means the CPU here.
   if (a.model.backend == BackendRequest::Cuda) {
     throw UsageError("perplexity runs on the CPU backend only; use --backend cpu or auto");
   }

@@ -6,7 +6,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/replay/replayer.h"
-#include "engine/chat_template.h"
+#include "engine/chat/chat_template.h"
 
 namespace kvdesk::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include <iterator>
 
 #include "app/gui/kv_view.h"
-#include "engine/chat_template.h"
+#include "engine/chat/chat_template.h"
 #include "engine/error.h"
 #include "kernels/paged_kv.h"
 #include "ui/panel_data.h"

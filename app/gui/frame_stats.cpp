@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "engine/percentile.h"
+#include "engine/runtime/percentile.h"
 
 namespace kvdesk::gui {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "engine/error.h"
-#include "engine/percentile.h"
+#include "engine/runtime/percentile.h"
 
 namespace kvdesk {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/kv_cache.h"
+#include "engine/kv/kv_cache.h"
 #include "kernels/attention.h"
 
 namespace kvdesk::test {

@@ -8,11 +8,11 @@
 #include <cmath>
 
 #include "engine/error.h"
-#include "engine/generator.h"
-#include "engine/gguf_writer.h"
-#include "engine/model.h"
-#include "engine/random_model.h"
-#include "engine/thread_pool.h"
+#include "engine/runtime/generator.h"
+#include "engine/lab/gguf_writer.h"
+#include "engine/model/model.h"
+#include "engine/lab/random_model.h"
+#include "engine/system/thread_pool.h"
 #include "kernels/quantize.h"
 #include "tests/test_support.h"
 

@@ -1,11 +1,11 @@
-// The backend decision table (engine/backend.h) over every kind of CUDA availability;
+// The backend decision table (engine/backend/backend.h) over every kind of CUDA availability;
 // select_backend on this machine (cpu as asked, auto never fails); and the engine's load: an
 // explicit cuda ends in an Error event, auto loads and reports its choice and note.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 
-#include "engine/backend.h"
+#include "engine/backend/backend.h"
 #include "engine/engine.h"
 #include "engine/error.h"
 #include "tests/test_support.h"

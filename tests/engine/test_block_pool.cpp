@@ -2,7 +2,7 @@
 // findable by hash until evicted; a held block is never evicted.
 #include <catch2/catch.hpp>
 
-#include "engine/block_pool.h"
+#include "engine/kv/block_pool.h"
 
 using namespace kvdesk;
 

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/byte_unicode.h"
-#include "engine/chat_template.h"
+#include "engine/tokenizer/byte_unicode.h"
+#include "engine/chat/chat_template.h"
 #include "engine/error.h"
-#include "engine/gguf_reader.h"
-#include "engine/gguf_writer.h"
-#include "engine/tokenizer.h"
+#include "engine/gguf/gguf_reader.h"
+#include "engine/lab/gguf_writer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/test_support.h"
 
 using kvdesk::Error;

@@ -1,17 +1,17 @@
 // Chat templates: each expected prompt is what the named Hugging Face template renders for
 // the same messages with add_generation_prompt=True (worked through the template text by
-// hand; the template lines are quoted in engine/chat_template.cpp).
+// hand; the template lines are quoted in engine/chat/chat_template.cpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "engine/chat_template.h"
+#include "engine/chat/chat_template.h"
 #include "engine/error.h"
-#include "engine/gguf_reader.h"
-#include "engine/gguf_writer.h"
-#include "engine/tokenizer.h"
+#include "engine/gguf/gguf_reader.h"
+#include "engine/lab/gguf_writer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/test_support.h"
 
 using kvdesk::ChatFormat;

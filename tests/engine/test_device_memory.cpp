@@ -1,9 +1,9 @@
-// The device memory split (engine/device_memory.h) against hand-computed examples: what other
+// The device memory split (engine/backend/device_memory.h) against hand-computed examples: what other
 // processes hold comes off the budget, weights and activations come first, the KV pool is
 // whole blocks, and every impossible split is an Error that names its figures.
 #include <catch2/catch.hpp>
 
-#include "engine/device_memory.h"
+#include "engine/backend/device_memory.h"
 #include "engine/error.h"
 
 using namespace kvdesk;

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "engine/error.h"
-#include "engine/gguf_reader.h"
-#include "engine/gguf_writer.h"
+#include "engine/gguf/gguf_reader.h"
+#include "engine/lab/gguf_writer.h"
 
 namespace {
 

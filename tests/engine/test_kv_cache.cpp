@@ -2,7 +2,7 @@
 // swapping keeps the exact bytes, and the snapshot's numbers on a hand-computed example.
 #include <catch2/catch.hpp>
 
-#include "engine/kv_cache.h"
+#include "engine/kv/kv_cache.h"
 #include "tests/engine/kv_test_support.h"
 
 using namespace kvdesk;

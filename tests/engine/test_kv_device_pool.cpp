@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "engine/error.h"
-#include "engine/kv_cache.h"
+#include "engine/kv/kv_cache.h"
 #include "tests/engine/kv_test_support.h"
 
 using namespace kvdesk;

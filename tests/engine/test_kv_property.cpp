@@ -6,7 +6,7 @@
 #include <map>
 #include <random>
 
-#include "engine/kv_cache.h"
+#include "engine/kv/kv_cache.h"
 #include "tests/engine/kv_test_support.h"
 
 using namespace kvdesk;

@@ -1,4 +1,4 @@
-// KV retention (engine/kv_retention.h, engine/kv_cache_retention.cpp): the selection rules on
+// KV retention (engine/kv/kv_retention.h, engine/kv/kv_cache_retention.cpp): the selection rules on
 // crafted attention, compaction per (layer, kv head) on the paged cache (rows moved as stored,
 // blocks freed, shared blocks copied, prefix cache never serving rewritten blocks), budgets at
 // every step, and on stories260K: budget 100% is bit-identical, new tokens keep their true
@@ -9,9 +9,9 @@
 #include <cstring>
 
 #include "engine/error.h"
-#include "engine/kv_retention.h"
-#include "engine/model.h"
-#include "engine/thread_pool.h"
+#include "engine/kv/kv_retention.h"
+#include "engine/model/model.h"
+#include "engine/system/thread_pool.h"
 #include "tests/engine/kv_test_support.h"
 #include "tests/test_support.h"
 

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "engine/error.h"
-#include "engine/gguf_reader.h"
-#include "engine/gguf_writer.h"
-#include "engine/model.h"
+#include "engine/gguf/gguf_reader.h"
+#include "engine/lab/gguf_writer.h"
+#include "engine/model/model.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk;

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/generator.h"
-#include "engine/model.h"
-#include "engine/perplexity.h"
-#include "engine/thread_pool.h"
+#include "engine/runtime/generator.h"
+#include "engine/model/model.h"
+#include "engine/lab/perplexity.h"
+#include "engine/system/thread_pool.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk;

@@ -3,7 +3,7 @@
 // the least recently used unreferenced block.
 #include <catch2/catch.hpp>
 
-#include "engine/kv_cache.h"
+#include "engine/kv/kv_cache.h"
 #include "tests/engine/kv_test_support.h"
 
 namespace kvdesk {

@@ -2,9 +2,9 @@
 // the cached blocks through Generator and produce the same greedy tokens as computing anew.
 #include <catch2/catch.hpp>
 
-#include "engine/generator.h"
-#include "engine/model.h"
-#include "engine/thread_pool.h"
+#include "engine/runtime/generator.h"
+#include "engine/model/model.h"
+#include "engine/system/thread_pool.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk;

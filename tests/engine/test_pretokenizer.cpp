@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/byte_unicode.h"
+#include "engine/tokenizer/byte_unicode.h"
 #include "engine/error.h"
-#include "engine/pretokenizer.h"
+#include "engine/tokenizer/pretokenizer.h"
 
 using kvdesk::Error;
 using kvdesk::PreTokenizer;

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/generator.h"
-#include "engine/model.h"
-#include "engine/thread_pool.h"
+#include "engine/runtime/generator.h"
+#include "engine/model/model.h"
+#include "engine/system/thread_pool.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk;

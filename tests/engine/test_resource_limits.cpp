@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk;

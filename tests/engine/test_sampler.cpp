@@ -4,7 +4,7 @@
 #include <map>
 
 #include "engine/error.h"
-#include "engine/sampler.h"
+#include "engine/runtime/sampler.h"
 
 using namespace kvdesk;
 

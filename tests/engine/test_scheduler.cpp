@@ -4,9 +4,9 @@
 
 #include <map>
 
-#include "engine/model.h"
-#include "engine/scheduler.h"
-#include "engine/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/sched/scheduler.h"
+#include "engine/system/thread_pool.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk;

@@ -16,11 +16,11 @@
 #include <sstream>
 
 #include "engine/error.h"
-#include "engine/gguf_reader.h"
-#include "engine/gguf_writer.h"
-#include "engine/spm_model_proto.h"
-#include "engine/tokenizer.h"
-#include "engine/utf8_stream.h"
+#include "engine/gguf/gguf_reader.h"
+#include "engine/lab/gguf_writer.h"
+#include "engine/tokenizer/spm_model_proto.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/utf8_stream.h"
 
 using kvdesk::Error;
 using kvdesk::GgufFile;

@@ -5,7 +5,7 @@
 #include <random>
 #include <string>
 
-#include "engine/utf8_stream.h"
+#include "engine/tokenizer/utf8_stream.h"
 
 using kvdesk::is_valid_utf8;
 using kvdesk::Utf8Stream;

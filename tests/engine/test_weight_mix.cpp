@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "engine/weight_mix.h"
+#include "engine/lab/weight_mix.h"
 
 using namespace kvdesk;
 

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/chat_template.h"
+#include "engine/chat/chat_template.h"
 #include "engine/error.h"
-#include "engine/gguf_reader.h"
+#include "engine/gguf/gguf_reader.h"
 #include "tests/fuzz/memory_file.h"
 
 namespace {

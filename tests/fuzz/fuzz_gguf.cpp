@@ -4,12 +4,12 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "engine/chat_template.h"
+#include "engine/chat/chat_template.h"
 #include "engine/error.h"
-#include "engine/gguf_reader.h"
-#include "engine/model_config.h"
-#include "engine/model_weights.h"
-#include "engine/tokenizer.h"
+#include "engine/gguf/gguf_reader.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/fuzz/memory_file.h"
 
 namespace {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "engine/error.h"
-#include "engine/gguf_reader.h"
-#include "engine/tokenizer.h"
-#include "engine/utf8_stream.h"
+#include "engine/gguf/gguf_reader.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/utf8_stream.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The whole model on the CUDA backend (engine/cuda_forward.h, its device KV pool) against the
+// The whole model on the CUDA backend (engine/backend/cuda_forward.h, its device KV pool) against the
 // CPU backend: the same greedy tokens through Generator, and per-position logits within an
 // NMSE bound, on stories260K (f32 and f16 KV) and on a TinyLlama-shaped random model (4 layers,
 // q8_0 and q4_k weights; its greedy paths may part only at a near tie, see below). Prefill runs in chunks of 8 tokens on the device, so a prompt longer
@@ -12,11 +12,11 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/cuda_forward.h"
-#include "engine/generator.h"
-#include "engine/model.h"
-#include "engine/random_model.h"
-#include "engine/thread_pool.h"
+#include "engine/backend/cuda_forward.h"
+#include "engine/runtime/generator.h"
+#include "engine/model/model.h"
+#include "engine/lab/random_model.h"
+#include "engine/system/thread_pool.h"
 #include "tests/gpu/gpu_test_support.h"
 
 using namespace kvdesk;

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "engine/runtime/sampler.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/ops.h"
 #include "kernels/quantize.h"

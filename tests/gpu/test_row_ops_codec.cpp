@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "engine/runtime/sampler.h"
 #include "kernels/cuda/row_ops.cuh"
 #include "kernels/ops.h"
 #include "tests/gpu/gpu_test_support.h"

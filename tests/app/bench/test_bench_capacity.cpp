@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "app/bench/bench_modes.h"
-#include "engine/kv_storage.h"
+#include "engine/kv/kv_storage.h"
 
 namespace kvdesk::bench {
 namespace {

@@ -1,0 +1,326 @@
+// render_chat: one small function per template family. Each follows one reference template
+// (named above it) statement by statement: what the template writes itself goes into
+// template segments, message contents into content segments.
+#include "engine/chat/chat_template.h"
+
+#include <array>
+
+#include "engine/error.h"
+#include "engine/gguf/gguf_reader.h"
+
+namespace kvdesk {
+namespace {
+
+constexpr std::array<ChatFormat, 8> kAllFormats = {ChatFormat::Plain,  ChatFormat::ChatML, ChatFormat::Llama2,
+                                                   ChatFormat::Llama3, ChatFormat::Zephyr, ChatFormat::Mistral,
+                                                   ChatFormat::Gemma,  ChatFormat::Phi3};
+
+void check_roles(const std::vector<ChatMessage>& messages) {
+  if (messages.empty()) throw Error("a chat request needs at least one message");
+  for (const ChatMessage& m : messages) {
+    if (m.role != "system" && m.role != "user" && m.role != "assistant") {
+      throw Error("unknown chat role '" + m.role + "' (use system, user or assistant)");
+    }
+  }
+}
+
+// Jinja's trim filter and Python's str.strip(): whitespace off both ends.
+std::string trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  const size_t begin = s.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return {};
+  return std::string(s.substr(begin, s.find_last_not_of(kSpace) - begin + 1));
+}
+
+std::string trim_end(std::string_view s) {
+  const size_t end = s.find_last_not_of(" \t\n\r\f\v");
+  return end == std::string_view::npos ? std::string() : std::string(s.substr(0, end + 1));
+}
+
+// Collects segments, joining neighbours of the same kind.
+class Prompt {
+ public:
+  Prompt& tmpl(std::string_view text) { return add(text, true); }
+  Prompt& content(std::string_view text) { return add(text, false); }
+  std::vector<TextSegment> take() { return std::move(segments_); }
+
+ private:
+  Prompt& add(std::string_view text, bool parse_special) {
+    if (text.empty()) return *this;
+    if (segments_.empty() || segments_.back().parse_special != parse_special) segments_.push_back({"", parse_special});
+    segments_.back().text += text;
+    return *this;
+  }
+  std::vector<TextSegment> segments_;
+};
+
+// The system message's content when the conversation starts with one, and the rest.
+struct SplitSystem {
+  const ChatMessage* system = nullptr;
+  std::vector<ChatMessage> rest;
+};
+
+SplitSystem split_system(const std::vector<ChatMessage>& messages) {
+  SplitSystem out;
+  const bool has_system = messages.front().role == "system";
+  if (has_system) out.system = &messages.front();
+  out.rest.assign(messages.begin() + (has_system ? 1 : 0), messages.end());
+  return out;
+}
+
+// Plain: messages joined by newlines, except that an assistant message continues the text
+// before it directly (the model's answer was a continuation of it).
+std::vector<TextSegment> render_plain(const std::vector<ChatMessage>& messages) {
+  Prompt p;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (i > 0 && messages[i].role != "assistant") p.tmpl("\n");
+    p.content(messages[i].content);
+  }
+  return p.take();
+}
+
+// ChatML as Qwen2/Qwen2.5 write it:
+//   {{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}
+//   ... {{ '<|im_start|>assistant\n' }}
+// preceded by '<|im_start|>system\n<default><|im_end|>\n' when the template has a default
+// system prompt and the conversation brings none.
+std::vector<TextSegment> render_chatml(const std::vector<ChatMessage>& messages, const std::string& default_system) {
+  Prompt p;
+  if (!default_system.empty() && messages.front().role != "system") {
+    p.tmpl("<|im_start|>system\n" + default_system + "<|im_end|>\n");
+  }
+  for (const ChatMessage& m : messages) p.tmpl("<|im_start|>" + m.role + "\n").content(m.content).tmpl("<|im_end|>\n");
+  return p.tmpl("<|im_start|>assistant\n").take();
+}
+
+// Meta-Llama-3-8B-Instruct:
+//   {% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'
+//      + message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}
+//   {% set content = bos_token + content %}{% endif %}{{ content }} ...
+//   {{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
+// Llama 3.1 / 3.2 (no tools) first write a system turn whatever the messages are:
+//   {{- bos_token }} ... {%- set system_message = messages[0]['content']|trim %} ...
+//   {{- "<|start_header_id|>system<|end_header_id|>\n\n" }}
+//   {{- "Cutting Knowledge Date: December 2023\n" }}{{- "Today Date: " + date_string + "\n\n" }}
+//   {{- system_message }}{{- "<|eot_id|>" }}
+// and then the other messages as Llama 3.0 does.
+std::vector<TextSegment> render_llama3(const std::vector<ChatMessage>& all, const std::string& system_preamble,
+                                       const ChatSpecialTexts& specials) {
+  Prompt p;
+  p.tmpl(specials.bos);
+  std::vector<ChatMessage> messages = all;
+  if (!system_preamble.empty()) {
+    const SplitSystem split = split_system(all);
+    p.tmpl("<|start_header_id|>system<|end_header_id|>\n\n" + system_preamble);
+    if (split.system) p.content(trim(split.system->content));
+    p.tmpl("<|eot_id|>");
+    messages = split.rest;
+  }
+  for (const ChatMessage& m : messages) {
+    p.tmpl("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n").content(trim(m.content)).tmpl("<|eot_id|>");
+  }
+  return p.tmpl("<|start_header_id|>assistant<|end_header_id|>\n\n").take();
+}
+
+// HuggingFaceH4/zephyr-7b-beta and TinyLlama-1.1B-Chat-v1.0 (trim_blocks drops the newline
+// after each {% %} tag, not after {{ }}):
+//   {{ '<|user|>\n' + message['content'] + eos_token }}\n ... {{ '<|assistant|>' }}\n
+std::vector<TextSegment> render_zephyr(const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
+  Prompt p;
+  for (const ChatMessage& m : messages) p.tmpl("<|" + m.role + "|>\n").content(m.content).tmpl(specials.eos + "\n");
+  return p.tmpl("<|assistant|>\n").take();
+}
+
+// Llama-2-7b-chat-hf: the system prompt goes into the first user message,
+//   content = '<<SYS>>\n' + system_message + '\n<</SYS>>\n\n' + message['content'];
+//   user:      {{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}
+//   assistant: {{ ' ' + content.strip() + ' ' + eos_token }}
+std::vector<TextSegment> render_llama2(const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
+  const SplitSystem split = split_system(messages);
+  Prompt p;
+  for (size_t i = 0; i < split.rest.size(); ++i) {
+    const ChatMessage& m = split.rest[i];
+    if (m.role == "user") {
+      p.tmpl(specials.bos + "[INST] ");
+      if (i == 0 && split.system) {
+        // strip() sees "<<SYS>>..." at the start, so only the user text's end is stripped.
+        p.tmpl("<<SYS>>\n").content(split.system->content).tmpl("\n<</SYS>>\n\n").content(trim_end(m.content));
+      } else {
+        p.content(trim(m.content));
+      }
+      p.tmpl(" [/INST]");
+    } else if (m.role == "assistant") {
+      p.tmpl(" ").content(trim(m.content)).tmpl(" " + specials.eos);
+    }
+  }
+  return p.take();
+}
+
+// Mistral-7B-Instruct-v0.3: the system prompt goes before the user message that is the last
+// message of all (loop.last), or nowhere:
+//   {{- bos_token }} user: {{- "[INST] " + system_message + "\n\n" + message["content"] + "[/INST]" }}
+//   or {{- "[INST] " + message["content"] + "[/INST]" }}
+//   assistant: {{- " " + message["content"] + eos_token }}
+std::vector<TextSegment> render_mistral(const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
+  const SplitSystem split = split_system(messages);
+  Prompt p;
+  p.tmpl(specials.bos);
+  for (size_t i = 0; i < split.rest.size(); ++i) {
+    const ChatMessage& m = split.rest[i];
+    if (m.role == "user") {
+      p.tmpl("[INST] ");
+      if (i + 1 == split.rest.size() && split.system) p.content(split.system->content).tmpl("\n\n");
+      p.content(m.content).tmpl("[/INST]");
+    } else if (m.role == "assistant") {
+      p.tmpl(" ").content(m.content).tmpl(specials.eos);
+    }
+  }
+  return p.take();
+}
+
+// gemma-3-it: the system prompt starts the first turn,
+//   {{ bos_token }} first_user_prefix = messages[0]['content'] + '\n\n'
+//   {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+//   {{ message['content'] | trim }}{{ '<end_of_turn>\n' }} ... {{'<start_of_turn>model\n'}}
+// with role "model" for the assistant. (Gemma 1 and 2 refuse a system message; this is
+// what llama.cpp does for them too.)
+std::vector<TextSegment> render_gemma(const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
+  const SplitSystem split = split_system(messages);
+  Prompt p;
+  p.tmpl(specials.bos);
+  for (size_t i = 0; i < split.rest.size(); ++i) {
+    const ChatMessage& m = split.rest[i];
+    p.tmpl("<start_of_turn>" + std::string(m.role == "assistant" ? "model" : m.role) + "\n");
+    if (i == 0 && split.system) p.content(split.system->content).tmpl("\n\n");
+    p.content(trim(m.content)).tmpl("<end_of_turn>\n");
+  }
+  return p.tmpl("<start_of_turn>model\n").take();
+}
+
+// Phi-3-mini-4k-instruct:
+//   {{'<|' + role + '|>\n' + message['content'] + '<|end|>\n'}} ... {{ '<|assistant|>\n' }}
+std::vector<TextSegment> render_phi3(const std::vector<ChatMessage>& messages) {
+  Prompt p;
+  for (const ChatMessage& m : messages) p.tmpl("<|" + m.role + "|>\n").content(m.content).tmpl("<|end|>\n");
+  return p.tmpl("<|assistant|>\n").take();
+}
+
+// The literal system prompt a ChatML template writes when the conversation has none: the
+// text between "<|im_start|>system\n" (the \n as written in the Jinja source) and
+// "<|im_end|>" in a string literal, i.e. with no quote or expression in between.
+std::string chatml_default_system(std::string_view text) {
+  constexpr std::string_view kOpen = "<|im_start|>system\\n";
+  constexpr std::string_view kClose = "<|im_end|>";
+  for (size_t at = text.find(kOpen); at != std::string_view::npos; at = text.find(kOpen, at + 1)) {
+    const size_t begin = at + kOpen.size();
+    const size_t end = text.find(kClose, begin);
+    if (end == std::string_view::npos) break;
+    const std::string_view literal = text.substr(begin, end - begin);
+    if (!literal.empty() && literal.find_first_of("'\"{}+") == std::string_view::npos) return std::string(literal);
+  }
+  return {};
+}
+
+// Llama 3.1+: "Cutting Knowledge Date: December 2023\nToday Date: <date>\n\n" with the date the
+// template sets by default (set date_string = "26 Jul 2024"); "" for a template without it.
+std::string llama3_system_preamble(std::string_view text) {
+  constexpr std::string_view kKnowledge = "Cutting Knowledge Date: December 2023";
+  constexpr std::string_view kDateDefault = "set date_string = \"";
+  if (text.find(kKnowledge) == std::string_view::npos) return {};
+  std::string date = "26 Jul 2024";
+  if (const size_t at = text.find(kDateDefault); at != std::string_view::npos) {
+    const size_t begin = at + kDateDefault.size();
+    const size_t end = text.find('"', begin);
+    if (end != std::string_view::npos) date = std::string(text.substr(begin, end - begin));
+  }
+  return std::string(kKnowledge) + "\nToday Date: " + date + "\n\n";
+}
+
+}  // namespace
+
+const char* chat_format_name(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::Plain: return "plain";
+    case ChatFormat::ChatML: return "chatml";
+    case ChatFormat::Llama2: return "llama2";
+    case ChatFormat::Llama3: return "llama3";
+    case ChatFormat::Zephyr: return "zephyr";
+    case ChatFormat::Mistral: return "mistral";
+    case ChatFormat::Gemma: return "gemma";
+    case ChatFormat::Phi3: return "phi3";
+  }
+  return "?";
+}
+
+std::optional<ChatFormat> chat_format_from_name(std::string_view name) {
+  for (const ChatFormat f : kAllFormats) {
+    if (name == chat_format_name(f)) return f;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> chat_format_names() {
+  std::vector<std::string> out;
+  for (const ChatFormat f : kAllFormats) out.emplace_back(chat_format_name(f));
+  return out;
+}
+
+ChatTemplate detect_chat_template(std::string_view t) {
+  const auto has = [&](std::string_view s) { return t.find(s) != std::string_view::npos; };
+  if (has("<|im_start|>")) return {ChatFormat::ChatML, chatml_default_system(t), "", ""};
+  if (has("<|start_header_id|>")) return {ChatFormat::Llama3, "", llama3_system_preamble(t), ""};
+  if (has("<start_of_turn>")) return {ChatFormat::Gemma, "", "", ""};
+  if (has("<|user|>")) return {has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr, "", "", ""};
+  if (has("[INST]")) return {has("<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral, "", "", ""};
+  return {ChatFormat::ChatML, "", "",
+          "the model's chat template (tokenizer.chat_template) is not one kvdesk knows; using ChatML, which may "
+          "not be what this model was trained on (choose another with the chat template setting)"};
+}
+
+ChatTemplate chat_template_for(const GgufFile& file, std::string_view override_name) {
+  const std::optional<std::string> text = file.find_string("tokenizer.chat_template");
+  ChatTemplate detected = text ? detect_chat_template(*text) : ChatTemplate{};
+  if (override_name.empty()) return detected;
+  const std::optional<ChatFormat> format = chat_format_from_name(override_name);
+  if (!format) {
+    std::string names;
+    for (const std::string& name : chat_format_names()) names += (names.empty() ? "" : ", ") + name;
+    throw Error("unknown chat template '" + std::string(override_name) + "' (use one of " + names + ")");
+  }
+  // The model's default system prompt and preamble belong to its own family only.
+  if (*format == detected.format) return {*format, detected.default_system, detected.system_preamble, ""};
+  return {*format, "", "", ""};
+}
+
+std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
+                                     const ChatSpecialTexts& specials) {
+  check_roles(messages);
+  switch (chat_template.format) {
+    case ChatFormat::Plain: return render_plain(messages);
+    case ChatFormat::ChatML: return render_chatml(messages, chat_template.default_system);
+    case ChatFormat::Llama2: return render_llama2(messages, specials);
+    case ChatFormat::Llama3: return render_llama3(messages, chat_template.system_preamble, specials);
+    case ChatFormat::Zephyr: return render_zephyr(messages, specials);
+    case ChatFormat::Mistral: return render_mistral(messages, specials);
+    case ChatFormat::Gemma: return render_gemma(messages, specials);
+    case ChatFormat::Phi3: return render_phi3(messages);
+  }
+  return render_plain(messages);
+}
+
+std::string joined_text(const std::vector<TextSegment>& segments) {
+  std::string out;
+  for (const TextSegment& s : segments) out += s.text;
+  return out;
+}
+
+std::vector<int32_t> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                 const std::vector<ChatMessage>& messages) {
+  const ChatSpecialTexts specials{tokenizer.piece(tokenizer.bos_id()), tokenizer.piece(tokenizer.eos_id())};
+  const std::vector<TextSegment> prompt = render_chat(chat_template, messages, specials);
+  const bool template_wrote_bos = !specials.bos.empty() && !prompt.empty() && prompt.front().parse_special &&
+                                  prompt.front().text.starts_with(specials.bos);
+  return tokenizer.encode_segments(prompt, tokenizer.add_bos_default() && !template_wrote_bos);
+}
+
+}  // namespace kvdesk

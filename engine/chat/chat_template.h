@@ -1,0 +1,72 @@
+// Chat templates: how a conversation becomes the prompt a model continues. The family is
+// recognized from the GGUF's tokenizer.chat_template text (a Jinja program we do not run);
+// each family is rendered by hand exactly as its reference Hugging Face template prints it,
+// BOS/EOS texts and the generation prompt included. A model without a template
+// (stories260K) gets Plain, which joins the messages so the model simply continues the story.
+//
+// Rendering produces segments: the template's own text (parse_special, where
+// "<|im_start|>" is the control token) and the message contents (plain text, where the same
+// characters are just characters), so what a user types can never forge a turn.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/engine_types.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace kvdesk {
+
+class GgufFile;
+
+enum class ChatFormat : uint8_t { Plain, ChatML, Llama2, Llama3, Zephyr, Mistral, Gemma, Phi3 };
+const char* chat_format_name(ChatFormat format);
+// "chatml", "llama2", ... as chat_format_name spells them; nullopt for anything else.
+std::optional<ChatFormat> chat_format_from_name(std::string_view name);
+// All names, for help texts and error messages.
+std::vector<std::string> chat_format_names();
+
+struct ChatTemplate {
+  ChatFormat format = ChatFormat::Plain;
+  // ChatML only: the system prompt the template adds when the conversation has none (Qwen:
+  // "You are Qwen, created by Alibaba Cloud. ..."); empty when it adds none.
+  std::string default_system;
+  // Llama 3 only: what Llama 3.1+ templates write at the start of a system turn they always
+  // write ("Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n", the date
+  // being the template's default date_string); empty for Llama 3.0.
+  std::string system_preamble;
+  // Non-empty when the model's template was not recognized and ChatML stands in for it:
+  // front ends show it to the user.
+  std::string warning;
+};
+
+// From the template text: ChatML (and Qwen's default system prompt), Llama 2 (with <<SYS>>),
+// Llama 3 (and 3.1+'s system preamble),
+// Mistral ([INST] without <<SYS>>), Llama 3, Gemma, Phi-3 (<|user|> ... <|end|>), Zephyr
+// (<|user|> ... </s>); anything else gives ChatML with a warning.
+ChatTemplate detect_chat_template(std::string_view template_text);
+// The file's tokenizer.chat_template, or Plain when it has none. override_name non-empty:
+// that family instead (throws kvdesk::Error naming an unknown name).
+ChatTemplate chat_template_for(const GgufFile& file, std::string_view override_name);
+
+// The texts the templates call bos_token and eos_token ("" when the vocabulary has none).
+struct ChatSpecialTexts {
+  std::string bos;
+  std::string eos;
+};
+
+// The prompt for messages, ending where the assistant's next answer begins. Throws
+// kvdesk::Error for an unknown role or no messages.
+std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
+                                     const ChatSpecialTexts& specials);
+// The segments' texts joined.
+std::string joined_text(const std::vector<TextSegment>& segments);
+
+// Renders with the tokenizer's BOS/EOS texts and encodes, special tokens parsed in the
+// template's segments only. BOS is added when the vocabulary asks for it
+// (add_bos_default) and the template did not already write it, so never twice.
+std::vector<int32_t> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                 const std::vector<ChatMessage>& messages);
+
+}  // namespace kvdesk

@@ -1,0 +1,204 @@
+// KvCache: the paged KV cache of one loaded model (the PagedAttention idea). Keys and values
+// of every layer live in one pool of fixed-size blocks (KvStorage); a block id names the same
+// slot range in every layer, so a sequence has one block table for all layers (vLLM's layout:
+// per-layer tensors, shared ids). A block is taken only when a token needs it.
+//
+// Sharing: blocks are reference counted. A full block whose KV has been computed is published
+// in the prefix cache under a hash chained over (parent block's hash, its token ids, the
+// cache identity: model, KV types, RoPE settings). A new sequence attaches the longest cached
+// prefix of its prompt (tokens compared too: a hash collision never serves wrong KV) and skips
+// its prefill. fork() shares every block; the first write into a shared, partly filled block
+// copies it first (copy-on-write), so no sequence ever reads another's tokens. Blocks whose
+// sequences ended stay cached (ref_count 0, findable) until space is needed; then the least
+// recently used unreferenced block is evicted first, never a referenced one.
+//
+// Retention (engine/kv/kv_retention.h): a sequence may drop tokens. It then holds num_slots =
+// num_tokens - num_evicted rows; position p (tokens seen count positions) is written at slot
+// p - num_evicted, and keys keep the RoPE of their original position. Compaction copies shared
+// blocks before writing, unpublishes the published ones it writes into, and a compacted
+// sequence publishes no more blocks (kv_cache_retention.cpp).
+//
+// Invariants (check_invariants()):
+// - a live sequence's block table has ceil(num_slots / block_size) entries, each with
+//   ref_count >= 1; every block's ref_count equals the number of live tables holding it;
+// - a block in the prefix-cache index has a full, computed block of tokens behind it; blocks
+//   with ref_count 0 are either free or cached (evictable), never both;
+// - num_computed <= num_tokens for every sequence; a sequence never compacted has
+//   num_evicted 0, a compacted one links no chain block past the first one it rewrote.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "engine/kv/block_pool.h"
+#include "engine/kv/kv_retention.h"
+#include "engine/kv_snapshot.h"
+#include "engine/kv/kv_storage.h"
+#include "engine/model/model_config.h"
+#include "engine/kv/prefix_hash.h"
+
+namespace kvdesk {
+
+using SeqId = int32_t;
+
+struct KvCacheConfig {
+  KvLayout layout;
+  bool prefix_caching = true;
+  uint64_t identity = 0;   // hash of what else changes the KV: model file, RoPE settings
+  // Where the pool's bytes live: empty for host memory; the CUDA backend's device pool
+  // otherwise (kv_storage.h says how the two stay consistent). Retention, which moves rows
+  // on the host, is refused for a device pool.
+  KvDevicePoolFactory device_pool;
+};
+
+class KvCache {
+ public:
+  KvCache(const ModelConfig& model, const KvCacheConfig& config);
+
+  const KvLayout& layout() const;
+  bool on_device() const;   // the pool's bytes are in device memory (layer() views point there)
+  int32_t block_size() const;
+  size_t bytes_per_block() const;
+  size_t bytes_per_token() const;
+
+  // --- sequences -----------------------------------------------------------------------
+  SeqId create_sequence();
+  // For an empty sequence: attaches the longest run of cached full blocks that hold exactly
+  // the first tokens of prompt, always leaving at least one prompt token to compute (its
+  // logits are needed). Returns the tokens attached (a multiple of block_size); they count as
+  // appended and computed. Counts prefix hits, misses and saved tokens.
+  int32_t attach_cached_prefix(SeqId seq, std::span<const int32_t> prompt);
+  // Blocks append(seq, n) would take from the pool (new blocks + a copy-on-write copy).
+  int32_t blocks_needed(SeqId seq, int32_t num_new_tokens) const;
+  // Appends tokens: positions [num_tokens, num_tokens + n) become writable. Takes free
+  // blocks, evicting least recently used cached ones when no free block is left; copies a
+  // shared, partly filled last block first. false, and no change, when the pool cannot.
+  bool append(SeqId seq, std::span<const int32_t> tokens);
+  // The forward pass has written KV for positions [0, num_computed): blocks that became
+  // full are published in the prefix cache. With retention set and every token computed,
+  // the sequence is then compacted to its budget when its policy says so.
+  void mark_computed(SeqId seq, int32_t num_computed);
+  // A new sequence sharing every block of seq (regenerate, branches, n > 1 samples).
+  SeqId fork(SeqId seq);
+  // Drops the sequence's references; its computed full blocks stay cached.
+  void free_sequence(SeqId seq);
+
+  int32_t num_tokens(SeqId seq) const;     // positions seen
+  int32_t num_computed(SeqId seq) const;
+  int32_t num_evicted(SeqId seq) const;    // positions dropped by retention
+  int32_t num_slots(SeqId seq) const;      // rows held: num_tokens - num_evicted
+  const std::vector<int32_t>& tokens(SeqId seq) const;
+  const std::vector<int32_t>& block_table(SeqId seq) const;
+
+  // --- retention (engine/kv/kv_retention.h) ----------------------------------------------
+  // Starts retention for seq, or a new turn of it (snapkv compresses again after prompt_end).
+  // Throws kvdesk::Error for a pool in device memory: compaction moves rows on the host.
+  void set_retention(SeqId seq, const RetentionOptions& options, int32_t prompt_end);
+  // The sequence's retention state (the model adds attention to it); nullptr without.
+  RetentionState* retention(SeqId seq);
+  // Moves each (layer, kv head)'s kept slots, kept[layer * kv_heads + head] ascending and all
+  // of one count, down to slots [0, count) and frees the trailing blocks. false, and no
+  // change, when the pool cannot provide copies of the shared blocks it must write.
+  bool compact(SeqId seq, const std::vector<std::vector<int32_t>>& kept);
+
+  // --- host tier (preemption by swapping, the seeds' offloading) -----------------------
+  // Copies the sequence's blocks to host memory in their stored form and releases them.
+  // Returns the bytes copied. A swapped sequence cannot be appended to or read.
+  size_t swap_out(SeqId seq);
+  // Takes blocks back and restores the exact bytes; false (still swapped) when the pool
+  // cannot provide them yet.
+  bool swap_in(SeqId seq);
+  bool is_swapped(SeqId seq) const;
+  int32_t blocks_to_swap_in(SeqId seq) const;
+
+  // --- for the kernels -----------------------------------------------------------------
+  PagedKvLayer layer(int32_t index) const;
+  // What attention over positions [0, num_positions) of seq reads: its first
+  // num_positions - num_evicted slots.
+  PagedSeq view(SeqId seq, int32_t num_positions) const;
+
+  // --- capacity and statistics ---------------------------------------------------------
+  int32_t num_blocks() const;
+  int32_t num_available_blocks() const;   // free + cached (evictable)
+  KvSnapshot snapshot() const;
+  void check_invariants() const;
+
+ private:
+  friend struct KvCacheTestAccess;   // tests inject a colliding block hash
+
+  // One full, computed logical block of a sequence in the hash chain. publication names the
+  // published block holding exactly this prefix (this sequence's own block, or an identical
+  // one published first), 0 when there is none; a child is published only under a parent
+  // that has one.
+  struct ChainLink {
+    uint64_t hash = 0;
+    uint64_t publication = 0;
+  };
+  struct Sequence {
+    std::vector<int32_t> tokens;        // [num_tokens] every position seen
+    std::vector<int32_t> block_table;   // [ceil(num_slots / block_size)]; empty while swapped
+    std::vector<ChainLink> chain;       // [num_computed / block_size]
+    int32_t num_computed = 0;
+    bool swapped = false;
+    std::vector<uint8_t> host;          // [blocks][bytes_per_block] while swapped
+    int32_t num_evicted = 0;            // positions dropped by retention
+    bool compacted = false;             // rows moved: blocks no longer match token prefixes
+    std::optional<RetentionState> retention;
+
+    int32_t num_slots() const { return int32_t(tokens.size()) - num_evicted; }
+  };
+
+  Sequence& sequence(SeqId seq);
+  const Sequence& sequence(SeqId seq) const;
+  // A block with ref_count 1 (free, or an evicted cached one); the caller checked capacity.
+  int32_t take_block();
+  bool needs_copy_on_write(const Sequence& s, int32_t num_new_tokens) const;
+  void copy_on_write_last_block(Sequence& s);
+  // The published block under hash that holds exactly tokens after parent_publication.
+  std::optional<int32_t> find_cached(uint64_t hash, uint64_t parent_publication,
+                                     std::span<const int32_t> tokens) const;
+  ChainLink link_block(const Sequence& s, int32_t index);
+  // The new publication's serial; 0 when the hash is taken.
+  uint64_t publish(int32_t block, uint64_t hash, uint64_t parent_publication,
+                   std::span<const int32_t> tokens);
+  std::span<const int32_t> published_tokens(int32_t block) const;
+  void release_table(Sequence& s);
+  void fill_block_stats(KvSnapshot& snap) const;
+  void fill_waste_stats(KvSnapshot& snap) const;
+  void check_sequence(const Sequence& s, std::vector<int32_t>& holders) const;
+  void apply_retention(SeqId seq);
+  // For compact(): the table rows are written through, shared blocks replaced by fresh ones.
+  std::optional<std::vector<int32_t>> writable_table(const Sequence& s, int32_t first_block, int32_t num_blocks);
+  void move_rows(const std::vector<int32_t>& from_table, const std::vector<int32_t>& to_table,
+                 const std::vector<std::vector<int32_t>>& kept, int32_t first_slot);
+
+  KvCacheConfig config_;
+  int32_t max_context_;
+  int32_t num_layers_;
+  int32_t num_kv_heads_;
+  KvStorage storage_;
+  BlockPool pool_;
+  std::map<SeqId, Sequence> sequences_;   // ordered: snapshots and tests iterate by id
+  SeqId next_seq_id_ = 0;
+  BlockHashFn block_hash_ = chain_block_hash;
+  uint64_t root_hash_;
+
+  // What each published block holds, for the token compare on a hash hit. A publication is a
+  // serial number never reused: a hit must also name the parent publication matched one step
+  // before, so even a hash collision on a block with equal tokens but another prefix misses.
+  std::vector<int32_t> block_tokens_;         // [num_blocks][block_size], valid while published
+  std::vector<uint64_t> publication_;         // [num_blocks] valid while published
+  std::vector<uint64_t> parent_publication_;  // [num_blocks] 0 for a sequence's first block
+  uint64_t next_publication_ = 1;
+
+  uint64_t prefix_hits_ = 0;
+  uint64_t prefix_misses_ = 0;
+  uint64_t prefix_hit_tokens_ = 0;
+  uint64_t cow_copies_ = 0;
+  uint64_t retention_compactions_ = 0;
+  uint64_t retention_blocks_freed_ = 0;
+};
+
+}  // namespace kvdesk

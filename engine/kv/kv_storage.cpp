@@ -1,0 +1,95 @@
+// KvStorage: per-layer block buffers and their kernel views.
+#include "engine/kv/kv_storage.h"
+
+#include <cstring>
+
+#include "kernels/check.h"
+
+namespace kvdesk {
+namespace {
+
+PagedKvTensor tensor_view(KvType type, uint8_t* data, int32_t block_size, int32_t kv_heads,
+                          int32_t head_dim) {
+  PagedKvTensor t;
+  t.type = type;
+  t.data = data;
+  t.row_stride = kv_row_bytes(type, head_dim);
+  t.head_stride = t.row_stride * size_t(block_size);
+  t.block_stride = t.head_stride * size_t(kv_heads);
+  return t;
+}
+
+}  // namespace
+
+size_t kv_bytes_per_token(const ModelConfig& config, KvType k_type, KvType v_type) {
+  return size_t(config.block_count) * size_t(config.head_count_kv) *
+         (kv_row_bytes(k_type, config.head_dim) + kv_row_bytes(v_type, config.head_dim));
+}
+
+KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout, const KvDevicePoolFactory& device_pool)
+    : layout_(layout),
+      num_layers_(config.block_count),
+      num_kv_heads_(config.head_count_kv),
+      head_dim_(config.head_dim) {
+  KVDESK_ASSERT(layout.block_size > 0 && layout.num_blocks > 0);
+  const size_t rows = size_t(layout.block_size) * size_t(num_kv_heads_);
+  k_block_bytes_ = kv_row_bytes(layout.k_type, head_dim_) * rows;
+  v_block_bytes_ = kv_row_bytes(layout.v_type, head_dim_) * rows;
+  if (device_pool) {
+    device_ = device_pool(KvPoolShape{num_layers_, layout.num_blocks, k_block_bytes_, v_block_bytes_});
+    return;
+  }
+  for (int32_t l = 0; l < num_layers_; ++l) {
+    k_.emplace_back(k_block_bytes_ * size_t(layout.num_blocks));
+    v_.emplace_back(v_block_bytes_ * size_t(layout.num_blocks));
+  }
+}
+
+PagedKvLayer KvStorage::layer(int32_t index) const {
+  PagedKvLayer l;
+  uint8_t* k = device_ ? device_->k_data(index) : k_[index].get();
+  uint8_t* v = device_ ? device_->v_data(index) : v_[index].get();
+  l.k = tensor_view(layout_.k_type, k, layout_.block_size, num_kv_heads_, head_dim_);
+  l.v = tensor_view(layout_.v_type, v, layout_.block_size, num_kv_heads_, head_dim_);
+  l.block_size = layout_.block_size;
+  l.num_kv_heads = num_kv_heads_;
+  l.head_dim = head_dim_;
+  return l;
+}
+
+size_t KvStorage::bytes_per_block() const {
+  return size_t(num_layers_) * (k_block_bytes_ + v_block_bytes_);
+}
+
+void KvStorage::copy_block(int32_t src, int32_t dst) {
+  KVDESK_ASSERT(src >= 0 && src < layout_.num_blocks && dst >= 0 && dst < layout_.num_blocks);
+  if (device_) return device_->copy_block(src, dst);
+  for (int32_t l = 0; l < num_layers_; ++l) {
+    std::memcpy(k_[l].get() + size_t(dst) * k_block_bytes_, k_[l].get() + size_t(src) * k_block_bytes_, k_block_bytes_);
+    std::memcpy(v_[l].get() + size_t(dst) * v_block_bytes_, v_[l].get() + size_t(src) * v_block_bytes_, v_block_bytes_);
+  }
+}
+
+void KvStorage::save_block(int32_t block, uint8_t* dst) const {
+  KVDESK_ASSERT(block >= 0 && block < layout_.num_blocks);
+  if (device_) return device_->save_block(block, dst);
+  for (int32_t l = 0; l < num_layers_; ++l) {
+    std::memcpy(dst, k_[l].get() + size_t(block) * k_block_bytes_, k_block_bytes_);
+    dst += k_block_bytes_;
+    std::memcpy(dst, v_[l].get() + size_t(block) * v_block_bytes_, v_block_bytes_);
+    dst += v_block_bytes_;
+  }
+}
+
+void KvStorage::load_block(int32_t block, const uint8_t* src) {
+  KVDESK_ASSERT(block >= 0 && block < layout_.num_blocks);
+  if (device_) return device_->load_block(block, src);
+  for (int32_t l = 0; l < num_layers_; ++l) {
+    std::memcpy(k_[l].get() + size_t(block) * k_block_bytes_, src, k_block_bytes_);
+    src += k_block_bytes_;
+    std::memcpy(v_[l].get() + size_t(block) * v_block_bytes_, src, v_block_bytes_);
+    src += v_block_bytes_;
+  }
+}
+
+}  // namespace kvdesk

@@ -1,0 +1,218 @@
+// write_random_model: metadata like a llama.cpp conversion, tensors streamed one at a time.
+#include "engine/lab/random_model.h"
+
+#include <sentencepiece_processor.h>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/lab/gguf_writer.h"
+#include "kernels/quantize.h"
+
+namespace kvdesk {
+namespace {
+
+// splitmix64: a small, fast, well-mixed generator; one stream per tensor keeps files
+// reproducible from (seed, tensor index) alone.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return double((next() >> 11) + 1) * (1.0 / 9007199254740993.0); }  // (0, 1]
+  // Box-Muller, both outputs used.
+  float normal() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double r = std::sqrt(-2.0 * std::log(uniform()));
+    const double a = 2.0 * M_PI * uniform();
+    spare_ = float(r * std::sin(a));
+    has_spare_ = true;
+    return float(r * std::cos(a));
+  }
+
+ private:
+  uint64_t state_;
+  float spare_ = 0;
+  bool has_spare_ = false;
+};
+
+struct Vocabulary {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;   // GGUF token types: 1 normal, 2 unknown, 3 control, 5 unused, 6 byte
+  int32_t bos = 1;
+  int32_t eos = 2;
+  int32_t unk = 0;
+};
+
+Vocabulary read_vocabulary(const std::string& path) {
+  sentencepiece::SentencePieceProcessor sp;
+  const auto status = sp.Load(path);
+  if (!status.ok()) throw Error(path + ": cannot load SentencePiece model: " + status.ToString());
+  Vocabulary v;
+  for (int i = 0; i < sp.GetPieceSize(); ++i) {
+    v.tokens.push_back(sp.IdToPiece(i));
+    v.scores.push_back(sp.GetScore(i));
+    v.types.push_back(sp.IsUnknown(i) ? 2 : sp.IsControl(i) ? 3 : sp.IsUnused(i) ? 5 : sp.IsByte(i) ? 6 : 1);
+  }
+  v.bos = sp.bos_id();
+  v.eos = sp.eos_id();
+  v.unk = sp.unk_id();
+  return v;
+}
+
+void check_spec(const RandomModelSpec& s) {
+  auto fail = [](const std::string& what) { throw Error("make-model: " + what); };
+  if (s.layers < 1 || s.layers > 1024) fail("--layers must be in [1, 1024]");
+  if (s.embd < 2 || s.embd > 65536) fail("--embd must be in [2, 65536]");
+  if (s.heads < 1 || s.embd % s.heads != 0) fail("--embd must be a multiple of --heads");
+  if ((s.embd / s.heads) % 2 != 0) fail("the head dimension (embd / heads) must be even");
+  if (s.kv_heads < 1 || s.heads % s.kv_heads != 0) fail("--heads must be a multiple of --kv-heads");
+  if (s.ff < 1 || s.ff > 262144) fail("--ff must be in [1, 262144]");
+  if (s.arch != "llama" && s.arch != "qwen2") fail("--arch must be llama or qwen2");
+  if (s.rope_scaling != "none" && s.rope_scaling != "llama3") fail("--rope-scaling must be none or llama3");
+  if (!(s.weight_std > 0)) fail("the weight standard deviation must be positive");
+}
+
+class TensorMaker {
+ public:
+  TensorMaker(GgufWriter& writer, const RandomModelSpec& spec) : writer_(writer), spec_(spec) {}
+
+  // A 2-D weight of `role` in layer `layer` (0 outside the layers).
+  void matrix(const std::string& name, TensorRole role, int layer, int64_t rows, int64_t cols) {
+    const GgmlType type = tensor_type(spec_.mix, role, layer, spec_.layers, cols, spec_.heads / spec_.kv_heads);
+    const uint64_t seed = next_seed();
+    const float std = spec_.weight_std;
+    writer_.add_tensor(name, type, {cols, rows}, [=](std::vector<uint8_t>& out) {
+      Rng rng(seed);
+      const size_t row_bytes = ggml_row_bytes(type, cols);
+      out.resize(row_bytes * size_t(rows));
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (float& x : row) x = std * rng.normal();
+        ref::quantize_row(type, row.data(), out.data() + size_t(r) * row_bytes, cols);
+      }
+    });
+  }
+
+  void ones(const std::string& name, int64_t n) {
+    ++index_;
+    f32_vector(name, std::vector<float>(size_t(n), 1.0f));
+  }
+
+  void normal_vector(const std::string& name, int64_t n) {
+    Rng rng(next_seed());
+    std::vector<float> values(static_cast<size_t>(n));
+    for (float& x : values) x = spec_.weight_std * rng.normal();
+    f32_vector(name, std::move(values));
+  }
+
+  void f32_vector(const std::string& name, std::vector<float> values) {
+    const int64_t n = int64_t(values.size());
+    writer_.add_tensor(name, GgmlType::F32, {n}, [values = std::move(values)](std::vector<uint8_t>& out) {
+      out.assign(reinterpret_cast<const uint8_t*>(values.data()),
+                 reinterpret_cast<const uint8_t*>(values.data() + values.size()));
+    });
+  }
+
+ private:
+  uint64_t next_seed() { return spec_.seed * 1000003ull + index_++; }
+
+  GgufWriter& writer_;
+  const RandomModelSpec& spec_;
+  uint64_t index_ = 0;
+};
+
+}  // namespace
+
+std::vector<float> llama3_rope_factors(float freq_base, int n_rot) {
+  constexpr double kFactor = 8.0;
+  constexpr double kLowFreqFactor = 1.0;
+  constexpr double kHighFreqFactor = 4.0;
+  constexpr double kOriginalContext = 8192.0;
+  const double low_freq_wavelen = kOriginalContext / kLowFreqFactor;
+  const double high_freq_wavelen = kOriginalContext / kHighFreqFactor;
+  std::vector<float> factors;
+  for (int i = 0; i < n_rot; i += 2) {
+    const double freq = 1.0 / std::pow(double(freq_base), double(i) / n_rot);
+    const double wavelen = 2.0 * M_PI / freq;
+    if (wavelen < high_freq_wavelen) {
+      factors.push_back(1.0f);
+    } else if (wavelen > low_freq_wavelen) {
+      factors.push_back(float(kFactor));
+    } else {
+      const double smooth = (kOriginalContext / wavelen - kLowFreqFactor) / (kHighFreqFactor - kLowFreqFactor);
+      factors.push_back(float(1.0 / ((1.0 - smooth) / kFactor + smooth)));
+    }
+  }
+  return factors;
+}
+
+void write_random_model(const RandomModelSpec& spec, const std::string& out_path) {
+  check_spec(spec);
+  const Vocabulary vocab = read_vocabulary(spec.vocab_from);
+  const int64_t n_vocab = int64_t(vocab.tokens.size());
+  const int32_t head_dim = spec.embd / spec.heads;
+  const std::string a = spec.arch + ".";
+  const bool qkv_bias = spec.arch == "qwen2";
+
+  GgufWriter w;
+  w.add_string("general.architecture", spec.arch);
+  w.add_string("general.name", spec.name);
+  w.add_uint32("general.file_type", spec.mix.file_type);
+  w.add_uint32(a + "context_length", uint32_t(spec.context_length));
+  w.add_uint32(a + "embedding_length", uint32_t(spec.embd));
+  w.add_uint32(a + "block_count", uint32_t(spec.layers));
+  w.add_uint32(a + "feed_forward_length", uint32_t(spec.ff));
+  w.add_uint32(a + "attention.head_count", uint32_t(spec.heads));
+  w.add_uint32(a + "attention.head_count_kv", uint32_t(spec.kv_heads));
+  w.add_uint32(a + "rope.dimension_count", uint32_t(head_dim));
+  w.add_float32(a + "rope.freq_base", spec.rope_freq_base);
+  w.add_float32(a + "attention.layer_norm_rms_epsilon", spec.arch == "qwen2" ? 1e-6f : 1e-5f);
+  w.add_uint32(a + "vocab_size", uint32_t(n_vocab));
+  w.add_string("tokenizer.ggml.model", "llama");
+  w.add_string_array("tokenizer.ggml.tokens", vocab.tokens);
+  w.add_float32_array("tokenizer.ggml.scores", vocab.scores);
+  w.add_int32_array("tokenizer.ggml.token_type", vocab.types);
+  w.add_uint32("tokenizer.ggml.bos_token_id", uint32_t(vocab.bos));
+  w.add_uint32("tokenizer.ggml.eos_token_id", uint32_t(vocab.eos));
+  w.add_uint32("tokenizer.ggml.unknown_token_id", uint32_t(vocab.unk));
+  w.add_bool("tokenizer.ggml.add_bos_token", true);
+  w.add_bool("tokenizer.ggml.add_eos_token", false);
+
+  TensorMaker make(w, spec);
+  const int64_t d = spec.embd;
+  const int64_t kv_dim = int64_t(spec.kv_heads) * head_dim;
+  make.matrix("token_embd.weight", TensorRole::TokenEmbd, 0, n_vocab, d);
+  make.ones("output_norm.weight", d);
+  if (!spec.tied_embeddings) make.matrix("output.weight", TensorRole::Output, 0, n_vocab, d);
+  if (spec.rope_scaling == "llama3") make.f32_vector("rope_freqs.weight", llama3_rope_factors(spec.rope_freq_base, head_dim));
+  for (int32_t i = 0; i < spec.layers; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    make.ones(p + "attn_norm.weight", d);
+    make.matrix(p + "attn_q.weight", TensorRole::AttnQ, i, d, d);
+    make.matrix(p + "attn_k.weight", TensorRole::AttnK, i, kv_dim, d);
+    make.matrix(p + "attn_v.weight", TensorRole::AttnV, i, kv_dim, d);
+    if (qkv_bias) {
+      make.normal_vector(p + "attn_q.bias", d);
+      make.normal_vector(p + "attn_k.bias", kv_dim);
+      make.normal_vector(p + "attn_v.bias", kv_dim);
+    }
+    make.matrix(p + "attn_output.weight", TensorRole::AttnOutput, i, d, d);
+    make.ones(p + "ffn_norm.weight", d);
+    make.matrix(p + "ffn_gate.weight", TensorRole::FfnGate, i, spec.ff, d);
+    make.matrix(p + "ffn_up.weight", TensorRole::FfnUp, i, spec.ff, d);
+    make.matrix(p + "ffn_down.weight", TensorRole::FfnDown, i, d, spec.ff);
+  }
+  w.write(out_path);
+}
+
+}  // namespace kvdesk

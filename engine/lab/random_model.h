@@ -1,0 +1,41 @@
+// Random-weight Llama-family GGUFs of real shapes (e.g. TinyLlama-1.1B: 22 layers, 2048, 32
+// heads, 4 KV heads, 5632) with a real SentencePiece vocabulary, so tests and benchmarks
+// measure realistic sizes and architectures (llama, Llama 3 RoPE scaling, qwen2, tied
+// embeddings) without downloading a model. Weights and biases ~ N(0, weight_std), norms 1.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/lab/weight_mix.h"
+
+namespace kvdesk {
+
+struct RandomModelSpec {
+  int32_t layers = 2;
+  int32_t embd = 256;
+  int32_t heads = 4;
+  int32_t kv_heads = 4;
+  int32_t ff = 704;
+  int32_t context_length = 2048;
+  float rope_freq_base = 10000.0f;
+  std::string vocab_from;            // a SentencePiece .model file
+  WeightMix mix = *find_weight_mix("f16");  // types of the 2-D weights (engine/lab/weight_mix.h)
+  uint64_t seed = 1;
+  std::string name = "kvdesk-random";
+  std::string arch = "llama";         // "llama", or "qwen2": NeoX RoPE and Q/K/V biases
+  std::string rope_scaling = "none";  // "llama3": rope_freqs.weight as Llama 3.1's conversion writes it
+  bool tied_embeddings = false;       // no output.weight: logits come from token_embd
+  float weight_std = 0.02f;
+};
+
+// Llama 3.1's RoPE frequency factors ([n_rot/2]) as llama.cpp's convert_hf_to_gguf.py derives
+// them (factor 8, low_freq_factor 1, high_freq_factor 4, original context 8192): pairs whose
+// wavelength is under 8192/4 keep their frequency (1), over 8192/1 are slowed 8x, and the band
+// between blends smoothly.
+std::vector<float> llama3_rope_factors(float freq_base, int n_rot);
+
+// Throws kvdesk::Error on bad shapes, an unreadable vocabulary or I/O failure.
+void write_random_model(const RandomModelSpec& spec, const std::string& out_path);
+
+}  // namespace kvdesk

@@ -1,0 +1,302 @@
+// The Llama-family forward pass (llama, qwen2), top-down: embed -> per layer (attention block,
+// FFN block) -> final norm -> logits. Matmuls are split across the thread pool by weight rows;
+// attention is split by (token, kv head). Buffers are [tokens][features], row-major.
+#include "engine/model/model.h"
+
+#include <cmath>
+
+#include "engine/error.h"
+#include "engine/gguf/gguf_reader.h"
+#include "engine/system/memory_limit.h"
+#include "engine/system/thread_pool.h"
+#include "kernels/attention.h"
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/quantize.h"
+
+namespace kvdesk {
+
+void ForwardBatch::add(int32_t token, int32_t position, SeqId seq, bool logits) {
+  tokens.push_back(token);
+  positions.push_back(position);
+  seq_ids.push_back(seq);
+  wants_logits.push_back(logits ? 1 : 0);
+}
+
+int32_t ForwardBatch::num_logit_rows() const {
+  int32_t n = 0;
+  for (uint8_t w : wants_logits) n += w;
+  return n;
+}
+
+// Activation buffers, grown to the largest batch seen and reused across calls.
+struct Model::Scratch {
+  std::vector<float> x, xn, q, k, v, att, tmp, gate, up;  // [T][features]
+  std::vector<float> logit_rows;                          // [L][d_model]
+  std::vector<float> rope_cos_sin;                        // [n_rot] one token's RoPE angles
+  std::vector<uint8_t> acts;                              // prepared activation rows
+  std::vector<float> attn_scratch;                        // [threads][attention scratch]
+  std::vector<float> attn_weights;                        // observed tokens' [heads][slots]
+};
+
+namespace {
+
+// Tokens whose attention weights a KV retention policy collects (kv_retention.h): where each
+// one's [heads][slots] weights go in Scratch::attn_weights, -1 for the rest.
+struct ObservedAttention {
+  std::vector<int64_t> offset;                 // [T]
+  std::vector<RetentionState*> state;          // [T]
+  int64_t total_floats = 0;
+};
+
+ObservedAttention observed_attention(const ForwardBatch& batch, KvCache& kv, int32_t num_heads) {
+  ObservedAttention o;
+  o.offset.assign(size_t(batch.size()), -1);
+  o.state.assign(size_t(batch.size()), nullptr);
+  for (int32_t t = 0; t < batch.size(); ++t) {
+    RetentionState* r = kv.retention(batch.seq_ids[t]);
+    if (!r || !r->observes(batch.positions[t])) continue;
+    o.offset[size_t(t)] = o.total_floats;
+    o.state[size_t(t)] = r;
+    o.total_floats += int64_t(num_heads) * kv.view(batch.seq_ids[t], batch.positions[t] + 1).num_tokens;
+  }
+  return o;
+}
+
+// One matrix product of a forward step: y[T][w.rows] = x[T][w.cols] W^T.
+struct MatmulJob {
+  const WeightMatrix* w;
+  const float* x;   // [T][w->cols]
+  float* y;         // [T][w->rows]
+};
+
+// Runs jobs that share one input x (q/k/v, gate/up) as one parallel loop: activations are
+// prepared once per weight type, then row chunks of every job are handed out together, so
+// the step pays one synchronization instead of one per matrix.
+void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJob> jobs,
+                 std::vector<uint8_t>& act_buffer) {
+  struct Part {
+    MatmulArgs args;
+    int64_t rows;
+    int64_t rows_per_task;
+    int64_t first_task;
+  };
+  std::vector<Part> parts;
+  size_t act_bytes_total = 0;
+  for (const MatmulJob& job : jobs) act_bytes_total += act_row_bytes(job.w->type, job.w->cols) * size_t(batch);
+  if (act_buffer.size() < act_bytes_total) act_buffer.resize(act_bytes_total);
+
+  size_t act_offset = 0;
+  int64_t num_tasks = 0;
+  int64_t total_macs = 0;
+  const int64_t threads = pool.num_threads();
+  const MatmulJob* prepared_for = nullptr;
+  uint8_t* acts = nullptr;
+  for (const MatmulJob& job : jobs) {
+    const WeightMatrix& w = *job.w;
+    const size_t row_bytes = act_row_bytes(w.type, w.cols);
+    const bool reuse = prepared_for && prepared_for->x == job.x &&
+                       act_row_bytes(prepared_for->w->type, w.cols) == row_bytes &&
+                       act_format_for(prepared_for->w->type) == act_format_for(w.type);
+    if (!reuse) {
+      acts = act_buffer.data() + act_offset;
+      act_offset += row_bytes * size_t(batch);
+      pool.parallel_for(batch, [&](int64_t b, int) {
+        cpu::prepare_act_row(w.type, job.x + b * w.cols, acts + size_t(b) * row_bytes, w.cols);
+      }, batch * w.cols);
+      prepared_for = &job;
+    }
+    // About 8 chunks per thread balances uneven cores; 16-row multiples keep SIMD tiles whole.
+    int64_t rows_per_task = (w.rows + threads * 8 - 1) / (threads * 8);
+    rows_per_task = (rows_per_task + 15) / 16 * 16;
+    const int64_t tasks = (w.rows + rows_per_task - 1) / rows_per_task;
+    parts.push_back(Part{MatmulArgs{w.type, w.data, w.cols, acts, batch, job.y, w.rows}, w.rows,
+                         rows_per_task, num_tasks});
+    num_tasks += tasks;
+    total_macs += w.rows * w.cols * batch;
+  }
+  pool.parallel_for(num_tasks, [&](int64_t task, int) {
+    size_t p = parts.size() - 1;
+    while (parts[p].first_task > task) --p;
+    const Part& part = parts[p];
+    const int64_t begin = (task - part.first_task) * part.rows_per_task;
+    const int64_t end = std::min(part.rows, begin + part.rows_per_task);
+    cpu::matmul_rows(part.args, begin, end);
+  }, total_macs);
+}
+
+void grow(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+// y[t] += bias for each of T rows of n values; nothing when the model has no such bias.
+void add_bias(float* y, const float* bias, int64_t T, int64_t n) {
+  if (!bias) return;
+  for (int64_t t = 0; t < T; ++t) ops::add_in_place(y + t * n, bias, n);
+}
+
+// After a layer's attention: each observed token's weights into its sequence's scores, in
+// batch order (one thread; tokens of one sequence add to the same rows).
+void add_observed_attention(const ObservedAttention& observed, const ForwardBatch& batch, const KvCache& kv,
+                            int32_t layer, int32_t num_kv_heads, int32_t group, const std::vector<float>& weights) {
+  for (int32_t t = 0; t < batch.size(); ++t) {
+    if (observed.offset[size_t(t)] < 0) continue;
+    const int32_t slots = kv.view(batch.seq_ids[t], batch.positions[t] + 1).num_tokens;
+    for (int32_t g = 0; g < num_kv_heads; ++g) {
+      const float* w = weights.data() + observed.offset[size_t(t)] + int64_t(g) * group * slots;
+      observed.state[size_t(t)]->add_attention(layer, g, w, group, slots);
+    }
+  }
+}
+
+}  // namespace
+
+Model::~Model() = default;
+
+size_t Model::scratch_bytes() const {
+  const Scratch& s = *scratch_;
+  size_t bytes = s.acts.capacity() + s.attn_scratch.capacity() * sizeof(float);
+  for (const std::vector<float>* v : {&s.x, &s.xn, &s.q, &s.k, &s.v, &s.att, &s.tmp, &s.gate, &s.up, &s.logit_rows,
+                                     &s.rope_cos_sin}) {
+    bytes += v->capacity() * sizeof(float);
+  }
+  return bytes;
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
+  std::unique_ptr<Model> m(new Model());
+  // Measured before the file is read in, which may take its size from what is available.
+  const uint64_t memory = memory_budget(options.memory_limit_bytes);
+  m->file_ = GgufFile::open(path);
+  m->config_ = read_model_config(*m->file_);
+  m->weights_ = bind_model_weights(*m->file_, m->config_);
+  require_memory(m->weights_.weight_bytes, memory, path + ": the model's weights");
+  m->tokenizer_ = options.tokenizer_path.empty() ? Tokenizer::from_gguf(*m->file_)
+                                                 : Tokenizer::from_spm_file(options.tokenizer_path);
+  // Equal, as llama.cpp requires: ids past the vocabulary could be sampled but never printed,
+  // ids past the embedding never embedded.
+  if (m->tokenizer_->vocab_size() != m->config_.vocab_size) {
+    throw Error(path + ": the vocabulary has " + std::to_string(m->tokenizer_->vocab_size()) +
+                " tokens but the embedding " + std::to_string(m->config_.vocab_size));
+  }
+  m->scratch_ = std::make_unique<Scratch>();
+  return m;
+}
+
+void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
+                    std::vector<float>& logits) {
+  const ModelConfig& c = config_;
+  const ModelWeights& w = weights_;
+  Scratch& s = *scratch_;
+  const int64_t T = batch.size();
+  const int64_t D = c.embedding_length;
+  const int64_t F = c.feed_forward_length;
+  const int64_t QD = c.q_dim();
+  const int64_t KVD = c.kv_dim();
+  const int32_t HD = c.head_dim;
+  KVDESK_ASSERT(T > 0);
+  for (int64_t t = 0; t < T; ++t) {
+    KVDESK_ASSERT(batch.tokens[t] >= 0 && batch.tokens[t] < c.vocab_size);
+    KVDESK_ASSERT(batch.positions[t] < kv.num_tokens(batch.seq_ids[t]));
+  }
+  grow(s.x, T * D); grow(s.xn, T * D); grow(s.tmp, T * D);
+  grow(s.q, T * QD); grow(s.att, T * QD); grow(s.k, T * KVD); grow(s.v, T * KVD);
+  grow(s.gate, T * F); grow(s.up, T * F);
+  grow(s.rope_cos_sin, c.rope_dimension_count);
+  const ops::RopeParams rope = rope_params(c, w.rope_freqs);
+  const int64_t attn_floats = attention_scratch_floats(c.head_count / c.head_count_kv, HD);
+  grow(s.attn_scratch, attn_floats * pool.num_threads());
+  const ObservedAttention observed = observed_attention(batch, kv, c.head_count);
+  grow(s.attn_weights, size_t(observed.total_floats));
+  std::vector<int32_t> evicted(static_cast<size_t>(T));   // [T] positions dropped by KV retention before each token's slot
+  for (int64_t t = 0; t < T; ++t) evicted[size_t(t)] = kv.num_evicted(batch.seq_ids[t]);
+
+  // 1. Token embeddings: x[t] = token_embd[token[t]].
+  for (int64_t t = 0; t < T; ++t) {
+    ref::dequantize_row(w.token_embd.type, w.token_embd.row(batch.tokens[t]), s.x.data() + t * D, D);
+  }
+
+  const float attn_scale = 1.0f / std::sqrt(float(HD));
+  for (int32_t l = 0; l < c.block_count; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    const PagedKvLayer kv_layer = kv.layer(l);
+
+    // 2. Attention block: xn = norm(x); q, k, v = xn Wq + bq, xn Wk + bk, xn Wv + bv.
+    for (int64_t t = 0; t < T; ++t) ops::rms_norm(s.x.data() + t * D, lw.attn_norm, s.xn.data() + t * D, D, c.rms_eps);
+    run_matmuls(pool, T, {{&lw.wq, s.xn.data(), s.q.data()},
+                          {&lw.wk, s.xn.data(), s.k.data()},
+                          {&lw.wv, s.xn.data(), s.v.data()}}, s.acts);
+    add_bias(s.q.data(), lw.bq, T, QD);
+    add_bias(s.k.data(), lw.bk, T, KVD);
+    add_bias(s.v.data(), lw.bv, T, KVD);
+
+    // 3. RoPE on q and k heads (one set of angles per token), then K/V of every token into
+    //    its sequence's blocks, at slot position - evicted (KV retention keeps K with the RoPE
+    //    of its original position).
+    for (int64_t t = 0; t < T; ++t) {
+      ops::rope_angles(batch.positions[t], rope, s.rope_cos_sin.data());
+      for (int32_t h = 0; h < c.head_count; ++h) {
+        ops::rope_rotate(s.q.data() + t * QD + h * HD, s.rope_cos_sin.data(), rope.n_rot, rope.mode);
+      }
+      for (int32_t h = 0; h < c.head_count_kv; ++h) {
+        ops::rope_rotate(s.k.data() + t * KVD + h * HD, s.rope_cos_sin.data(), rope.n_rot, rope.mode);
+      }
+      const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1);
+      paged_kv_write(kv_layer, seq, batch.positions[t] - evicted[size_t(t)], s.k.data() + t * KVD, s.v.data() + t * KVD);
+    }
+
+    // 4. Causal attention: token t attends to positions [0, pos_t] of its sequence. One task
+    //    per (token, kv head) runs that head's group of query heads (GQA).
+    const int32_t group = c.head_count / c.head_count_kv;
+    int64_t attention_macs = 0;
+    for (int32_t p : batch.positions) attention_macs += int64_t(p + 1) * QD * 2;
+    pool.parallel_for(T * c.head_count_kv, [&](int64_t task, int thread) {
+      const int64_t t = task / c.head_count_kv;
+      const int32_t g = int32_t(task % c.head_count_kv);
+      PagedKvLayer one_head = kv_layer;
+      one_head.k.data += size_t(g) * kv_layer.k.head_stride;
+      one_head.v.data += size_t(g) * kv_layer.v.head_stride;
+      one_head.num_kv_heads = 1;
+      AttentionArgs args;
+      args.q = s.q.data() + t * QD + int64_t(g) * group * HD;
+      args.num_heads = group;
+      args.scale = attn_scale;
+      args.out = s.att.data() + t * QD + int64_t(g) * group * HD;
+      args.scratch = s.attn_scratch.data() + thread * attn_floats;
+      args.numerics = kv.layout().numerics;
+      const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1);
+      if (observed.offset[size_t(t)] >= 0) {
+        args.weights = s.attn_weights.data() + observed.offset[size_t(t)] + int64_t(g) * group * seq.num_tokens;
+      }
+      cpu::paged_attention(one_head, seq, args);
+    }, attention_macs);
+    add_observed_attention(observed, batch, kv, l, c.head_count_kv, group, s.attn_weights);
+
+    // 5. x += att Wo.
+    run_matmuls(pool, T, {{&lw.wo, s.att.data(), s.tmp.data()}}, s.acts);
+    for (int64_t t = 0; t < T; ++t) ops::add_in_place(s.x.data() + t * D, s.tmp.data() + t * D, D);
+
+    // 6. FFN block: x += (silu(xn Wgate) * (xn Wup)) Wdown, xn = norm(x).
+    for (int64_t t = 0; t < T; ++t) ops::rms_norm(s.x.data() + t * D, lw.ffn_norm, s.xn.data() + t * D, D, c.rms_eps);
+    run_matmuls(pool, T, {{&lw.w_gate, s.xn.data(), s.gate.data()},
+                          {&lw.w_up, s.xn.data(), s.up.data()}}, s.acts);
+    for (int64_t t = 0; t < T; ++t) ops::swiglu(s.gate.data() + t * F, s.up.data() + t * F, s.gate.data() + t * F, F);
+    run_matmuls(pool, T, {{&lw.w_down, s.gate.data(), s.tmp.data()}}, s.acts);
+    for (int64_t t = 0; t < T; ++t) ops::add_in_place(s.x.data() + t * D, s.tmp.data() + t * D, D);
+  }
+
+  // 7. Final norm and logits, only for the tokens that asked for them.
+  const int64_t L = batch.num_logit_rows();
+  grow(s.logit_rows, L * D);
+  int64_t row = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (!batch.wants_logits[t]) continue;
+    ops::rms_norm(s.x.data() + t * D, w.output_norm, s.logit_rows.data() + row * D, D, c.rms_eps);
+    ++row;
+  }
+  logits.resize(size_t(L) * size_t(c.vocab_size));
+  if (L > 0) run_matmuls(pool, L, {{&w.output, s.logit_rows.data(), logits.data()}}, s.acts);
+}
+
+}  // namespace kvdesk

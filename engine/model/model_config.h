@@ -1,0 +1,46 @@
+// ModelConfig: the hyperparameters of a Llama-family model (llama, qwen2), read from GGUF
+// metadata ("<arch>.embedding_length", ...) and checked for consistency before any weight is
+// touched.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/model/architecture.h"
+
+namespace kvdesk {
+
+class GgufFile;
+
+struct ModelConfig {
+  std::string architecture;     // "llama", "qwen2"
+  std::string name;             // general.name, may be empty
+  int32_t context_length = 0;
+  int32_t embedding_length = 0; // d_model
+  int32_t block_count = 0;      // layers
+  int32_t feed_forward_length = 0;
+  int32_t head_count = 0;
+  int32_t head_count_kv = 0;    // < head_count: GQA; 1: MQA
+  int32_t head_dim = 0;
+  int32_t rope_dimension_count = 0;
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f; // 1 / linear scaling factor
+  ops::RopeMode rope_mode = ops::RopeMode::Normal;
+  TensorPresence qkv_bias = TensorPresence::Optional;
+  float rms_eps = 1e-5f;
+  int32_t vocab_size = 0;
+
+  int32_t q_dim() const { return head_count * head_dim; }
+  int32_t kv_dim() const { return head_count_kv * head_dim; }
+  // Values of K and V stored per token across all layers: layers x 2 x kv_heads x head_dim.
+  int64_t kv_values_per_token() const { return int64_t(block_count) * 2 * kv_dim(); }
+};
+
+// Throws kvdesk::Error naming the key or the inconsistency, or an unsupported architecture
+// together with the supported ones.
+ModelConfig read_model_config(const GgufFile& file);
+
+// The RoPE settings of c, with freq_factors ([rope_dimension_count / 2] or null) wherever the
+// caller keeps the rope_freqs tensor (host memory for the CPU, device memory for CUDA).
+ops::RopeParams rope_params(const ModelConfig& c, const float* freq_factors);
+
+}  // namespace kvdesk

@@ -1,0 +1,128 @@
+// Binding GGUF tensors to the Llama layer structure (names as llama.cpp's llama-arch), with
+// shape and type checks.
+#include "engine/model/model_weights.h"
+
+#include <cmath>
+
+#include "engine/error.h"
+#include "engine/gguf/gguf_reader.h"
+
+namespace kvdesk {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+const GgufTensorInfo& require_tensor(const GgufFile& file, const std::string& name,
+                                     const std::vector<int64_t>& dims) {
+  const GgufTensorInfo* t = file.find_tensor(name);
+  if (!t) throw Error(file.path() + ": missing tensor '" + name + "'");
+  if (t->dims != dims) {
+    throw Error(file.path() + ": tensor '" + name + "' has shape " + shape_text(t->dims) +
+                ", expected " + shape_text(dims));
+  }
+  const GgmlTypeInfo& info = ggml_type_info(t->type);
+  if (!info.computable) {
+    throw Error(file.path() + ": tensor '" + name + "' has type " + std::string(info.name) +
+                ", which kvdesk cannot run yet");
+  }
+  return *t;
+}
+
+class Binder {
+ public:
+  Binder(const GgufFile& file, ModelWeights& weights) : file_(file), weights_(weights) {}
+
+  WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
+    const GgufTensorInfo& t = require_tensor(file_, name, {cols, rows});
+    count(t);
+    return WeightMatrix{t.type, file_.tensor_data(t), rows, cols, ggml_row_bytes(t.type, cols)};
+  }
+
+  const float* vector(const std::string& name, int64_t n) {
+    const GgufTensorInfo& t = require_tensor(file_, name, {n});
+    if (t.type != GgmlType::F32) {
+      throw Error(file_.path() + ": tensor '" + name + "' has type " +
+                  std::string(ggml_type_info(t.type).name) + ", expected f32");
+    }
+    count(t);
+    return reinterpret_cast<const float*>(file_.tensor_data(t));
+  }
+
+  // A vector the architecture may or must have; nullptr when optional and absent.
+  const float* vector(const std::string& name, int64_t n, TensorPresence presence) {
+    if (presence == TensorPresence::Optional && !file_.find_tensor(name)) return nullptr;
+    return vector(name, n);
+  }
+
+ private:
+  void count(const GgufTensorInfo& t) {
+    weights_.num_parameters += t.num_elements;
+    weights_.weight_bytes += t.num_bytes;
+  }
+  const GgufFile& file_;
+  ModelWeights& weights_;
+};
+
+// Each factor divides a rotation frequency, so it must be a positive finite number.
+void check_rope_freqs(const GgufFile& file, const float* factors, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(factors[i] > 0) || !std::isfinite(factors[i])) {
+      throw Error(file.path() + ": rope_freqs.weight[" + std::to_string(i) + "] = " +
+                  std::to_string(factors[i]) + " is not a positive frequency factor");
+    }
+  }
+}
+
+uint64_t matrix_bytes(const WeightMatrix& m) { return uint64_t(m.rows) * m.row_bytes; }
+uint64_t vector_bytes(const float* v, int64_t n) { return v ? uint64_t(n) * sizeof(float) : 0; }
+
+}  // namespace
+
+ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& c) {
+  ModelWeights w;
+  Binder bind(file, w);
+  const int64_t d = c.embedding_length;
+  w.token_embd = bind.matrix("token_embd.weight", c.vocab_size, d);
+  w.output_norm = bind.vector("output_norm.weight", d);
+  w.tied_output = file.find_tensor("output.weight") == nullptr;
+  w.output = w.tied_output ? w.token_embd : bind.matrix("output.weight", c.vocab_size, d);
+  // note: rope_freqs is bound for every architecture; llama.cpp's Llama 3.x conversion writes it.
+  w.rope_freqs = bind.vector("rope_freqs.weight", c.rope_dimension_count / 2, TensorPresence::Optional);
+  if (w.rope_freqs) check_rope_freqs(file, w.rope_freqs, c.rope_dimension_count / 2);
+  w.layers.resize(c.block_count);
+  for (int32_t i = 0; i < c.block_count; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    LayerWeights& l = w.layers[i];
+    l.attn_norm = bind.vector(p + "attn_norm.weight", d);
+    l.wq = bind.matrix(p + "attn_q.weight", c.q_dim(), d);
+    l.wk = bind.matrix(p + "attn_k.weight", c.kv_dim(), d);
+    l.wv = bind.matrix(p + "attn_v.weight", c.kv_dim(), d);
+    l.bq = bind.vector(p + "attn_q.bias", c.q_dim(), c.qkv_bias);
+    l.bk = bind.vector(p + "attn_k.bias", c.kv_dim(), c.qkv_bias);
+    l.bv = bind.vector(p + "attn_v.bias", c.kv_dim(), c.qkv_bias);
+    l.wo = bind.matrix(p + "attn_output.weight", d, c.q_dim());
+    l.ffn_norm = bind.vector(p + "ffn_norm.weight", d);
+    l.w_gate = bind.matrix(p + "ffn_gate.weight", c.feed_forward_length, d);
+    l.w_up = bind.matrix(p + "ffn_up.weight", c.feed_forward_length, d);
+    l.w_down = bind.matrix(p + "ffn_down.weight", d, c.feed_forward_length);
+  }
+  return w;
+}
+
+uint64_t decode_weight_read_bytes(const ModelWeights& w) {
+  const int64_t d = w.token_embd.cols;
+  uint64_t bytes = w.token_embd.row_bytes + matrix_bytes(w.output) + vector_bytes(w.output_norm, d);
+  for (const LayerWeights& l : w.layers) {
+    bytes += matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo) +
+             matrix_bytes(l.w_gate) + matrix_bytes(l.w_up) + matrix_bytes(l.w_down);
+    bytes += vector_bytes(l.attn_norm, d) + vector_bytes(l.ffn_norm, d) + vector_bytes(l.bq, l.wq.rows) +
+             vector_bytes(l.bk, l.wk.rows) + vector_bytes(l.bv, l.wv.rows);
+  }
+  return bytes;
+}
+
+}  // namespace kvdesk

@@ -1,0 +1,61 @@
+// ModelWeights: typed views of a Llama-family model's tensors inside the mapped GGUF file.
+// Weights stay in their stored type (F32/F16/BF16/Q8_0/Q4_0); nothing is dequantized at load.
+// Every tensor's presence (per architecture), type and shape is checked against the
+// ModelConfig here, once.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/model/model_config.h"
+#include "kernels/ggml_types.h"
+
+namespace kvdesk {
+
+class GgufFile;
+
+// A matrix W[rows][cols] (ggml dims {cols, rows}) in its stored type.
+struct WeightMatrix {
+  GgmlType type = GgmlType::F32;
+  const void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  size_t row_bytes = 0;
+  const void* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes; }
+};
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;   // [d_model]
+  WeightMatrix wq;                    // [q_dim][d_model]
+  WeightMatrix wk;                    // [kv_dim][d_model]
+  WeightMatrix wv;                    // [kv_dim][d_model]
+  const float* bq = nullptr;          // [q_dim] or null (no bias)
+  const float* bk = nullptr;          // [kv_dim] or null
+  const float* bv = nullptr;          // [kv_dim] or null
+  WeightMatrix wo;                    // [d_model][q_dim]
+  const float* ffn_norm = nullptr;    // [d_model]
+  WeightMatrix w_gate;                // [d_ff][d_model]
+  WeightMatrix w_up;                  // [d_ff][d_model]
+  WeightMatrix w_down;                // [d_model][d_ff]
+};
+
+struct ModelWeights {
+  WeightMatrix token_embd;            // [vocab][d_model]
+  std::vector<LayerWeights> layers;   // [block_count]
+  const float* output_norm = nullptr; // [d_model]
+  WeightMatrix output;                // [vocab][d_model]; token_embd when the file ties them
+  bool tied_output = false;
+  const float* rope_freqs = nullptr;  // [rope_dimension_count / 2] Llama 3 frequency factors, or null
+  int64_t num_parameters = 0;
+  uint64_t weight_bytes = 0;
+};
+
+// Bytes one decode step reads from the weights for one token: every layer's matrices, norms
+// and biases, the output norm and matrix, and one embedding row. Decode is bound by reading
+// these (plus the context's KV) once per token.
+uint64_t decode_weight_read_bytes(const ModelWeights& weights);
+
+// Throws kvdesk::Error naming the tensor: missing, wrong shape, or a type kvdesk cannot run.
+ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& config);
+
+}  // namespace kvdesk

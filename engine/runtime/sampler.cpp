@@ -1,0 +1,126 @@
+// Sampler: each filter narrows candidates_ (kept sorted by value once top-k or top-p needs it).
+#include "engine/runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_set>
+
+#include "engine/error.h"
+
+namespace kvdesk {
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw Error("invalid sampling parameter: " + what);
+}
+
+}  // namespace
+
+void validate_sampling_params(const SamplingParams& p) {
+  require(std::isfinite(p.temperature) && p.temperature >= 0 && p.temperature <= 100,
+          "temperature must be in [0, 100]");
+  require(p.top_k >= 0, "top-k must be >= 0");
+  require(std::isfinite(p.top_p) && p.top_p > 0 && p.top_p <= 1, "top-p must be in (0, 1]");
+  require(std::isfinite(p.min_p) && p.min_p >= 0 && p.min_p < 1, "min-p must be in [0, 1)");
+  require(std::isfinite(p.repeat_penalty) && p.repeat_penalty > 0 && p.repeat_penalty <= 10,
+          "repeat penalty must be in (0, 10]");
+  require(p.repeat_last_n >= 0, "repeat-last-n must be >= 0");
+}
+
+Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
+  validate_sampling_params(params);
+}
+
+int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history) {
+  candidates_.resize(size_t(vocab));
+  for (int32_t i = 0; i < vocab; ++i) candidates_[i] = Candidate{i, logits[i]};
+  apply_repeat_penalty(history);
+  if (params_.temperature <= 0) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < vocab; ++i) {
+      if (candidates_[i].value > candidates_[best].value) best = i;
+    }
+    return best;
+  }
+  keep_top_k();
+  softmax_with_temperature();
+  keep_top_p();
+  keep_min_p();
+  return draw();
+}
+
+// llama.cpp's rule: a positive logit is divided by the penalty, a negative one multiplied,
+// once per distinct token in the last repeat_last_n tokens.
+void Sampler::apply_repeat_penalty(const std::vector<int32_t>& history) {
+  if (params_.repeat_penalty == 1.0f || params_.repeat_last_n == 0) return;
+  const size_t n = std::min(history.size(), size_t(params_.repeat_last_n));
+  std::unordered_set<int32_t> seen(history.end() - n, history.end());
+  for (int32_t id : seen) {
+    if (id < 0 || id >= int32_t(candidates_.size())) continue;
+    float& v = candidates_[id].value;
+    v = v > 0 ? v / params_.repeat_penalty : v * params_.repeat_penalty;
+  }
+}
+
+void Sampler::keep_top_k() {
+  if (params_.top_k <= 0 || params_.top_k >= int32_t(candidates_.size())) return;
+  auto by_value = [](const Candidate& a, const Candidate& b) {
+    return a.value > b.value || (a.value == b.value && a.id < b.id);
+  };
+  std::partial_sort(candidates_.begin(), candidates_.begin() + params_.top_k, candidates_.end(), by_value);
+  candidates_.resize(size_t(params_.top_k));
+}
+
+void Sampler::softmax_with_temperature() {
+  float max_value = candidates_[0].value;
+  for (const Candidate& c : candidates_) max_value = std::max(max_value, c.value);
+  double sum = 0;
+  for (Candidate& c : candidates_) {
+    c.value = std::exp((c.value - max_value) / params_.temperature);
+    sum += c.value;
+  }
+  for (Candidate& c : candidates_) c.value = float(c.value / sum);
+}
+
+// Smallest set of most likely tokens whose probabilities add up to at least top_p.
+void Sampler::keep_top_p() {
+  if (params_.top_p >= 1.0f) return;
+  std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
+    return a.value > b.value || (a.value == b.value && a.id < b.id);
+  });
+  double cumulative = 0;
+  size_t keep = candidates_.size();
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    cumulative += candidates_[i].value;
+    if (cumulative >= params_.top_p) {
+      keep = i + 1;
+      break;
+    }
+  }
+  candidates_.resize(keep);
+}
+
+// Drops tokens less likely than min_p times the most likely one.
+void Sampler::keep_min_p() {
+  if (params_.min_p <= 0) return;
+  float max_p = 0;
+  for (const Candidate& c : candidates_) max_p = std::max(max_p, c.value);
+  const float threshold = params_.min_p * max_p;
+  std::erase_if(candidates_, [&](const Candidate& c) { return c.value < threshold; });
+}
+
+int32_t Sampler::draw() {
+  double total = 0;
+  for (const Candidate& c : candidates_) total += c.value;
+  // A 53-bit uniform from the raw 64-bit stream: the same on every standard library.
+  const double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0) * total;
+  double cumulative = 0;
+  for (const Candidate& c : candidates_) {
+    cumulative += c.value;
+    if (u < cumulative) return c.id;
+  }
+  return candidates_.back().id;
+}
+
+}  // namespace kvdesk

@@ -1,0 +1,93 @@
+// What every tokenizer shares: choosing one for a GGUF, special tokens in template-written
+// text, and the end-of-generation set.
+#include "engine/tokenizer/tokenizer.h"
+
+#include <algorithm>
+#include <array>
+
+#include "engine/tokenizer/bpe_tokenizer.h"
+#include "engine/error.h"
+#include "engine/gguf/gguf_reader.h"
+#include "engine/tokenizer/spm_tokenizer.h"
+
+namespace kvdesk {
+namespace {
+
+// End-of-turn tokens of the chat families: ChatML/Qwen, Llama 3, Gemma, Phi-3. (Llama 2,
+// Mistral and Zephyr end a turn with </s>, which is EOS.)
+constexpr std::array<std::string_view, 4> kEndOfTurnPieces = {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"};
+
+bool is_special(TokenKind kind) { return kind == TokenKind::Control || kind == TokenKind::UserDefined; }
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
+  const std::string model = file.get_string("tokenizer.ggml.model");
+  if (model == "llama") return load_spm_tokenizer(file);
+  if (model == "gpt2") return load_bpe_tokenizer(file);
+  throw Error(file.path() + ": unsupported tokenizer model '" + model +
+              "' (tokenizer.ggml.model; kvdesk reads SentencePiece \"llama\" and byte-level BPE \"gpt2\")");
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_spm_file(const std::string& path) { return load_spm_tokenizer_file(path); }
+
+void Tokenizer::index_special_tokens(int32_t eot_id) {
+  specials_.clear();
+  end_of_generation_.clear();
+  for (int32_t id = 0; id < vocab_size_; ++id) {
+    if (!is_special(kind(id)) || piece(id).empty()) continue;
+    specials_.emplace_back(piece(id), id);
+    if (std::find(kEndOfTurnPieces.begin(), kEndOfTurnPieces.end(), piece(id)) != kEndOfTurnPieces.end()) {
+      end_of_generation_.push_back(id);
+    }
+  }
+  std::stable_sort(specials_.begin(), specials_.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const int32_t id : {eos_id_, eot_id}) {
+    if (id >= 0) end_of_generation_.push_back(id);
+  }
+}
+
+const std::string& Tokenizer::piece(int32_t id) const {
+  static const std::string kNone;
+  return in_range(id) ? pieces_[size_t(id)] : kNone;
+}
+
+bool Tokenizer::is_end_of_generation(int32_t id) const {
+  return std::find(end_of_generation_.begin(), end_of_generation_.end(), id) != end_of_generation_.end();
+}
+
+std::vector<int32_t> Tokenizer::encode_segments(const std::vector<TextSegment>& segments, bool add_bos) const {
+  std::vector<int32_t> out;
+  if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
+  std::string pending;   // text since the last special token, not yet encoded
+  const auto flush = [&] {
+    if (pending.empty()) return;
+    const std::vector<int32_t> ids = encode(pending, false);
+    out.insert(out.end(), ids.begin(), ids.end());
+    pending.clear();
+  };
+  for (const TextSegment& segment : segments) {
+    if (!segment.parse_special) {
+      pending += segment.text;
+      continue;
+    }
+    const std::string_view text = segment.text;
+    for (size_t at = 0; at < text.size();) {
+      const auto hit = std::find_if(specials_.begin(), specials_.end(), [&](const auto& special) {
+        return text[at] == special.first[0] && text.substr(at).starts_with(special.first);
+      });
+      if (hit == specials_.end()) {
+        pending += text[at++];
+        continue;
+      }
+      flush();
+      out.push_back(hit->second);
+      at += hit->first.size();
+    }
+  }
+  flush();
+  return out;
+}
+
+}  // namespace kvdesk
