@@ -8,12 +8,14 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/backend/forward_backend.h"
 #include "engine/chat/chat_template.h"
 #include "engine/error.h"
-#include "engine/backend/forward_backend.h"
-#include "engine/system/memory_limit.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/kv/kv_type_costs.h"
 #include "engine/model/model.h"
-#include "engine/sched/scheduler.h"
+#include "engine/runtime/engine_core.h"
+#include "engine/system/memory_limit.h"
 #include "engine/system/thread_pool.h"
 
 namespace kvdesk {
@@ -77,8 +79,9 @@ struct Engine::State {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<ForwardBackend> forward;   // the chosen backend's forward pass over model
   std::unique_ptr<KvCache> kv;
-  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<EngineCore> core;
   ChatTemplate chat_template;
+  std::vector<KvTypeCost> kv_costs;          // of the loaded model's shape
   std::vector<Event> pending;
   Clock::time_point last_stats;
   uint64_t tokens_at_last_stats = 0;
@@ -111,7 +114,7 @@ struct Engine::State {
 void Engine::State::run() {
   for (;;) {
     std::deque<std::function<void()>> commands;
-    const bool busy = scheduler && scheduler->has_work();
+    const bool busy = core && core->has_work();
     {
       std::unique_lock<std::mutex> lock(mutex);
       if (!busy && inbox.empty()) {
@@ -129,14 +132,14 @@ void Engine::State::run() {
         error_event(0, e.what());
       }
     }
-    if (scheduler && scheduler->has_work()) {
+    if (core && core->has_work()) {
       try {
-        scheduler->step(pending);
+        core->step(pending);
       } catch (const std::exception& e) {
-        scheduler->fail_all(std::string("engine step failed: ") + e.what(), pending);
+        core->fail_all(std::string("engine step failed: ") + e.what(), pending);
       }
     }
-    publish_stats(!commands.empty() || !(scheduler && scheduler->has_work()));
+    publish_stats(!commands.empty() || !(core && core->has_work()));
     flush_events();
   }
 }
@@ -162,18 +165,20 @@ void Engine::State::publish_stats(bool force) {
                            c.head_count, c.head_count_kv, c.head_dim, model->weights().num_parameters,
                            model->weights().weight_bytes, backend_name(backend.backend), backend.note,
                            pool->num_threads(), chat_format_name(chat_template.format), chat_template.warning,
-                           forward->device_memory(), kv->on_device()};
-    s.running = scheduler->num_running();
-    s.waiting = scheduler->num_waiting();
-    s.swapped = scheduler->num_swapped();
-    s.parked = scheduler->num_parked();
-    s.generated_tokens = scheduler->generated_tokens();
-    s.preemptions = scheduler->preemptions();
-    s.swapped_bytes = scheduler->swapped_bytes();
-    s.swap_ms = scheduler->swap_ms();
+                           forward->device_memory(), kv->on_device(), kv_costs};
+    const Scheduler& sched = core->scheduler();
+    s.running = sched.num_running();
+    s.waiting = sched.num_waiting();
+    s.swapped = sched.num_swapped();
+    s.parked = sched.num_parked();
+    s.generated_tokens = core->generated_tokens();
+    s.preemptions = sched.preemptions();
+    s.swapped_bytes = sched.swapped_bytes();
+    s.swap_ms = sched.swap_ms();
     s.kv = kv->snapshot();
-    s.owners = scheduler->sequence_owners();
+    s.owners = sched.sequence_owners();
     s.activation_bytes = model->scratch_bytes();
+    s.memory_available_bytes = available_memory_bytes();
     s.prefix_caching = settings.prefix_caching;
     const double seconds = std::chrono::duration<double>(now - last_stats).count();
     s.tokens_per_s = seconds > 0 ? double(s.generated_tokens - tokens_at_last_stats) / seconds : 0;
@@ -186,8 +191,8 @@ void Engine::State::publish_stats(bool force) {
 }
 
 void Engine::State::load(const EngineSettings& s) {
-  if (scheduler) scheduler->fail_all("the model was replaced", pending);
-  scheduler.reset();
+  if (core) core->fail_all("the model was replaced", pending);
+  core.reset();
   kv.reset();
   forward.reset();
   model.reset();
@@ -205,7 +210,8 @@ void Engine::State::load(const EngineSettings& s) {
     model.reset();   // no model without its KV pool: requests then get "no model is loaded"
     throw;
   }
-  scheduler = std::make_unique<Scheduler>(*model, *kv, *forward, s.scheduler);
+  kv_costs = kv_type_costs(model->config());
+  core = std::make_unique<EngineCore>(*model, *forward, *kv, s.scheduler);
   Event e;
   e.kind = EventKind::ModelLoaded;
   e.text = backend.note;
@@ -252,11 +258,15 @@ void Engine::State::submit(RequestId id, Request request, Clock::time_point subm
     for (int32_t t : prompt) {
       if (t < 0 || t >= model->config().vocab_size) throw Error("token id " + std::to_string(t) + " is out of range");
     }
-    scheduler->add(id, request, std::move(prompt), submitted);
+    core->add(id, request, std::move(prompt), submitted);
   } catch (const Error& e) {
     error_event(id, e.what());
   }
 }
+
+std::vector<std::string> chat_template_names() { return chat_format_names(); }
+
+bool is_chat_template_name(const std::string& name) { return chat_format_from_name(name).has_value(); }
 
 Engine::Engine(std::function<void()> wake) : state_(std::make_unique<State>()) {
   state_->wake = std::move(wake);
@@ -279,19 +289,19 @@ void Engine::load_model(const EngineSettings& settings) {
 void Engine::reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching) {
   state_->post([s = state_.get(), kv, kv_budget_bytes, prefix_caching] {
     if (!s->model) throw Error("no model is loaded");
-    s->scheduler->detach_all_sequences();
+    s->core->detach_all_sequences();
     try {
       s->create_kv(kv, kv_budget_bytes, prefix_caching);
     } catch (const Error&) {
       if (!s->kv) {   // a device pool was released first: no model without its pool
-        s->scheduler->fail_all("the KV pool could not be re-created", s->pending);
-        s->scheduler.reset();
+        s->core->fail_all("the KV pool could not be re-created", s->pending);
+        s->core.reset();
         s->forward.reset();
         s->model.reset();
       }
       throw;
     }
-    s->scheduler->set_kv_cache(*s->kv);
+    s->core->set_kv_cache(*s->kv);
     Event e;
     e.kind = EventKind::ModelLoaded;
     s->pending.push_back(std::move(e));
@@ -306,15 +316,6 @@ void Engine::set_chat_template(const std::string& name) {
   });
 }
 
-void Engine::unload_model() {
-  state_->post([s = state_.get()] {
-    if (s->scheduler) s->scheduler->fail_all("the model was unloaded", s->pending);
-    s->scheduler.reset();
-    s->kv.reset();
-    s->model.reset();
-  });
-}
-
 RequestId Engine::submit(Request request) {
   const RequestId id = state_->next_id++;
   const auto submitted = Clock::now();
@@ -326,7 +327,7 @@ RequestId Engine::submit(Request request) {
 
 void Engine::cancel(RequestId request) {
   state_->post([s = state_.get(), request] {
-    if (s->scheduler) s->scheduler->cancel(request, s->pending);
+    if (s->core) s->core->cancel(request, s->pending);
   });
 }
 
@@ -334,7 +335,7 @@ RequestId Engine::fork(RequestId source, const SamplingParams& sampling, int32_t
   const RequestId id = state_->next_id++;
   state_->post([s = state_.get(), source, id, sampling, max_tokens] {
     validate_sampling_params(sampling);
-    if (!s->scheduler || !s->scheduler->fork(source, id, sampling, max_tokens)) {
+    if (!s->core || !s->core->fork(source, id, sampling, max_tokens)) {
       s->error_event(id, "request " + std::to_string(source) + " is not running: nothing to fork");
     }
   });
@@ -343,7 +344,7 @@ RequestId Engine::fork(RequestId source, const SamplingParams& sampling, int32_t
 
 void Engine::release_conversation(uint64_t conversation_key) {
   state_->post([s = state_.get(), conversation_key] {
-    if (s->scheduler) s->scheduler->release_conversation(conversation_key);
+    if (s->core) s->core->release_conversation(conversation_key);
   });
 }
 

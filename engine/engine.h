@@ -3,7 +3,7 @@
 // returns at once (no call waits for a model step); results come back as Events, drained by
 // poll_events(), and a wake-up callback tells the UI thread there is something to drain.
 //
-//   UI thread: submit() -> inbox -> engine thread: admit, step() = schedule -> forward ->
+//   UI thread: submit() -> inbox -> engine thread: EngineCore::step() = plan -> forward ->
 //   sample -> events -> outbox -> wake() -> UI thread: poll_events()
 #pragma once
 #include <chrono>
@@ -15,6 +15,10 @@
 #include "engine/engine_types.h"
 
 namespace kvdesk {
+
+// The chat template families requests can be rendered with (names for set_chat_template).
+std::vector<std::string> chat_template_names();
+bool is_chat_template_name(const std::string& name);
 
 class Engine {
  public:
@@ -30,7 +34,6 @@ class Engine {
   // Re-creates the KV pool with new KV settings on the loaded model; live requests carry on
   // (their sequences are re-prefilled). ModelLoaded follows.
   void reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching);
-  void unload_model();
   // Renders requests submitted from now on with this chat template (a chat_format_name(), ""
   // for the model's own), for this model and the ones loaded later. An unknown name ends in
   // an Error event (request 0).

@@ -1,21 +1,72 @@
 // The engine's public vocabulary: settings, requests, events and statistics. Plain structs,
 // cheap to copy, no pointers into the engine: the UI thread and the engine thread exchange
-// only these.
+// only these. Engine internals include this header, never the reverse, so the app and the
+// panels compile against a face that does not change when the engine's insides do.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "engine/backend/backend.h"
-#include "engine/backend/device_memory.h"
-#include "engine/runtime/generator.h"
-#include "engine/kv/kv_retention.h"
 #include "engine/kv_snapshot.h"
-#include "engine/runtime/sampler.h"
 
 namespace kvdesk {
 
 using RequestId = uint64_t;
+
+// Which compute backend to load a model on (engine/backend/backend.h decides).
+enum class BackendRequest : uint8_t { Auto, Cpu, Cuda };
+
+// How the next token is picked from one row of logits (engine/runtime/sampler.h). Order of the
+// filters, as llama.cpp's default chain: repetition penalty -> top-k -> temperature ->
+// softmax -> top-p -> min-p -> draw.
+struct SamplingParams {
+  float temperature = 0.0f;     // 0: greedy
+  int32_t top_k = 0;            // 0: off
+  float top_p = 1.0f;           // 1: off
+  float min_p = 0.0f;           // 0: off
+  float repeat_penalty = 1.0f;  // 1: off
+  int32_t repeat_last_n = 64;   // tokens of history the penalty looks at
+  uint64_t seed = 0;
+};
+
+// Throws kvdesk::Error with the reason when a value is out of its range.
+void validate_sampling_params(const SamplingParams& params);
+
+// KV retention (engine/kv/kv_retention.h has the design): which cached tokens a sequence keeps.
+enum class RetentionPolicy : uint8_t { None, Sinks, H2O, SnapKV };
+
+const char* retention_policy_name(RetentionPolicy policy);   // "none", "sinks", "h2o", "snapkv"
+// Throws kvdesk::Error listing the known names.
+RetentionPolicy parse_retention_policy(std::string_view name);
+
+// How many tokens a sequence may keep: a fraction of the tokens it has seen, or a count.
+struct RetentionBudget {
+  double fraction = 1.0;   // in (0, 1]; used when tokens is 0
+  int32_t tokens = 0;      // > 0: keep this many
+
+  // Tokens to keep out of `seen`, in [min(seen, 1), seen].
+  int32_t resolve(int32_t seen) const;
+  std::string describe() const;   // "50%" or "128 tokens"
+};
+
+// "0.5", "50%" (a fraction) or "128" (tokens). Throws kvdesk::Error on anything else.
+RetentionBudget parse_retention_budget(std::string_view text);
+
+struct RetentionOptions {
+  RetentionPolicy policy = RetentionPolicy::None;
+  RetentionBudget budget;
+  int32_t sink_tokens = 4;          // sinks: first tokens always kept
+  double recent_fraction = 0.5;     // h2o: share of the budget kept for the most recent tokens
+  int32_t observation_window = 16;  // snapkv: last prompt tokens whose attention votes
+  int32_t pool_kernel = 7;          // snapkv: max-pool width over the votes (odd)
+
+  bool enabled() const { return policy != RetentionPolicy::None; }
+  bool needs_attention() const { return policy == RetentionPolicy::H2O || policy == RetentionPolicy::SnapKV; }
+};
+
+enum class FinishReason : uint8_t { Stop, Length, ContextFull, Cancelled };
+const char* finish_reason_name(FinishReason reason);   // "stop", "length", "context_full", ...
 
 enum class PreemptMode : uint8_t {
   Recompute,  // drop the victim's blocks (full ones stay in the prefix cache), prefill again
@@ -48,6 +99,12 @@ enum class ContextPolicy : uint8_t {
   SinkWindow,   // keep the first sink_tokens and the most recent tokens (StreamingLLM) and go on
 };
 
+// Which next-token logits a request hands back as Logits events.
+enum class LogitsOutput : uint8_t {
+  None,
+  Prompt,   // every prompt position's row; the prompt is then computed in full (no cached prefix)
+};
+
 struct ChatMessage {
   std::string role;      // "system", "user", "assistant"
   std::string content;
@@ -58,8 +115,9 @@ struct Request {
   std::vector<int32_t> prompt_tokens;
   std::vector<ChatMessage> messages;
   SamplingParams sampling;
-  int32_t max_tokens = 256;
+  int32_t max_tokens = 256;         // 0 with LogitsOutput::Prompt: score the prompt, sample nothing
   bool stop_at_eos = true;
+  LogitsOutput logits = LogitsOutput::None;
   ContextPolicy context_policy = ContextPolicy::Stop;
   int32_t sink_tokens = 4;
   RetentionOptions retention;        // KV retention of this request's sequence (off by default)
@@ -74,6 +132,7 @@ struct RequestMetrics {
   int32_t cached_tokens = 0;         // prompt tokens whose KV was reused, not computed
   int32_t generated_tokens = 0;
   int32_t preemptions = 0;
+  int32_t peak_blocks = 0;           // most KV blocks its sequence held at once
   double queue_ms = 0;               // submitted -> first scheduled
   double ttft_ms = 0;                // submitted -> first token
   double prefill_tok_s = 0;          // computed prompt tokens / prefill time
@@ -82,7 +141,7 @@ struct RequestMetrics {
   double itl_p95_ms = 0;
 };
 
-enum class EventKind : uint8_t { ModelLoaded, Token, Finished, Error };
+enum class EventKind : uint8_t { ModelLoaded, Token, Logits, Finished, Error };
 
 struct Event {
   EventKind kind = EventKind::Token;
@@ -92,6 +151,25 @@ struct Event {
                                      // ModelLoaded after load_model: the backend's note
   FinishReason finish = FinishReason::Stop;
   RequestMetrics metrics;            // Finished
+  int32_t position = 0;              // Logits: the prompt position of the first row
+  std::vector<float> logits;         // Logits: [rows][vocab], rows for position, position + 1, ...
+};
+
+// The devices' memory as the CUDA backend planned it; empty on the CPU.
+struct DeviceMemoryUse {
+  std::string device;              // "NVIDIA H200, sm_90, 139.8 GiB"
+  uint64_t total_bytes = 0;        // the device's memory
+  uint64_t free_bytes = 0;         // free before the weights were uploaded
+  uint64_t budget_bytes = 0;       // utilization x total - others: what this process may take
+  uint64_t weight_bytes = 0;       // the weights as uploaded (padding and alignment included)
+  uint64_t activation_bytes = 0;   // the forward pass's device buffers
+};
+
+// What one KV storage type costs for the loaded model's shape.
+struct KvTypeCost {
+  KvType type = KvType::F32;
+  uint64_t bytes_per_token = 0;    // K + V of every layer and kv head, scales included
+  double nmse = 0;                 // round-trip error on unit Gaussian rows of head_dim
 };
 
 struct ModelSummary {
@@ -112,6 +190,7 @@ struct ModelSummary {
   std::string chat_template_warning;   // non-empty when the model's template was not recognized
   DeviceMemoryUse device_memory;       // the CUDA backend's device memory; empty on the CPU
   bool kv_on_device = false;           // the KV pool (EngineStats::kv.pool_bytes) is in device memory
+  std::vector<KvTypeCost> kv_types;    // one per KV type, in all_kv_types() order
 };
 
 // Who holds a KV sequence: a live request, or a conversation's parked last turn.
@@ -135,6 +214,7 @@ struct EngineStats {
   uint64_t swapped_bytes = 0;
   double swap_ms = 0;
   size_t activation_bytes = 0;       // the forward pass's scratch buffers
+  uint64_t memory_available_bytes = 0;   // host memory available now (MemAvailable), as the engine plans with
   bool prefix_caching = true;
   KvSnapshot kv;
   std::vector<SequenceOwner> owners;   // one per sequence in kv.sequences

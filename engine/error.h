@@ -1,6 +1,7 @@
 // kvdesk::Error: the one exception type, for bad input at the edges (a model file, a
 // tokenizer, arguments, settings). Its message is for the user: what is wrong and where.
-// Bugs use KVDESK_ASSERT (kernels/check.h); "no capacity" is a bool or optional, not a throw.
+// Bugs use KVDESK_ASSERT (kernels/check.h, brought in here so every layer has both from one
+// base header); "no capacity" is a bool or optional, not a throw.
 #pragma once
 #include <stdexcept>
 #include <string>

@@ -1,13 +1,31 @@
 // KvSnapshot: one plain, copyable picture of the paged KV cache for the UI panels, the CLI's
 // --json and the benchmarks. Made by KvCache::snapshot(); holds no pointers into the cache.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "engine/kv/kv_storage.h"
+#include "kernels/kv_type.h"
 
 namespace kvdesk {
+
+// The block sizes (tokens per block) a pool may use; the waste figures compare them all.
+inline constexpr std::array<int32_t, 5> kKvBlockSizes = {8, 16, 32, 64, 128};
+
+// Blocks that hold `tokens` tokens.
+inline int32_t kv_blocks_for(int64_t tokens, int32_t block_size) {
+  return int32_t((tokens + block_size - 1) / block_size);
+}
+
+// How a KV pool stores its blocks.
+struct KvLayout {
+  KvType k_type = KvType::F32;
+  KvType v_type = KvType::F32;
+  int32_t block_size = 16;     // tokens per block
+  int32_t num_blocks = 0;      // physical blocks in the pool
+  AttentionNumerics numerics = AttentionNumerics::Exact;  // how attention reads f16 K/V
+};
 
 enum class BlockState : uint8_t {
   Free,      // never used, or its cached contents were evicted
@@ -59,12 +77,12 @@ struct KvSnapshot {
   int64_t internal_waste_tokens = 0;
   size_t internal_waste_bytes = 0;
   double internal_waste_pct = 0;       // of reserved
-  // The seeds' comparison: each live sequence preallocated max_context contiguous slots.
+  // Against contiguous allocation: each live sequence preallocated max_context slots.
   int64_t contiguous_reserved_tokens = 0;
   int64_t contiguous_waste_tokens = 0;
   size_t contiguous_waste_bytes = 0;
   double contiguous_waste_pct = 0;
-  std::vector<BlockSizeWhatIf> what_if;   // block sizes 8, 16, 32, 64
+  std::vector<BlockSizeWhatIf> what_if;   // one per kKvBlockSizes entry
 
   // Prefix cache and copy-on-write, counted since the cache was created.
   uint64_t prefix_hits = 0;            // blocks found by hash at admission

@@ -16,11 +16,6 @@
 
 namespace kvdesk {
 
-// Exact: all arithmetic in f32. LlamaCpp: where K or V is stored in f16, round q and the V
-// accumulator to f16 at the points llama.cpp's CPU flash attention does, which reproduces its
-// logits to ~1e-5 (the reference files in ../shared/models were made that way).
-enum class AttentionNumerics : uint8_t { Exact, LlamaCpp };
-
 struct AttentionArgs {
   const float* q = nullptr;   // [num_heads][head_dim]
   int32_t num_heads = 0;

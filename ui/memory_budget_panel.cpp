@@ -1,6 +1,6 @@
 // Memory budget: one bar of weights | activations | KV used | KV cached | KV free | headroom,
 // and how many conversations of the model's full context fit in the pool per KV type, with
-// what grouped-query attention saves (the seeds' arithmetic, see conversations_that_fit).
+// what grouped-query attention saves (the KV arithmetic, see conversations_that_fit).
 #include <imgui.h>
 
 #include "ui/panel_data.h"

@@ -113,7 +113,7 @@ struct FitRow {
   int64_t fits_without_gqa = 0;          // if every query head had its own K/V head
   bool current = false;
 };
-// The seeds' arithmetic: a conversation of context_length tokens takes context_length x
+// The KV arithmetic: a conversation of context_length tokens takes context_length x
 // bytes_per_token; the pool holds floor(pool / that) of them. GQA divides bytes/token by
 // heads / kv_heads, so without it the pool would hold that many times fewer.
 std::vector<FitRow> conversations_that_fit(const std::vector<KvTypeCost>& types, uint64_t pool_bytes,

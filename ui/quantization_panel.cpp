@@ -11,7 +11,6 @@
 namespace kvdesk::ui {
 namespace {
 
-constexpr int32_t kBlockSizes[] = {8, 16, 32, 64};
 
 std::string nmse_text(double nmse) {
   if (nmse < 0) return "n/a";
@@ -64,7 +63,7 @@ void draw_controls(ViewModel& vm, UiActions& actions) {
   type_combo("V type", e.v_type, vm.kv_types);
   ImGui::SetNextItemWidth(140);
   if (ImGui::BeginCombo("block size", std::to_string(e.block_size).c_str())) {
-    for (int32_t b : kBlockSizes) {
+    for (int32_t b : vm.ui.block_sizes) {
       if (ImGui::Selectable(std::to_string(b).c_str(), b == e.block_size)) e.block_size = b;
     }
     ImGui::EndCombo();

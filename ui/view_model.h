@@ -226,6 +226,7 @@ struct UiState {
   KvSettingsEdit kv_edit;
   std::string chat_template;                  // the user's choice; "": the model's own
   std::vector<std::string> chat_templates;    // the names offered
+  std::vector<int32_t> block_sizes;           // the KV block sizes offered
   bool scroll_chat_to_bottom = false;
 };
 

@@ -79,7 +79,6 @@ KvCacheConfig bench_cache_config(KvType type, int32_t block_size, int32_t num_bl
   return config;
 }
 
-int32_t blocks_for(int64_t tokens, int32_t block_size) { return int32_t((tokens + block_size - 1) / block_size); }
 
 SeqId fill_context(KvCache& kv, const ModelConfig& config, int32_t depth, Rng& rng) {
   const SeqId seq = kv.create_sequence();

@@ -43,7 +43,6 @@ EngineSettings engine_settings(const BenchOptions& options, const Knobs& knobs);
 
 // A cache for one benchmark: no prefix caching (every run computes what it measures).
 KvCacheConfig bench_cache_config(KvType type, int32_t block_size, int32_t num_blocks);
-int32_t blocks_for(int64_t tokens, int32_t block_size);
 
 // A new sequence holding depth computed tokens whose K and V rows, in every layer, are
 // pseudo-random values written through the append kernel: the bytes a real context would

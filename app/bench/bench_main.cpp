@@ -1,4 +1,4 @@
-// kvdesk-bench: the seeds' measurement table built in. `kvdesk-bench MODE -m MODEL [flags]`
+// kvdesk-bench: the KV measurement table built in. `kvdesk-bench MODE -m MODEL [flags]`
 // prints the mode's tables as Markdown on stdout and progress on stderr, and writes --json and
 // --report. Exit codes: 0 done, 1 runtime error, 2 bad arguments, 130 stopped by Ctrl-C (the
 // reports then hold what was measured, "partial": true).

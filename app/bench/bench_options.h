@@ -16,7 +16,7 @@
 
 namespace kvdesk::bench {
 
-// What one run holds fixed: the seeds' "change one thing at a time" applies to these.
+// What one run holds fixed: "change one thing at a time" applies to these.
 struct Knobs {
   KvType kv_type = KvType::F16;
   int32_t block_size = 16;
@@ -68,7 +68,7 @@ struct BenchOptions {
 
   // capacity
   double kv_budget_mib = 0;  // capacity: 0 means 256; trace/prefix: 0 means the engine's default
-  std::vector<int32_t> block_sizes{8, 16, 32, 64};
+  std::vector<int32_t> block_sizes{kKvBlockSizes.begin(), kKvBlockSizes.end()};
   LengthDist lengths{0, 0.8, 8, 0};  // median 0: context / 4; max 0: the context
   std::string trace_path;
 

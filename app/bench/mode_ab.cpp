@@ -1,4 +1,4 @@
-// kvdesk-bench ab: one knob, two values, everything else fixed (the seeds' rule: change one
+// kvdesk-bench ab: one knob, two values, everything else fixed (the rule: change one
 // thing at a time). The arms run alternately A B A B ... (--repeat pairs) on the same inputs
 // in one process, so a shared machine's drift falls on both; each metric is reported as the
 // two medians and the B/A ratio of medians, with the spread of the per-pair ratios (min..max).

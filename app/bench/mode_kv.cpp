@@ -1,5 +1,5 @@
 // kvdesk-bench kv: what each KV storage type costs. Bytes per token and per block measured
-// from a real pool (KvStorage::bytes_per_block, scales included) against the seeds' formula
+// from a real pool (KvStorage::bytes_per_block, scales included) against the formula
 // layers x 2 x kv_heads x head_dim x bytes per value; and the attention time of one decode
 // token (cpu::paged_attention over every layer of a filled pool) at several context depths,
 // with the sequence's blocks in pool order (physically contiguous rows, what a contiguous
@@ -62,11 +62,11 @@ class AttentionTimer {
  public:
   AttentionTimer(const ModelConfig& config, KvType type, int32_t block_size, int32_t depth, uint64_t seed,
                  BlockOrder order = BlockOrder::Sequential)
-      : config_(config), kv_(config, bench_cache_config(type, block_size, blocks_for(depth, block_size))) {
+      : config_(config), kv_(config, bench_cache_config(type, block_size, kv_blocks_for(depth, block_size))) {
     Rng rng(seed);
     seq_ = fill_context(kv_, config, depth, rng);
     view_ = kv_.view(seq_, depth);
-    table_.assign(view_.block_table, view_.block_table + blocks_for(depth, block_size));
+    table_.assign(view_.block_table, view_.block_table + kv_blocks_for(depth, block_size));
     std::sort(table_.begin(), table_.end());
     if (order == BlockOrder::Scattered) {
       for (size_t i = table_.size(); i > 1; --i) std::swap(table_[i - 1], table_[size_t(rng.below(int32_t(i)))]);
@@ -255,7 +255,7 @@ Report run_kv(const BenchOptions& o) {
   add_attention_table(r, config, types, depths, scattered, block_size);
   add_indirection_table(r, types, depths, sequential, scattered);
   r.notes.push_back(
-      "Formula: layers x 2 x kv_heads x head_dim x bytes per value (the seeds' arithmetic). Measured: "
+      "Formula: layers x 2 x kv_heads x head_dim x bytes per value (the KV arithmetic). Measured: "
       "the pool's bytes per block / block size, which adds each type's scales (fp8/int8: one f32 per "
       "row; int4: one f16 per 32 values). Attention: cpu::paged_attention of one token, every query head, "
       "every layer, one call per kv head as the forward pass makes them, over a pool filled with random "

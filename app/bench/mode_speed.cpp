@@ -11,50 +11,51 @@
 #include "app/bench/bench_modes.h"
 #include "app/bench/bench_stats.h"
 #include "app/bench/memory_bandwidth.h"
+#include "engine/backend/forward_backend.h"
 #include "engine/error.h"
-#include "engine/runtime/generator.h"
-#include "engine/kv/kv_storage.h"
+#include "engine/kv/kv_cache.h"
 #include "engine/model/model.h"
+#include "engine/runtime/sync_driver.h"
 #include "engine/system/thread_pool.h"
 
 namespace kvdesk::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
+// One greedy request through the engine step on this thread, EOS ignored.
+RequestMetrics run_request(Model& model, ThreadPool& pool, const Knobs& k, KvCache& kv, std::vector<int32_t> prompt,
+                           int32_t max_tokens) {
+  CpuForward forward(model, pool);
+  EngineCore core(model, forward, kv, SchedulerLimits{k.chunk_size, 1, k.preempt_mode});
+  Request request;
+  request.prompt_tokens = std::move(prompt);
+  request.max_tokens = max_tokens;
+  request.stop_at_eos = false;
+  return complete(core, request).metrics;
+}
+
+// Prompt tokens computed per second before the first token.
 double prefill_tok_s(Model& model, ThreadPool& pool, const Knobs& k, const std::vector<int32_t>& prompt) {
   KvCache kv(model.config(),
-             bench_cache_config(k.kv_type, k.block_size, blocks_for(int64_t(prompt.size()) + 1, k.block_size)));
-  Generator generator(model, kv, pool);
-  GenerateOptions o;
-  o.max_tokens = 1;
-  o.prefill_chunk = k.chunk_size;
-  o.stop_at_eos = false;
-  return generator.generate(prompt, o).prefill_tok_s();
+             bench_cache_config(k.kv_type, k.block_size, kv_blocks_for(int64_t(prompt.size()) + 1, k.block_size)));
+  return run_request(model, pool, k, kv, prompt, 1).prefill_tok_s;
 }
 
 // Greedy decode of n tokens after a context of depth tokens whose K/V rows were written directly
-// (fill_context): prefilling 4096 tokens on a laptop CPU would take longer than the figure it
-// sets up, and decode cost does not depend on the values.
+// (fill_context) and left in the prefix cache, so the request attaches them instead of
+// prefilling: prefilling 4096 tokens on a laptop CPU would take longer than the figure it sets
+// up, and decode cost does not depend on the values.
 double decode_tok_s(Model& model, ThreadPool& pool, const Knobs& k, int32_t depth, int32_t n, uint64_t seed) {
   const ModelConfig& config = model.config();
-  KvCache kv(config, bench_cache_config(k.kv_type, k.block_size, blocks_for(depth + n, k.block_size)));
+  KvCacheConfig cache = bench_cache_config(k.kv_type, k.block_size, kv_blocks_for(depth + n + 1, k.block_size) + 1);
+  cache.prefix_caching = true;
+  KvCache kv(config, cache);
   Rng rng(seed);
   const SeqId seq = fill_context(kv, config, depth, rng);
-  int32_t token = random_tokens(1, config.vocab_size, rng)[0];
-  std::vector<float> logits;
-  const auto start = Clock::now();
-  for (int32_t i = 0; i < n; ++i) {
-    const bool appended = kv.append(seq, std::span<const int32_t>(&token, 1));
-    KVDESK_ASSERT(appended);
-    ForwardBatch batch;
-    batch.add(token, depth + i, seq, true);
-    model.forward(batch, kv, pool, logits);
-    kv.mark_computed(seq, depth + i + 1);
-    token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  }
-  const double ms = ms_since(start);
-  return ms > 0 ? double(n) * 1000.0 / ms : 0;
+  std::vector<int32_t> prompt = kv.tokens(seq);
+  kv.free_sequence(seq);
+  prompt.push_back(random_tokens(1, config.vocab_size, rng)[0]);
+  return run_request(model, pool, k, kv, std::move(prompt), n + 1).decode_tok_s;
 }
 
 struct Plan {
@@ -233,7 +234,7 @@ Report run_speed(const BenchOptions& o) {
   add_figure(r, o, samples.decode, plan.depths, "decode", "depth", "context depth (tokens)");
   add_traffic(r, o, *model, plan, samples);
   r.notes.push_back("Prefill: the prompt's forward passes in chunks of " + std::to_string(o.knobs.chunk_size) +
-                    " tokens, timed by the Generator. Decode: " + std::to_string(plan.decode_tokens) +
+                    " tokens, timed by the engine step. Decode: " + std::to_string(plan.decode_tokens) +
                     " greedy tokens one forward call each, after a context of the given depth whose K/V rows were "
                     "written directly (random values; decode cost does not depend on them). Lengths are capped at "
                     "the model's context.");

@@ -37,7 +37,7 @@ void add_kv_options(CLI::App* cmd, ModelArgs& args) {
   cmd->add_option("--kv-type-k", args.kv_type_k, "storage type of keys only (default: --kv-type)");
   cmd->add_option("--kv-type-v", args.kv_type_v, "storage type of values only (default: --kv-type)");
   cmd->add_option("--block-size", args.block_size, "KV block size in tokens")
-      ->check(CLI::IsMember({8, 16, 32, 64, 128}))
+      ->check(block_size_check())
       ->capture_default_str();
   cmd->add_option("--attn-numerics", args.attn_numerics,
                   "exact (f32 math) or llamacpp (f16 rounding as llama.cpp's CPU flash attention)")
@@ -68,6 +68,10 @@ RetentionOptions retention_options(const RetentionArgs& args) {
 KvType parse_kv_type(const std::string& name) {
   if (const std::optional<KvType> type = kv_type_from_name(name)) return *type;
   throw UsageError("unknown KV type '" + name + "' (choose one of " + kv_type_names() + ")");
+}
+
+CLI::Validator block_size_check() {
+  return CLI::IsMember(std::vector<int32_t>(kKvBlockSizes.begin(), kKvBlockSizes.end()));
 }
 
 int resolve_threads(int requested) {
@@ -113,7 +117,7 @@ void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens) {
     }
   } else {
     const int32_t capped = std::min(std::max(tokens, 1), model.context_length);
-    layout.num_blocks = (capped + args.block_size - 1) / args.block_size;
+    layout.num_blocks = kv_blocks_for(capped, args.block_size);
   }
   config.device_pool = session.forward->kv_pool();
   if (config.device_pool) {
@@ -127,6 +131,7 @@ void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens) {
                    "the KV pool of " + std::to_string(layout.num_blocks) + " blocks");
   }
   session.kv = std::make_unique<KvCache>(model, config);
+  session.core = std::make_unique<EngineCore>(*session.model, *session.forward, *session.kv, kCliLimits);
 }
 
 std::vector<int32_t> encode_prompt(const Model& model, const std::string& text, bool add_bos) {

@@ -9,10 +9,11 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/error.h"
 #include "engine/backend/forward_backend.h"
+#include "engine/error.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/model/model.h"
+#include "engine/runtime/sync_driver.h"
 #include "engine/system/thread_pool.h"
 
 namespace kvdesk::cli {
@@ -52,6 +53,9 @@ void add_retention_options(CLI::App* cmd, RetentionArgs& args);
 // Throws kvdesk::Error naming the bad policy or budget.
 RetentionOptions retention_options(const RetentionArgs& args);
 
+// --block-size: one of kKvBlockSizes.
+CLI::Validator block_size_check();
+
 void add_model_options(CLI::App* cmd, ModelArgs& args);
 void add_kv_options(CLI::App* cmd, ModelArgs& args);
 
@@ -60,19 +64,24 @@ KvType parse_kv_type(const std::string& name);   // throws UsageError
 KvLayout kv_layout(const ModelArgs& args);
 int resolve_threads(int requested);
 
+// Prompt tokens per forward pass in the CLI's runs: whole prompts of the usual lengths at once.
+inline constexpr SchedulerLimits kCliLimits{512, 32, PreemptMode::Recompute};
+
 // A loaded model on its backend, its thread pool, the backend's forward pass, and (after
-// size_kv_cache) a single-user KV pool where that forward pass reads it.
+// size_kv_cache) a single-user KV pool where that forward pass reads it, with the engine step
+// over them, run on this thread (engine/runtime/sync_driver.h).
 struct Session {
   BackendChoice backend;
   std::unique_ptr<Model> model;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<ForwardBackend> forward;   // over model and pool (on CUDA: the weights uploaded)
   std::unique_ptr<KvCache> kv;
+  std::unique_ptr<EngineCore> core;
 };
 // Chooses the backend (an explicit cuda that cannot run throws kvdesk::Error before anything
 // loads), loads the model and prints the backend's note, if any, as one line on stderr.
 Session open_session(const ModelArgs& args);
-// Creates the KV pool: --kv-budget-mib's worth of blocks, or else room for `tokens` tokens
+// Creates the KV pool and the engine step over it: --kv-budget-mib's worth of blocks, or else room for `tokens` tokens
 // (capped at the model's context), in the forward pass's memory. Throws kvdesk::Error when the
 // budget holds no block or the pool does not fit that memory.
 void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens);

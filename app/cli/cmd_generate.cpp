@@ -1,13 +1,14 @@
 // kvdesk-cli generate: continue a prompt, streaming the text; --json prints one object with
-// the tokens, timings and the KV cache's statistics instead.
+// the tokens, the request's metrics (the same figures replay reports, from the same engine
+// step) and the KV cache's statistics instead.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <random>
 
 #include "app/cli/cli_common.h"
+#include "app/replay/metrics_json.h"
 #include "engine/error.h"
-#include "engine/runtime/generator.h"
 
 namespace kvdesk::cli {
 namespace {
@@ -23,9 +24,12 @@ struct GenerateArgs {
   RetentionArgs retention;
 };
 
+// The request's one conversation key: its sequence stays parked when it finishes, so the KV
+// statistics show the cache as generation ended.
+constexpr uint64_t kConversation = 1;
+
 // The KV cache as generation ended (its sequence still held): occupancy, waste, sharing.
-nlohmann::json kv_json(const GenerateResult& r) {
-  const KvSnapshot& kv = r.kv;
+nlohmann::json kv_json(const KvSnapshot& kv, const RequestMetrics& m) {
   nlohmann::json what_if = nlohmann::json::array();
   for (const BlockSizeWhatIf& w : kv.what_if) {
     what_if.push_back({{"block_size", w.block_size}, {"waste_tokens", w.waste_tokens}, {"waste_bytes", w.waste_bytes}});
@@ -36,7 +40,7 @@ nlohmann::json kv_json(const GenerateResult& r) {
       {"blocks_cached", kv.blocks_cached},
       {"blocks_free", kv.blocks_free},
       {"blocks_shared", kv.blocks_shared},
-      {"peak_blocks", r.peak_blocks},
+      {"peak_blocks", m.peak_blocks},
       {"bytes_per_token", kv.bytes_per_token},
       {"bytes_per_block", kv.bytes_per_block},
       {"pool_bytes", kv.pool_bytes},
@@ -60,25 +64,20 @@ nlohmann::json kv_json(const GenerateResult& r) {
   };
 }
 
-nlohmann::json result_json(const GenerateResult& r, const GenerateArgs& a, const Session& s) {
-  nlohmann::json j;
-  j["prompt_tokens"] = r.prompt_tokens;
+nlohmann::json result_json(const std::vector<int32_t>& prompt, const Completion& r, const GenerateArgs& a,
+                           const Session& s) {
+  nlohmann::json j = metrics_json(r.metrics);
+  j["prompt_ids"] = prompt;
   j["tokens"] = r.tokens;
   j["text"] = r.text;
   j["finish_reason"] = finish_reason_name(r.finish);
-  j["prefill_ms"] = r.prefill_ms;
-  j["decode_ms"] = r.decode_ms;
-  j["ttft_ms"] = r.ttft_ms;
-  j["prefill_tok_s"] = r.prefill_tok_s();
-  j["decode_tok_s"] = r.decode_tok_s();
   j["seed"] = a.sampling.seed;
   j["threads"] = s.pool->num_threads();
   j["kv_type"] = a.model.kv_type;
   j["block_size"] = a.model.block_size;
-  j["cached_tokens"] = r.cached_tokens;
   j["retention"] = a.retention.policy;
   j["kv_keep"] = a.retention.keep;
-  j["kv"] = kv_json(r);
+  j["kv"] = kv_json(s.kv->snapshot(), r.metrics);
   return j;
 }
 
@@ -94,11 +93,12 @@ int run_generate(GenerateArgs& a) {
   Session s = open_session(a.model);
   const std::vector<int32_t> prompt = encode_prompt(*s.model, a.prompt, !a.no_bos);
   size_kv_cache(s, a.model, int32_t(prompt.size()) + a.max_tokens);
-  Generator generator(*s.model, *s.kv, *s.forward);
-  GenerateOptions options;
-  options.max_tokens = a.max_tokens;
-  options.sampling = a.sampling;
-  options.retention = retention;
+  Request request;
+  request.prompt_tokens = prompt;
+  request.max_tokens = a.max_tokens;
+  request.sampling = a.sampling;
+  request.retention = retention;
+  request.conversation_key = kConversation;
   TokenCallback print;
   if (!a.json) {
     print = [](int32_t, const std::string& text) {
@@ -107,14 +107,14 @@ int run_generate(GenerateArgs& a) {
       return true;
     };
   }
-  const GenerateResult r = generator.generate(prompt, options, print);
+  const Completion r = complete(*s.core, request, print);
   if (a.json) {
-    std::printf("%s\n", result_json(r, a, s).dump().c_str());
+    std::printf("%s\n", result_json(prompt, r, a, s).dump().c_str());
   } else {
     std::printf("\n");
-    std::fprintf(stderr, "[%zu prompt tokens, %zu generated, ttft %.1f ms, %.2f tok/s, %s]\n",
-                 r.prompt_tokens.size(), r.tokens.size(), r.ttft_ms, r.decode_tok_s(),
-                 finish_reason_name(r.finish));
+    std::fprintf(stderr, "[%d prompt tokens (%d cached), %d generated, ttft %.1f ms, %.2f tok/s, %s]\n",
+                 r.metrics.prompt_tokens, r.metrics.cached_tokens, r.metrics.generated_tokens, r.metrics.ttft_ms,
+                 r.metrics.decode_tok_s, finish_reason_name(r.finish));
   }
   return 0;
 }

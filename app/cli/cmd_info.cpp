@@ -28,7 +28,7 @@ nlohmann::json capacity_json(const ModelConfig& c, KvType type, const InfoArgs& 
   const size_t per_token = kv_bytes_per_token(c, type, type);
   const size_t per_block = per_token * size_t(block_size);
   const int32_t blocks = blocks_in_budget(a.budget_mib, per_block);
-  const int32_t blocks_per_sequence = (context + block_size - 1) / block_size;
+  const int32_t blocks_per_sequence = kv_blocks_for(context, block_size);
   return {
       {"head_count_kv", c.head_count_kv},
       {"bytes_per_token", per_token},
@@ -171,7 +171,7 @@ Command add_info_command(CLI::App& app) {
   cmd->add_option("--kv-budget-mib", args->budget_mib, "KV memory budget in MiB")
       ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--block-size", args->model.block_size, "KV block size in tokens")
-      ->check(CLI::IsMember({8, 16, 32, 64, 128}))->capture_default_str();
+      ->check(block_size_check())->capture_default_str();
   add_backend_option(cmd, args->model.backend);
   cmd->add_flag("--json", args->json, "Print JSON");
   args->model.threads = 1;

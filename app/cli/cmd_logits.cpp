@@ -8,7 +8,6 @@
 
 #include "app/cli/cli_common.h"
 #include "engine/error.h"
-#include "engine/runtime/generator.h"
 
 namespace kvdesk::cli {
 namespace {
@@ -37,8 +36,7 @@ int run_logits(const LogitsArgs& a) {
   const std::vector<int32_t> prompt = encode_prompt(*s.model, a.prompt, !a.no_bos);
   if (prompt.empty()) throw Error("the prompt is empty");
   size_kv_cache(s, a.model, int32_t(prompt.size()));
-  Generator generator(*s.model, *s.kv, *s.forward);
-  const std::vector<float> logits = generator.prompt_logits(prompt);
+  const std::vector<float> logits = prompt_logits(*s.core, prompt);
   const int32_t vocab = s.model->config().vocab_size;
   nlohmann::json positions = nlohmann::json::array();
   for (size_t p = 0; p < prompt.size(); ++p) {

@@ -101,7 +101,7 @@ Command add_perplexity_command(CLI::App& app) {
   cmd->add_option("--compare", args->compare, "Also run this KV type and compare next-token distributions with it")
       ->check(CLI::IsMember(names));
   cmd->add_option("--block-size", args->model.block_size, "KV block size in tokens")
-      ->check(CLI::IsMember({8, 16, 32, 64, 128}))
+      ->check(block_size_check())
       ->capture_default_str();
   cmd->add_option("--ctx", args->ctx, "Tokens per window, BOS included (default: min(model context, 512))")
       ->check(CLI::Range(2, 1 << 20));

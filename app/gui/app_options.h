@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/backend/backend.h"
+#include "engine/engine_types.h"
 
 namespace kvdesk::gui {
 

@@ -3,16 +3,12 @@
 // Conversations, messages and generation are in controller_chat.cpp.
 #include "app/gui/controller.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <iterator>
 
 #include "app/gui/kv_view.h"
-#include "engine/chat/chat_template.h"
 #include "engine/error.h"
-#include "kernels/paged_kv.h"
 #include "ui/panel_data.h"
 
 namespace kvdesk::gui {
@@ -22,12 +18,6 @@ constexpr auto kStatsInterval = std::chrono::milliseconds(150);
 constexpr auto kPlotInterval = std::chrono::seconds(1);
 constexpr size_t kPlotSamples = 300;   // five minutes
 constexpr uint64_t kMiB = uint64_t(1) << 20;
-
-uint64_t available_memory_bytes() {
-  const long pages = ::sysconf(_SC_AVPHYS_PAGES);
-  const long page_size = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
-}
 
 // Reads a numeric setting into value; a missing or unreadable one leaves the default.
 template <class T>
@@ -43,6 +33,42 @@ void read_setting(store::ConversationStore& store, const char* key, T& value) {
       value = T(std::stoll(*text));
     }
   } catch (const std::exception&) {
+  }
+}
+
+// The numeric preferences and their keys in the settings table, one list each for loading
+// and saving.
+template <class F>
+void for_each_sampling_setting(ui::SamplingView& p, F&& f) {
+  f("sampling.temperature", p.temperature);
+  f("sampling.top_k", p.top_k);
+  f("sampling.top_p", p.top_p);
+  f("sampling.min_p", p.min_p);
+  f("sampling.repeat_penalty", p.repeat_penalty);
+  f("sampling.max_tokens", p.max_tokens);
+  f("sampling.seed", p.seed);
+  f("sampling.slide_context", p.slide_context);
+  f("sampling.retention", p.retention);
+  f("sampling.kv_keep", p.kv_keep);
+}
+
+template <class F>
+void for_each_kv_setting(ui::KvSettingsEdit& kv, F&& f) {
+  f("kv.block_size", kv.block_size);
+  f("kv.budget_mib", kv.budget_mib);
+  f("kv.prefix_caching", kv.prefix_caching);
+}
+
+constexpr const char* kKTypeKey = "kv.k_type";
+constexpr const char* kVTypeKey = "kv.v_type";
+constexpr const char* kChatTemplateKey = "chat.template";
+
+template <class T>
+std::string setting_text(T value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return value ? "1" : "0";
+  } else {
+    return std::to_string(value);
   }
 }
 
@@ -106,26 +132,17 @@ store::ConversationStore& Controller::store() {
 void Controller::load_preferences() {
   store::ConversationStore& s = store();
   ui::SamplingView& p = vm_.sampling;
-  read_setting(s, "sampling.temperature", p.temperature);
-  read_setting(s, "sampling.top_k", p.top_k);
-  read_setting(s, "sampling.top_p", p.top_p);
-  read_setting(s, "sampling.min_p", p.min_p);
-  read_setting(s, "sampling.repeat_penalty", p.repeat_penalty);
-  read_setting(s, "sampling.max_tokens", p.max_tokens);
-  read_setting(s, "sampling.seed", p.seed);
-  read_setting(s, "sampling.slide_context", p.slide_context);
-  read_setting(s, "sampling.retention", p.retention);
-  read_setting(s, "sampling.kv_keep", p.kv_keep);
+  ui::KvSettingsEdit& kv = vm_.ui.kv_edit;
+  const auto read = [&](const char* key, auto& value) { read_setting(s, key, value); };
+  for_each_sampling_setting(p, read);
+  for_each_kv_setting(kv, read);
   p.retention = std::clamp(p.retention, 0, int32_t(std::size(ui::kRetentionPolicyNames)) - 1);
   p.kv_keep = std::clamp(p.kv_keep, 0.05f, 1.0f);
-  ui::KvSettingsEdit& kv = vm_.ui.kv_edit;
-  if (auto t = s.setting("kv.k_type"); t && kv_type_from_name(*t)) kv.k_type = *t;
-  if (auto t = s.setting("kv.v_type"); t && kv_type_from_name(*t)) kv.v_type = *t;
-  read_setting(s, "kv.block_size", kv.block_size);
-  read_setting(s, "kv.budget_mib", kv.budget_mib);
-  read_setting(s, "kv.prefix_caching", kv.prefix_caching);
-  vm_.ui.chat_templates = chat_format_names();
-  if (auto t = s.setting("chat.template"); t && (t->empty() || chat_format_from_name(*t))) vm_.ui.chat_template = *t;
+  if (auto t = s.setting(kKTypeKey); t && kv_type_from_name(*t)) kv.k_type = *t;
+  if (auto t = s.setting(kVTypeKey); t && kv_type_from_name(*t)) kv.v_type = *t;
+  vm_.ui.chat_templates = chat_template_names();
+  vm_.ui.block_sizes.assign(kKvBlockSizes.begin(), kKvBlockSizes.end());
+  if (auto t = s.setting(kChatTemplateKey); t && (t->empty() || is_chat_template_name(*t))) vm_.ui.chat_template = *t;
   vm_.presets.clear();
   for (const store::Preset& preset : s.list_presets()) vm_.presets.push_back({preset.id, preset.name, preset.system_prompt});
   vm_.model.recent.clear();
@@ -267,9 +284,9 @@ EngineSettings Controller::engine_settings(const std::string& model_path) const 
 }
 
 void Controller::set_chat_template(const std::string& name) {
-  if (!name.empty() && !chat_format_from_name(name)) throw Error("unknown chat template '" + name + "'");
+  if (!name.empty() && !is_chat_template_name(name)) throw Error("unknown chat template '" + name + "'");
   vm_.ui.chat_template = name;
-  store().set_setting("chat.template", name);
+  store().set_setting(kChatTemplateKey, name);
   engine_.set_chat_template(name);
 }
 
@@ -293,27 +310,15 @@ void Controller::reconfigure_kv() {
   engine_.reconfigure_kv(s.kv, s.kv_budget_bytes, s.prefix_caching);
   reconfiguring_ = true;
   const ui::KvSettingsEdit& kv = vm_.ui.kv_edit;
-  store().set_setting("kv.k_type", kv.k_type);
-  store().set_setting("kv.v_type", kv.v_type);
-  store().set_setting("kv.block_size", std::to_string(kv.block_size));
-  store().set_setting("kv.budget_mib", std::to_string(kv.budget_mib));
-  store().set_setting("kv.prefix_caching", kv.prefix_caching ? "1" : "0");
+  store().set_setting(kKTypeKey, kv.k_type);
+  store().set_setting(kVTypeKey, kv.v_type);
+  for_each_kv_setting(vm_.ui.kv_edit, [&](const char* key, auto value) { store().set_setting(key, setting_text(value)); });
   set_status("re-creating the KV pool (" + kv.k_type + "/" + kv.v_type + ", block " + std::to_string(kv.block_size) + ")",
              false);
 }
 
 void Controller::save_sampling() {
-  const ui::SamplingView& p = vm_.sampling;
-  store().set_setting("sampling.temperature", std::to_string(p.temperature));
-  store().set_setting("sampling.top_k", std::to_string(p.top_k));
-  store().set_setting("sampling.top_p", std::to_string(p.top_p));
-  store().set_setting("sampling.min_p", std::to_string(p.min_p));
-  store().set_setting("sampling.repeat_penalty", std::to_string(p.repeat_penalty));
-  store().set_setting("sampling.max_tokens", std::to_string(p.max_tokens));
-  store().set_setting("sampling.seed", std::to_string(p.seed));
-  store().set_setting("sampling.slide_context", p.slide_context ? "1" : "0");
-  store().set_setting("sampling.retention", std::to_string(p.retention));
-  store().set_setting("sampling.kv_keep", std::to_string(p.kv_keep));
+  for_each_sampling_setting(vm_.sampling, [&](const char* key, auto value) { store().set_setting(key, setting_text(value)); });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -334,7 +339,7 @@ void Controller::refresh_stats() {
   vm_.engine = make_engine_view(stats);
   fill_model_view(stats.model, vm_.model);
   if (vm_.kv_types.empty()) vm_.kv_types = kv_type_costs(stats.model);
-  vm_.memory = {stats.model.weight_bytes, stats.activation_bytes, available_memory_bytes()};
+  vm_.memory = {stats.model.weight_bytes, stats.activation_bytes, stats.memory_available_bytes};
   vm_.chat.context_used = 0;
   for (const ui::KvSequenceView& s : vm_.kv.sequences) {
     if (s.conversation_id == vm_.chat.conversation_id && s.conversation_id != 0) vm_.chat.context_used = s.num_tokens;

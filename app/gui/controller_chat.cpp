@@ -171,6 +171,7 @@ void Controller::on_event(const Event& e) {
     case EventKind::Token: on_token(e.request, e.text); break;
     case EventKind::Finished: on_finished(e.request, e); break;
     case EventKind::Error: on_error(e.request, e.text); break;
+    case EventKind::Logits: break;   // the app's requests ask for none
     case EventKind::ModelLoaded:
       last_stats_steps_ = 0;
       vm_.kv_types.clear();

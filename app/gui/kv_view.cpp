@@ -2,11 +2,7 @@
 #include "app/gui/kv_view.h"
 
 #include <algorithm>
-#include <random>
 #include <set>
-
-#include "kernels/kv_quant.h"
-#include "kernels/paged_kv.h"
 
 namespace kvdesk::gui {
 namespace {
@@ -53,26 +49,6 @@ void copy_counters(const KvSnapshot& s, ui::KvView& v) {
   v.retention_tokens_kept = s.retention_tokens_kept;
   v.retention_compactions = s.retention_compactions;
   v.retention_blocks_freed = s.retention_blocks_freed;
-}
-
-// Round-trip NMSE (sum err^2 / sum x^2) of one type on seeded Gaussian rows.
-double round_trip_nmse(KvType type, int32_t head_dim) {
-  constexpr int kRows = 64;
-  std::mt19937 rng(1234);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(head_dim)), y(static_cast<size_t>(head_dim));
-  std::vector<uint8_t> row(kv_row_bytes(type, head_dim));
-  double err = 0, ref = 0;
-  for (int r = 0; r < kRows; ++r) {
-    for (float& v : x) v = normal(rng);
-    ref::quantize_kv_row(type, x.data(), row.data(), head_dim);
-    ref::dequantize_kv_row(type, row.data(), y.data(), head_dim);
-    for (int32_t i = 0; i < head_dim; ++i) {
-      err += double(x[size_t(i)] - y[size_t(i)]) * double(x[size_t(i)] - y[size_t(i)]);
-      ref += double(x[size_t(i)]) * double(x[size_t(i)]);
-    }
-  }
-  return ref > 0 ? err / ref : 0.0;
 }
 
 }  // namespace
@@ -125,14 +101,7 @@ ui::EngineView make_engine_view(const EngineStats& stats) {
 
 std::vector<ui::KvTypeCost> kv_type_costs(const ModelSummary& model) {
   std::vector<ui::KvTypeCost> costs;
-  if (model.head_dim <= 0) return costs;
-  for (KvType t : all_kv_types()) {
-    ui::KvTypeCost c;
-    c.name = kv_type_name(t);
-    c.bytes_per_token = uint64_t(model.layers) * uint64_t(model.kv_heads) * 2 * kv_row_bytes(t, model.head_dim);
-    c.nmse = round_trip_nmse(t, model.head_dim);
-    costs.push_back(std::move(c));
-  }
+  for (const KvTypeCost& t : model.kv_types) costs.push_back({kv_type_name(t.type), t.bytes_per_token, t.nmse});
   return costs;
 }
 

@@ -22,8 +22,7 @@ ui::KvView make_kv_view(const KvSnapshot& snapshot, bool prefix_caching, const S
 void fill_model_view(const ModelSummary& model, ui::ModelView& view);
 ui::EngineView make_engine_view(const EngineStats& stats);
 
-// Bytes per token (K and V of one type) for this model shape, and the round-trip NMSE of
-// each type measured on seeded Gaussian rows of head_dim values.
+// What each KV storage type costs for the loaded model, as the engine measured it at load.
 std::vector<ui::KvTypeCost> kv_type_costs(const ModelSummary& model);
 
 // The engine names each sequence's holder by conversation key (= conversation id); titles

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "app/replay/metrics_json.h"
 #include "engine/error.h"
 #include "engine/runtime/percentile.h"
 
@@ -144,10 +145,9 @@ ReplaySummary Replayer::summary() const {
 nlohmann::json Replayer::report_json() const {
   nlohmann::json turns = nlohmann::json::array();
   for (const TurnResult& r : results_) {
-    turns.push_back({{"conversation", r.conversation}, {"turn", r.turn}, {"prompt_tokens", r.metrics.prompt_tokens},
-                     {"cached_tokens", r.metrics.cached_tokens}, {"tokens", r.tokens}, {"text", r.text},
-                     {"ttft_ms", r.metrics.ttft_ms}, {"decode_tok_s", r.metrics.decode_tok_s},
-                     {"preemptions", r.metrics.preemptions}});
+    nlohmann::json turn = metrics_json(r.metrics);
+    turn.update({{"conversation", r.conversation}, {"turn", r.turn}, {"tokens", r.tokens}, {"text", r.text}});
+    turns.push_back(std::move(turn));
   }
   const ReplaySummary s = summary();
   nlohmann::json summary = {

@@ -229,16 +229,6 @@ std::optional<int64_t> Statement::column_optional_int(int column) const {
   return column_int(column);
 }
 
-std::optional<double> Statement::column_optional_double(int column) const {
-  if (is_null(column)) return std::nullopt;
-  return column_double(column);
-}
-
-std::optional<std::string> Statement::column_optional_text(int column) const {
-  if (is_null(column)) return std::nullopt;
-  return column_text(column);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Transaction
 // ---------------------------------------------------------------------------------------------

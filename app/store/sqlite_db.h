@@ -55,8 +55,6 @@ class Statement {
   std::string column_text(int column) const;
   std::vector<uint8_t> column_blob(int column) const;
   std::optional<int64_t> column_optional_int(int column) const;
-  std::optional<double> column_optional_double(int column) const;
-  std::optional<std::string> column_optional_text(int column) const;
 
  private:
   friend class Database;

@@ -7,10 +7,11 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/engine_types.h"
+
 namespace kvdesk {
 
 enum class Backend : uint8_t { Cpu, Cuda };
-enum class BackendRequest : uint8_t { Auto, Cpu, Cuda };
 
 const char* backend_name(Backend backend);                    // "cpu", "cuda"
 

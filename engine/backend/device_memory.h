@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/engine_types.h"
+
 namespace kvdesk {
 
 struct DeviceMemoryInputs {
@@ -23,17 +25,6 @@ struct DeviceMemoryPlan {
   uint64_t budget_bytes = 0;   // utilization x total - others: what this process may take
   uint64_t kv_bytes = 0;       // kv_blocks x kv_bytes_per_block
   int32_t kv_blocks = 0;       // at least 1; at most 2^24 (the engine's block id limit)
-};
-
-// Device memory a forward backend (engine/backend/forward_backend.h) holds for the model, as planned here;
-// all zero and empty on the CPU.
-struct DeviceMemoryUse {
-  std::string device;              // "NVIDIA H200, sm_90, 139.8 GiB"
-  uint64_t total_bytes = 0;        // the device's memory
-  uint64_t free_bytes = 0;         // free before the weights were uploaded
-  uint64_t budget_bytes = 0;       // utilization x total - others: what this process may take
-  uint64_t weight_bytes = 0;       // the weights as uploaded (padding and alignment included)
-  uint64_t activation_bytes = 0;   // the forward pass's device buffers
 };
 
 // Throws kvdesk::Error naming the figures when the utilization is outside (0, 1], free exceeds

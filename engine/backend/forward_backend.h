@@ -1,4 +1,4 @@
-// ForwardBackend: the one thing Generator, Scheduler and Engine call to run a ForwardBatch,
+// ForwardBackend: the one thing the engine step (engine/runtime/engine_core.h) calls to run a ForwardBatch,
 // whichever backend (engine/backend/backend.h) was chosen: the CPU Model::forward over host KV, or
 // CudaForward (engine/backend/cuda_forward.h, CUDA builds only) over a device KV pool. The backend also
 // says where the KV pool's bytes must live and how many blocks its memory holds, so the pool

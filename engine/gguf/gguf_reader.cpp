@@ -19,6 +19,7 @@
 
 #include "engine/error.h"
 #include "engine/system/memory_limit.h"
+#include "kernels/check.h"
 
 namespace kvdesk {
 namespace {

@@ -5,13 +5,11 @@
 #include <algorithm>
 
 #include "engine/error.h"
+#include "kernels/check.h"
 
 namespace kvdesk {
 namespace {
 
-int32_t blocks_for(int32_t num_tokens, int32_t block_size) {
-  return (num_tokens + block_size - 1) / block_size;
-}
 
 double percent(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * double(part) / double(whole) : 0.0; }
 
@@ -78,7 +76,7 @@ int32_t KvCache::blocks_needed(SeqId seq, int32_t num_new_tokens) const {
   const Sequence& s = sequence(seq);
   KVDESK_ASSERT(!s.swapped && num_new_tokens >= 0);
   const int32_t total = s.num_slots() + num_new_tokens;
-  const int32_t growth = blocks_for(total, block_size()) - int32_t(s.block_table.size());
+  const int32_t growth = kv_blocks_for(total, block_size()) - int32_t(s.block_table.size());
   return growth + (needs_copy_on_write(s, num_new_tokens) ? 1 : 0);
 }
 
@@ -88,7 +86,7 @@ bool KvCache::append(SeqId seq, std::span<const int32_t> tokens) {
   Sequence& s = sequence(seq);
   if (needs_copy_on_write(s, n)) copy_on_write_last_block(s);
   s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
-  const int32_t blocks = blocks_for(s.num_slots(), block_size());
+  const int32_t blocks = kv_blocks_for(s.num_slots(), block_size());
   while (int32_t(s.block_table.size()) < blocks) s.block_table.push_back(take_block());
   return true;
 }
@@ -339,7 +337,7 @@ void KvCache::fill_waste_stats(KvSnapshot& snap) const {
   snap.contiguous_waste_tokens = std::max<int64_t>(0, snap.contiguous_reserved_tokens - live_tokens);
   snap.contiguous_waste_bytes = size_t(snap.contiguous_waste_tokens) * per_token;
   snap.contiguous_waste_pct = percent(snap.contiguous_waste_tokens, snap.contiguous_reserved_tokens);
-  for (int32_t size : {8, 16, 32, 64}) {
+  for (int32_t size : kKvBlockSizes) {
     BlockSizeWhatIf what_if{size, 0, 0};
     for (int64_t n : live_lengths) what_if.waste_tokens += (n + size - 1) / size * size - n;
     what_if.waste_bytes = size_t(what_if.waste_tokens) * per_token;
@@ -374,10 +372,10 @@ void KvCache::check_sequence(const Sequence& s, std::vector<int32_t>& holders) c
     KVDESK_ASSERT(s.chain[i].hash == parent);
   }
   if (s.swapped) {
-    KVDESK_ASSERT(s.block_table.empty() && s.host.size() == size_t(blocks_for(n, B)) * bytes_per_block());
+    KVDESK_ASSERT(s.block_table.empty() && s.host.size() == size_t(kv_blocks_for(n, B)) * bytes_per_block());
     return;
   }
-  KVDESK_ASSERT(s.host.empty() && int32_t(s.block_table.size()) == blocks_for(n, B));
+  KVDESK_ASSERT(s.host.empty() && int32_t(s.block_table.size()) == kv_blocks_for(n, B));
   for (size_t i = 0; i < s.block_table.size(); ++i) {
     const int32_t b = s.block_table[i];
     KVDESK_ASSERT(b >= 0 && b < pool_.num_blocks() && pool_.ref_count(b) >= 1);

@@ -103,7 +103,7 @@ class KvCache {
   // change, when the pool cannot provide copies of the shared blocks it must write.
   bool compact(SeqId seq, const std::vector<std::vector<int32_t>>& kept);
 
-  // --- host tier (preemption by swapping, the seeds' offloading) -----------------------
+  // --- host tier (preemption by swapping: offloading) -----------------------
   // Copies the sequence's blocks to host memory in their stored form and releases them.
   // Returns the bytes copied. A swapped sequence cannot be appended to or read.
   size_t swap_out(SeqId seq);

@@ -12,13 +12,11 @@
 
 #include "engine/error.h"
 #include "engine/kv/kv_cache.h"
+#include "kernels/check.h"
 
 namespace kvdesk {
 namespace {
 
-int32_t blocks_for(int32_t num_tokens, int32_t block_size) {
-  return (num_tokens + block_size - 1) / block_size;
-}
 
 uint8_t* row_at(const PagedKvTensor& t, const std::vector<int32_t>& table, int32_t block_size, int32_t kv_head,
                 int32_t slot) {
@@ -72,7 +70,7 @@ bool KvCache::compact(SeqId seq, const std::vector<std::vector<int32_t>>& kept) 
     }
   }
   const int32_t first_block = first_changed / B;
-  const int32_t new_blocks = blocks_for(new_slots, B);
+  const int32_t new_blocks = kv_blocks_for(new_slots, B);
   const std::optional<std::vector<int32_t>> table = writable_table(s, first_block, new_blocks);
   if (!table) return false;
   move_rows(s.block_table, *table, kept, first_block * B);

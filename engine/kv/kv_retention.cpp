@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "engine/error.h"
+#include "kernels/check.h"
 
 namespace kvdesk {
 namespace {

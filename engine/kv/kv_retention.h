@@ -1,5 +1,5 @@
 // KV retention: keep only the cached tokens that matter, within a budget, and free the rest
-// (the second seed article's method 2; judge it by quality: kvdesk-bench quality --retention). Policies:
+// (judge it by quality: kvdesk-bench quality --retention). Policies:
 //   sinks   the first S tokens (attention sinks) + the most recent ones (StreamingLLM);
 //   h2o     heavy hitters (largest accumulated attention) + a recent window, evicting at every
 //           step the sequence outgrows its budget (H2O);
@@ -29,38 +29,9 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/engine_types.h"
+
 namespace kvdesk {
-
-enum class RetentionPolicy : uint8_t { None, Sinks, H2O, SnapKV };
-
-const char* retention_policy_name(RetentionPolicy policy);   // "none", "sinks", "h2o", "snapkv"
-// Throws kvdesk::Error listing the known names.
-RetentionPolicy parse_retention_policy(std::string_view name);
-
-// How many tokens a sequence may keep: a fraction of the tokens it has seen, or a count.
-struct RetentionBudget {
-  double fraction = 1.0;   // in (0, 1]; used when tokens is 0
-  int32_t tokens = 0;      // > 0: keep this many
-
-  // Tokens to keep out of `seen`, in [min(seen, 1), seen].
-  int32_t resolve(int32_t seen) const;
-  std::string describe() const;   // "50%" or "128 tokens"
-};
-
-// "0.5", "50%" (a fraction) or "128" (tokens). Throws kvdesk::Error on anything else.
-RetentionBudget parse_retention_budget(std::string_view text);
-
-struct RetentionOptions {
-  RetentionPolicy policy = RetentionPolicy::None;
-  RetentionBudget budget;
-  int32_t sink_tokens = 4;          // sinks: first tokens always kept
-  double recent_fraction = 0.5;     // h2o: share of the budget kept for the most recent tokens
-  int32_t observation_window = 16;  // snapkv: last prompt tokens whose attention votes
-  int32_t pool_kernel = 7;          // snapkv: max-pool width over the votes (odd)
-
-  bool enabled() const { return policy != RetentionPolicy::None; }
-  bool needs_attention() const { return policy == RetentionPolicy::H2O || policy == RetentionPolicy::SnapKV; }
-};
 
 // --- selection: which of num_tokens slots stay; each returns ascending slot indices -------
 // Ties between equal scores go to the older (lower) slot.

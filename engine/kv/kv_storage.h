@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/kv_snapshot.h"
 #include "engine/system/huge_page_buffer.h"
 #include "engine/model/model_config.h"
 #include "kernels/attention.h"
@@ -22,15 +23,7 @@
 
 namespace kvdesk {
 
-struct KvLayout {
-  KvType k_type = KvType::F32;
-  KvType v_type = KvType::F32;
-  int32_t block_size = 16;     // tokens per block
-  int32_t num_blocks = 0;      // physical blocks in the pool
-  AttentionNumerics numerics = AttentionNumerics::Exact;  // how attention reads f16 K/V
-};
-
-// The seeds' arithmetic: layers x kv_heads x (K row + V row), each row head_dim values in its
+// The KV arithmetic: layers x kv_heads x (K row + V row), each row head_dim values in its
 // type plus that type's scales (kv_row_bytes).
 size_t kv_bytes_per_token(const ModelConfig& config, KvType k_type, KvType v_type);
 

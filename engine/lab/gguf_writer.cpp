@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "engine/error.h"
+#include "kernels/check.h"
 
 namespace kvdesk {
 namespace {

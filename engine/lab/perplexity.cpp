@@ -1,15 +1,19 @@
-// Perplexity and KV-quality comparison (see perplexity.h). Each window runs through
-// Model::forward in chunks; a chunk's logits are scored (and compared with the reference run's
-// chunk) as they come, so memory stays at a chunk of logits per run.
+// Perplexity and KV-quality comparison (see perplexity.h). Each window is a request through
+// the engine step that scores its prompt in chunks; a chunk's logits are scored (and compared
+// with the reference run's chunk) as they come, so memory stays at a chunk of logits per run.
 #include "engine/lab/perplexity.h"
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <string>
 
+#include "engine/backend/forward_backend.h"
 #include "engine/error.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/model/model.h"
+#include "engine/runtime/engine_core.h"
+#include "kernels/check.h"
 
 namespace kvdesk {
 namespace {
@@ -50,44 +54,54 @@ int32_t scoring_window(const Model& model, int32_t requested, int32_t min_tokens
 
 namespace {
 
-// One KV cache holding one window at a time: feeds a chunk, returns its logits.
+// One KV cache holding one window at a time, run through the engine step: each window is a
+// request that scores its prompt, and its logits come back one step's chunk at a time.
 class WindowRun {
  public:
   WindowRun(Model& model, ThreadPool& pool, const KvLayout& layout, int32_t ctx)
-      : model_(model), pool_(pool), kv_(model.config(), cache_config(layout, ctx)) {}
+      : forward_(model, pool),
+        kv_(model.config(), cache_config(layout, ctx)),
+        core_(model, forward_, kv_, SchedulerLimits{kChunkTokens, 1, PreemptMode::Recompute}) {}
 
-  void begin_window() { seq_ = kv_.create_sequence(); }
-  void end_window() { kv_.free_sequence(seq_); }
+  void start(const std::vector<int32_t>& window) {
+    Request request;
+    request.max_tokens = 0;
+    request.logits = LogitsOutput::Prompt;
+    core_.add(kWindowRequest, request, window, EngineCore::Clock::now());
+  }
 
-  // Runs positions [first, first + tokens.size()) of the window; rows for positions < scored_end.
-  const std::vector<float>& forward(std::span<const int32_t> tokens, int32_t first, int32_t scored_end) {
-    const bool appended = kv_.append(seq_, tokens);
-    KVDESK_ASSERT(appended);   // the pool holds a whole window
-    ForwardBatch batch;
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      const int32_t pos = first + int32_t(i);
-      batch.add(tokens[i], pos, seq_, pos < scored_end);
+  // The next chunk of logits rows; nullopt when the window is done.
+  std::optional<Event> next() {
+    while (pending_.empty() && core_.has_work()) {
+      std::vector<Event> events;
+      core_.step(events);
+      for (Event& e : events) {
+        if (e.kind == EventKind::Error) throw Error(e.text);
+        if (e.kind == EventKind::Logits) pending_.push_back(std::move(e));
+      }
     }
-    model_.forward(batch, kv_, pool_, logits_);
-    kv_.mark_computed(seq_, first + int32_t(tokens.size()));
-    return logits_;
+    if (pending_.empty()) return std::nullopt;
+    Event e = std::move(pending_.front());
+    pending_.pop_front();
+    return e;
   }
 
  private:
+  static constexpr RequestId kWindowRequest = 1;
+
   // A pool of exactly one window; windows differ, so nothing is worth caching by prefix.
   static KvCacheConfig cache_config(const KvLayout& layout, int32_t ctx) {
     KvCacheConfig config;
     config.layout = layout;
-    config.layout.num_blocks = (ctx + layout.block_size - 1) / layout.block_size;
+    config.layout.num_blocks = kv_blocks_for(ctx, layout.block_size);
     config.prefix_caching = false;
     return config;
   }
 
-  Model& model_;
-  ThreadPool& pool_;
+  CpuForward forward_;
   KvCache kv_;
-  SeqId seq_ = -1;
-  std::vector<float> logits_;   // [rows][vocab]
+  EngineCore core_;
+  std::deque<Event> pending_;
 };
 
 struct Totals {
@@ -118,21 +132,22 @@ PerplexityResult evaluate_perplexity(Model& model, ThreadPool& pool, std::span<c
     window.assign(has_bos ? 1 : 0, options.bos);
     window.insert(window.end(), text.begin() + start, text.begin() + std::min(text.size(), start + text_per_window));
     const int32_t len = int32_t(window.size());
-    run.begin_window();
-    if (ref_run) ref_run->begin_window();
-    for (int32_t first = 0; first < len; first += kChunkTokens) {
-      const std::span<const int32_t> chunk(window.data() + first, size_t(std::min(len - first, kChunkTokens)));
+    run.start(window);
+    if (ref_run) ref_run->start(window);
+    // Both runs take the same chunks, so their rows arrive for the same positions.
+    while (std::optional<Event> chunk = run.next()) {
+      const std::optional<Event> ref_chunk = ref_run ? ref_run->next() : std::nullopt;
+      KVDESK_ASSERT(!ref_run || (ref_chunk && ref_chunk->position == chunk->position));
+      const int32_t rows = int32_t(chunk->logits.size() / size_t(vocab));
       // Position p predicts window[p + 1]: every position but the window's last is scored.
-      const std::vector<float>& logits = run.forward(chunk, first, len - 1);
-      const std::vector<float>* ref_logits = ref_run ? &ref_run->forward(chunk, first, len - 1) : nullptr;
-      for (int32_t p = first; p < std::min(first + int32_t(chunk.size()), len - 1); ++p) {
-        const float* z = logits.data() + size_t(p - first) * size_t(vocab);
+      for (int32_t p = chunk->position; p < std::min(chunk->position + rows, len - 1); ++p) {
+        const float* z = chunk->logits.data() + size_t(p - chunk->position) * size_t(vocab);
         const RowStats s = row_stats(z, vocab);
         const int32_t target = window[size_t(p) + 1];
         totals.nll -= z[target] - s.log_sum_exp;
         result.argmax.push_back(s.argmax);
-        if (!ref_logits) continue;
-        const float* zr = ref_logits->data() + size_t(p - first) * size_t(vocab);
+        if (!ref_chunk) continue;
+        const float* zr = ref_chunk->logits.data() + size_t(p - chunk->position) * size_t(vocab);
         const RowStats r = row_stats(zr, vocab);
         totals.nll_ref -= zr[target] - r.log_sum_exp;
         const double kl = kl_divergence(zr, r, z, s, vocab);
@@ -141,8 +156,6 @@ PerplexityResult evaluate_perplexity(Model& model, ThreadPool& pool, std::span<c
         totals.agree += s.argmax == r.argmax;
       }
     }
-    run.end_window();
-    if (ref_run) ref_run->end_window();
   }
 
   result.tokens = int64_t(result.argmax.size());

@@ -10,6 +10,7 @@
 #include "engine/kv/kv_cache.h"
 #include "engine/model/model.h"
 #include "engine/lab/perplexity.h"
+#include "kernels/check.h"
 
 namespace kvdesk {
 namespace {
@@ -97,8 +98,6 @@ void decode_and_score(CacheRun& run, SeqId seq, CacheRun& ref, SeqId ref_seq, st
 }
 
 
-int32_t blocks_for(int32_t tokens, int32_t block_size) { return (tokens + block_size - 1) / block_size; }
-
 }  // namespace
 
 RetentionQualityResult evaluate_retention(Model& model, ThreadPool& pool, std::span<const int32_t> text,
@@ -108,7 +107,7 @@ RetentionQualityResult evaluate_retention(Model& model, ThreadPool& pool, std::s
   const bool has_bos = options.bos >= 0;
   const size_t text_per_window = size_t(ctx - (has_bos ? 1 : 0));
   const int32_t vocab = model.config().vocab_size;
-  const int32_t blocks = blocks_for(ctx, options.layout.block_size);
+  const int32_t blocks = kv_blocks_for(ctx, options.layout.block_size);
   CacheRun run(model, pool, options.layout, blocks), ref(model, pool, options.layout, blocks);
   Totals totals;
   std::vector<int32_t> window;
@@ -140,7 +139,7 @@ std::vector<RetentionQualityResult> evaluate_reuse(Model& model, ThreadPool& poo
                 std::to_string(longest) + ") must fit the model's context of " + std::to_string(context));
   }
   const int32_t vocab = model.config().vocab_size;
-  const int32_t blocks = 2 * blocks_for(int32_t(prompt.size() + longest), options.layout.block_size) + 2;
+  const int32_t blocks = 2 * kv_blocks_for(int32_t(prompt.size() + longest), options.layout.block_size) + 2;
   CacheRun run(model, pool, options.layout, blocks), ref(model, pool, options.layout, blocks);
   const SeqId base = run.kv().create_sequence(), ref_base = ref.kv().create_sequence();
   run.kv().set_retention(base, options.retention, int32_t(prompt.size()));

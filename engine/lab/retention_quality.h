@@ -2,8 +2,8 @@
 // caches (full, retained) run the same tokens side by side; each window's first prompt_tokens
 // are prefilled at once, the rest decoded one token at a time (teacher-forced, so retention
 // evicts as a real decode would), and every decoded position's next-token distribution is
-// compared (KL divergence, top-1 agreement, perplexity of both). Query-agnostic reuse (the
-// seeds' warning that a dropped token may be needed later): one prompt is compressed once,
+// compared (KL divergence, top-1 agreement, perplexity of both). Query-agnostic reuse (a dropped
+// token may be needed later): one prompt is compressed once,
 // then each of several follow-up continuations runs from a fork of it and is scored alone.
 #pragma once
 #include <cstdint>

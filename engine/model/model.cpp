@@ -14,6 +14,7 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/quantize.h"
+#include "kernels/check.h"
 
 namespace kvdesk {
 

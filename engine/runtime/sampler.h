@@ -7,20 +7,9 @@
 #include <random>
 #include <vector>
 
+#include "engine/engine_types.h"
+
 namespace kvdesk {
-
-struct SamplingParams {
-  float temperature = 0.0f;     // 0: greedy
-  int32_t top_k = 0;            // 0: off
-  float top_p = 1.0f;           // 1: off
-  float min_p = 0.0f;           // 0: off
-  float repeat_penalty = 1.0f;  // 1: off
-  int32_t repeat_last_n = 64;   // tokens of history the penalty looks at
-  uint64_t seed = 0;
-};
-
-// Throws kvdesk::Error with the reason when a value is out of its range.
-void validate_sampling_params(const SamplingParams& params);
 
 class Sampler {
  public:

@@ -1,23 +1,19 @@
-// Scheduler: plan a step, secure KV slots (releasing parked turns and preempting when the
-// pool runs dry), run one forward pass, sample, emit events. See scheduler.h for the policy.
+// Scheduler: plan a step and secure its KV slots, releasing parked turns and preempting when
+// the pool runs dry. See scheduler.h for the policy and its invariants.
 #include "engine/sched/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 
-#include "engine/error.h"
-#include "engine/model/model.h"
-#include "engine/runtime/percentile.h"
-#include "engine/system/thread_pool.h"
+#include "kernels/check.h"
 
 namespace kvdesk {
 namespace {
 
-double ms_between(Scheduler::Clock::time_point a, Scheduler::Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
+using Clock = std::chrono::steady_clock;
 
-int32_t blocks_for(int64_t tokens, int32_t block_size) {
-  return int32_t((tokens + block_size - 1) / block_size);
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
 }  // namespace
@@ -28,104 +24,74 @@ const char* preempt_mode_name(PreemptMode mode) {
 
 // One live request. tokens is everything its sequence should hold (prompt + generated); the
 // KV cache knows how many of them are computed.
-struct Scheduler::Active {
+struct Scheduler::Entry {
   RequestId id = 0;
-  Request request;                  // settings; messages are dropped once tokenized
+  SequenceRequest request;
   std::vector<int32_t> tokens;      // [prompt + generated]
-  int32_t prompt_tokens = 0;
-  int32_t generated = 0;
   Phase phase = Phase::Waiting;
   SeqId seq = -1;
   uint64_t arrival = 0;
   bool admitted_once = false;
-  std::unique_ptr<Sampler> sampler;
-  Utf8Stream utf8;
-  RequestMetrics metrics;
-  Clock::time_point submitted, first_scheduled, first_token, last_token;
-  int32_t prefill_computed = 0;     // prompt tokens computed before the first token
-  std::vector<double> itl_ms;
+  int32_t peak_blocks = 0;
 
   int32_t remaining(const KvCache& kv) const { return int32_t(tokens.size()) - kv.num_computed(seq); }
 };
 
-// A slice of one sequence's tokens in this step: positions [begin, begin + count).
-struct Scheduler::Planned {
-  Active* a;
-  int32_t begin;
-  int32_t count;
-};
+int32_t StepPlan::num_tokens() const {
+  int32_t n = 0;
+  for (const ScheduledChunk& c : chunks) n += c.count;
+  return n;
+}
 
-Scheduler::Scheduler(Model& model, KvCache& kv, ThreadPool& pool, const SchedulerLimits& limits)
-    : model_(model), kv_(&kv), own_cpu_(std::make_unique<CpuForward>(model, pool)), forward_(own_cpu_.get()),
-      limits_(limits) {}
-
-Scheduler::Scheduler(Model& model, KvCache& kv, ForwardBackend& forward, const SchedulerLimits& limits)
-    : model_(model), kv_(&kv), forward_(&forward), limits_(limits) {}
+Scheduler::Scheduler(KvCache& kv, const SchedulerLimits& limits) : kv_(&kv), limits_(limits) {}
 
 Scheduler::~Scheduler() = default;
 
-void Scheduler::add(RequestId id, const Request& request, std::vector<int32_t> prompt,
-                    Clock::time_point submitted) {
-  const int32_t context = model_.config().context_length;
-  if (prompt.empty()) throw Error("the prompt is empty");
-  if (request.max_tokens < 1) throw Error("max_tokens must be at least 1");
-  if (request.context_policy == ContextPolicy::Stop && int32_t(prompt.size()) >= context) {
-    throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens; the model's context is " +
-                std::to_string(context) + " (use the sink-window context policy to keep going)");
-  }
-  const int64_t most_tokens = std::min<int64_t>(int64_t(prompt.size()) + request.max_tokens, context);
-  const int32_t needed = blocks_for(most_tokens, kv_->block_size());
-  if (needed > kv_->num_blocks()) {
-    throw Error("this request can need " + std::to_string(needed) + " KV blocks but the whole pool has " +
-                std::to_string(kv_->num_blocks()) + ": raise the KV budget or lower max tokens");
-  }
-  auto a = std::make_unique<Active>();
-  a->id = id;
-  a->request = request;
-  a->request.messages.clear();
-  a->sampler = std::make_unique<Sampler>(request.sampling);
-  a->prompt_tokens = int32_t(prompt.size());
-  a->tokens = std::move(prompt);
-  a->arrival = ++arrival_counter_;
-  a->submitted = submitted;
-  a->metrics.prompt_tokens = a->prompt_tokens;
-  if (int32_t(a->tokens.size()) >= context) slide_window(*a);
-  active_.emplace(id, std::move(a));
+int32_t Scheduler::blocks_for(int64_t tokens) const {
+  return int32_t((tokens + kv_->block_size() - 1) / kv_->block_size());
 }
 
-bool Scheduler::cancel(RequestId id, std::vector<Event>& events) {
-  auto it = active_.find(id);
-  if (it == active_.end()) return false;
-  it->second->request.conversation_key = 0;
-  finish(*it->second, FinishReason::Cancelled, events);
-  return true;
+void Scheduler::add(RequestId id, std::vector<int32_t> tokens, const SequenceRequest& request) {
+  KVDESK_ASSERT(!tokens.empty() && !contains(id));
+  auto e = std::make_unique<Entry>();
+  e->id = id;
+  e->request = request;
+  e->tokens = std::move(tokens);
+  e->arrival = ++arrival_counter_;
+  entries_.emplace(id, std::move(e));
 }
 
-bool Scheduler::fork(RequestId source, RequestId id, const SamplingParams& sampling, int32_t max_tokens) {
-  auto it = active_.find(source);
-  if (it == active_.end()) return false;
-  const Active& src = *it->second;
-  auto a = std::make_unique<Active>();
-  a->id = id;
-  a->request = src.request;
-  a->request.sampling = sampling;
-  a->request.max_tokens = max_tokens;
-  a->request.conversation_key = 0;
-  a->sampler = std::make_unique<Sampler>(sampling);
-  a->tokens = src.tokens;
-  a->prompt_tokens = int32_t(src.tokens.size());
-  a->arrival = ++arrival_counter_;
-  a->submitted = Clock::now();
-  a->metrics.prompt_tokens = a->prompt_tokens;
+bool Scheduler::fork(RequestId source, RequestId id) {
+  auto it = entries_.find(source);
+  if (it == entries_.end()) return false;
+  const Entry& src = *it->second;
+  auto e = std::make_unique<Entry>();
+  e->id = id;
+  e->request = src.request;
+  e->request.conversation_key = 0;
+  e->tokens = src.tokens;
+  e->arrival = ++arrival_counter_;
   if (src.phase == Phase::Running) {
-    a->seq = kv_->fork(src.seq);
-    a->phase = Phase::Running;
-    a->admitted_once = true;
-    a->first_scheduled = a->submitted;
-    a->metrics.cached_tokens = kv_->num_computed(a->seq);
+    e->seq = kv_->fork(src.seq);
+    e->phase = Phase::Running;
+    e->admitted_once = true;
   }
-  active_.emplace(id, std::move(a));
+  entries_.emplace(id, std::move(e));
   return true;
+}
+
+void Scheduler::finish(RequestId id, bool park_turn) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  Entry& e = *it->second;
+  if (e.seq >= 0) {
+    if (park_turn && e.request.conversation_key != 0 && e.phase == Phase::Running) {
+      park(e);
+    } else {
+      kv_->free_sequence(e.seq);
+    }
+  }
+  entries_.erase(it);
 }
 
 void Scheduler::release_conversation(uint64_t key) {
@@ -136,132 +102,139 @@ void Scheduler::release_conversation(uint64_t key) {
 }
 
 void Scheduler::detach_all_sequences() {
-  for (auto& [id, a] : active_) {
-    if (a->seq >= 0) kv_->free_sequence(a->seq);
-    a->seq = -1;
-    a->phase = Phase::Waiting;
+  for (auto& [id, e] : entries_) {
+    if (e->seq >= 0) kv_->free_sequence(e->seq);
+    e->seq = -1;
+    e->phase = Phase::Waiting;
   }
   for (auto& [key, p] : parked_) kv_->free_sequence(p.seq);
   parked_.clear();
 }
 
-void Scheduler::fail_all(const std::string& message, std::vector<Event>& events) {
-  for (auto& [id, a] : active_) {
-    if (a->seq >= 0) kv_->free_sequence(a->seq);
-    Event e;
-    e.kind = EventKind::Error;
-    e.request = id;
-    e.text = message;
-    events.push_back(std::move(e));
-  }
-  active_.clear();
-  for (auto& [key, p] : parked_) kv_->free_sequence(p.seq);
-  parked_.clear();
+void Scheduler::clear() {
+  detach_all_sequences();
+  entries_.clear();
 }
+
+const std::vector<int32_t>& Scheduler::tokens(RequestId id) const { return entries_.at(id)->tokens; }
+
+int32_t Scheduler::peak_blocks(RequestId id) const { return entries_.at(id)->peak_blocks; }
 
 std::vector<SequenceOwner> Scheduler::sequence_owners() const {
   std::vector<SequenceOwner> owners;
-  for (const auto& [id, a] : active_) {
-    if (a->seq >= 0) owners.push_back(SequenceOwner{a->seq, id, a->request.conversation_key});
+  for (const auto& [id, e] : entries_) {
+    if (e->seq >= 0) owners.push_back(SequenceOwner{e->seq, id, e->request.conversation_key});
   }
   for (const auto& [key, p] : parked_) owners.push_back(SequenceOwner{p.seq, 0, key});
   return owners;
 }
 
-bool Scheduler::has_work() const { return !active_.empty(); }
+int32_t Scheduler::count(Phase phase) const {
+  return int32_t(std::count_if(entries_.begin(), entries_.end(), [&](const auto& kv) { return kv.second->phase == phase; }));
+}
+int32_t Scheduler::num_running() const { return count(Phase::Running); }
+int32_t Scheduler::num_waiting() const { return count(Phase::Waiting); }
+int32_t Scheduler::num_swapped() const { return count(Phase::Swapped); }
 
-int32_t Scheduler::num_running() const {
-  return int32_t(std::count_if(active_.begin(), active_.end(), [](const auto& kv) { return kv.second->phase == Phase::Running; }));
-}
-int32_t Scheduler::num_waiting() const {
-  return int32_t(std::count_if(active_.begin(), active_.end(), [](const auto& kv) { return kv.second->phase == Phase::Waiting; }));
-}
-int32_t Scheduler::num_swapped() const {
-  return int32_t(std::count_if(active_.begin(), active_.end(), [](const auto& kv) { return kv.second->phase == Phase::Swapped; }));
-}
-
-std::vector<Scheduler::Active*> Scheduler::by_priority(Phase phase) {
-  std::vector<Active*> out;
-  for (auto& [id, a] : active_) {
-    if (a->phase == phase) out.push_back(a.get());
+std::vector<Scheduler::Entry*> Scheduler::by_priority(Phase phase) {
+  std::vector<Entry*> out;
+  for (auto& [id, e] : entries_) {
+    if (e->phase == phase) out.push_back(e.get());
   }
-  std::sort(out.begin(), out.end(), [](const Active* x, const Active* y) {
+  std::sort(out.begin(), out.end(), [](const Entry* x, const Entry* y) {
     return x->request.priority != y->request.priority ? x->request.priority > y->request.priority
                                                       : x->arrival < y->arrival;
   });
   return out;
 }
 
-void Scheduler::step(std::vector<Event>& events) {
+StepPlan Scheduler::plan() {
   swap_in_ready();
-  std::vector<Planned> plan = plan_step();
-  if (!plan.empty()) run_forward(plan, events);
+  StepPlan plan;
+  int32_t budget = limits_.step_token_budget;
+  plan_running(budget, plan);
+  if (num_swapped() == 0) plan_admissions(budget, plan);
+  secure_slots(plan);
+  return plan;
 }
 
+// A swapped sequence comes back only with room for its next token too, so it runs at once
+// and is not the first victim of its own step.
 void Scheduler::swap_in_ready() {
-  for (Active* a : by_priority(Phase::Swapped)) {
-    if (kv_->blocks_to_swap_in(a->seq) > kv_->num_available_blocks()) return;
+  for (Entry* e : by_priority(Phase::Swapped)) {
+    const int32_t slots = kv_->num_slots(e->seq);
+    const int32_t next_token = kv_blocks_for(slots + 1, kv_->block_size()) - kv_blocks_for(slots, kv_->block_size());
+    const int32_t needed = kv_->blocks_to_swap_in(e->seq) + next_token;
+    while (needed > kv_->num_available_blocks() && !parked_.empty()) release_parked_lru();
+    if (needed > kv_->num_available_blocks()) return;
     const auto start = Clock::now();
-    if (!kv_->swap_in(a->seq)) return;
-    swap_ms_ += ms_between(start, Clock::now());
-    a->phase = Phase::Running;
+    if (!kv_->swap_in(e->seq)) return;
+    swap_ms_ += ms_since(start);
+    e->phase = Phase::Running;
   }
 }
 
-// Decodes first (one token each), then prefill chunks of running sequences, then new
-// requests, all within the step's token budget; then KV slots for everything planned.
-std::vector<Scheduler::Planned> Scheduler::plan_step() {
-  std::vector<Planned> plan;
-  int32_t budget = limits_.step_token_budget;
-  const std::vector<Active*> running = by_priority(Phase::Running);
-  for (Active* a : running) {
-    if (budget > 0 && a->remaining(*kv_) == 1) {
-      plan.push_back({a, kv_->num_computed(a->seq), 1});
+// Decodes first (one token each), then prefill chunks of running sequences.
+void Scheduler::plan_running(int32_t& budget, StepPlan& plan) {
+  const std::vector<Entry*> running = by_priority(Phase::Running);
+  for (Entry* e : running) {
+    if (budget > 0 && e->remaining(*kv_) == 1) {
+      plan.chunks.push_back({e->id, e->seq, kv_->num_computed(e->seq), 1, true});
       --budget;
     }
   }
-  for (Active* a : running) {
-    const int32_t remaining = a->remaining(*kv_);
+  for (Entry* e : running) {
+    const int32_t remaining = e->remaining(*kv_);
     if (budget > 0 && remaining > 1) {
-      const int32_t count = std::min(remaining, budget);
-      plan.push_back({a, kv_->num_computed(a->seq), count});
-      budget -= count;
+      const int32_t n = std::min(remaining, budget);
+      plan.chunks.push_back({e->id, e->seq, kv_->num_computed(e->seq), n, n == remaining});
+      budget -= n;
     }
   }
-  int32_t num_running = int32_t(running.size());
-  for (Active* a : by_priority(Phase::Waiting)) {
-    if (budget <= 0 || num_running >= limits_.max_running) break;
-    if (prefix_in_flight(*a)) continue;
-    if (!admit(*a)) break;
-    const int32_t count = std::min(a->remaining(*kv_), budget);
-    plan.push_back({a, kv_->num_computed(a->seq), count});
-    budget -= count;
-    ++num_running;
+}
+
+void Scheduler::plan_admissions(int32_t& budget, StepPlan& plan) {
+  int32_t running = num_running();
+  for (Entry* e : by_priority(Phase::Waiting)) {
+    if (budget <= 0 || running >= limits_.max_running) break;
+    if (prefix_in_flight(*e)) continue;
+    const bool first = !e->admitted_once;
+    if (!admit(*e)) break;
+    const int32_t computed = kv_->num_computed(e->seq);
+    if (first) plan.admitted.push_back({e->id, computed});
+    const int32_t remaining = e->remaining(*kv_);
+    const int32_t n = std::min(remaining, budget);
+    plan.chunks.push_back({e->id, e->seq, computed, n, n == remaining});
+    budget -= n;
+    ++running;
   }
-  // Secure KV slots in plan order (highest priority first). Each failure frees room and
-  // rescans, since freeing can remove entries before or after the current one.
-  auto appended = [&](const Planned& p) { return kv_->num_tokens(p.a->seq) >= p.begin + p.count; };
-  for (size_t i = 0; i < plan.size();) {
-    const Planned& p = plan[i];
-    if (appended(p) || kv_->append(p.a->seq, std::span<const int32_t>(p.a->tokens.data() + p.begin, size_t(p.count)))) {
+}
+
+// KV slots in plan order (highest priority first). Each failure frees room and rescans, since
+// freeing can remove entries before or after the current one.
+void Scheduler::secure_slots(StepPlan& plan) {
+  auto appended = [&](const ScheduledChunk& c) { return kv_->num_tokens(c.seq) >= c.begin + c.count; };
+  for (size_t i = 0; i < plan.chunks.size();) {
+    const ScheduledChunk& c = plan.chunks[i];
+    const Entry& e = *entries_.at(c.id);
+    if (appended(c) || kv_->append(c.seq, std::span<const int32_t>(e.tokens.data() + c.begin, size_t(c.count)))) {
       ++i;
       continue;
     }
     make_room(plan);
     i = 0;
   }
-  return plan;
 }
 
 // True when a running sequence is still computing the first block of tokens this request
 // starts with: admitting it a step later finds that block in the prefix cache instead of
 // computing and storing the same system prompt twice.
-bool Scheduler::prefix_in_flight(const Active& a) const {
+bool Scheduler::prefix_in_flight(const Entry& e) const {
   const int32_t bs = kv_->block_size();
-  if (int32_t(a.tokens.size()) <= bs) return false;
-  for (const auto& [id, other] : active_) {
+  if (e.request.compute_all || int32_t(e.tokens.size()) <= bs) return false;
+  for (const auto& [id, other] : entries_) {
     if (other->phase != Phase::Running || kv_->num_computed(other->seq) >= bs) continue;
-    if (int32_t(other->tokens.size()) > bs && std::equal(a.tokens.begin(), a.tokens.begin() + bs, other->tokens.begin())) {
+    if (int32_t(other->tokens.size()) > bs && std::equal(e.tokens.begin(), e.tokens.begin() + bs, other->tokens.begin())) {
       return true;
     }
   }
@@ -269,62 +242,60 @@ bool Scheduler::prefix_in_flight(const Active& a) const {
 }
 
 // A waiting request gets a sequence: its parked previous turn when that is a strict prefix
-// of its tokens, else whatever the prefix cache holds of its first full blocks.
-bool Scheduler::admit(Active& a) {
-  const uint64_t key = a.request.conversation_key;
+// of its tokens, else whatever the prefix cache holds of its first full blocks (none when
+// every token must be computed).
+bool Scheduler::admit(Entry& e) {
+  const uint64_t key = e.request.conversation_key;
   if (auto it = parked_.find(key); key != 0 && it != parked_.end()) {
     const std::vector<int32_t>& held = kv_->tokens(it->second.seq);
-    const bool continues = held.size() < a.tokens.size() && std::equal(held.begin(), held.end(), a.tokens.begin());
+    const bool continues = !e.request.compute_all && held.size() < e.tokens.size() &&
+                           std::equal(held.begin(), held.end(), e.tokens.begin());
     if (continues) {
-      a.seq = it->second.seq;
+      e.seq = it->second.seq;
     } else {
       kv_->free_sequence(it->second.seq);
     }
     parked_.erase(it);
   }
-  if (a.seq < 0) {
-    a.seq = kv_->create_sequence();
-    kv_->attach_cached_prefix(a.seq, a.tokens);
+  if (e.seq < 0) {
+    e.seq = kv_->create_sequence();
+    if (!e.request.compute_all) kv_->attach_cached_prefix(e.seq, e.tokens);
   }
-  kv_->set_retention(a.seq, a.request.retention, int32_t(a.tokens.size()));
-  const int32_t first_chunk = std::min(a.remaining(*kv_), limits_.step_token_budget);
-  while (kv_->blocks_needed(a.seq, first_chunk) > kv_->num_available_blocks() && !parked_.empty()) {
+  kv_->set_retention(e.seq, e.request.retention, int32_t(e.tokens.size()));
+  const int32_t first_chunk = std::min(e.remaining(*kv_), limits_.step_token_budget);
+  while (kv_->blocks_needed(e.seq, first_chunk) > kv_->num_available_blocks() && !parked_.empty()) {
     release_parked_lru();
   }
-  if (kv_->blocks_needed(a.seq, first_chunk) > kv_->num_available_blocks()) {
-    kv_->free_sequence(a.seq);
-    a.seq = -1;
+  if (kv_->blocks_needed(e.seq, first_chunk) > kv_->num_available_blocks()) {
+    kv_->free_sequence(e.seq);
+    e.seq = -1;
     return false;
   }
-  if (!a.admitted_once) {
-    a.admitted_once = true;
-    a.first_scheduled = Clock::now();
-    a.metrics.queue_ms = ms_between(a.submitted, a.first_scheduled);
-    a.metrics.cached_tokens = kv_->num_computed(a.seq);
-  }
-  a.phase = Phase::Running;
+  e.admitted_once = true;
+  e.phase = Phase::Running;
   return true;
 }
 
 // Frees blocks for the plan: parked turns first, then the lowest-priority newest running
 // sequence (which may be the one that needed the room).
-void Scheduler::make_room(std::vector<Planned>& plan) {
+void Scheduler::make_room(StepPlan& plan) {
   if (!parked_.empty()) {
     release_parked_lru();
     return;
   }
-  Active* victim = by_priority(Phase::Running).back();
+  std::vector<Entry*> running = by_priority(Phase::Running);
+  KVDESK_ASSERT(!running.empty());   // add() refused what the whole pool cannot hold
+  Entry* victim = running.back();
   preempt(*victim);
-  std::erase_if(plan, [&](const Planned& p) { return p.a == victim; });
+  std::erase_if(plan.chunks, [&](const ScheduledChunk& c) { return c.id == victim->id; });
 }
 
-void Scheduler::preempt(Active& victim) {
+void Scheduler::preempt(Entry& victim) {
   ++preemptions_;
-  ++victim.metrics.preemptions;
   if (limits_.preempt_mode == PreemptMode::Swap) {
     const auto start = Clock::now();
     swapped_bytes_ += kv_->swap_out(victim.seq);
-    swap_ms_ += ms_between(start, Clock::now());
+    swap_ms_ += ms_since(start);
     victim.phase = Phase::Swapped;
     return;
   }
@@ -333,114 +304,28 @@ void Scheduler::preempt(Active& victim) {
   victim.phase = Phase::Waiting;
 }
 
-void Scheduler::run_forward(std::vector<Planned>& plan, std::vector<Event>& events) {
-  ForwardBatch batch;
-  for (const Planned& p : plan) {
-    const int32_t end = p.begin + p.count;
-    for (int32_t pos = p.begin; pos < end; ++pos) {
-      batch.add(p.a->tokens[pos], pos, p.a->seq, pos + 1 == int32_t(p.a->tokens.size()));
-    }
-  }
-  forward_->forward(batch, *kv_, logits_);
-  const int32_t vocab = model_.config().vocab_size;
-  int32_t row = 0;
-  for (const Planned& p : plan) {
-    Active& a = *p.a;
-    kv_->mark_computed(a.seq, p.begin + p.count);
-    if (a.generated == 0 && p.begin < a.prompt_tokens) a.prefill_computed += p.count;
-    if (p.begin + p.count != int32_t(a.tokens.size())) continue;
-    const float* row_logits = logits_.data() + size_t(row++) * size_t(vocab);
-    accept_token(a, a.sampler->sample(row_logits, vocab, a.tokens), events);
+void Scheduler::computed(const StepPlan& plan) {
+  for (const ScheduledChunk& c : plan.chunks) {
+    Entry& e = *entries_.at(c.id);
+    e.peak_blocks = std::max(e.peak_blocks, int32_t(kv_->block_table(c.seq).size()));
+    kv_->mark_computed(c.seq, c.begin + c.count);
   }
 }
 
-void Scheduler::accept_token(Active& a, int32_t token, std::vector<Event>& events) {
-  const auto now = Clock::now();
-  if (a.generated == 0) {
-    a.first_token = now;
-    a.metrics.ttft_ms = ms_between(a.submitted, now);
-    const double prefill_ms = ms_between(a.first_scheduled, now);
-    a.metrics.prefill_tok_s = prefill_ms > 0 ? a.prefill_computed * 1000.0 / prefill_ms : 0;
-  } else {
-    a.itl_ms.push_back(ms_between(a.last_token, now));
-  }
-  a.last_token = now;
-  const Tokenizer& tokenizer = model_.tokenizer();
-  if (a.request.stop_at_eos && tokenizer.is_end_of_generation(token)) {
-    finish(a, FinishReason::Stop, events);
-    return;
-  }
-  a.tokens.push_back(token);
-  ++a.generated;
-  ++generated_tokens_;
-  Event e;
-  e.kind = EventKind::Token;
-  e.request = a.id;
-  e.token = token;
-  e.text = a.utf8.push(tokenizer.token_bytes(token));
-  events.push_back(std::move(e));
-  if (a.generated >= a.request.max_tokens) {
-    finish(a, FinishReason::Length, events);
-  } else if (int32_t(a.tokens.size()) > model_.config().context_length) {
-    if (a.request.context_policy == ContextPolicy::Stop) {
-      finish(a, FinishReason::ContextFull, events);
-    } else {
-      slide_window(a);
-    }
-  }
+void Scheduler::append_token(RequestId id, int32_t token) { entries_.at(id)->tokens.push_back(token); }
+
+void Scheduler::restart(RequestId id, std::vector<int32_t> tokens) {
+  Entry& e = *entries_.at(id);
+  KVDESK_ASSERT(!tokens.empty());
+  e.tokens = std::move(tokens);
+  if (e.seq >= 0) kv_->free_sequence(e.seq);
+  e.seq = -1;
+  e.phase = Phase::Waiting;
 }
 
-void Scheduler::finish(Active& a, FinishReason reason, std::vector<Event>& events) {
-  const std::string tail = a.utf8.flush();
-  if (!tail.empty()) {
-    Event e;
-    e.kind = EventKind::Token;
-    e.request = a.id;
-    e.text = tail;
-    events.push_back(std::move(e));
-  }
-  RequestMetrics& m = a.metrics;
-  m.generated_tokens = a.generated;
-  const double decode_ms = ms_between(a.first_token, a.last_token);
-  m.decode_tok_s = a.generated > 1 && decode_ms > 0 ? (a.generated - 1) * 1000.0 / decode_ms : 0;
-  m.itl_p50_ms = percentile(a.itl_ms, 0.50);
-  m.itl_p95_ms = percentile(a.itl_ms, 0.95);
-  Event e;
-  e.kind = EventKind::Finished;
-  e.request = a.id;
-  e.finish = reason;
-  e.metrics = m;
-  events.push_back(std::move(e));
-  if (a.seq >= 0) {
-    if (a.request.conversation_key != 0 && a.phase == Phase::Running) {
-      park(a);
-    } else {
-      kv_->free_sequence(a.seq);
-    }
-  }
-  active_.erase(a.id);
-}
-
-// StreamingLLM: keep the first sink tokens (attention sinks) and the most recent half of the
-// context, drop the middle, and prefill the kept tokens again at positions 0..n-1, so every
-// RoPE position stays inside the model's trained range. The sinks' blocks come back from the
-// prefix cache; the window is recomputed once per half-context of generation.
-void Scheduler::slide_window(Active& a) {
-  const int32_t context = model_.config().context_length;
-  const int32_t sinks = std::clamp(a.request.sink_tokens, 0, context / 4);
-  const int32_t recent = context / 2 - sinks;
-  std::vector<int32_t> kept(a.tokens.begin(), a.tokens.begin() + sinks);
-  kept.insert(kept.end(), a.tokens.end() - recent, a.tokens.end());
-  a.tokens = std::move(kept);
-  a.prompt_tokens = std::min<int32_t>(a.prompt_tokens, int32_t(a.tokens.size()));
-  if (a.seq >= 0) kv_->free_sequence(a.seq);
-  a.seq = -1;
-  a.phase = Phase::Waiting;
-}
-
-void Scheduler::park(Active& a) {
-  release_conversation(a.request.conversation_key);
-  parked_[a.request.conversation_key] = Parked{a.seq, ++use_counter_};
+void Scheduler::park(Entry& e) {
+  release_conversation(e.request.conversation_key);
+  parked_[e.request.conversation_key] = Parked{e.seq, ++use_counter_};
 }
 
 void Scheduler::release_parked_lru() {
@@ -448,6 +333,26 @@ void Scheduler::release_parked_lru() {
                                  [](const auto& x, const auto& y) { return x.second.last_used < y.second.last_used; });
   kv_->free_sequence(oldest->second.seq);
   parked_.erase(oldest);
+}
+
+void Scheduler::check_invariants() const {
+  kv_->check_invariants();
+  std::vector<SeqId> held;
+  for (const auto& [id, e] : entries_) {
+    KVDESK_ASSERT(e->id == id);
+    if (e->phase == Phase::Waiting) {
+      KVDESK_ASSERT(e->seq < 0);
+      continue;
+    }
+    KVDESK_ASSERT(e->seq >= 0);
+    KVDESK_ASSERT(kv_->is_swapped(e->seq) == (e->phase == Phase::Swapped));
+    const std::vector<int32_t>& stored = kv_->tokens(e->seq);
+    KVDESK_ASSERT(stored.size() <= e->tokens.size() && std::equal(stored.begin(), stored.end(), e->tokens.begin()));
+    held.push_back(e->seq);
+  }
+  for (const auto& [key, p] : parked_) held.push_back(p.seq);
+  std::sort(held.begin(), held.end());
+  KVDESK_ASSERT(std::adjacent_find(held.begin(), held.end()) == held.end());
 }
 
 }  // namespace kvdesk

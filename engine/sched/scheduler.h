@@ -1,61 +1,104 @@
-// Scheduler: continuous batching over the paged KV cache. Every request is a token list
-// (prompt + what it generated) and a count of tokens whose KV is computed; there is no
-// prefill phase vs decode phase (vLLM v1's idea). One step:
-//   1. swapped-out sequences come back when the pool has room;
+// Scheduler: continuous batching over the paged KV cache, as planning only. It decides which
+// sequences run in a step, which of their tokens, and which KV blocks they take; it never runs
+// the model, samples or times anything (engine/runtime/engine_core.h does, around it), so it is
+// tested on a KV cache alone. Every request is a token list (prompt + what it generated) and a
+// count of tokens whose KV is computed; there is no prefill phase vs decode phase (vLLM v1's
+// idea). One plan():
+//   1. swapped-out sequences come back, highest priority first, while the pool has room for
+//      them and their next token (parked turns are released for them); while any stays swapped
+//      no new request is admitted, so the room the running ones free goes to the swapped ones
+//      first (no starvation, no livelock);
 //   2. every running sequence gets its next tokens within a per-step token budget: one token
 //      for those generating (so streams never stall), then prefill chunks, then new requests
 //      (admitted with their cached prefix: a parked turn or the prefix cache);
 //   3. their KV slots are appended; when the pool runs dry, parked conversations are released,
-//      then the lowest-priority, newest running sequence is preempted (recompute or swap);
-//   4. one forward pass over all scheduled tokens, one sample per sequence that reached the
-//      end of its tokens, and Token / Finished events.
-// Runs on the engine thread only.
+//      then the lowest-priority, newest running sequence is preempted (recompute or swap).
+// After the forward pass, computed() marks the plan's KV as written; the caller then appends
+// each sampled token (append_token) or ends the request (finish, which parks a conversation's
+// last turn for its next one).
+//
+// Invariants (check_invariants(), which also checks the KV cache's):
+// - a Running entry holds a live, unswapped sequence whose tokens are a prefix of its own
+//   token list; a Swapped entry holds a swapped sequence; a Waiting entry holds none;
+// - no two entries or parked turns share a sequence id;
+// - a planned chunk lies within its entry's tokens and starts at its computed count.
+// Runs on one thread (the engine thread, or the caller's for the synchronous driver).
 #pragma once
-#include <chrono>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/engine_types.h"
-#include "engine/backend/forward_backend.h"
 #include "engine/kv/kv_cache.h"
-#include "engine/runtime/sampler.h"
-#include "engine/tokenizer/utf8_stream.h"
 
 namespace kvdesk {
 
-class Model;
-class ThreadPool;
+// What planning needs of a request beyond its tokens.
+struct SequenceRequest {
+  int32_t priority = 0;              // higher runs first; ties: earlier first
+  uint64_t conversation_key = 0;     // non-zero: the finished turn is parked for the next one
+  RetentionOptions retention;
+  bool compute_all = false;          // compute every token (its logits are wanted): no cached prefix
+};
+
+// A slice of one request's tokens in this step: positions [begin, begin + count).
+struct ScheduledChunk {
+  RequestId id = 0;
+  SeqId seq = -1;
+  int32_t begin = 0;
+  int32_t count = 0;
+  bool reaches_end = false;          // its last position is the request's last token: sample after it
+};
+
+// A request scheduled for the first time, with the prompt tokens its KV came with.
+struct Admission {
+  RequestId id = 0;
+  int32_t cached_tokens = 0;
+};
+
+struct StepPlan {
+  std::vector<ScheduledChunk> chunks;   // highest priority first
+  std::vector<Admission> admitted;
+  int32_t num_tokens() const;
+};
 
 class Scheduler {
  public:
-  using Clock = std::chrono::steady_clock;
-
-  // The CPU forward pass on pool.
-  Scheduler(Model& model, KvCache& kv, ThreadPool& pool, const SchedulerLimits& limits);
-  // The given backend's forward pass; every KvCache given it made with its kv_pool().
-  Scheduler(Model& model, KvCache& kv, ForwardBackend& forward, const SchedulerLimits& limits);
+  Scheduler(KvCache& kv, const SchedulerLimits& limits);
   ~Scheduler();
 
-  // Queues a request whose prompt is already tokenized. Throws kvdesk::Error when it can
-  // never run (longer than the whole pool or the model's context under the Stop policy).
-  void add(RequestId id, const Request& request, std::vector<int32_t> prompt, Clock::time_point submitted);
-  // Returns false when the request is unknown (already finished).
-  bool cancel(RequestId id, std::vector<Event>& events);
-  bool fork(RequestId source, RequestId id, const SamplingParams& sampling, int32_t max_tokens);
+  // Blocks a sequence of `tokens` tokens takes; whether the whole pool can ever hold it.
+  int32_t blocks_for(int64_t tokens) const;
+  bool fits_pool(int64_t tokens) const { return blocks_for(tokens) <= kv_->num_blocks(); }
+
+  void add(RequestId id, std::vector<int32_t> tokens, const SequenceRequest& request);
+  // A new entry with the source's tokens that shares its KV blocks when it is running;
+  // false when the source is unknown.
+  bool fork(RequestId source, RequestId id);
+  // Removes the entry; its sequence is parked (a running conversation turn) when park is set,
+  // freed otherwise. Unknown ids are ignored.
+  void finish(RequestId id, bool park);
   void release_conversation(uint64_t key);
-  // Frees every sequence (KV pool about to be re-created) and returns the live requests'
-  // token lists to the waiting queue, so they are prefilled again into the new pool.
+  // Frees every sequence (KV pool about to be re-created); live entries wait to be prefilled again.
   void detach_all_sequences();
-  // Ends every request with an Error event (model unloaded).
-  void fail_all(const std::string& message, std::vector<Event>& events);
+  // Frees every sequence and forgets every entry.
+  void clear();
+  // Lets a new KvCache replace the old one (after detach_all_sequences).
+  void set_kv_cache(KvCache& kv) { kv_ = &kv; }
 
-  bool has_work() const;
-  void step(std::vector<Event>& events);
+  StepPlan plan();
+  // The forward pass wrote the plan's KV.
+  void computed(const StepPlan& plan);
+  void append_token(RequestId id, int32_t token);
+  // Replaces the entry's tokens (the sliding window) and returns it to the waiting queue.
+  void restart(RequestId id, std::vector<int32_t> tokens);
 
+  bool has_work() const { return !entries_.empty(); }
+  bool contains(RequestId id) const { return entries_.count(id) != 0; }
+  const std::vector<int32_t>& tokens(RequestId id) const;
+  int32_t peak_blocks(RequestId id) const;
   int32_t num_running() const;
   int32_t num_waiting() const;
   int32_t num_swapped() const;
@@ -63,40 +106,31 @@ class Scheduler {
   uint64_t preemptions() const { return preemptions_; }
   uint64_t swapped_bytes() const { return swapped_bytes_; }
   double swap_ms() const { return swap_ms_; }
-  uint64_t generated_tokens() const { return generated_tokens_; }
   std::vector<SequenceOwner> sequence_owners() const;
-
-  // Lets a new KvCache replace the old one (after detach_all_sequences).
-  void set_kv_cache(KvCache& kv) { kv_ = &kv; }
+  void check_invariants() const;
 
  private:
   enum class Phase : uint8_t { Waiting, Running, Swapped };
-  struct Active;
-  struct Planned;
+  struct Entry;
 
   void swap_in_ready();
-  std::vector<Planned> plan_step();
-  bool admit(Active& a);
-  bool prefix_in_flight(const Active& a) const;
-  void make_room(std::vector<Planned>& plan);
-  void preempt(Active& victim);
-  void run_forward(std::vector<Planned>& plan, std::vector<Event>& events);
-  void accept_token(Active& a, int32_t token, std::vector<Event>& events);
-  void finish(Active& a, FinishReason reason, std::vector<Event>& events);
-  void slide_window(Active& a);
-  std::vector<Active*> by_priority(Phase phase);
-  void park(Active& a);
+  void plan_running(int32_t& budget, StepPlan& plan);
+  void plan_admissions(int32_t& budget, StepPlan& plan);
+  void secure_slots(StepPlan& plan);
+  bool admit(Entry& e);
+  bool prefix_in_flight(const Entry& e) const;
+  void make_room(StepPlan& plan);
+  void preempt(Entry& victim);
+  std::vector<Entry*> by_priority(Phase phase);
+  void park(Entry& e);
   void release_parked_lru();
+  int32_t count(Phase phase) const;
 
-  Model& model_;
   KvCache* kv_;
-  std::unique_ptr<CpuForward> own_cpu_;   // the first constructor's backend
-  ForwardBackend* forward_;
   SchedulerLimits limits_;
 
-  // Live requests by id. An Active holds a KV sequence (seq >= 0) when Running, none when
-  // Waiting, and a host copy when Swapped.
-  std::map<RequestId, std::unique_ptr<Active>> active_;
+  // Live requests by id.
+  std::map<RequestId, std::unique_ptr<Entry>> entries_;
   // Finished turns kept for the conversation's next turn: key -> sequence (all tokens computed).
   struct Parked {
     SeqId seq;
@@ -109,8 +143,6 @@ class Scheduler {
   uint64_t preemptions_ = 0;
   uint64_t swapped_bytes_ = 0;
   double swap_ms_ = 0;
-  uint64_t generated_tokens_ = 0;
-  std::vector<float> logits_;
 };
 
 }  // namespace kvdesk

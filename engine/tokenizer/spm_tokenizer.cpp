@@ -13,6 +13,7 @@
 #include "engine/gguf/gguf_reader.h"
 #include "engine/tokenizer/spm_model_proto.h"
 #include "engine/tokenizer/vocab_metadata.h"
+#include "kernels/check.h"
 
 namespace kvdesk {
 namespace {

@@ -35,6 +35,29 @@ TEST_CASE("replay plays every turn and later turns reuse their history", "[app][
   CHECK(second_turn["tokens"].size() == 12);
 }
 
+TEST_CASE("generate reports the same per-request metrics as a replay turn", "[app][replay]") {
+  TempDir dir;
+  const std::string trace = dir.file("one.jsonl");
+  std::ofstream(trace) << R"({"conversation": "a", "user": "Once upon a time", "max_tokens": 8, "arrival_ms": 0}
+)";
+  const auto replay = run_cli({"replay", "-m", model_path("stories260K.gguf"), "--trace", trace, "--json"});
+  const auto generate = run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time", "-n", "8",
+                                 "--temp", "0", "--json"});
+  REQUIRE(replay.exit_code == 0);
+  REQUIRE(generate.exit_code == 0);
+  const auto turn = nlohmann::json::parse(replay.out)["turns"][0];
+  const auto gen = nlohmann::json::parse(generate.out);
+  for (const char* key : {"prompt_tokens", "cached_tokens", "generated_tokens", "preemptions", "peak_blocks", "queue_ms",
+                          "ttft_ms", "prefill_tok_s", "decode_tok_s", "itl_p50_ms", "itl_p95_ms"}) {
+    INFO(key);
+    REQUIRE(turn.contains(key));
+    REQUIRE(gen.contains(key));
+    CHECK(turn[key].is_number() == gen[key].is_number());
+  }
+  CHECK(gen["generated_tokens"] == 8);
+  CHECK(gen["prompt_tokens"] == gen["prompt_ids"].size());
+}
+
 TEST_CASE("replay names the line of a bad trace entry", "[app][replay]") {
   TempDir dir;
   const std::string trace = dir.file("bad.jsonl");

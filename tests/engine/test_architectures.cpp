@@ -8,12 +8,11 @@
 #include <cmath>
 
 #include "engine/error.h"
-#include "engine/runtime/generator.h"
 #include "engine/lab/gguf_writer.h"
 #include "engine/model/model.h"
 #include "engine/lab/random_model.h"
-#include "engine/system/thread_pool.h"
 #include "kernels/quantize.h"
+#include "tests/engine/model_run.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk;
@@ -175,21 +174,8 @@ RandomModelSpec tiny_spec(const std::string& arch) {
   return s;
 }
 
-struct Run {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<KvCache> kv;
-  std::unique_ptr<ThreadPool> pool;
-};
-
-Run open_model(const std::string& path, int threads = 1) {
-  Run r;
-  r.model = Model::load(path);
-  KvCacheConfig config;
-  config.layout.block_size = 16;
-  config.layout.num_blocks = r.model->config().context_length / 16;
-  r.kv = std::make_unique<KvCache>(r.model->config(), config);
-  r.pool = std::make_unique<ThreadPool>(threads);
-  return r;
+test::ModelRun open_model(const std::string& path, int threads = 1, int32_t prefill_chunk = 512) {
+  return test::ModelRun(Model::load(path), KvCacheConfig{}, threads, prefill_chunk);
 }
 
 std::vector<int32_t> some_tokens(int n) {
@@ -227,10 +213,10 @@ TEST_CASE("tiny qwen2 and Llama 3 models give the logits of a plain-loop referen
   spec.tied_embeddings = variant.tied;
   spec.rope_freq_base = variant.rope_scaling == "llama3" ? 500000.0f : 10000.0f;
   write_random_model(spec, dir.file("m.gguf"));
-  Run r = open_model(dir.file("m.gguf"));
+  test::ModelRun r = open_model(dir.file("m.gguf"), 1, prefill_chunk);
   REQUIRE(r.model->weights().tied_output == variant.tied);
   const std::vector<int32_t> tokens = some_tokens(40);
-  const std::vector<float> logits = Generator(*r.model, *r.kv, *r.pool).prompt_logits(tokens, prefill_chunk);
+  const std::vector<float> logits = r.logits(tokens);
   const double worst = worst_logit_difference(logits, reference_logits(r.model->file(), tokens));
   INFO(variant.arch << " rope scaling " << variant.rope_scaling << " tied " << variant.tied
                     << ", prefill chunk " << prefill_chunk << ": largest logit difference " << worst);
@@ -246,10 +232,10 @@ TEST_CASE("the Llama 3 frequency factors change the logits the reference must ma
   spec.heads = 2;
   spec.kv_heads = 1;
   write_random_model(spec, dir.file("m.gguf"));
-  Run r = open_model(dir.file("m.gguf"));
+  test::ModelRun r = open_model(dir.file("m.gguf"));
   REQUIRE(r.model->weights().rope_freqs != nullptr);
   const std::vector<int32_t> tokens = some_tokens(120);
-  const std::vector<float> logits = Generator(*r.model, *r.kv, *r.pool).prompt_logits(tokens);
+  const std::vector<float> logits = r.logits(tokens);
   // 120 positions make f32 angles coarser (an angle of 119 carries 4e-6 of rounding) and the
   // logits reach about 20: the engine stays within 1e-3 of the exact forward, the same as this
   // shape without rope_freqs does, while ignoring the factors moves logits by whole units.
@@ -263,13 +249,10 @@ TEST_CASE("a qwen2 model generates the same tokens every time, each the referenc
   spec.tied_embeddings = true;
   write_random_model(spec, dir.file("m.gguf"));
   const std::vector<int32_t> prompt = some_tokens(6);
-  GenerateOptions options;
-  options.max_tokens = 24;
-  options.stop_at_eos = false;
   std::vector<int32_t> first;
   for (int threads : {1, 2, 1}) {
-    Run r = open_model(dir.file("m.gguf"), threads);
-    const GenerateResult result = Generator(*r.model, *r.kv, *r.pool).generate(prompt, options);
+    test::ModelRun r = open_model(dir.file("m.gguf"), threads);
+    const Completion result = r.greedy(prompt, 24);
     REQUIRE(result.tokens.size() == 24);
     if (first.empty()) first = result.tokens;
     CHECK(result.tokens == first);
@@ -292,7 +275,7 @@ TEST_CASE("make-model writes qwen2 biases, tied embeddings and Llama 3.1's rope_
   spec.heads = 2;   // head dim 128, as Llama 3
   spec.rope_freq_base = 500000.0f;
   write_random_model(spec, dir.file("m.gguf"));
-  Run r = open_model(dir.file("m.gguf"));
+  test::ModelRun r = open_model(dir.file("m.gguf"));
   const ModelConfig& c = r.model->config();
   const ModelWeights& w = r.model->weights();
   CHECK(c.architecture == "qwen2");
@@ -312,7 +295,7 @@ TEST_CASE("decode reads every weight once but only one row of the embedding tabl
   RandomModelSpec spec = tiny_spec("qwen2");   // with Q/K/V biases
   spec.tied_embeddings = tied;
   write_random_model(spec, dir.file("m.gguf"));
-  Run r = open_model(dir.file("m.gguf"));
+  test::ModelRun r = open_model(dir.file("m.gguf"));
   const ModelWeights& w = r.model->weights();
   const uint64_t table = uint64_t(w.token_embd.rows) * w.token_embd.row_bytes;
   // The file's tensors hold the table once; decode reads it whole only as the tied output.
@@ -345,14 +328,14 @@ TEST_CASE("low-bit weight mixes load, match the reference forward and generate",
   spec.ff = 512;
   spec.weight_std = 0.1f;
   write_random_model(spec, dir.file("m.gguf"));
-  Run r = open_model(dir.file("m.gguf"), 2);
+  test::ModelRun r = open_model(dir.file("m.gguf"), 2);
   for (GgmlType type : c.types) {
     const auto& tensors = r.model->file().tensors();
     INFO(c.mix << " holds " << ggml_type_info(type).name);
     CHECK(std::any_of(tensors.begin(), tensors.end(), [&](const GgufTensorInfo& t) { return t.type == type; }));
   }
   const std::vector<int32_t> tokens = some_tokens(12);
-  const std::vector<float> logits = Generator(*r.model, *r.kv, *r.pool).prompt_logits(tokens, 512);
+  const std::vector<float> logits = r.logits(tokens);
   const std::vector<Vec> reference = reference_logits(r.model->file(), tokens);
   double spread = 0;
   for (const Vec& row : reference) {
@@ -363,12 +346,8 @@ TEST_CASE("low-bit weight mixes load, match the reference forward and generate",
   CHECK(spread > 1.0);
   CHECK(worst < 0.05 * spread);
 
-  GenerateOptions options;
-  options.max_tokens = 8;
-  options.stop_at_eos = false;
-  Run fresh = open_model(dir.file("m.gguf"), 1);
-  const GenerateResult result = Generator(*fresh.model, *fresh.kv, *fresh.pool).generate(some_tokens(4), options);
-  CHECK(result.tokens.size() == 8);
+  test::ModelRun fresh = open_model(dir.file("m.gguf"), 1);
+  CHECK(fresh.greedy(some_tokens(4), 8).tokens.size() == 8);
 }
 
 TEST_CASE("Llama 3.1 rope factors keep short wavelengths, slow long ones 8x and blend between", "[engine][architectures]") {

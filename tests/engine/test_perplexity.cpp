@@ -8,9 +8,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/runtime/generator.h"
-#include "engine/model/model.h"
+#include "engine/backend/forward_backend.h"
 #include "engine/lab/perplexity.h"
+#include "engine/model/model.h"
+#include "engine/runtime/sync_driver.h"
 #include "engine/system/thread_pool.h"
 #include "tests/test_support.h"
 
@@ -66,7 +67,9 @@ TEST_CASE("perplexity is the exponentiated mean negative log-likelihood of the l
   config.layout = layout_of(KvType::F32);
   config.layout.num_blocks = 8;
   KvCache kv(f.model->config(), config);
-  const std::vector<float> logits = Generator(*f.model, kv, f.pool).prompt_logits(window);
+  CpuForward forward(*f.model, f.pool);
+  EngineCore core(*f.model, forward, kv, SchedulerLimits{});
+  const std::vector<float> logits = prompt_logits(core, window);
   const size_t vocab = size_t(f.model->config().vocab_size);
   double nll = 0;
   for (size_t p = 0; p + 1 < window.size(); ++p) {

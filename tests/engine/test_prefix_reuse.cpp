@@ -1,10 +1,8 @@
 // The prefix cache with the real stories260K model: a repeated prompt and a second turn reuse
-// the cached blocks through Generator and produce the same greedy tokens as computing anew.
+// the cached blocks through the engine step and produce the same greedy tokens as computing anew.
 #include <catch2/catch.hpp>
 
-#include "engine/runtime/generator.h"
-#include "engine/model/model.h"
-#include "engine/system/thread_pool.h"
+#include "tests/engine/model_run.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk;
@@ -14,27 +12,22 @@ using kvdesk::test::reference;
 namespace {
 
 struct Fixture {
-  std::unique_ptr<Model> model = Model::load(model_path("stories260K.gguf"));
-  ThreadPool pool{2};
-  std::unique_ptr<KvCache> kv;
+  test::ModelRun run;
 
-  explicit Fixture(bool prefix_caching) {
+  explicit Fixture(bool prefix_caching) : run(Model::load(model_path("stories260K.gguf")), cache_config(prefix_caching), 2) {}
+
+  static KvCacheConfig cache_config(bool prefix_caching) {
     KvCacheConfig config;
-    config.layout.block_size = 16;
-    config.layout.num_blocks = model->config().context_length / 16;
     config.prefix_caching = prefix_caching;
-    kv = std::make_unique<KvCache>(model->config(), config);
+    return config;
   }
 
-  GenerateResult greedy(const std::vector<int32_t>& prompt, int32_t n) {
-    GenerateOptions options;
-    options.max_tokens = n;
-    options.stop_at_eos = false;
-    Generator generator(*model, *kv, pool);
-    GenerateResult r = generator.generate(prompt, options);
-    kv->check_invariants();
+  Completion greedy(const std::vector<int32_t>& prompt, int32_t n) {
+    Completion r = run.greedy(prompt, n);
+    run.kv->check_invariants();
     return r;
   }
+  KvSnapshot kv() const { return run.kv->snapshot(); }
 };
 
 // The reference prompt and its continuation: 69 tokens, 4 full blocks of 16.
@@ -49,13 +42,13 @@ std::vector<int32_t> long_prompt() {
 TEST_CASE("generating twice with the same prompt reuses its cached blocks and the same tokens", "[engine][prefix][reference]") {
   Fixture f(true);
   const std::vector<int32_t> prompt = long_prompt();
-  const GenerateResult first = f.greedy(prompt, 32);
-  CHECK(first.cached_tokens == 0);
-  CHECK(first.kv.prefix_misses == 4);
-  const GenerateResult second = f.greedy(prompt, 32);
-  CHECK(second.cached_tokens == 64);
-  CHECK(second.kv.prefix_hits == 4);
-  CHECK(second.kv.prefix_hit_tokens == 64);
+  const Completion first = f.greedy(prompt, 32);
+  CHECK(first.metrics.cached_tokens == 0);
+  CHECK(f.kv().prefix_misses == 4);
+  const Completion second = f.greedy(prompt, 32);
+  CHECK(second.metrics.cached_tokens == 64);
+  CHECK(f.kv().prefix_hits == 4);
+  CHECK(f.kv().prefix_hit_tokens == 64);
   CHECK(second.tokens == first.tokens);
 
   Fixture fresh(false);
@@ -65,14 +58,14 @@ TEST_CASE("generating twice with the same prompt reuses its cached blocks and th
 TEST_CASE("a second turn attaches the whole history and continues as computing it anew would", "[engine][prefix][reference]") {
   Fixture f(true);
   const std::vector<int32_t> prompt = long_prompt();
-  const GenerateResult first = f.greedy(prompt, 40);
+  const Completion first = f.greedy(prompt, 40);
   std::vector<int32_t> turn2 = prompt;
   turn2.insert(turn2.end(), first.tokens.begin(), first.tokens.end());
   for (int32_t id : reference()["prompt_ids"].get<std::vector<int32_t>>()) turn2.push_back(id);
   // 69 + 40 + 5 = 114 tokens; the history's last token was sampled but never computed.
-  const GenerateResult second = f.greedy(turn2, 16);
-  CHECK(second.cached_tokens == (69 + 40 - 1) / 16 * 16);
-  CHECK(second.peak_blocks == 9);   // ceil((114 + 15 generated and appended) / 16)
+  const Completion second = f.greedy(turn2, 16);
+  CHECK(second.metrics.cached_tokens == (69 + 40 - 1) / 16 * 16);
+  CHECK(second.metrics.peak_blocks == 9);   // ceil((114 + 15 generated and appended) / 16)
 
   Fixture fresh(false);
   CHECK(fresh.greedy(turn2, 16).tokens == second.tokens);

@@ -5,56 +5,41 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/runtime/generator.h"
-#include "engine/model/model.h"
-#include "engine/system/thread_pool.h"
+#include "tests/engine/model_run.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk;
 using kvdesk::test::model_path;
+using kvdesk::test::ModelRun;
 using kvdesk::test::reference;
 
 namespace {
 
-struct Run {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<KvCache> kv;
-  std::unique_ptr<ThreadPool> pool;
-};
-
-Run open_model(const std::string& file, int threads, KvType kv_type = KvType::F32, int block_size = 16,
-               AttentionNumerics numerics = AttentionNumerics::Exact) {
-  Run r;
-  r.model = Model::load(model_path(file));
+ModelRun open_model(const std::string& file, int threads, KvType kv_type = KvType::F32, int block_size = 16,
+                    AttentionNumerics numerics = AttentionNumerics::Exact, int32_t prefill_chunk = 512) {
   KvCacheConfig config;
   config.layout.k_type = kv_type;
   config.layout.v_type = kv_type;
   config.layout.block_size = block_size;
   config.layout.numerics = numerics;
-  config.layout.num_blocks = (r.model->config().context_length + block_size - 1) / block_size;
-  r.kv = std::make_unique<KvCache>(r.model->config(), config);
-  r.pool = std::make_unique<ThreadPool>(threads);
-  return r;
+  return ModelRun(Model::load(model_path(file)), config, threads, prefill_chunk);
 }
 
 std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<int32_t>>(); }
 
-GenerateResult greedy(Run& r, int n = 64) {
-  const std::vector<int32_t> prompt = r.model->tokenizer().encode(reference()["prompt"].get<std::string>(), true);
-  GenerateOptions options;
-  options.max_tokens = n;
-  options.stop_at_eos = false;
-  Generator generator(*r.model, *r.kv, *r.pool);
-  return generator.generate(prompt, options);
+std::vector<int32_t> reference_prompt(const ModelRun& r) {
+  return r.model->tokenizer().encode(reference()["prompt"].get<std::string>(), true);
 }
+
+Completion greedy(ModelRun& r, int n = 64) { return r.greedy(reference_prompt(r), n); }
 
 }  // namespace
 
 TEST_CASE("stories260K greedy continuation equals the reference with 1 and 2 threads", "[engine][reference]") {
   const int threads = GENERATE(1, 2);
-  Run r = open_model("stories260K.gguf", threads);
-  const GenerateResult result = greedy(r);
-  CHECK(result.prompt_tokens == ids_of(reference()["prompt_ids"]));
+  ModelRun r = open_model("stories260K.gguf", threads);
+  CHECK(reference_prompt(r) == ids_of(reference()["prompt_ids"]));
+  const Completion result = greedy(r);
   CHECK(result.tokens == ids_of(reference()["generated_ids"]));
   CHECK(result.text == reference()["text"].get<std::string>());
   r.kv->check_invariants();
@@ -73,13 +58,12 @@ struct LogitDiff {
   int top1_mismatches = 0;
 };
 
-LogitDiff compare_with_reference(Run& r) {
+LogitDiff compare_with_reference(ModelRun& r) {
   std::vector<int32_t> tokens = ids_of(reference()["prompt_ids"]);
   for (int32_t id : ids_of(reference()["generated_ids"])) tokens.push_back(id);
   const auto& positions = reference()["per_position_top10"];
   tokens.resize(positions.size());
-  Generator generator(*r.model, *r.kv, *r.pool);
-  const std::vector<float> logits = generator.prompt_logits(tokens);
+  const std::vector<float> logits = r.logits(tokens);
   const size_t vocab = size_t(r.model->config().vocab_size);
   const size_t prompt_size = reference()["prompt_ids"].size();
   LogitDiff diff;
@@ -101,7 +85,7 @@ LogitDiff compare_with_reference(Run& r) {
 
 TEST_CASE("with llama.cpp's f16 attention rounding the prompt logits match the reference within 1e-3", "[engine][reference]") {
   const int threads = GENERATE(1, 2);
-  Run r = open_model("stories260K.gguf", threads, KvType::F16, 16, AttentionNumerics::LlamaCpp);
+  ModelRun r = open_model("stories260K.gguf", threads, KvType::F16, 16, AttentionNumerics::LlamaCpp);
   const LogitDiff diff = compare_with_reference(r);
   INFO("largest prompt logit difference " << diff.worst_prompt);
   CHECK(diff.worst_prompt < 1e-3);
@@ -109,7 +93,7 @@ TEST_CASE("with llama.cpp's f16 attention rounding the prompt logits match the r
 }
 
 TEST_CASE("exact f32 attention stays within llama.cpp's rounding noise of the reference at all 68 positions", "[engine][reference]") {
-  Run r = open_model("stories260K.gguf", 2);
+  ModelRun r = open_model("stories260K.gguf", 2);
   const LogitDiff diff = compare_with_reference(r);
   INFO("largest logit difference " << diff.worst_all);
   CHECK(diff.worst_all < 2e-2);
@@ -117,10 +101,9 @@ TEST_CASE("exact f32 attention stays within llama.cpp's rounding noise of the re
 }
 
 TEST_CASE("stories260K logits at the last prompt position match all 512 reference values", "[engine][reference]") {
-  Run r = open_model("stories260K.gguf", 1, KvType::F16, 16, AttentionNumerics::LlamaCpp);
+  ModelRun r = open_model("stories260K.gguf", 1, KvType::F16, 16, AttentionNumerics::LlamaCpp);
   const std::vector<int32_t> prompt = ids_of(reference()["prompt_ids"]);
-  Generator generator(*r.model, *r.kv, *r.pool);
-  const std::vector<float> logits = generator.prompt_logits(prompt);
+  const std::vector<float> logits = r.logits(prompt);
   const auto& expected = reference()["last_prompt_pos_logits"];
   const int32_t vocab = r.model->config().vocab_size;
   REQUIRE(expected.size() == size_t(vocab));
@@ -134,25 +117,19 @@ TEST_CASE("stories260K logits at the last prompt position match all 512 referenc
 
 TEST_CASE("the F16 and Q8_0 files generate the same 64 ids as the reference", "[engine][reference]") {
   const std::string file = GENERATE(std::string("stories260K-F16.gguf"), std::string("stories260K-Q8_0.gguf"));
-  Run r = open_model(file, 2);
+  ModelRun r = open_model(file, 2);
   CHECK(greedy(r).tokens == ids_of(reference()["generated_ids"]));
 }
 
 TEST_CASE("greedy output is the reference for every block size and f32/f16/bf16 KV", "[engine][reference][kv]") {
   const int block_size = GENERATE(8, 16, 32, 64);
   const KvType kv_type = GENERATE(KvType::F32, KvType::F16, KvType::BF16);
-  Run r = open_model("stories260K.gguf", 2, kv_type, block_size);
+  ModelRun r = open_model("stories260K.gguf", 2, kv_type, block_size);
   INFO("block size " << block_size << ", kv " << kv_type_name(kv_type));
   CHECK(greedy(r).tokens == ids_of(reference()["generated_ids"]));
 }
 
 TEST_CASE("a prompt prefilled in small chunks gives the same continuation", "[engine][reference]") {
-  Run r = open_model("stories260K.gguf", 2);
-  const std::vector<int32_t> prompt = ids_of(reference()["prompt_ids"]);
-  GenerateOptions options;
-  options.max_tokens = 64;
-  options.stop_at_eos = false;
-  options.prefill_chunk = 2;
-  Generator generator(*r.model, *r.kv, *r.pool);
-  CHECK(generator.generate(prompt, options).tokens == ids_of(reference()["generated_ids"]));
+  ModelRun r = open_model("stories260K.gguf", 2, KvType::F32, 16, AttentionNumerics::Exact, 2);
+  CHECK(r.greedy(ids_of(reference()["prompt_ids"]), 64).tokens == ids_of(reference()["generated_ids"]));
 }

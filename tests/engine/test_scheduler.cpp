@@ -1,249 +1,141 @@
-// Scheduler on stories260K, stepped by hand: batching, prefix sharing, preemption, chunked
-// prefill and context policies never change what a request generates.
+// The scheduler alone, on a KV cache without a model: a fake step writes no KV bytes, only
+// marks the plan computed and appends a made-up token for every chunk that reached its end.
+// Planning rules (decodes first, the token budget, admission with cached prefixes, preemption
+// in both modes) and the invariants after every step.
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <random>
 
-#include "engine/model/model.h"
+#include "engine/kv/kv_cache.h"
 #include "engine/sched/scheduler.h"
-#include "engine/system/thread_pool.h"
-#include "tests/test_support.h"
+#include "tests/engine/kv_test_support.h"
 
 using namespace kvdesk;
-using kvdesk::test::model_path;
 
 namespace {
 
-struct Bench {
-  std::unique_ptr<Model> model = Model::load(model_path("stories260K.gguf"));
+struct Rig {
+  ModelConfig model = test::tiny_model();
   std::unique_ptr<KvCache> kv;
-  ThreadPool pool{2};
   std::unique_ptr<Scheduler> scheduler;
-  std::map<RequestId, std::vector<int32_t>> tokens;
-  std::map<RequestId, Event> finished;
-  std::vector<std::vector<RequestId>> steps;   // requests that got a token, per step
+  std::map<RequestId, int32_t> wanted;      // tokens each request generates before it ends
+  std::map<RequestId, int32_t> generated;
+  std::vector<StepPlan> plans;
 
-  explicit Bench(int32_t num_blocks, SchedulerLimits limits = {}, int32_t block_size = 16) {
+  explicit Rig(int32_t blocks, SchedulerLimits limits = {}) {
     KvCacheConfig config;
-    config.layout.block_size = block_size;
-    config.layout.num_blocks = num_blocks;
-    kv = std::make_unique<KvCache>(model->config(), config);
-    scheduler = std::make_unique<Scheduler>(*model, *kv, pool, limits);
+    config.layout.block_size = 16;
+    config.layout.num_blocks = blocks;
+    kv = std::make_unique<KvCache>(model, config);
+    scheduler = std::make_unique<Scheduler>(*kv, limits);
   }
 
-  std::vector<int32_t> encode(const std::string& text) const { return model->tokenizer().encode(text, true); }
-
-  void add(RequestId id, std::vector<int32_t> prompt, int32_t max_tokens, Request r = {}) {
-    r.max_tokens = max_tokens;
-    r.stop_at_eos = false;
-    scheduler->add(id, r, std::move(prompt), Scheduler::Clock::now());
+  void add(RequestId id, int32_t prompt_tokens, int32_t max_tokens, SequenceRequest r = {}, int32_t first_token = 1) {
+    std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
+    for (int32_t i = 0; i < prompt_tokens; ++i) prompt[size_t(i)] = first_token + i;
+    wanted[id] = max_tokens;
+    scheduler->add(id, std::move(prompt), r);
   }
 
-  void step() {
-    std::vector<Event> events;
-    scheduler->step(events);
-    std::vector<RequestId> got;
-    for (const Event& e : events) {
-      if (e.kind == EventKind::Token && e.token >= 0) {
-        tokens[e.request].push_back(e.token);
-        got.push_back(e.request);
+  // Returns the tokens the step computed.
+  int32_t step() {
+    StepPlan plan = scheduler->plan();
+    scheduler->computed(plan);
+    for (const ScheduledChunk& c : plan.chunks) {
+      if (!c.reaches_end) continue;
+      if (++generated[c.id] >= wanted[c.id]) {
+        scheduler->finish(c.id, true);
+      } else {
+        scheduler->append_token(c.id, 1000 + generated[c.id]);
       }
-      if (e.kind == EventKind::Finished) finished[e.request] = e;
     }
-    steps.push_back(got);
-    kv->check_invariants();
+    scheduler->check_invariants();
+    plans.push_back(plan);
+    return plan.num_tokens();
   }
 
-  void run(int max_steps = 10000) {
-    for (int i = 0; i < max_steps && scheduler->has_work(); ++i) step();
+  void run() {
+    for (int i = 0; i < 100000 && scheduler->has_work(); ++i) REQUIRE(step() > 0);
     REQUIRE_FALSE(scheduler->has_work());
   }
 };
 
-const std::vector<std::string> kPrompts = {
-    "Once upon a time", "The little dog", "Lily and Tom went to the park to play with a ball",
-    "One day", "There was a big red truck that", "Mom said",
-};
-
-std::vector<int32_t> alone(const std::string& prompt, int32_t max_tokens) {
-  Bench b(64);
-  b.add(1, b.encode(prompt), max_tokens);
-  b.run();
-  return b.tokens[1];
-}
-
 }  // namespace
 
-TEST_CASE("concurrent greedy requests with staggered arrivals generate what each generates alone", "[engine][scheduler]") {
-  std::vector<std::vector<int32_t>> expected;
-  for (size_t i = 0; i < kPrompts.size(); ++i) expected.push_back(alone(kPrompts[i], 20 + int32_t(i) * 7));
-  Bench b(256);
-  for (size_t i = 0; i < kPrompts.size(); ++i) {
-    b.add(RequestId(i + 1), b.encode(kPrompts[i]), 20 + int32_t(i) * 7);
-    b.step();
-    b.step();
-  }
-  b.run();
-  for (size_t i = 0; i < kPrompts.size(); ++i) {
-    INFO("prompt " << kPrompts[i]);
-    CHECK(b.tokens[RequestId(i + 1)] == expected[i]);
-  }
-  CHECK(b.kv->num_available_blocks() == b.kv->num_blocks());
+TEST_CASE("a step plans decodes first, then prefill chunks, within the token budget", "[engine][scheduler]") {
+  SchedulerLimits limits;
+  limits.step_token_budget = 20;
+  Rig r(64, limits);
+  r.add(1, 5, 50);
+  r.step();                 // request 1's prompt
+  r.add(2, 70, 3, {}, 100);
+  r.step();
+  const StepPlan& plan = r.plans.back();
+  REQUIRE(plan.chunks.size() == 2);
+  CHECK(plan.chunks[0].id == 1);
+  CHECK(plan.chunks[0].count == 1);
+  CHECK(plan.chunks[1].id == 2);
+  CHECK(plan.chunks[1].count == 19);
+  CHECK_FALSE(plan.chunks[1].reaches_end);
+  CHECK(plan.admitted.size() == 1);
+  r.run();
+  CHECK(r.generated[1] == 50);
+  CHECK(r.generated[2] == 3);
+  CHECK(r.kv->num_available_blocks() == r.kv->num_blocks());
 }
 
-TEST_CASE("eight conversations with one 64-token system prompt store its blocks once", "[engine][scheduler]") {
-  Bench b(256);
-  std::vector<int32_t> system = b.encode("Lily and Tom were best friends. They liked to play in the park every day.");
-  while (system.size() < 64) system.push_back(system[system.size() % 16 + 1]);
-  system.resize(64);
-  for (int i = 0; i < 8; ++i) {
-    std::vector<int32_t> prompt = system;
-    const std::vector<int32_t> user = b.encode(kPrompts[size_t(i) % kPrompts.size()]);
-    prompt.insert(prompt.end(), user.begin() + 1, user.end());
-    b.add(RequestId(i + 1), prompt, 8);
-  }
-  b.step();
-  b.step();
-  const KvSnapshot snap = b.kv->snapshot();
-  // The 4 system-prompt blocks are held by all 8 sequences; nothing else is shared.
-  int held_by_eight = 0;
-  for (const KvBlockInfo& block : snap.blocks) held_by_eight += block.ref_count == 8;
-  CHECK(held_by_eight == 4);
-  CHECK(snap.blocks_shared == 4);
-  b.run();
+TEST_CASE("a second request with the same prompt is admitted with its cached full blocks", "[engine][scheduler]") {
+  Rig r(64);
+  r.add(1, 40, 2);
+  r.run();
+  r.add(2, 40, 2);
+  r.step();
+  REQUIRE(r.plans.back().admitted.size() == 1);
+  CHECK(r.plans.back().admitted[0].cached_tokens == 32);
+  SequenceRequest all;
+  all.compute_all = true;
+  r.add(3, 40, 2, all);
+  r.step();
+  CHECK(r.plans.back().admitted.back().cached_tokens == 0);
+  r.run();
 }
 
-TEST_CASE("a pool too small for all requests still completes each one identically in recompute and swap mode", "[engine][scheduler]") {
+TEST_CASE("a conversation's finished turn is parked and its next turn continues on it", "[engine][scheduler]") {
+  Rig r(64);
+  SequenceRequest conversation;
+  conversation.conversation_key = 9;
+  r.add(1, 20, 5, conversation);
+  r.run();
+  CHECK(r.scheduler->num_parked() == 1);
+  std::vector<int32_t> next;
+  for (int32_t i = 0; i < 20; ++i) next.push_back(1 + i);
+  for (int32_t i = 1; i < 5; ++i) next.push_back(1000 + i);
+  next.push_back(7);
+  r.wanted[2] = 3;
+  r.scheduler->add(2, next, conversation);
+  r.step();
+  CHECK(r.plans.back().admitted[0].cached_tokens == 24);
+  r.run();
+}
+
+TEST_CASE("pools from one request up finish every request in both preemption modes, each step progressing", "[engine][scheduler]") {
   const PreemptMode mode = GENERATE(PreemptMode::Recompute, PreemptMode::Swap);
-  std::vector<std::vector<int32_t>> expected;
-  for (size_t i = 0; i < 4; ++i) expected.push_back(alone(kPrompts[i], 60));
-  SchedulerLimits limits;
-  limits.preempt_mode = mode;
-  Bench b(10, limits);   // 160 token slots; four requests want about 4 x 70
-  for (size_t i = 0; i < 4; ++i) b.add(RequestId(i + 1), b.encode(kPrompts[i]), 60);
-  b.run();
-  CHECK(b.scheduler->preemptions() > 0);
-  if (mode == PreemptMode::Swap) CHECK(b.scheduler->swapped_bytes() > 0);
-  for (size_t i = 0; i < 4; ++i) CHECK(b.tokens[RequestId(i + 1)] == expected[i]);
-  CHECK(b.kv->num_available_blocks() == b.kv->num_blocks());
-}
-
-TEST_CASE("a request that can never fit in the pool is refused at submission", "[engine][scheduler]") {
-  Bench b(4);
-  CHECK_THROWS_WITH(b.add(1, b.encode("Once upon a time"), 100), Catch::Contains("KV blocks"));
-}
-
-TEST_CASE("cancel returns every block and fork survives the cancel of either branch", "[engine][scheduler]") {
-  const bool cancel_source = GENERATE(true, false);
-  Bench b(64);
-  const std::vector<int32_t> expected = alone("Once upon a time", 40);
-  b.add(1, b.encode("Once upon a time"), 40);
-  for (int i = 0; i < 10; ++i) b.step();
-  SamplingParams greedy;
-  REQUIRE(b.scheduler->fork(1, 2, greedy, 30));
-  std::vector<Event> events;
-  REQUIRE(b.scheduler->cancel(cancel_source ? 1 : 2, events));
-  b.run();
-  const RequestId survivor = cancel_source ? 2 : 1;
-  std::vector<int32_t> survivor_tokens = b.tokens[survivor];
-  if (cancel_source) {
-    // The fork continues from the source's 10 tokens with the same greedy choices.
-    survivor_tokens.insert(survivor_tokens.begin(), b.tokens[1].begin(), b.tokens[1].end());
-  }
-  CHECK(std::vector<int32_t>(expected.begin(), expected.begin() + int(survivor_tokens.size())) == survivor_tokens);
-  CHECK(b.kv->num_available_blocks() == b.kv->num_blocks());
-}
-
-TEST_CASE("while a long prompt is prefilled in chunks a running sequence gets a token every step", "[engine][scheduler]") {
-  SchedulerLimits limits;
-  limits.step_token_budget = 32;
-  Bench b(128, limits);
-  b.add(1, b.encode("Once upon a time"), 60);
-  for (int i = 0; i < 3; ++i) b.step();
-  std::vector<int32_t> long_prompt = b.encode("Lily and Tom went to the park to play with a ball.");
-  while (long_prompt.size() < 300) long_prompt.push_back(long_prompt[long_prompt.size() % 12 + 1]);
-  b.add(2, long_prompt, 5);
-  const size_t first = b.steps.size();
-  for (int i = 0; i < 9; ++i) b.step();
-  for (size_t s = first; s < b.steps.size(); ++s) {
-    INFO("step " << s);
-    CHECK(std::count(b.steps[s].begin(), b.steps[s].end(), RequestId(1)) == 1);
-  }
-  CHECK(b.tokens[2].empty());   // 300 tokens at 31 a step take 10 steps
-  b.run();
-  CHECK(b.tokens[1] == alone("Once upon a time", 60));
-}
-
-TEST_CASE("at the context limit the stop policy ends with context full", "[engine][scheduler]") {
-  Bench b(64);
-  std::vector<int32_t> prompt = b.encode("Once upon a time");
-  while (prompt.size() < 500) prompt.push_back(prompt[prompt.size() % 4 + 1]);
-  b.add(1, prompt, 100);
-  b.run();
-  CHECK(b.finished[1].finish == FinishReason::ContextFull);
-  CHECK(b.tokens[1].size() == 512 - 500 + 1);
-}
-
-TEST_CASE("at the context limit the sink-window policy keeps generating", "[engine][scheduler]") {
-  Bench b(64);
-  std::vector<int32_t> prompt = b.encode("Once upon a time");
-  while (prompt.size() < 500) prompt.push_back(prompt[prompt.size() % 4 + 1]);
-  Request r;
-  r.context_policy = ContextPolicy::SinkWindow;
-  r.sink_tokens = 4;
-  b.add(1, prompt, 100, r);
-  b.run();
-  CHECK(b.finished[1].finish == FinishReason::Length);
-  CHECK(b.tokens[1].size() == 100);
-}
-
-TEST_CASE("a conversation's next turn appends only its new tokens", "[engine][scheduler]") {
-  Bench b(64);
-  Request r;
-  r.conversation_key = 7;
-  const std::vector<int32_t> first = b.encode("Once upon a time");
-  b.add(1, first, 20, r);
-  b.run();
-  std::vector<int32_t> second = first;
-  second.insert(second.end(), b.tokens[1].begin(), b.tokens[1].end() - 1);   // what was computed
-  const std::vector<int32_t> more = b.encode("The end");
-  second.insert(second.end(), more.begin() + 1, more.end());
-  b.add(2, second, 10, r);
-  b.run();
-  CHECK(b.finished[2].metrics.cached_tokens == int32_t(first.size() + b.tokens[1].size() - 1));
-  CHECK(b.finished[2].metrics.prompt_tokens - b.finished[2].metrics.cached_tokens == int32_t(more.size() - 1));
-}
-
-TEST_CASE("a request with KV retention runs beside others without changing their output", "[engine][scheduler][retention]") {
-  const RetentionPolicy policy = GENERATE(RetentionPolicy::Sinks, RetentionPolicy::H2O, RetentionPolicy::SnapKV);
-  Bench b(64);
-  Request retained;
-  retained.retention.policy = policy;
-  retained.retention.budget.tokens = 8;
-  retained.conversation_key = 3;
-  b.add(1, b.encode(kPrompts[2]), 40, retained);
-  b.add(2, b.encode(kPrompts[0]), 40);
-  int32_t most_rows = 0;
-  for (int i = 0; i < 10000 && b.scheduler->has_work(); ++i) {
-    b.step();
-    for (const KvSequenceInfo& s : b.kv->snapshot().sequences) {
-      if (s.retained) most_rows = std::max(most_rows, s.num_tokens);
+  const uint64_t seed = GENERATE(1u, 2u, 3u, 4u);
+  std::mt19937_64 rng(seed);
+  for (int32_t blocks : {5, 6, 9, 40}) {
+    INFO(preempt_mode_name(mode) << ", seed " << seed << ", " << blocks << " blocks");
+    SchedulerLimits limits;
+    limits.preempt_mode = mode;
+    limits.step_token_budget = int32_t(8 + rng() % 40);
+    Rig r(blocks, limits);
+    for (RequestId id = 1; id <= 8; ++id) {
+      SequenceRequest sr;
+      sr.priority = int32_t(rng() % 2);
+      sr.conversation_key = rng() % 3 == 0 ? id : 0;
+      r.add(id, int32_t(1 + rng() % 40), int32_t(1 + rng() % 40), sr, int32_t(rng() % 3) * 16 + 1);
     }
+    r.run();
+    for (RequestId id = 1; id <= 8; ++id) CHECK(r.generated[id] == r.wanted[id]);
   }
-  CHECK(b.tokens[2] == alone(kPrompts[0], 40));
-  CHECK(b.tokens[1].size() == 40);
-  // sinks and h2o hold the budget after every step; snapkv compresses the prompt once and then appends.
-  CHECK(most_rows <= (policy == RetentionPolicy::SnapKV ? 8 + 40 : 8));
-  const KvSnapshot snap = b.kv->snapshot();   // the parked conversation
-  CHECK(snap.retention_compactions > 0);
-  CHECK(snap.retention_tokens_kept < snap.retention_tokens_seen);
-  // The conversation's next turn continues on its compacted sequence.
-  std::vector<int32_t> next = b.encode(kPrompts[2]);
-  next.insert(next.end(), b.tokens[1].begin(), b.tokens[1].end() - 1);
-  const std::vector<int32_t> more = b.encode("The end");
-  next.insert(next.end(), more.begin() + 1, more.end());
-  b.add(3, next, 8, retained);
-  b.run();
-  CHECK(b.tokens[3].size() == 8);
-  CHECK(b.finished[3].metrics.cached_tokens == int32_t(next.size() - more.size() + 1));
 }

@@ -1,5 +1,5 @@
 // The whole model on the CUDA backend (engine/backend/cuda_forward.h, its device KV pool) against the
-// CPU backend: the same greedy tokens through Generator, and per-position logits within an
+// CPU backend: the same greedy tokens through the engine step, and per-position logits within an
 // NMSE bound, on stories260K (f32 and f16 KV) and on a TinyLlama-shaped random model (4 layers,
 // q8_0 and q4_k weights; its greedy paths may part only at a near tie, see below). Prefill runs in chunks of 8 tokens on the device, so a prompt longer
 // than 8 tokens also covers a chunk's tokens seeing each other's fresh K/V.
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "engine/backend/cuda_forward.h"
-#include "engine/runtime/generator.h"
+#include "engine/runtime/sync_driver.h"
 #include "engine/model/model.h"
 #include "engine/lab/random_model.h"
 #include "engine/system/thread_pool.h"
@@ -33,24 +33,27 @@ std::unique_ptr<KvCache> make_kv(const Model& model, const ForwardBackend& backe
   KvCacheConfig config;
   config.layout.k_type = type;
   config.layout.v_type = type;
-  config.layout.num_blocks = (model.config().context_length + 15) / 16;
+  config.layout.num_blocks = kv_blocks_for(model.config().context_length, 16);
   config.device_pool = backend.kv_pool();
   return std::make_unique<KvCache>(model.config(), config);
 }
 
-GenerateResult greedy(Model& model, ForwardBackend& backend, KvType type, const std::vector<int32_t>& prompt, int n) {
+Completion greedy(Model& model, ForwardBackend& backend, KvType type, const std::vector<int32_t>& prompt, int n) {
   std::unique_ptr<KvCache> kv = make_kv(model, backend, type);
-  GenerateOptions options;
-  options.max_tokens = n;
-  options.stop_at_eos = false;
-  GenerateResult r = Generator(model, *kv, backend).generate(prompt, options);
+  EngineCore core(model, backend, *kv, SchedulerLimits{512, 32, PreemptMode::Recompute});
+  Request request;
+  request.prompt_tokens = prompt;
+  request.max_tokens = n;
+  request.stop_at_eos = false;
+  Completion r = complete(core, request);
   kv->check_invariants();
   return r;
 }
 
 std::vector<float> all_logits(Model& model, ForwardBackend& backend, KvType type, const std::vector<int32_t>& tokens) {
   std::unique_ptr<KvCache> kv = make_kv(model, backend, type);
-  return Generator(model, *kv, backend).prompt_logits(tokens);
+  EngineCore core(model, backend, *kv, SchedulerLimits{512, 32, PreemptMode::Recompute});
+  return prompt_logits(core, tokens);
 }
 
 // Next-token logits of both backends at every position of tokens: [tokens][vocab] each.
@@ -93,9 +96,9 @@ TEST_CASE("stories260K greedy generation on CUDA equals the CPU for f32 and f16 
   CpuForward cpu(*model, pool);
   CudaForward cuda(*model);
   const std::vector<int32_t> prompt = model->tokenizer().encode("Once upon a time, there was a little girl named Lily.", true);
-  const GenerateResult want = greedy(*model, cpu, type, prompt, 64);
-  const GenerateResult got = greedy(*model, cuda, type, prompt, 64);
-  CHECK(got.prompt_tokens == want.prompt_tokens);
+  const Completion want = greedy(*model, cpu, type, prompt, 64);
+  const Completion got = greedy(*model, cuda, type, prompt, 64);
+  CHECK(got.metrics.prompt_tokens == want.metrics.prompt_tokens);
   CHECK(got.tokens == want.tokens);
   CHECK(got.text == want.text);
   const LogitsPair l = logits_pair(*model, cpu, cuda, type, concat(prompt, want.tokens));
@@ -124,8 +127,8 @@ TEST_CASE("a TinyLlama-shaped model greedy on CUDA follows the CPU for q8_0 and 
   CpuForward cpu(*model, pool);
   CudaForward cuda(*model);
   const std::vector<int32_t> prompt = model->tokenizer().encode("The quick brown fox jumps over the lazy dog", true);
-  const GenerateResult want = greedy(*model, cpu, KvType::F16, prompt, 32);
-  const GenerateResult got = greedy(*model, cuda, KvType::F16, prompt, 32);
+  const Completion want = greedy(*model, cpu, KvType::F16, prompt, 32);
+  const Completion got = greedy(*model, cuda, KvType::F16, prompt, 32);
   // The CPU's integer dot products quantize the activations to 8 bits, the GPU's GEMV keeps them
   // f32: the logits differ by that rounding, so a looser bound than stories260K's f32
   // weights, and the greedy paths may part where the CPU's top two logits are closer than that

@@ -234,8 +234,8 @@ TEST_CASE("bar segments get a visible minimum width taken from the widest", "[ui
   CHECK(w[0] + w[1] + w[2] == Approx(400));
 }
 
-TEST_CASE("conversations that fit follow the seeds' arithmetic with the GQA factor", "[ui][panel_data]") {
-  // The seeds' example: 32 layers, 8 KV heads of 128, f16: 131,072 bytes per token;
+TEST_CASE("conversations that fit follow the KV arithmetic with the GQA factor", "[ui][panel_data]") {
+  // A Llama-3-8B-like shape: 32 layers, 8 KV heads of 128, f16: 131,072 bytes per token;
   // a 4,096-token conversation takes 512 MiB, so 16 GiB hold 32 of them. 32 query heads:
   // GQA factor 4, so without GQA only 8 would fit.
   const uint64_t f16_per_token = uint64_t(32) * 2 * 8 * 128 * 2;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "engine/kv_snapshot.h"
 #include "tests/app/bench/bench_test_support.h"
 
 namespace kvdesk::test {
@@ -88,7 +89,7 @@ TEST_CASE("bench capacity compares paged block sizes with contiguous preallocati
   const nlohmann::json j = run_mode(dir, {"capacity", "--kv-budget-mib", "1", "--kv-types", "f16,int8"});
   REQUIRE(j["results"]["types"].size() == 2);
   for (const auto& t : j["results"]["types"]) {
-    REQUIRE(t["paged"].size() == 4);
+    REQUIRE(t["paged"].size() == kvdesk::kKvBlockSizes.size());
     const int contiguous = t["contiguous"]["sequences"];
     for (const auto& p : t["paged"]) {
       CHECK(p["sequences"].get<int>() >= contiguous);

@@ -1,0 +1,16 @@
+// What each KV storage type costs for one model's shape: bytes per token (the KV arithmetic,
+// layers x kv heads x (K row + V row), scales included) and the round-trip error of its
+// quantizer on unit Gaussian rows of the model's head dimension. Computed once at load for the
+// KV types panel and `info`, so no front end re-derives the formula or calls a quantizer.
+#pragma once
+#include <vector>
+
+#include "engine/engine_types.h"
+#include "engine/model/model_config.h"
+
+namespace kvdesk {
+
+// One entry per KV type, in all_kv_types() order.
+std::vector<KvTypeCost> kv_type_costs(const ModelConfig& config);
+
+}  // namespace kvdesk

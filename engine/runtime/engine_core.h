@@ -1,0 +1,77 @@
+// EngineCore: the one engine step every front end runs. step() = the scheduler's plan ->
+// the forward backend over every planned token -> one sample per sequence that reached the end
+// of its tokens -> Token / Logits / Finished events. The request rules live here and only
+// here: end-of-generation tokens, max tokens, the context limit (stop, or the sink window),
+// UTF-8 streaming, and the per-request metrics (TTFT, prefill and decode tok/s, inter-token
+// latency). The threaded Engine (engine/engine.h) steps it on its own thread; the CLI, the
+// bench and the lab step it on the caller's thread (engine/runtime/sync_driver.h). No locks: one
+// thread owns a core.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine_types.h"
+#include "engine/sched/scheduler.h"
+
+namespace kvdesk {
+
+class ForwardBackend;
+class KvCache;
+class Model;
+
+class EngineCore {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // forward runs over kv, which was made with forward.kv_pool().
+  EngineCore(Model& model, ForwardBackend& forward, KvCache& kv, const SchedulerLimits& limits);
+  ~EngineCore();
+
+  // Queues a request whose prompt is already tokenized. Throws kvdesk::Error when it can
+  // never run (empty, longer than the model's context under the Stop policy or than the whole
+  // pool, or asking for no token without asking for logits).
+  void add(RequestId id, const Request& request, std::vector<int32_t> prompt, Clock::time_point submitted);
+  // Ends the request with Finished (Cancelled); false when it is unknown (already finished).
+  bool cancel(RequestId id, std::vector<Event>& events);
+  // A new request continuing everything the source has so far (its KV blocks shared while it
+  // runs) with other sampling settings; false when the source is unknown.
+  bool fork(RequestId source, RequestId id, const SamplingParams& sampling, int32_t max_tokens);
+  void release_conversation(uint64_t key) { scheduler_.release_conversation(key); }
+  // Frees every sequence (the KV pool is about to be re-created); live requests are prefilled
+  // again into the new pool, set with set_kv_cache().
+  void detach_all_sequences() { scheduler_.detach_all_sequences(); }
+  void set_kv_cache(KvCache& kv);
+  // Ends every request with an Error event.
+  void fail_all(const std::string& message, std::vector<Event>& events);
+
+  bool has_work() const { return scheduler_.has_work(); }
+  // One step; returns the tokens whose KV it computed (0 only when nothing could run).
+  int32_t step(std::vector<Event>& events);
+
+  const Scheduler& scheduler() const { return scheduler_; }
+  uint64_t generated_tokens() const { return generated_tokens_; }
+
+ private:
+  struct Live;
+
+  void run_forward(const StepPlan& plan, std::vector<Event>& events);
+  void emit_prompt_logits(const ScheduledChunk& chunk, const Live& live, const float* rows, std::vector<Event>& events);
+  void after_chunk(const ScheduledChunk& chunk, const float* last_row, std::vector<Event>& events);
+  void accept_token(Live& live, int32_t token, std::vector<Event>& events);
+  void finish(Live& live, FinishReason reason, std::vector<Event>& events);
+  void slide_window(Live& live);
+
+  Model& model_;
+  ForwardBackend& forward_;
+  KvCache* kv_;
+  Scheduler scheduler_;
+  std::map<RequestId, std::unique_ptr<Live>> live_;
+  uint64_t generated_tokens_ = 0;
+  std::vector<float> logits_;   // [rows][vocab] of the last forward pass
+};
+
+}  // namespace kvdesk
