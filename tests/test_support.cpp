@@ -24,6 +24,13 @@ std::string model_path(const std::string& name) {
   return path;
 }
 
+std::string vocab_test_path(const std::string& name) {
+  const std::string path = models_dir() + "/../vocab-tests/" + name;
+  INFO("tokenizer test set " << path << " (the vocab-tests folder beside KVDESK_MODELS_DIR)");
+  REQUIRE(std::filesystem::exists(path));
+  return path;
+}
+
 const nlohmann::json& reference() {
   static const nlohmann::json j = [] {
     std::ifstream in(model_path("stories260K.reference.json"));

@@ -13,6 +13,9 @@ namespace kvdesk::test {
 std::string models_dir();
 // Full path of a file in the models folder; fails the current test when it is missing.
 std::string model_path(const std::string& name);
+// Full path of a file in the tokenizer test sets, the vocab-tests folder next to the models
+// folder; fails the current test when it is missing.
+std::string vocab_test_path(const std::string& name);
 const nlohmann::json& reference();   // stories260K.reference.json
 
 // A fresh empty folder under the system temp dir, removed when the object dies.

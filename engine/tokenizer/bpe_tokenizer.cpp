@@ -14,6 +14,7 @@
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
 #include "engine/tokenizer/pretokenizer.h"
+#include "engine/tokenizer/pretokenizer_rules.h"
 #include "engine/tokenizer/utf8_decode.h"
 #include "engine/tokenizer/vocab_metadata.h"
 
@@ -208,9 +209,9 @@ std::unique_ptr<Tokenizer> load_bpe_tokenizer(const GgufFile& file) {
     for (size_t i = 0; i < types.size(); ++i) kinds[i] = token_kind_of_type(types[i]);
   }
   const std::string pre_name = file.find_string("tokenizer.ggml.pre").value_or("default");
-  PreTokenizer pre = [&] {
+  const PreTokenizerRules& rules = [&]() -> const PreTokenizerRules& {
     try {
-      return PreTokenizer::for_name(pre_name);
+      return pre_tokenizer_rules(pre_name);
     } catch (const Error& e) {
       throw Error(file.path() + ": " + e.what());
     }
@@ -218,10 +219,10 @@ std::unique_ptr<Tokenizer> load_bpe_tokenizer(const GgufFile& file) {
   const int32_t bos = read_token_id(file, "tokenizer.ggml.bos_token_id", tokens.size(), -1);
   const int32_t eos = read_token_id(file, "tokenizer.ggml.eos_token_id", tokens.size(), -1);
   const int32_t eot = read_token_id(file, "tokenizer.ggml.eot_token_id", tokens.size(), -1);
-  const bool add_bos = file.find_bool("tokenizer.ggml.add_bos_token").value_or(false);
-  const bool ignore_merges = pre_name == "llama-bpe";   // as llama.cpp, after Llama 3's tokenizer.json
-  return std::make_unique<BpeTokenizer>(std::move(tokens), std::move(kinds), read_merge_ranks(file), std::move(pre),
-                                        ignore_merges, bos, eos, eot, add_bos);
+  const bool add_bos =
+      file.find_bool("tokenizer.ggml.add_bos_token").value_or(rules.add_bos_default && bos >= 0);
+  return std::make_unique<BpeTokenizer>(std::move(tokens), std::move(kinds), read_merge_ranks(file),
+                                        PreTokenizer(rules.patterns), rules.ignore_merges, bos, eos, eot, add_bos);
 }
 
 }  // namespace kvdesk

@@ -3,9 +3,9 @@
 // tokenizer.ggml.pre names; each word's bytes are written as GPT-2 byte-level text
 // (byte_unicode.h), one symbol per byte, and adjacent symbols are merged, always the pair
 // whose merge comes first in tokenizer.ggml.merges, until no pair has a merge. Each final
-// symbol is a vocabulary token. With "llama-bpe", a word that is a vocabulary token as a
-// whole is taken as it is (Llama 3's ignore_merges). Decoding maps the token text back to
-// bytes, exactly.
+// symbol is a vocabulary token. For the families whose tokenizer ignores merges (Llama 3,
+// Tekken), a word that is a vocabulary token as a whole is taken as it is. Decoding maps the
+// token text back to bytes, exactly.
 #pragma once
 #include <memory>
 
@@ -15,7 +15,7 @@ namespace kvdesk {
 
 // Reads tokenizer.ggml.tokens, .merges ("left right" strings), .token_type (optional),
 // .pre (absent: "default", as llama.cpp), .bos/.eos/.eot_token_id and .add_bos_token
-// (absent: false). Throws kvdesk::Error naming the offending key, or an unknown .pre value.
+// (absent: the family's default, as llama.cpp: true for Llama 3 and Tekken, else false). Throws kvdesk::Error naming the offending key, or an unknown .pre value.
 std::unique_ptr<Tokenizer> load_bpe_tokenizer(const GgufFile& file);
 
 }  // namespace kvdesk

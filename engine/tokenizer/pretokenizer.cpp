@@ -1,44 +1,15 @@
-// The patterns below are copied from the models' tokenizer.json files (the same text
-// llama.cpp keeps in llama-vocab.cpp), with C++ escaping only.
+// Runs the stages of a PreTokenizer over valid UTF-8 runs of the text, through ICU.
 #include "engine/tokenizer/pretokenizer.h"
 
 #include <unicode/regex.h>
 #include <unicode/unistr.h>
 
 #include "engine/error.h"
+#include "engine/tokenizer/pretokenizer_rules.h"
 #include "engine/tokenizer/utf8_decode.h"
 
 namespace kvdesk {
 namespace {
-
-// GPT-2's pattern (Hugging Face ByteLevel pre-tokenizer with use_regex).
-constexpr const char* kGpt2 =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-// Llama 3: case-insensitive contractions, a letter run with at most one leading non-letter,
-// numbers in groups of up to three digits, newlines kept with the punctuation before them.
-constexpr const char* kLlama3 =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-// Qwen2: Llama 3's pattern with every digit on its own.
-constexpr const char* kQwen2 =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-
-struct NamedPatterns {
-  std::string_view name;
-  std::vector<std::string> patterns;
-};
-
-const std::vector<NamedPatterns>& known_pre_tokenizers() {
-  static const std::vector<NamedPatterns> known = {
-      {"gpt2", {kGpt2}},
-      {"llama-bpe", {kLlama3}},
-      {"qwen2", {kQwen2}},
-      // SmolLM (StarCoder's tokenizer): every digit apart first, then GPT-2's pattern.
-      {"smollm", {R"(\p{N})", kGpt2}},
-      // llama.cpp's fallback for BPE vocabularies that name no pre-tokenizer.
-      {"default", {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"}},
-  };
-  return known;
-}
 
 // A byte range of the text; `valid` ranges are UTF-8 and go through the regexes, the others
 // are single invalid bytes that stay as they are.
@@ -91,14 +62,7 @@ struct PreTokenizer::Stages {
   std::vector<std::unique_ptr<icu::RegexPattern>> patterns;
 };
 
-PreTokenizer PreTokenizer::for_name(std::string_view pre) {
-  std::string names;
-  for (const NamedPatterns& known : known_pre_tokenizers()) {
-    if (known.name == pre) return PreTokenizer(known.patterns);
-    names += std::string(names.empty() ? "" : ", ") + std::string(known.name);
-  }
-  throw Error("unsupported pre-tokenizer '" + std::string(pre) + "' (tokenizer.ggml.pre; kvdesk knows " + names + ")");
-}
+PreTokenizer PreTokenizer::for_name(std::string_view pre) { return PreTokenizer(pre_tokenizer_rules(pre).patterns); }
 
 PreTokenizer::PreTokenizer(const std::vector<std::string>& patterns) {
   auto stages = std::make_unique<Stages>();
@@ -137,9 +101,8 @@ std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
       while (matcher->find(status) && U_SUCCESS(status)) {
         const size_t begin = range.byte_at[matcher->start(status)];
         const size_t end = range.byte_at[matcher->end(status)];
-        if (begin == end) continue;
         if (done < begin) next.push_back({done, begin, true});
-        next.push_back({begin, end, true});
+        if (begin < end) next.push_back({begin, end, true});
         done = end;
       }
       if (U_FAILURE(status)) throw Error(std::string("pre-tokenizer regex failed: ") + u_errorName(status));

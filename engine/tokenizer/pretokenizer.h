@@ -1,8 +1,9 @@
 // PreTokenizer: splits text into the words that byte-level BPE then encodes one at a time,
-// as tokenizer.ggml.pre names it. Each name stands for the same regular expressions that
-// llama.cpp and the Hugging Face tokenizer.json use, applied in sequence the way llama.cpp
-// does: every stage splits each piece from the stage before into its matches and the text
-// between them (nothing is ever dropped, so the pieces always concatenate to the input).
+// as tokenizer.ggml.pre names it (the names and their patterns: pretokenizer_rules.h).
+// The regular expressions are applied in sequence, as Hugging Face's Split pre-tokenizers
+// with "isolated" matches and llama.cpp apply them: every stage splits each piece from the
+// stage before into its matches and the text between them, and an empty match (a lookahead)
+// is a cut at its position. Nothing is ever dropped, so the pieces concatenate to the input.
 //
 // The patterns run on ICU's regex engine, which has \p{L}, \p{N}, (?i:...), lookahead and a
 // \s that is Unicode White_Space (vertical tab and U+0085 included, as in Hugging Face's
@@ -21,9 +22,8 @@ namespace kvdesk {
 
 class PreTokenizer {
  public:
-  // Known names: "gpt2", "llama-bpe" (Llama 3), "qwen2", "smollm", "default" (what
-  // llama.cpp uses for a BPE vocabulary without tokenizer.ggml.pre). Throws kvdesk::Error
-  // naming any other value.
+  // The patterns of a tokenizer.ggml.pre value ("llama-bpe", "qwen2", "gpt-2", "default",
+  // ...). Throws kvdesk::Error naming an unknown value.
   static PreTokenizer for_name(std::string_view pre);
   // Regular expressions (ICU syntax) applied in sequence. Throws kvdesk::Error for a bad one.
   explicit PreTokenizer(const std::vector<std::string>& patterns);

@@ -119,11 +119,35 @@ std::vector<SpmPiece> read_gguf_pieces(const GgufFile& file) {
     if (!std::isfinite(score)) throw Error(where + "tokenizer.ggml.scores" + at + " is not a finite float");
     pieces[i] = {tokens[i], score, types[i]};
   }
-  const auto unknowns = std::count_if(pieces.begin(), pieces.end(), [](const SpmPiece& p) { return p.type == kUnknownTokenType; });
-  if (unknowns != 1) {
-    throw Error(where + "tokenizer.ggml.token_type marks " + std::to_string(unknowns) +
-                " tokens as unknown (type 2); a SentencePiece vocabulary needs exactly one");
+  return pieces;
+}
+
+// The id the library gets as its one UNKNOWN piece: tokenizer.ggml.unknown_token_id when
+// that token is typed unknown or control (Phi-3 types its <unk> control), else the first
+// token typed unknown.
+int32_t choose_unknown_id(const GgufFile& file, const std::vector<SpmPiece>& pieces) {
+  const int32_t declared = read_token_id(file, "tokenizer.ggml.unknown_token_id", pieces.size(), -1);
+  if (declared >= 0) {
+    const int type = pieces[static_cast<size_t>(declared)].type;
+    if (type == kUnknownTokenType || type == kControlTokenType) return declared;
   }
+  const auto first = std::find_if(pieces.begin(), pieces.end(), [](const SpmPiece& p) { return p.type == kUnknownTokenType; });
+  if (first == pieces.end()) {
+    throw Error(file.path() + ": tokenizer.ggml.token_type marks no token as unknown (type 2) and "
+                "tokenizer.ggml.unknown_token_id names no unknown or control token; a SentencePiece vocabulary needs one");
+  }
+  return static_cast<int32_t>(first - pieces.begin());
+}
+
+// The pieces as the library must see them. sentencepiece accepts exactly one UNKNOWN piece,
+// but converters type padding entries unknown too (Phi-3's 53 "[PAD32011]".."[PAD32063]"):
+// every unknown-typed token but `unknown_id` becomes CONTROL, which the library never
+// matches in text, just as Hugging Face and llama.cpp never produce them from text.
+std::vector<SpmPiece> library_pieces(std::vector<SpmPiece> pieces, int32_t unknown_id) {
+  for (SpmPiece& piece : pieces) {
+    if (piece.type == kUnknownTokenType) piece.type = kControlTokenType;
+  }
+  pieces[static_cast<size_t>(unknown_id)].type = kUnknownTokenType;
   return pieces;
 }
 
@@ -135,8 +159,8 @@ std::unique_ptr<Tokenizer> load_spm_tokenizer(const GgufFile& file) {
       std::any_of(pieces.begin(), pieces.end(), [](const SpmPiece& p) { return p.type == kByteTokenType; });
   const bool add_space_prefix = file.find_bool("tokenizer.ggml.add_space_prefix").value_or(true);
   auto processor = std::make_unique<SentencePieceProcessor>();
-  const sentencepiece::util::Status status = processor->LoadFromSerializedProto(
-      serialize_spm_model_proto(pieces, kBpeModel, byte_fallback, add_space_prefix));
+  const sentencepiece::util::Status status = processor->LoadFromSerializedProto(serialize_spm_model_proto(
+      library_pieces(pieces, choose_unknown_id(file, pieces)), kBpeModel, byte_fallback, add_space_prefix));
   if (!status.ok()) {
     throw Error(file.path() + ": the tokenizer.ggml vocabulary is not a usable SentencePiece model: " +
                 status.ToString());

@@ -12,6 +12,7 @@ namespace kvdesk {
 class GgufFile;
 
 constexpr int kUnknownTokenType = 2;
+constexpr int kControlTokenType = 3;
 constexpr int kByteTokenType = 6;
 
 // GGUF's token type number (1 normal .. 6 byte) as a TokenKind.

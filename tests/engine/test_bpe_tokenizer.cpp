@@ -16,6 +16,7 @@
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
 #include "engine/lab/gguf_writer.h"
+#include "engine/tokenizer/pretokenizer_rules.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/test_support.h"
 
@@ -63,7 +64,8 @@ constexpr int32_t kVocabSize = 278;
 
 struct BpeVocab {
   std::string pre = "llama-bpe";
-  bool with_bos = false;
+  bool with_bos = false;          // BOS id and add_bos_token = true
+  bool bos_id_only = false;       // BOS id, no add_bos_token: the family's default decides
   std::vector<std::string> extra_merges;   // appended raw to tokenizer.ggml.merges
 
   std::unique_ptr<Tokenizer> load() const {
@@ -100,10 +102,8 @@ struct BpeVocab {
     w.add_int32_array("tokenizer.ggml.token_type", types);
     w.add_string_array("tokenizer.ggml.merges", merges);
     w.add_uint32("tokenizer.ggml.eos_token_id", kEndOfText);
-    if (with_bos) {
-      w.add_uint32("tokenizer.ggml.bos_token_id", kBeginText);
-      w.add_bool("tokenizer.ggml.add_bos_token", true);
-    }
+    if (with_bos || bos_id_only) w.add_uint32("tokenizer.ggml.bos_token_id", kBeginText);
+    if (with_bos) w.add_bool("tokenizer.ggml.add_bos_token", true);
     w.write(dir.file("bpe.gguf"));
     return Tokenizer::from_gguf(*kvdesk::GgufFile::open(dir.file("bpe.gguf")));
   }
@@ -145,6 +145,13 @@ TEST_CASE("BPE merges the best-ranked pair first, leftmost on a tie", "[engine][
 
 TEST_CASE("llama-bpe takes a word that is a token as a whole (ignore_merges), others only merge", "[engine][tokenizer][bpe]") {
   CHECK(BpeVocab{"llama-bpe"}.load()->encode("zz", false) == Ids{kZz});
+  // Every Llama 3 name and Tekken ignore merges as llama.cpp does; DBRX shares Llama 3's
+  // split but merges as usual.
+  for (const char* pre : {"llama3", "llama-v3", "falcon3", "pixtral", "tekken", "minicpm5"}) {
+    INFO(pre);
+    CHECK(BpeVocab{pre}.load()->encode("zz", false) == Ids{kZz});
+  }
+  CHECK(BpeVocab{"dbrx"}.load()->encode("zz", false) == Ids{'z', 'z'});
   CHECK(BpeVocab{"qwen2"}.load()->encode("zz", false) == Ids{'z', 'z'});
   // "xy" is no token, so merges run as usual for llama-bpe too.
   CHECK(BpeVocab{"llama-bpe"}.load()->encode("xy", false) == Ids{'x', 'y'});
@@ -155,9 +162,9 @@ TEST_CASE("Numbers: Llama 3 groups three digits, Qwen2 one, GPT-2 the whole run"
   CHECK(BpeVocab{"llama-bpe"}.load()->encode("12345", false) == Ids{261, '4', '5'});
   // qwen2: every digit alone.
   CHECK(BpeVocab{"qwen2"}.load()->encode("12345", false) == Ids{'1', '2', '3', '4', '5'});
-  // gpt2: one word 1 2 3 4 5 -> "1 2" (rank 3) -> "3 4" (rank 4) beats "12 3" (rank 5) ->
+  // gpt-2: one word 1 2 3 4 5 -> "1 2" (rank 3) -> "3 4" (rank 4) beats "12 3" (rank 5) ->
   // "12" "34" "5", no merge between them.
-  CHECK(BpeVocab{"gpt2"}.load()->encode("12345", false) == Ids{259, 260, '5'});
+  CHECK(BpeVocab{"gpt-2"}.load()->encode("12345", false) == Ids{259, 260, '5'});
 }
 
 TEST_CASE("Contractions follow each pre-tokenizer's rule", "[engine][tokenizer][bpe]") {
@@ -165,7 +172,7 @@ TEST_CASE("Contractions follow each pre-tokenizer's rule", "[engine][tokenizer][
   CHECK(BpeVocab{"llama-bpe"}.load()->encode("don't", false) == Ids{264, 262});
   // Llama 3 keeps "'M" one word (merge rank 15); GPT-2 splits "'" from "M".
   CHECK(BpeVocab{"llama-bpe"}.load()->encode("I'M", false) == Ids{'I', 271});
-  CHECK(BpeVocab{"gpt2"}.load()->encode("I'M", false) == Ids{'I', '\'', 'M'});
+  CHECK(BpeVocab{"gpt-2"}.load()->encode("I'M", false) == Ids{'I', '\'', 'M'});
 }
 
 TEST_CASE("Whitespace runs, trailing spaces and newlines", "[engine][tokenizer][bpe]") {
@@ -176,7 +183,7 @@ TEST_CASE("Whitespace runs, trailing spaces and newlines", "[engine][tokenizer][
   // "\n\n" is one word, merged by "Ċ Ċ" (rank 10).
   CHECK(tok->encode("x\n\ny", false) == Ids{'x', 266, 'y'});
   // GPT-2 splits the newlines into two words, so no merge can join them.
-  CHECK(BpeVocab{"gpt2"}.load()->encode("x\n\ny", false) == Ids{'x', '\n', '\n', 'y'});
+  CHECK(BpeVocab{"gpt-2"}.load()->encode("x\n\ny", false) == Ids{'x', '\n', '\n', 'y'});
 }
 
 TEST_CASE("CJK, emoji and mixed scripts encode their UTF-8 bytes", "[engine][tokenizer][bpe]") {
@@ -198,8 +205,9 @@ TEST_CASE("Invalid UTF-8 encodes as its bytes and decodes back exactly", "[engin
 }
 
 TEST_CASE("decode(encode(s)) == s for tricky and random byte strings", "[engine][tokenizer][bpe]") {
-  for (const char* pre : {"llama-bpe", "qwen2", "gpt2", "smollm", "default"}) {
-    const auto tok = BpeVocab{pre}.load();
+  for (const std::string_view pre : kvdesk::known_pre_tokenizer_names()) {
+    INFO(pre);
+    const auto tok = BpeVocab{std::string(pre)}.load();
     std::vector<std::string> texts = {
         "", " ", "Hello world", "  leading and trailing  ", "tab\there\r\nwindows", "\n\n\n",
         "don't I'M you're WE'LL", "3.14159 and 1,000,000", "caf\xC3\xA9 na\xC3\xAFve",
@@ -252,6 +260,22 @@ TEST_CASE("A rendered ChatML prompt tokenizes with control tokens for the templa
   CHECK(kvdesk::encode_chat(*tok, chatml, {{"user", "<|im_start|>x"}}) == expected);
 }
 
+TEST_CASE("Without add_bos_token, Llama 3 and Tekken add BOS by default and other families do not", "[engine][tokenizer][bpe]") {
+  for (const char* pre : {"llama-bpe", "llama3", "pixtral", "tekken"}) {
+    INFO(pre);
+    BpeVocab vocab{pre};
+    vocab.bos_id_only = true;
+    CHECK(vocab.load()->add_bos_default());
+    CHECK_FALSE(BpeVocab{pre}.load()->add_bos_default());   // no BOS token at all
+  }
+  for (const char* pre : {"qwen2", "gpt-2", "deepseek-v3"}) {
+    INFO(pre);
+    BpeVocab vocab{pre};
+    vocab.bos_id_only = true;
+    CHECK_FALSE(vocab.load()->add_bos_default());
+  }
+}
+
 TEST_CASE("BOS is added when the vocabulary asks for it, never twice", "[engine][tokenizer][bpe][chat]") {
   BpeVocab vocab;
   vocab.with_bos = true;
@@ -278,7 +302,7 @@ TEST_CASE("End of generation: EOS, the GGUF's EOT and the families' end-of-turn 
 }
 
 TEST_CASE("Broken BPE vocabularies are rejected with the offending key or value", "[engine][tokenizer][bpe]") {
-  CHECK_THROWS_WITH(BpeVocab{"tekken"}.load(), Contains("'tekken'") && Contains("tokenizer.ggml.pre"));
+  CHECK_THROWS_WITH(BpeVocab{"gpt2"}.load(), Contains("'gpt2'") && Contains("tokenizer.ggml.pre"));
   BpeVocab bad_merge;
   bad_merge.extra_merges = {"nospace"};
   CHECK_THROWS_WITH(bad_merge.load(), Contains("tokenizer.ggml.merges[17]"));

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -169,6 +170,7 @@ struct VocabGguf {
   std::vector<int32_t> types = {2, 3, 3, 1, 1, 1, 1, 1, 1};
   uint32_t bos = 1;
   bool add_bos = false;
+  std::optional<uint32_t> unk;   // tokenizer.ggml.unknown_token_id
 
   std::unique_ptr<Tokenizer> load() const {
     const TempFile file("vocab.gguf");
@@ -181,6 +183,7 @@ struct VocabGguf {
     w.add_uint32("tokenizer.ggml.bos_token_id", bos);
     w.add_uint32("tokenizer.ggml.eos_token_id", 2);
     w.add_bool("tokenizer.ggml.add_bos_token", add_bos);
+    if (unk) w.add_uint32("tokenizer.ggml.unknown_token_id", *unk);
     w.write(file.path.string());
     return Tokenizer::from_gguf(*GgufFile::open(file.path.string()));
   }
@@ -404,6 +407,36 @@ TEST_CASE("A GGUF vocabulary without byte pieces uses its merges, <unk> and add_
   CHECK(tok->token_bytes(0) == "<unk>");
 }
 
+TEST_CASE("Padding tokens typed unknown load and never come out of text", "[engine][tokenizer]") {
+  // Converters pad a vocabulary with "[PADn]" entries typed unknown (Phi-3 has 53); the
+  // library accepts one unknown piece, so the others must never match instead of failing.
+  VocabGguf padded;
+  for (const char* pad : {"[PAD9]", "[PAD10]", "[PAD11]"}) {
+    padded.tokens.push_back(pad);
+    padded.scores.push_back(-10000);
+    padded.types.push_back(2);
+  }
+  const auto tok = padded.load();
+  CHECK(tok->vocab_size() == 12);
+  CHECK(tok->encode("ab a", false) == std::vector<int32_t>{8, 6});
+  CHECK(tok->encode("c", false) == std::vector<int32_t>{3, 0});   // <unk> stays the unknown token
+  for (const int32_t id : tok->encode("[PAD9] [PAD10]", false)) CHECK(id < 9);
+  CHECK(tok->kind(10) == TokenKind::Unknown);
+}
+
+TEST_CASE("A <unk> typed control is the unknown token when unknown_token_id names it", "[engine][tokenizer]") {
+  // Phi-3's vocabulary types <unk> control and </s> user defined.
+  VocabGguf phi3_like;
+  phi3_like.types[0] = 3;
+  phi3_like.types[2] = 4;
+  phi3_like.unk = 0;
+  const auto tok = phi3_like.load();
+  CHECK(tok->encode("c", false) == std::vector<int32_t>{3, 0});
+  CHECK(tok->kind(0) == TokenKind::Control);
+  // A user-defined piece matches in text, as in the family's own tokenizer.
+  CHECK(tok->encode("</s>", false) == std::vector<int32_t>{3, 2});
+}
+
 TEST_CASE("Broken GGUF vocabularies are rejected with the offending key", "[engine][tokenizer]") {
   VocabGguf bert;
   bert.model = "bert";
@@ -421,9 +454,9 @@ TEST_CASE("Broken GGUF vocabularies are rejected with the offending key", "[engi
   bad_type.types[4] = 9;
   CHECK_THROWS_WITH(bad_type.load(), Contains("tokenizer.ggml.token_type[4]"));
 
-  VocabGguf two_unknowns;
-  two_unknowns.types[3] = 2;
-  CHECK_THROWS_WITH(two_unknowns.load(), Contains("tokenizer.ggml.token_type"));
+  VocabGguf no_unknown;
+  no_unknown.types[0] = 1;
+  CHECK_THROWS_WITH(no_unknown.load(), Contains("tokenizer.ggml.token_type") && Contains("unknown"));
 
   VocabGguf bos_out_of_range;
   bos_out_of_range.bos = 9;
