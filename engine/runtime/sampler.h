@@ -1,5 +1,5 @@
 // Sampler: picks the next token from one row of logits. Order of the filters (as llama.cpp's
-// default chain): repetition penalty -> top-k -> temperature -> softmax -> top-p -> min-p ->
+// default chain): repetition, presence and frequency penalties -> top-k -> temperature -> softmax -> top-p -> min-p ->
 // draw. Temperature 0 is greedy (argmax, lowest id on ties). One Sampler per sequence: its
 // random stream, seeded once, makes a run with the same seed repeat exactly.
 #pragma once
@@ -15,7 +15,11 @@ struct SamplingParams {
   float top_p = 1.0f;           // 1: off
   float min_p = 0.0f;           // 0: off
   float repeat_penalty = 1.0f;  // 1: off
-  int32_t repeat_last_n = 64;   // tokens of history the penalty looks at
+  int32_t repeat_last_n = 64;   // tokens of history the penalties look at
+  // OpenAI's additive penalties over the same window: a token seen c times there loses
+  // c x frequency_penalty + presence_penalty from its logit. 0: off; range [-2, 2].
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
   uint64_t seed = 0;
 };
 
@@ -34,7 +38,7 @@ class Sampler {
     int32_t id;
     float value;   // logit, then probability
   };
-  void apply_repeat_penalty(const std::vector<int32_t>& history);
+  void apply_penalties(const std::vector<int32_t>& history);
   void keep_top_k();
   void softmax_with_temperature();
   void keep_top_p();
