@@ -54,9 +54,11 @@ struct ChatMessage {
 };
 
 struct Request {
-  // Either tokens (used as they are) or messages (rendered with the model's chat template).
+  // One of: tokens (used as they are), messages (rendered with the model's chat template), or
+  // plain text (encoded as text, BOS first when the vocabulary asks for it).
   std::vector<int32_t> prompt_tokens;
   std::vector<ChatMessage> messages;
+  std::string prompt_text;
   SamplingParams sampling;
   int32_t max_tokens = 256;
   bool stop_at_eos = true;
