@@ -2,6 +2,7 @@
 // first and prints "listening on http://HOST:PORT" (the port chosen for --port 0), then loads
 // the model (/health answers 503 until it is in). SIGINT or SIGTERM stops it; a model that
 // fails to load ends it with exit status 1.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -49,7 +50,8 @@ server::ServeOptions serve_options(const ServeArgs& a) {
   o.host = a.host;
   o.port = a.port;
   o.api_key = a.api_key;
-  o.http_threads = a.max_queue + 8;   // every queued request holds a connection, plus room for probes
+  // Every request in flight holds a connection's thread; 8 more for probes (/health, /metrics).
+  o.http_threads = std::min(a.max_queue, 504) + 8;
   o.model_id = std::filesystem::path(a.model.model_path).filename().string();
   return o;
 }

@@ -93,16 +93,6 @@ std::string RequestRouter::load_error() const {
   return load_error_;
 }
 
-bool RequestRouter::wait_for_model(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  return model_cv_.wait_for(lock, timeout, [&] { return model_state_ != ModelState::Loading; });
-}
-
-int32_t RequestRouter::in_flight() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return int32_t(routes_.size());
-}
-
 void RequestRouter::run() {
   for (;;) {
     doorbell_.wait_for(kIdleDrain);
@@ -144,7 +134,6 @@ void RequestRouter::on_model_event(const Event& event) {
   } else if (event.kind == EventKind::Error) {
     std::fprintf(stderr, "kvdesk-cli serve: engine: %s\n", event.text.c_str());
   }
-  model_cv_.notify_all();
 }
 
 }  // namespace kvdesk::server

@@ -71,9 +71,6 @@ class RequestRouter {
 
   ModelState model_state() const;
   std::string load_error() const;
-  // Waits until the model has loaded or failed to (true), or timeout passes (false).
-  bool wait_for_model(std::chrono::milliseconds timeout);
-  int32_t in_flight() const;
 
  private:
   // A request from submit() until its Finished or Error event.
@@ -92,7 +89,6 @@ class RequestRouter {
   const int32_t max_in_flight_;
 
   mutable std::mutex mutex_;               // guards everything below
-  std::condition_variable model_cv_;       // model_state_ left Loading
   std::map<RequestId, Route> routes_;      // exactly the requests in flight
   ModelState model_state_ = ModelState::Loading;
   std::string load_error_;
