@@ -254,6 +254,9 @@ void Engine::State::submit(RequestId id, Request request, Clock::time_point subm
     std::vector<int32_t> prompt = request.prompt_tokens;
     if (!request.messages.empty()) {
       prompt = encode_chat(tokenizer, chat_template, request.messages);
+    } else if (!request.prompt_text.empty()) {
+      prompt = tokenizer.encode(request.prompt_text, tokenizer.add_bos_default() && tokenizer.bos_id() >= 0);
+      request.prompt_text.clear();
     }
     for (int32_t t : prompt) {
       if (t < 0 || t >= model->config().vocab_size) throw Error("token id " + std::to_string(t) + " is out of range");

@@ -26,7 +26,11 @@ struct SamplingParams {
   float top_p = 1.0f;           // 1: off
   float min_p = 0.0f;           // 0: off
   float repeat_penalty = 1.0f;  // 1: off
-  int32_t repeat_last_n = 64;   // tokens of history the penalty looks at
+  int32_t repeat_last_n = 64;   // tokens of history the penalties look at
+  // OpenAI's additive penalties over the same window: a token seen c times there loses
+  // c x frequency_penalty + presence_penalty from its logit. 0: off; range [-2, 2].
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
   uint64_t seed = 0;
 };
 
@@ -111,9 +115,11 @@ struct ChatMessage {
 };
 
 struct Request {
-  // Either tokens (used as they are) or messages (rendered with the model's chat template).
+  // One of: tokens (used as they are), messages (rendered with the model's chat template), or
+  // plain text (encoded as text, BOS first when the vocabulary asks for it).
   std::vector<int32_t> prompt_tokens;
   std::vector<ChatMessage> messages;
+  std::string prompt_text;
   SamplingParams sampling;
   int32_t max_tokens = 256;         // 0 with LogitsOutput::Prompt: score the prompt, sample nothing
   bool stop_at_eos = true;

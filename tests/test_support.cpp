@@ -80,6 +80,8 @@ ChildProcess::ChildProcess(const std::string& program, const std::vector<std::st
   }
 }
 
+std::string ChildProcess::stdout_so_far() const { return read_all(dir_.file("stdout")); }
+
 std::string ChildProcess::stderr_so_far() const { return read_all(dir_.file("stderr")); }
 
 CliRun ChildProcess::wait() {

@@ -42,6 +42,7 @@ class ChildProcess {
  public:
   ChildProcess(const std::string& program, const std::vector<std::string>& args);
   int pid() const { return pid_; }
+  std::string stdout_so_far() const;
   std::string stderr_so_far() const;
   CliRun wait();   // exit code (128 + signal when killed) and everything it printed
 

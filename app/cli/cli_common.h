@@ -98,5 +98,6 @@ Command add_make_model_command(CLI::App& app);
 Command add_conversations_command(CLI::App& app);
 Command add_replay_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
+Command add_serve_command(CLI::App& app);
 
 }  // namespace kvdesk::cli

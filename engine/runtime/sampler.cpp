@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "engine/error.h"
 
@@ -26,6 +26,10 @@ void validate_sampling_params(const SamplingParams& p) {
   require(std::isfinite(p.repeat_penalty) && p.repeat_penalty > 0 && p.repeat_penalty <= 10,
           "repeat penalty must be in (0, 10]");
   require(p.repeat_last_n >= 0, "repeat-last-n must be >= 0");
+  require(std::isfinite(p.presence_penalty) && p.presence_penalty >= -2 && p.presence_penalty <= 2,
+          "presence penalty must be in [-2, 2]");
+  require(std::isfinite(p.frequency_penalty) && p.frequency_penalty >= -2 && p.frequency_penalty <= 2,
+          "frequency penalty must be in [-2, 2]");
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
@@ -35,7 +39,7 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history) {
   candidates_.resize(size_t(vocab));
   for (int32_t i = 0; i < vocab; ++i) candidates_[i] = Candidate{i, logits[i]};
-  apply_repeat_penalty(history);
+  apply_penalties(history);
   if (params_.temperature <= 0) {
     int32_t best = 0;
     for (int32_t i = 1; i < vocab; ++i) {
@@ -50,16 +54,21 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
   return draw();
 }
 
-// llama.cpp's rule: a positive logit is divided by the penalty, a negative one multiplied,
-// once per distinct token in the last repeat_last_n tokens.
-void Sampler::apply_repeat_penalty(const std::vector<int32_t>& history) {
-  if (params_.repeat_penalty == 1.0f || params_.repeat_last_n == 0) return;
+// Over the distinct tokens of the last repeat_last_n: llama.cpp's repetition rule (a positive
+// logit divided by the penalty, a negative one multiplied), then OpenAI's additive presence
+// and frequency penalties.
+void Sampler::apply_penalties(const std::vector<int32_t>& history) {
+  const bool repeat = params_.repeat_penalty != 1.0f;
+  const bool additive = params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
+  if ((!repeat && !additive) || params_.repeat_last_n == 0) return;
   const size_t n = std::min(history.size(), size_t(params_.repeat_last_n));
-  std::unordered_set<int32_t> seen(history.end() - n, history.end());
-  for (int32_t id : seen) {
+  std::unordered_map<int32_t, int32_t> counts;
+  for (auto it = history.end() - ptrdiff_t(n); it != history.end(); ++it) ++counts[*it];
+  for (const auto& [id, count] : counts) {
     if (id < 0 || id >= int32_t(candidates_.size())) continue;
-    float& v = candidates_[id].value;
-    v = v > 0 ? v / params_.repeat_penalty : v * params_.repeat_penalty;
+    float& v = candidates_[size_t(id)].value;
+    if (repeat) v = v > 0 ? v / params_.repeat_penalty : v * params_.repeat_penalty;
+    v -= float(count) * params_.frequency_penalty + params_.presence_penalty;
   }
 }
 

@@ -1,5 +1,5 @@
 // Sampler: picks the next token from one row of logits. Order of the filters (as llama.cpp's
-// default chain): repetition penalty -> top-k -> temperature -> softmax -> top-p -> min-p ->
+// default chain): repetition, presence and frequency penalties -> top-k -> temperature -> softmax -> top-p -> min-p ->
 // draw. Temperature 0 is greedy (argmax, lowest id on ties). One Sampler per sequence: its
 // random stream, seeded once, makes a run with the same seed repeat exactly.
 #pragma once
@@ -23,7 +23,7 @@ class Sampler {
     int32_t id;
     float value;   // logit, then probability
   };
-  void apply_repeat_penalty(const std::vector<int32_t>& history);
+  void apply_penalties(const std::vector<int32_t>& history);
   void keep_top_k();
   void softmax_with_temperature();
   void keep_top_p();

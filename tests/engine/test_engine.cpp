@@ -78,6 +78,22 @@ TEST_CASE("the engine thread streams the reference continuation for a chat messa
   CHECK(stats.kv.blocks_total == 128);
 }
 
+TEST_CASE("a plain-text prompt is encoded by the engine with BOS", "[engine][engine_thread]") {
+  Engine engine;
+  engine.load_model(stories_settings());
+  Request r;
+  r.prompt_text = reference()["prompt"].get<std::string>();
+  r.max_tokens = 64;
+  r.stop_at_eos = false;
+  const RequestId id = engine.submit(r);
+  REQUIRE(engine.wait_idle(60s));
+  Collected c;
+  c.take(engine.poll_events());
+  REQUIRE(c.finished.count(id) == 1);
+  CHECK(c.finished[id].metrics.prompt_tokens == int32_t(reference()["prompt_ids"].size()));
+  CHECK(c.tokens[id] == reference()["generated_ids"].get<std::vector<int32_t>>());
+}
+
 TEST_CASE("a bad request ends with an error while the others finish", "[engine][engine_thread]") {
   Engine engine;
   EngineSettings small_pool = stories_settings();

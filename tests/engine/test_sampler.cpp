@@ -93,3 +93,38 @@ TEST_CASE("out-of-range sampling parameters are refused with a reason", "[engine
   p.min_p = std::numeric_limits<float>::quiet_NaN();
   CHECK_THROWS_WITH(validate_sampling_params(p), Catch::Contains("min-p"));
 }
+
+TEST_CASE("presence penalty subtracts once per seen token, frequency once per occurrence", "[engine][sampler]") {
+  const std::vector<float> logits = {1.0f, 1.5f, 0.2f};
+  SamplingParams presence;
+  presence.presence_penalty = 0.6f;
+  Sampler by_presence(presence);
+  CHECK(by_presence.sample(logits.data(), 3, {1}) == 0);         // 1.5 - 0.6 = 0.9 < 1.0
+  CHECK(by_presence.sample(logits.data(), 3, {1, 1, 1}) == 0);   // still 0.9: presence counts once
+  CHECK(by_presence.sample(logits.data(), 3, {}) == 1);
+
+  SamplingParams frequency;
+  frequency.frequency_penalty = 0.2f;
+  Sampler by_frequency(frequency);
+  CHECK(by_frequency.sample(logits.data(), 3, {1}) == 1);         // 1.5 - 0.2 = 1.3
+  CHECK(by_frequency.sample(logits.data(), 3, {1, 1, 1}) == 0);   // 1.5 - 0.6 = 0.9
+}
+
+TEST_CASE("a negative presence penalty favours seen tokens, only within repeat-last-n", "[engine][sampler]") {
+  const std::vector<float> logits = {1.0f, 1.5f, 0.2f};
+  SamplingParams p;
+  p.presence_penalty = -2.0f;
+  p.repeat_last_n = 1;
+  Sampler sampler(p);
+  CHECK(sampler.sample(logits.data(), 3, {2}) == 2);      // 0.2 + 2 = 2.2
+  CHECK(sampler.sample(logits.data(), 3, {2, 0}) == 0);   // only the last token counts: 1.0 + 2
+}
+
+TEST_CASE("presence and frequency penalties outside [-2, 2] are refused", "[engine][sampler]") {
+  SamplingParams p;
+  p.presence_penalty = 2.5f;
+  CHECK_THROWS_WITH(validate_sampling_params(p), Catch::Contains("presence penalty"));
+  p = SamplingParams{};
+  p.frequency_penalty = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH(validate_sampling_params(p), Catch::Contains("frequency penalty"));
+}

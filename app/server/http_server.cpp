@@ -1,0 +1,292 @@
+// HttpServer: httplib routes, each wrapped so an ApiError or any exception becomes OpenAI's
+// error JSON. Streams are chunked server-sent events written from the provider callback on
+// the connection's own thread; a failed write (the client left) ends the provider, and the
+// CompletionRun it owned is destroyed, which cancels the engine request.
+#include "app/server/http_server.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+
+#include "app/server/api_error.h"
+#include "app/server/completion_run.h"
+#include "app/server/kv_json.h"
+#include "app/server/openai_request.h"
+#include "app/server/openai_response.h"
+#include "engine/error.h"
+
+namespace kvdesk::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+// How long a waiting handler sleeps between checks of its request.
+constexpr auto kEventPoll = std::chrono::milliseconds(250);
+// A stream with nothing to say for this long sends an SSE comment, which finds a gone client.
+constexpr auto kKeepAlive = std::chrono::seconds(1);
+
+void send_error(httplib::Response& res, const ApiError& error) {
+  res.status = error.status();
+  res.set_content(json_body(error.to_json()), "application/json");
+}
+
+void send_json(httplib::Response& res, const json& body, int status = 200) {
+  res.status = status;
+  res.set_content(json_body(body), "application/json");
+}
+
+// The error JSON for statuses httplib sets itself (unknown route, body too large, bad HTTP).
+ApiError transport_error(const httplib::Request& req, int status, size_t max_body_bytes) {
+  switch (status) {
+    case 404:
+      return ApiError(404, "Invalid URL (" + req.method + " " + req.path + ")", "invalid_request_error", "", "not_found");
+    case 413:
+      return ApiError(413, "the request body is larger than " + std::to_string(max_body_bytes) + " bytes",
+                      "invalid_request_error", "", "payload_too_large");
+    default:
+      return ApiError(status, "the HTTP request could not be served (status " + std::to_string(status) + ")",
+                      status < 500 ? "invalid_request_error" : "server_error");
+  }
+}
+
+// Compares in time independent of where the strings differ.
+bool same_secret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+bool write_text(httplib::DataSink& sink, const std::string& text) { return sink.write(text.data(), text.size()); }
+
+// One streamed answer: what the provider callback needs between its calls.
+struct SseStream {
+  std::unique_ptr<CompletionRun> run;
+  ResponseShape shape;
+  bool include_usage = false;
+  std::string first_text;   // text that arrived before the response began
+  bool started = false;
+  Clock::time_point last_write = Clock::now();
+};
+
+// The end of a stream: the finish chunk, usage when asked, [DONE].
+bool write_stream_end(SseStream& s, httplib::DataSink& sink) {
+  bool ok = write_text(sink, sse_event(s.shape.last(s.run->finish_reason())));
+  if (ok && s.include_usage) ok = write_text(sink, sse_event(s.shape.usage(s.run->usage())));
+  if (ok) ok = write_text(sink, kSseDone);
+  if (ok) sink.done();
+  return ok;
+}
+
+// One call of the provider: the opening chunks, or the next event's text (or a keep-alive),
+// then the end once the run is done. False when a write failed: the client is gone.
+bool write_stream_step(SseStream& s, httplib::DataSink& sink) {
+  bool ok = true;
+  if (!s.started) {
+    s.started = true;
+    if (s.shape.has_first()) ok = write_text(sink, sse_event(s.shape.first()));
+    if (ok && !s.first_text.empty()) ok = write_text(sink, sse_event(s.shape.content(s.first_text)));
+  } else if (!s.run->done()) {
+    std::string text;
+    try {
+      text = s.run->next_text(kEventPoll);
+    } catch (const ApiError& e) {
+      ok = write_text(sink, sse_event(e.to_json())) && write_text(sink, kSseDone);
+      if (ok) sink.done();
+      return ok;
+    }
+    if (!text.empty()) {
+      ok = write_text(sink, sse_event(s.shape.content(text)));
+    } else if (Clock::now() - s.last_write > kKeepAlive) {
+      ok = write_text(sink, ": keep-alive\n\n");
+    }
+  }
+  if (!ok) return false;
+  s.last_write = Clock::now();
+  return s.run->done() ? write_stream_end(s, sink) : true;
+}
+
+}  // namespace
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  in_addr v4{};
+  return inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+}
+
+struct HttpServer::Impl {
+  Engine& engine;
+  RequestRouter& router;
+  const ServingMetrics& metrics;
+  const ServeOptions options;
+  const int64_t started_at;
+  httplib::Server http;
+  // The most tokens one request may use (the context, or the KV pool when smaller); 0 until
+  // the model has loaded and it was read.
+  std::atomic<int32_t> token_limit{0};
+
+  Impl(Engine& e, RequestRouter& r, const ServingMetrics& m, ServeOptions o)
+      : engine(e), router(r), metrics(m), options(std::move(o)),
+        started_at(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
+
+  void configure();
+  void add_routes();
+  httplib::Server::HandlerWithResponse authentication() const;
+
+  void require_model() const;
+  ModelLimits model_limits();
+  void health(httplib::Response& res) const;
+  void models(httplib::Response& res);
+  void complete(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  void answer_whole(CompletionRun& run, const ResponseShape& shape, httplib::Response& res) const;
+  void answer_stream(std::unique_ptr<CompletionRun> run, ResponseShape shape, bool include_usage,
+                     httplib::Response& res) const;
+};
+
+// Every handler's failures become error JSON.
+template <class Handler>
+httplib::Server::Handler guarded(Handler handler) {
+  return [handler](const httplib::Request& req, httplib::Response& res) {
+    try {
+      handler(req, res);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+    }
+  };
+}
+
+void HttpServer::Impl::configure() {
+  const int32_t threads = options.http_threads;
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  http.set_payload_max_length(options.max_body_bytes);
+  http.set_pre_routing_handler(authentication());
+  const size_t max_body = options.max_body_bytes;
+  const httplib::Server::HandlerWithResponse error_json = [max_body](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;   // a handler's own error JSON
+    send_error(res, transport_error(req, res.status, max_body));
+    return httplib::Server::HandlerResponse::Handled;
+  };
+  http.set_error_handler(error_json);
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    send_error(res, ApiError(500, "internal error", "server_error"));
+  });
+  add_routes();
+}
+
+void HttpServer::Impl::add_routes() {
+  http.Get("/health", guarded([this](const httplib::Request&, httplib::Response& res) { health(res); }));
+  http.Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) { models(res); }));
+  http.Post("/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
+              complete(req, res, Endpoint::ChatCompletions);
+            }));
+  http.Post("/v1/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
+              complete(req, res, Endpoint::Completions);
+            }));
+  http.Get("/metrics", guarded([this](const httplib::Request&, httplib::Response& res) {
+             res.set_content(metrics.render(engine.stats(), options.model_id), "text/plain; version=0.0.4; charset=utf-8");
+           }));
+  http.Get("/v1/kv", guarded([this](const httplib::Request&, httplib::Response& res) {
+             send_json(res, kv_stats_json(engine.stats()));
+           }));
+}
+
+// With an API key, every route but /health needs "Authorization: Bearer KEY".
+httplib::Server::HandlerWithResponse HttpServer::Impl::authentication() const {
+  const std::string expected = "Bearer " + options.api_key;
+  const bool open = options.api_key.empty();
+  return [expected, open](const httplib::Request& req, httplib::Response& res) {
+    if (open || req.path == "/health" || same_secret(req.get_header_value("Authorization"), expected)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    send_error(res, ApiError(401, "missing or wrong API key: send the header 'Authorization: Bearer <key>'",
+                             "authentication_error", "", "invalid_api_key"));
+    return httplib::Server::HandlerResponse::Handled;
+  };
+}
+
+void HttpServer::Impl::require_model() const {
+  switch (router.model_state()) {
+    case ModelState::Loaded: return;
+    case ModelState::Loading: throw ApiError(503, "the model is still loading", "server_error", "", "model_loading");
+    case ModelState::Failed:
+      throw ApiError(503, "the model failed to load: " + router.load_error(), "server_error", "", "model_not_loaded");
+  }
+}
+
+ModelLimits HttpServer::Impl::model_limits() {
+  if (token_limit == 0) {
+    const EngineStats stats = engine.stats();
+    token_limit = std::min(stats.model.context_length, stats.kv.blocks_total * stats.kv.layout.block_size);
+  }
+  return ModelLimits{token_limit};
+}
+
+void HttpServer::Impl::health(httplib::Response& res) const {
+  switch (router.model_state()) {
+    case ModelState::Loaded: send_json(res, {{"status", "ok"}}); return;
+    case ModelState::Loading: send_json(res, {{"status", "loading"}}, 503); return;
+    case ModelState::Failed: send_json(res, {{"status", "error"}, {"message", router.load_error()}}, 503); return;
+  }
+}
+
+void HttpServer::Impl::models(httplib::Response& res) {
+  json model = {{"id", options.model_id}, {"object", "model"}, {"created", started_at}, {"owned_by", "kvdesk"}};
+  if (router.model_state() == ModelState::Loaded) model["max_model_len"] = engine.stats().model.context_length;
+  send_json(res, {{"object", "list"}, {"data", json::array({model})}});
+}
+
+void HttpServer::Impl::complete(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+  require_model();
+  const CompletionRequest request = endpoint == Endpoint::ChatCompletions ? parse_chat_request(req.body, model_limits())
+                                                                         : parse_completion_request(req.body, model_limits());
+  auto run = std::make_unique<CompletionRun>(router, request);
+  ResponseShape shape(endpoint, options.model_id);
+  if (request.stream) {
+    answer_stream(std::move(run), std::move(shape), request.include_usage, res);
+  } else {
+    answer_whole(*run, shape, res);
+  }
+}
+
+void HttpServer::Impl::answer_whole(CompletionRun& run, const ResponseShape& shape, httplib::Response& res) const {
+  std::string text;
+  while (!run.done()) text += run.next_text(kEventPoll);
+  send_json(res, shape.full(text, run.finish_reason(), run.usage()));
+}
+
+// The status line goes out with the first chunk, so the stream waits for the first text (or
+// the end) first: a request the engine refuses still gets its HTTP error status.
+void HttpServer::Impl::answer_stream(std::unique_ptr<CompletionRun> run, ResponseShape shape, bool include_usage,
+                                     httplib::Response& res) const {
+  std::string first;
+  while (first.empty() && !run->done()) first = run->next_text(kEventPoll);
+  auto stream = std::make_shared<SseStream>(SseStream{std::move(run), std::move(shape), include_usage, std::move(first)});
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [stream](size_t, httplib::DataSink& sink) {
+    return write_stream_step(*stream, sink);
+  });
+}
+
+HttpServer::HttpServer(Engine& engine, RequestRouter& router, const ServingMetrics& metrics, ServeOptions options)
+    : impl_(std::make_unique<Impl>(engine, router, metrics, std::move(options))) {
+  impl_->configure();
+}
+
+HttpServer::~HttpServer() = default;
+
+int HttpServer::bind() {
+  const ServeOptions& o = impl_->options;
+  const int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host) : impl_->http.bind_to_port(o.host, o.port) ? o.port : -1;
+  if (port <= 0) throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) + " (address in use or not this machine's)");
+  return port;
+}
+
+void HttpServer::listen() { impl_->http.listen_after_bind(); }
+
+void HttpServer::stop() { impl_->http.stop(); }
+
+}  // namespace kvdesk::server

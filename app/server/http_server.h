@@ -1,0 +1,48 @@
+// HttpServer: the OpenAI-compatible HTTP face over one Engine (cpp-httplib underneath).
+// Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,
+// GET /metrics (Prometheus), GET /v1/kv (KV stats). Limits: a body size cap (413), a bearer
+// API key on every route but /health (401), the router's queue bound (503). Every failure is
+// answered with OpenAI's error JSON; no input ends the process.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "app/server/prometheus_metrics.h"
+#include "app/server/request_router.h"
+#include "engine/engine.h"
+
+namespace kvdesk::server {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                      // 0: any free port
+  std::string api_key;                  // "": no authentication
+  size_t max_body_bytes = size_t(4) << 20;
+  int32_t http_threads = 72;            // connections served at once (a stream holds one)
+  std::string model_id;                 // the name /v1/models and every response show
+};
+
+// 127.0.0.0/8, ::1 and "localhost": hosts only this machine can reach.
+bool is_loopback_host(const std::string& host);
+
+class HttpServer {
+ public:
+  HttpServer(Engine& engine, RequestRouter& router, const ServingMetrics& metrics, ServeOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the listening socket; returns the port (the chosen one for port 0). Throws
+  // kvdesk::Error when the address cannot be bound.
+  int bind();
+  // Serves until stop(); call after bind(), on a thread of its own.
+  void listen();
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvdesk::server

@@ -1,0 +1,125 @@
+// The server's pure parts in process: stop strings across token borders, OpenAI request
+// parsing into engine Requests, and the error JSON shape.
+#include <catch2/catch.hpp>
+
+#include "app/server/api_error.h"
+#include "app/server/openai_request.h"
+#include "app/server/stop_scanner.h"
+
+using namespace kvdesk;
+using namespace kvdesk::server;
+
+namespace {
+
+const ModelLimits kLimits{512};
+
+// The param of the ApiError that parsing body throws.
+std::string refused_param(const std::string& body) {
+  try {
+    parse_chat_request(body, kLimits);
+  } catch (const ApiError& e) {
+    CHECK(e.status() == 400);
+    const nlohmann::json param = e.to_json()["error"]["param"];
+    return param.is_null() ? "" : param.get<std::string>();
+  }
+  FAIL("accepted: " << body);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("a stop string split over pieces is held back and cut", "[app][serve_parsing]") {
+  StopScanner s({"END", "xyz"});
+  CHECK(s.feed("Hello E") == "Hello ");   // "E" may begin "END"
+  CHECK(s.feed("N") == "");
+  CHECK(s.feed("Dless") == "");
+  CHECK(s.stopped());
+  CHECK(s.feed("more") == "");
+  CHECK(s.flush() == "");
+}
+
+TEST_CASE("held-back text that turns out not to stop is handed out, the rest at the end", "[app][serve_parsing]") {
+  StopScanner s({"END"});
+  CHECK(s.feed("an E") == "an ");
+  CHECK(s.feed("Nigma") == "ENigma");
+  CHECK(s.feed(" E") == " ");
+  CHECK(!s.stopped());
+  CHECK(s.flush() == "E");
+}
+
+TEST_CASE("the earliest of several stop strings wins, within one piece", "[app][serve_parsing]") {
+  StopScanner s({"cd", "b"});
+  CHECK(s.feed("abcd") == "a");
+  CHECK(s.stopped());
+  StopScanner none({});
+  CHECK(none.feed("abc") == "abc");
+}
+
+TEST_CASE("a chat body becomes messages, sampling and stop strings", "[app][serve_parsing]") {
+  const CompletionRequest r = parse_chat_request(R"({
+      "model": "m", "messages": [{"role": "developer", "content": "be brief"},
+                                 {"role": "user", "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}]}],
+      "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.1, "seed": 7, "presence_penalty": 0.5,
+      "frequency_penalty": -0.5, "max_completion_tokens": 9999, "stop": "###", "stream": true,
+      "stream_options": {"include_usage": true}, "user": "ignored"})",
+                                                 kLimits);
+  REQUIRE(r.engine.messages.size() == 2);
+  CHECK(r.engine.messages[0].role == "system");
+  CHECK(r.engine.messages[1].content == "hi there");
+  CHECK(r.engine.sampling.temperature == 0.5f);
+  CHECK(r.engine.sampling.top_p == 0.9f);
+  CHECK(r.engine.sampling.top_k == 40);
+  CHECK(r.engine.sampling.min_p == 0.1f);
+  CHECK(r.engine.sampling.seed == 7);
+  CHECK(r.engine.sampling.presence_penalty == 0.5f);
+  CHECK(r.engine.sampling.frequency_penalty == -0.5f);
+  CHECK(r.engine.max_tokens == 512);   // capped at the context
+  CHECK(r.stop == std::vector<std::string>{"###"});
+  CHECK(r.stream);
+  CHECK(r.include_usage);
+}
+
+TEST_CASE("defaults follow OpenAI: temperature 1, max tokens up to the context", "[app][serve_parsing]") {
+  const CompletionRequest r = parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}], "temperature": null})", kLimits);
+  CHECK(r.engine.sampling.temperature == 1.0f);
+  CHECK(r.engine.max_tokens == 512);
+  CHECK(!r.stream);
+}
+
+TEST_CASE("a completions prompt is text, one text in an array, or token ids", "[app][serve_parsing]") {
+  CHECK(parse_completion_request(R"({"prompt": "Once"})", kLimits).engine.prompt_text == "Once");
+  CHECK(parse_completion_request(R"({"prompt": ["Once"]})", kLimits).engine.prompt_text == "Once");
+  CHECK(parse_completion_request(R"({"prompt": [1, 403]})", kLimits).engine.prompt_tokens == std::vector<int32_t>{1, 403});
+  CHECK_THROWS_AS(parse_completion_request(R"({"prompt": ["a", "b"]})", kLimits), ApiError);
+  CHECK_THROWS_AS(parse_completion_request(R"({"prompt": [-1]})", kLimits), ApiError);
+  CHECK_THROWS_AS(parse_completion_request(R"({"prompt": ""})", kLimits), ApiError);
+  CHECK_THROWS_AS(parse_completion_request(R"({"prompt": "x", "echo": true})", kLimits), ApiError);
+}
+
+TEST_CASE("bad chat bodies are refused naming the field", "[app][serve_parsing]") {
+  CHECK(refused_param("nope") == "");
+  CHECK(refused_param("{}") == "messages");
+  CHECK(refused_param(R"({"messages": [{"role": "tool", "content": "x"}]})") == "messages[0].role");
+  CHECK(refused_param(R"({"messages": [{"role": "user", "content": 5}]})") == "messages[0].content");
+  CHECK(refused_param(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})") == "messages[0].content");
+  const std::string hi = R"("messages": [{"role": "user", "content": "hi"}])";
+  CHECK(refused_param("{" + hi + R"(, "seed": "x"})") == "seed");
+  CHECK(refused_param("{" + hi + R"(, "top_k": -2})") == "top_k");
+  CHECK(refused_param("{" + hi + R"(, "min_p": 1})") == "min_p");
+  CHECK(refused_param("{" + hi + R"(, "frequency_penalty": 2.5})") == "frequency_penalty");
+  CHECK(refused_param("{" + hi + R"(, "max_tokens": 18446744073709551615})") == "max_tokens");
+  CHECK(refused_param("{" + hi + R"(, "stop": ["a", ""]})") == "stop");
+  CHECK(refused_param("{" + hi + R"(, "stream_options": 1})") == "stream_options");
+  CHECK(refused_param("{" + hi + R"(, "logprobs": true})") == "logprobs");
+  CHECK(refused_param("{" + hi + R"(, "tools": [{"type": "function"}]})") == "tools");
+  CHECK(refused_param("{" + hi + R"(, "model": 3})") == "model");
+}
+
+TEST_CASE("the error JSON has OpenAI's four fields, null when absent", "[app][serve_parsing]") {
+  const nlohmann::json j = ApiError(503, "busy", "server_error").to_json();
+  CHECK(j["error"]["message"] == "busy");
+  CHECK(j["error"]["type"] == "server_error");
+  CHECK(j["error"]["param"].is_null());
+  CHECK(j["error"]["code"].is_null());
+  CHECK(json_body(nlohmann::json(std::string("\xff"))) == "\"\xEF\xBF\xBD\"");   // invalid UTF-8 -> U+FFFD
+}
