@@ -20,11 +20,26 @@ namespace kvdesk {
 std::vector<std::string> chat_template_names();
 bool is_chat_template_name(const std::string& name);
 
-class Engine {
+// What a front end drives to chat: the in-process Engine below, or a remote OpenAI-compatible
+// server (app/remote/remote_engine.h) whose answers and statistics come back as the same
+// Events and EngineStats. Every call returns at once; results arrive through poll_events().
+class EngineClient {
+ public:
+  virtual ~EngineClient() = default;
+  // Returns the request's id at once. Bad input ends it with an Error event.
+  virtual RequestId submit(Request request) = 0;
+  virtual void cancel(RequestId request) = 0;
+  virtual std::vector<Event> poll_events() = 0;
+  virtual EngineStats stats() const = 0;
+  // Blocks until no request is running or waiting (true) or the timeout passes (false).
+  virtual bool wait_idle(std::chrono::milliseconds timeout) = 0;
+};
+
+class Engine final : public EngineClient {
  public:
   // wake is called on the engine thread whenever events are ready (e.g. glfwPostEmptyEvent).
   explicit Engine(std::function<void()> wake = {});
-  ~Engine();
+  ~Engine() override;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -39,22 +54,18 @@ class Engine {
   // an Error event (request 0).
   void set_chat_template(const std::string& name);
 
-  // Returns the request's id at once. Bad input ends it with an Error event.
-  RequestId submit(Request request);
-  void cancel(RequestId request);
+  RequestId submit(Request request) override;
+  void cancel(RequestId request) override;
   // A new request that shares everything the source has so far (its KV blocks included)
   // and continues it with other sampling settings: n > 1 samples, alternative answers.
   RequestId fork(RequestId source, const SamplingParams& sampling, int32_t max_tokens);
   // Forgets a parked conversation's sequence (e.g. the conversation was deleted).
   void release_conversation(uint64_t conversation_key);
 
-  std::vector<Event> poll_events();
+  std::vector<Event> poll_events() override;
   // The latest statistics snapshot (published at least 5 times a second while busy).
-  EngineStats stats() const;
-
-  // For tests and the CLI: blocks until no request is running or waiting (true) or the
-  // timeout passes (false).
-  bool wait_idle(std::chrono::milliseconds timeout);
+  EngineStats stats() const override;
+  bool wait_idle(std::chrono::milliseconds timeout) override;
 
  private:
   struct State;

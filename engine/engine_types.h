@@ -4,6 +4,7 @@
 // panels compile against a face that does not change when the engine's insides do.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -206,6 +207,25 @@ struct SequenceOwner {
   uint64_t conversation_key = 0;     // 0 when the request has none
 };
 
+// A remote server's own view of its KV cache, from its /metrics (vLLM, SGLang, llama-server or
+// kvdesk serve). A figure the server does not expose is empty, never zero.
+struct ServerStats {
+  std::string url;
+  std::string kind;                        // "vllm", "sglang", "llama-server", "kvdesk", "unknown"
+  std::optional<double> kv_usage;          // held share of the KV cache, 0..1
+  std::optional<double> kv_tokens;         // tokens held in the KV cache
+  std::optional<double> running;
+  std::optional<double> waiting;
+  std::optional<double> prefix_queries;    // prefix-cache lookups (server's unit, usually tokens)
+  std::optional<double> prefix_hits;
+  std::optional<double> prefix_hit_rate;   // hits / queries, or the server's own rate
+  std::optional<double> preemptions;
+  std::optional<double> block_size;
+  std::optional<double> num_blocks;
+  std::optional<double> prompt_tokens;     // totals since the server started
+  std::optional<double> generation_tokens;
+};
+
 struct EngineStats {
   bool model_loaded = false;
   ModelSummary model;
@@ -224,6 +244,9 @@ struct EngineStats {
   bool prefix_caching = true;
   KvSnapshot kv;
   std::vector<SequenceOwner> owners;   // one per sequence in kv.sequences
+  // Set when the engine is a remote server: what its /metrics say. kv above is then filled
+  // only where the server shows its blocks (kvdesk serve's /v1/kv).
+  std::optional<ServerStats> server;
 };
 
 }  // namespace kvdesk

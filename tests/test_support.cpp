@@ -31,6 +31,8 @@ std::string vocab_test_path(const std::string& name) {
   return path;
 }
 
+std::string source_path(const std::string& relative) { return std::string(KVDESK_SOURCE_DIR) + "/" + relative; }
+
 const nlohmann::json& reference() {
   static const nlohmann::json j = [] {
     std::ifstream in(model_path("stories260K.reference.json"));

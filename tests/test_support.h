@@ -16,6 +16,8 @@ std::string model_path(const std::string& name);
 // Full path of a file in the tokenizer test sets, the vocab-tests folder next to the models
 // folder; fails the current test when it is missing.
 std::string vocab_test_path(const std::string& name);
+// Full path of a file of this repository (assets, test fixtures) from its repository path.
+std::string source_path(const std::string& relative);
 const nlohmann::json& reference();   // stories260K.reference.json
 
 // A fresh empty folder under the system temp dir, removed when the object dies.

@@ -142,6 +142,13 @@ ModeCommand make_command(CLI::App& app, const std::string& mode, const std::stri
   return c;
 }
 
+// trace against a server: its model answers, so -m is needed only without --url.
+void add_remote(CLI::App* cmd, BenchOptions& o) {
+  cmd->add_option("--url", o.url, "Drive this OpenAI-compatible server (http://HOST:PORT) instead of -m's model");
+  cmd->add_option("--api-key", o.api_key, "Bearer token for --url");
+  cmd->get_option("--model")->required(false);
+}
+
 void add_ab(ModeCommand& c) {
   BenchOptions& o = *c.options;
   add_knob_flags(c.app, *c.knob_flags, {all_knobs().begin(), all_knobs().end()});
@@ -274,6 +281,7 @@ std::vector<ModeCommand> add_mode_commands(CLI::App& app) {
   add_engine(trace.app, *trace.options);
   add_conversations(trace.app, *trace.options);
   add_trace(trace.app, *trace.options);
+  add_remote(trace.app, *trace.options);
   commands.push_back(trace);
 
   ModeCommand ab = make_command(app, "ab", "A/B of one knob: arms alternate A B A B on the same inputs");
@@ -316,6 +324,7 @@ std::optional<std::string> finish_options(ModeCommand& c) {
     return e.what();
   }
   apply_mode_defaults(c);
+  if (o.model_path.empty() && o.url.empty()) return "--model is required (or --url, to drive a server)";
   return check_lengths(o);
 }
 

@@ -92,6 +92,8 @@ struct BenchOptions {
   double cost_per_hour = 0;
   int32_t max_running = 32;
   std::string save_trace;
+  std::string url;            // trace: an OpenAI-compatible server to drive instead of the model
+  std::string api_key;        // its Bearer token
 
   // ab
   std::string ab_mode = "speed";

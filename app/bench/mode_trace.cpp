@@ -34,15 +34,31 @@ TraceSource load_trace(const BenchOptions& o) {
   return s;
 }
 
+// Output tokens of every turn: counted ids for the local engine, the server's usage for a remote one.
+int64_t output_tokens(const Replayer& replayer) {
+  int64_t n = 0;
+  for (const TurnResult& t : replayer.results()) n += std::max<int64_t>(int64_t(t.tokens.size()), t.metrics.generated_tokens);
+  return n;
+}
+
+// Peak KV of the local pool in MiB; a server's pool is its own business (its /metrics say how full).
+double peak_kv_mib(const BenchOptions& o, const Knobs& k, const ReplaySummary& s) {
+  if (!o.url.empty()) return 0;
+  const ModelConfig config = read_config(o.model_path);
+  const double block_bytes = double(kv_bytes_per_token(config, k.kv_type, k.kv_type)) * k.block_size;
+  return s.peak_kv_blocks * block_bytes / (1024.0 * 1024.0);
+}
+
 // One replay's figures, named as in the JSON.
 Metrics replay_once(const BenchOptions& o, const Knobs& k, const std::vector<TraceConversation>& trace) {
-  const ModelConfig config = read_config(o.model_path);
   Replayer replayer(trace);
-  replayer.run(engine_settings(o, k), &stop_flag());
+  if (o.url.empty()) {
+    replayer.run(engine_settings(o, k), &stop_flag());
+  } else {
+    replayer.run(remote::RemoteOptions{o.url, o.api_key}, &stop_flag());
+  }
   const ReplaySummary s = replayer.summary();
-  int64_t output_tokens = 0;
-  for (const TurnResult& t : replayer.results()) output_tokens += int64_t(t.tokens.size());
-  const double block_bytes = double(kv_bytes_per_token(config, k.kv_type, k.kv_type)) * k.block_size;
+  const int64_t output = output_tokens(replayer);
   Metrics m = {{"requests", double(replayer.results().size())},
                {"requests_per_s", s.requests_per_s},
                {"output_tok_s", s.output_tok_s},
@@ -50,7 +66,7 @@ Metrics replay_once(const BenchOptions& o, const Knobs& k, const std::vector<Tra
                {"ttft_p95_ms", s.ttft_p95_ms},
                {"itl_p50_ms", s.itl_p50_ms},
                {"itl_p95_ms", s.itl_p95_ms},
-               {"peak_kv_mib", s.peak_kv_blocks * block_bytes / (1024.0 * 1024.0)},
+               {"peak_kv_mib", peak_kv_mib(o, k, s)},
                {"prefix_hit_rate", s.prefix_hit_rate},
                {"preemptions", double(s.preemptions)},
                {"wall_s", s.wall_ms / 1000.0}};
@@ -58,7 +74,7 @@ Metrics replay_once(const BenchOptions& o, const Knobs& k, const std::vector<Tra
     const double cost = o.cost_per_hour * s.wall_ms / 3.6e6;
     const size_t requests = replayer.results().size();
     m.emplace_back("cost_per_request", requests > 0 ? cost / double(requests) : 0);
-    m.emplace_back("cost_per_1k_output_tokens", output_tokens > 0 ? cost * 1000.0 / double(output_tokens) : 0);
+    m.emplace_back("cost_per_1k_output_tokens", output > 0 ? cost * 1000.0 / double(output) : 0);
   }
   return m;
 }
@@ -73,6 +89,7 @@ Report run_trace(const BenchOptions& o) {
                 {"repeat", o.repeat},           {"kv_budget_mib", o.kv_budget_mib},
                 {"max_running", o.max_running}, {"knobs", knobs_json(o.knobs)}};
   if (o.cost_per_hour > 0) r.settings["cost_per_hour"] = o.cost_per_hour;
+  if (!o.url.empty()) r.settings["server"] = o.url;
   std::vector<std::string> names;
   std::map<std::string, std::vector<double>> runs;
   for (int32_t run = 0; run < o.repeat && !stop_requested(); ++run) {

@@ -6,13 +6,14 @@
 
 #include "app/cli/cli_common.h"
 #include "app/replay/replayer.h"
-#include "engine/chat/chat_template.h"
 
 namespace kvdesk::cli {
 namespace {
 
 struct ReplayArgs {
   ModelArgs model;
+  std::string remote;    // an OpenAI-compatible server instead of the model
+  std::string api_key;
   std::string trace_path;
   int kv_blocks = 0;
   int step_tokens = 256;
@@ -41,8 +42,13 @@ EngineSettings engine_settings(const ReplayArgs& a) {
 }
 
 int run_replay(const ReplayArgs& a) {
+  if (a.model.model_path.empty() == a.remote.empty()) throw UsageError("give either --model or --remote");
   Replayer replayer(read_trace(a.trace_path), retention_options(a.retention));
-  replayer.run(engine_settings(a));
+  if (a.remote.empty()) {
+    replayer.run(engine_settings(a));
+  } else {
+    replayer.run(remote::RemoteOptions{a.remote, a.api_key});
+  }
   const nlohmann::json report = replayer.report_json();
   const std::string note = report["backend_note"].get<std::string>();
   if (!note.empty()) std::fprintf(stderr, "kvdesk-cli: %s\n", note.c_str());
@@ -68,6 +74,9 @@ Command add_replay_command(CLI::App& app) {
   add_model_options(cmd, args->model);
   add_kv_options(cmd, args->model);
   add_retention_options(cmd, args->retention);
+  cmd->get_option("--model")->required(false);
+  cmd->add_option("--remote", args->remote, "Replay against this OpenAI-compatible server (http://HOST:PORT) instead of --model");
+  cmd->add_option("--api-key", args->api_key, "Bearer token for --remote");
   cmd->add_option("--trace", args->trace_path, "Trace file, one JSON object per user turn")->required();
   cmd->add_option("--kv-blocks", args->kv_blocks, "KV pool size in blocks (default: from memory)")->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--step-tokens", args->step_tokens, "Token budget per engine step (chunked prefill)")
@@ -76,7 +85,7 @@ Command add_replay_command(CLI::App& app) {
   cmd->add_option("--preempt", args->preempt, "Preemption mode: recompute or swap")
       ->check(CLI::IsMember({"recompute", "swap"}))->capture_default_str();
   cmd->add_option("--chat-template", args->chat_template, "Render the messages with this chat template instead of the model's")
-      ->check(CLI::IsMember(chat_format_names()));
+      ->check(CLI::IsMember(chat_template_names()));
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "Turn the prefix cache off");
   cmd->add_flag("--json", args->json, "Print the per-turn results and a summary as JSON");
   return Command{cmd, [args] { return run_replay(*args); }};

@@ -2,6 +2,7 @@
 #include "app/replay/replayer.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "app/replay/metrics_json.h"
 #include "engine/error.h"
@@ -14,13 +15,14 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-void wait_for_model(Engine& engine) {
+void wait_for_model(EngineClient& engine) {
   for (;;) {
     for (const Event& e : engine.poll_events()) {
       if (e.kind == EventKind::ModelLoaded) return;
       if (e.kind == EventKind::Error) throw Error(e.text);
     }
     engine.wait_idle(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 
@@ -34,6 +36,15 @@ Replayer::Replayer(std::vector<TraceConversation> trace, const RetentionOptions&
 void Replayer::run(const EngineSettings& settings, const std::atomic<bool>* stop) {
   Engine engine([this] { wake(); });
   engine.load_model(settings);
+  play(engine, stop);
+}
+
+void Replayer::run(const remote::RemoteOptions& server, const std::atomic<bool>* stop) {
+  remote::RemoteEngine engine(server, [this] { wake(); });
+  play(engine, stop);
+}
+
+void Replayer::play(EngineClient& engine, const std::atomic<bool>* stop) {
   wait_for_model(engine);
   start_ = Clock::now();
   while (!done() && !(stop && stop->load())) {
@@ -70,7 +81,7 @@ bool Replayer::done() const {
   });
 }
 
-void Replayer::submit_ready(Engine& engine) {
+void Replayer::submit_ready(EngineClient& engine) {
   const double now = elapsed_ms();
   for (size_t i = 0; i < conversations_.size(); ++i) {
     Conversation& c = conversations_[i];
@@ -122,7 +133,7 @@ ReplaySummary Replayer::summary() const {
       itl50.push_back(r.metrics.itl_p50_ms);
       itl95.push_back(r.metrics.itl_p95_ms);
     }
-    output_tokens += int64_t(r.tokens.size());
+    output_tokens += std::max<int64_t>(int64_t(r.tokens.size()), r.metrics.generated_tokens);   // a server sends no ids
   }
   const double seconds = wall_ms_ / 1000.0;
   s.wall_ms = wall_ms_;

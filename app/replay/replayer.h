@@ -1,5 +1,6 @@
-// Replayer: plays a chat trace through an Engine in real time, as users would, and reports
-// per-turn and summary figures (the replay JSON of kvdesk-cli and kvdesk-bench trace).
+// Replayer: plays a chat trace in real time, as users would, through the in-process Engine or a
+// remote OpenAI-compatible server (the same workload for both), and reports per-turn and
+// summary figures (the replay JSON of kvdesk-cli and kvdesk-bench trace).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "app/remote/remote_engine.h"
 #include "app/replay/trace.h"
 #include "engine/engine.h"
 
@@ -47,6 +49,8 @@ class Replayer {
   // Loads the model, replays every turn, returns when the last answer ends. stop, when set
   // to true by another thread (Ctrl-C), ends the replay early with what was measured.
   void run(const EngineSettings& settings, const std::atomic<bool>* stop = nullptr);
+  // The same against a server (its model, its KV cache).
+  void run(const remote::RemoteOptions& server, const std::atomic<bool>* stop = nullptr);
 
   const std::vector<TurnResult>& results() const { return results_; }
   ReplaySummary summary() const;
@@ -61,10 +65,11 @@ class Replayer {
     RequestId in_flight = 0;
   };
 
+  void play(EngineClient& engine, const std::atomic<bool>* stop);
   void wake();
   double elapsed_ms() const;
   bool done() const;
-  void submit_ready(Engine& engine);
+  void submit_ready(EngineClient& engine);
   void handle(const std::vector<Event>& events);
 
   std::vector<TraceConversation> trace_;
@@ -83,6 +88,6 @@ class Replayer {
 };
 
 // Waits for the engine's ModelLoaded event; throws kvdesk::Error with the load error.
-void wait_for_model(Engine& engine);
+void wait_for_model(EngineClient& engine);
 
 }  // namespace kvdesk

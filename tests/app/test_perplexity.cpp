@@ -14,9 +14,9 @@ using kvdesk::test::TempDir;
 namespace {
 
 std::string sample_path() {
-  const auto path = std::filesystem::path(__FILE__).parent_path() / "../../assets/quality/tinystories_sample.txt";
+  const auto path = kvdesk::test::source_path("assets/quality/tinystories_sample.txt");
   REQUIRE(std::filesystem::exists(path));
-  return path.string();
+  return path;
 }
 
 nlohmann::json run_json(const std::vector<std::string>& args) {

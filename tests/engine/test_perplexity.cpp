@@ -22,7 +22,7 @@ using kvdesk::test::reference;
 namespace {
 
 std::string sample_text() {
-  const auto path = std::filesystem::path(__FILE__).parent_path() / "../../assets/quality/tinystories_sample.txt";
+  const auto path = kvdesk::test::source_path("assets/quality/tinystories_sample.txt");
   std::ifstream in(path);
   REQUIRE(in);
   std::stringstream ss;
