@@ -4,6 +4,7 @@
 #include "engine/engine.h"
 
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "engine/backend/forward_backend.h"
 #include "engine/chat/chat_template.h"
 #include "engine/error.h"
+#include "engine/gguf/gguf_reader.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/kv/kv_type_costs.h"
 #include "engine/model/model.h"
@@ -55,6 +57,44 @@ uint64_t model_identity(const Model& m) {
   return std::hash<std::string>{}(key);
 }
 
+// The model's part of a saved KV's identity: a hash of the GGUF header (every metadata value)
+// and tensor table, not of its gigabytes of weights.
+std::string model_header_hash(const GgufFile& file) {
+  std::string header = std::to_string(file.version()) + "|" + std::to_string(file.file_size());
+  for (const auto& [key, value] : file.metadata()) {
+    header += "|" + key + "=" + std::to_string(value.i) + "," + std::to_string(value.u) + "," + std::to_string(value.f) + "," + value.str;
+    for (const std::string& s : value.strings) header += "," + s;
+    for (double x : value.numbers) header += "," + std::to_string(x);
+  }
+  for (const GgufTensorInfo& t : file.tensors()) {
+    header += "|" + t.name + ":" + std::to_string(int(t.type)) + "@" + std::to_string(t.offset);
+    for (int64_t d : t.dims) header += "x" + std::to_string(d);
+  }
+  char model_hash[17];
+  std::snprintf(model_hash, sizeof model_hash, "%016llx", static_cast<unsigned long long>(std::hash<std::string>{}(header)));
+  return model_hash;
+}
+
+// What a saved KV is valid for: the model, the pool's KV types and block size, and the chat
+// template that rendered the tokens. Readable, so a refusal can name the part that differs.
+std::string kv_identity(const std::string& model_hash, const KvLayout& layout, const ChatTemplate& chat_template) {
+  return "model " + model_hash + "; kv " + kv_type_name(layout.k_type) + "/" + kv_type_name(layout.v_type) +
+         "; block " + std::to_string(layout.block_size) + "; template " + chat_format_name(chat_template.format);
+}
+
+// "" when the identities match, else the first part ("model ...", "kv ...") that differs.
+std::string identity_mismatch(const std::string& saved, const std::string& current) {
+  if (saved == current) return "";
+  size_t at = 0;
+  while (at < saved.size() && at < current.size() && saved[at] == current[at]) ++at;
+  const size_t part = current.rfind("; ", at);
+  const size_t begin = part == std::string::npos ? 0 : part + 2;
+  const std::string part_name = current.substr(begin, current.find(' ', begin) - begin);
+  const std::string what = part_name == "kv" ? "KV type" : part_name == "block" ? "block size"
+                         : part_name == "template" ? "chat template" : "model";
+  return "the saved KV was made with another " + what + " (saved: " + saved + "; now: " + current + ")";
+}
+
 }  // namespace
 
 struct Engine::State {
@@ -81,6 +121,7 @@ struct Engine::State {
   std::unique_ptr<KvCache> kv;
   std::unique_ptr<EngineCore> core;
   ChatTemplate chat_template;
+  std::string model_hash;                    // model_header_hash of the loaded model
   std::vector<KvTypeCost> kv_costs;          // of the loaded model's shape
   std::vector<Event> pending;
   Clock::time_point last_stats;
@@ -211,6 +252,7 @@ void Engine::State::load(const EngineSettings& s) {
     throw;
   }
   kv_costs = kv_type_costs(model->config());
+  model_hash = model_header_hash(model->file());
   core = std::make_unique<EngineCore>(*model, *forward, *kv, s.scheduler);
   Event e;
   e.kind = EventKind::ModelLoaded;
@@ -343,6 +385,35 @@ RequestId Engine::fork(RequestId source, const SamplingParams& sampling, int32_t
     }
   });
   return id;
+}
+
+std::future<std::optional<ConversationKv>> Engine::export_conversation(uint64_t conversation_key) {
+  auto promise = std::make_shared<std::promise<std::optional<ConversationKv>>>();
+  std::future<std::optional<ConversationKv>> result = promise->get_future();
+  state_->post([s = state_.get(), conversation_key, promise] {
+    std::optional<ConversationKv> kv;
+    if (s->core) kv = s->core->export_conversation(conversation_key);
+    if (kv) kv->identity = kv_identity(s->model_hash, s->kv->layout(), s->chat_template);
+    promise->set_value(std::move(kv));
+  });
+  return result;
+}
+
+std::future<std::string> Engine::import_conversation(uint64_t conversation_key, ConversationKv kv) {
+  auto promise = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> result = promise->get_future();
+  state_->post([s = state_.get(), conversation_key, promise, kv = std::move(kv)] {
+    if (!s->core) {
+      promise->set_value("no model is loaded");
+      return;
+    }
+    std::string why = identity_mismatch(kv.identity, kv_identity(s->model_hash, s->kv->layout(), s->chat_template));
+    if (why.empty() && !s->core->import_conversation(conversation_key, kv)) {
+      why = "the saved KV does not match its tokens or the KV pool has no room for it now";
+    }
+    promise->set_value(why);
+  });
+  return result;
 }
 
 void Engine::release_conversation(uint64_t conversation_key) {

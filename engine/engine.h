@@ -8,6 +8,7 @@
 #pragma once
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +62,15 @@ class Engine final : public EngineClient {
   RequestId fork(RequestId source, const SamplingParams& sampling, int32_t max_tokens);
   // Forgets a parked conversation's sequence (e.g. the conversation was deleted).
   void release_conversation(uint64_t conversation_key);
+
+  // The conversation's parked KV as bytes, with the identity they are valid for (see
+  // ConversationKv); nullopt when the conversation has none parked (or no model is loaded).
+  // Runs on the engine thread between steps: the future is ready within one step.
+  std::future<std::optional<ConversationKv>> export_conversation(uint64_t conversation_key);
+  // Parks kv as the conversation's turn, so its next turn prefills only its new tokens. The
+  // future holds "" when adopted, else why not (another model, KV type, block size or chat
+  // template; the pool is full); the caller then simply recomputes.
+  std::future<std::string> import_conversation(uint64_t conversation_key, ConversationKv kv);
 
   std::vector<Event> poll_events() override;
   // The latest statistics snapshot (published at least 5 times a second while busy).

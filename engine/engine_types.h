@@ -134,6 +134,16 @@ struct Request {
   int32_t priority = 0;              // higher runs first; ties: earlier first
 };
 
+// A conversation's parked KV as bytes: saved with the conversation and given back to an engine
+// in a later run, so the conversation's next turn prefills only its new tokens.
+struct ConversationKv {
+  // What the bytes are valid for: "model <hash of the GGUF header and tensor table>; kv
+  // <k type>/<v type>; block <tokens>; template <chat template>"; another engine refuses them.
+  std::string identity;
+  std::vector<int32_t> tokens;     // [tokens] what the KV holds, every one computed
+  std::vector<uint8_t> blocks;     // [blocks][bytes per block] as the pool stores them
+};
+
 struct RequestMetrics {
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;         // prompt tokens whose KV was reused, not computed

@@ -91,6 +91,8 @@ struct KvSnapshot {
   double prefix_hit_rate = 0;          // hits / (hits + misses)
   uint64_t evictions = 0;
   uint64_t cow_copies = 0;
+  uint64_t forks = 0;                  // sequences forked from another (whole or a prefix)
+  uint64_t imports = 0;                // sequences restored from saved bytes (a saved conversation)
 
   // KV retention (engine/kv/kv_retention.h): over the sequences a policy runs on, tokens seen vs
   // kept now; compactions and the blocks they returned to the pool since the cache was created.

@@ -27,6 +27,7 @@ void draw_counters(const KvView& kv) {
   row("hit rate", format_percent(kv.prefix_hit_rate * 100.0));
   row("prefill tokens saved by hits", format_count(int64_t(kv.prefix_hit_tokens)));
   row("evictions", format_count(int64_t(kv.evictions)));
+  row("forks (branches, regenerations)", format_count(int64_t(kv.forks)));
   row("copy-on-write copies", format_count(int64_t(kv.cow_copies)));
   row("retention: tokens kept / seen", retention_kept_text(kv));
   row("retention: compactions, blocks freed",

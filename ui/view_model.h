@@ -151,6 +151,7 @@ struct KvView {
   double prefix_hit_rate = 0;
   uint64_t evictions = 0;
   uint64_t cow_copies = 0;
+  uint64_t forks = 0;
 
   // KV retention: tokens seen vs kept by the sequences a policy runs on; blocks it freed.
   int64_t retention_tokens_seen = 0;

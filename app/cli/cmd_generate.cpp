@@ -57,6 +57,7 @@ nlohmann::json kv_json(const KvSnapshot& kv, const RequestMetrics& m) {
       {"prefix_hit_rate", kv.prefix_hit_rate},
       {"evictions", kv.evictions},
       {"cow_copies", kv.cow_copies},
+      {"forks", kv.forks},
       {"retention_tokens_seen", kv.retention_tokens_seen},
       {"retention_tokens_kept", kv.retention_tokens_kept},
       {"retention_compactions", kv.retention_compactions},

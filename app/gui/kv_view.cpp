@@ -45,6 +45,7 @@ void copy_counters(const KvSnapshot& s, ui::KvView& v) {
   v.prefix_hit_rate = s.prefix_hit_rate;
   v.evictions = s.evictions;
   v.cow_copies = s.cow_copies;
+  v.forks = s.forks;
   v.retention_tokens_seen = s.retention_tokens_seen;
   v.retention_tokens_kept = s.retention_tokens_kept;
   v.retention_compactions = s.retention_compactions;

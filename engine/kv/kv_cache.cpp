@@ -92,10 +92,12 @@ bool KvCache::append(SeqId seq, std::span<const int32_t> tokens) {
 }
 
 // Only a partly filled last block is ever written into: full blocks are never appended to,
-// so a full shared block (a cached prefix) is read-only for every holder.
+// so a full shared block (a cached prefix) is read-only for every holder. A published block
+// is partly filled only in a truncated fork, which must not overwrite the cached rows.
 bool KvCache::needs_copy_on_write(const Sequence& s, int32_t num_new_tokens) const {
-  return num_new_tokens > 0 && s.num_slots() % block_size() != 0 &&
-         pool_.ref_count(s.block_table.back()) > 1;
+  if (num_new_tokens == 0 || s.num_slots() % block_size() == 0) return false;
+  const int32_t last = s.block_table.back();
+  return pool_.ref_count(last) > 1 || pool_.is_published(last);
 }
 
 void KvCache::copy_on_write_last_block(Sequence& s) {
@@ -174,7 +176,30 @@ SeqId KvCache::fork(SeqId seq) {
   for (int32_t block : s.block_table) pool_.retain(block);
   const SeqId id = next_seq_id_++;
   sequences_.emplace(id, s);
+  ++forks_;
   return id;
+}
+
+SeqId KvCache::fork_prefix(SeqId seq, int32_t num_tokens) {
+  KVDESK_ASSERT(can_fork_prefix(seq));
+  const Sequence& s = sequence(seq);
+  KVDESK_ASSERT(num_tokens > 0 && num_tokens <= s.num_computed);
+  const int32_t B = block_size();
+  Sequence branch;
+  branch.tokens.assign(s.tokens.begin(), s.tokens.begin() + num_tokens);
+  branch.block_table.assign(s.block_table.begin(), s.block_table.begin() + kv_blocks_for(num_tokens, B));
+  branch.chain.assign(s.chain.begin(), s.chain.begin() + num_tokens / B);
+  branch.num_computed = num_tokens;
+  for (int32_t block : branch.block_table) pool_.retain(block);
+  const SeqId id = next_seq_id_++;
+  sequences_.emplace(id, std::move(branch));
+  ++forks_;
+  return id;
+}
+
+bool KvCache::can_fork_prefix(SeqId seq) const {
+  const Sequence& s = sequence(seq);
+  return !s.swapped && !s.compacted;
 }
 
 void KvCache::free_sequence(SeqId seq) {
@@ -250,6 +275,35 @@ int32_t KvCache::blocks_to_swap_in(SeqId seq) const {
   return s.swapped ? int32_t(s.host.size() / bytes_per_block()) : 0;
 }
 
+// --- a sequence's KV as bytes ------------------------------------------------------------
+
+std::vector<uint8_t> KvCache::export_blocks(SeqId seq) const {
+  KVDESK_ASSERT(can_fork_prefix(seq));
+  const Sequence& s = sequence(seq);
+  KVDESK_ASSERT(s.num_computed == int32_t(s.tokens.size()));
+  const size_t block_bytes = bytes_per_block();
+  std::vector<uint8_t> bytes(s.block_table.size() * block_bytes);
+  for (size_t i = 0; i < s.block_table.size(); ++i) storage_.save_block(s.block_table[i], bytes.data() + i * block_bytes);
+  return bytes;
+}
+
+std::optional<SeqId> KvCache::import_sequence(std::span<const int32_t> tokens, std::span<const uint8_t> blocks) {
+  const int32_t num_blocks = kv_blocks_for(int64_t(tokens.size()), block_size());
+  if (tokens.empty() || blocks.size() != size_t(num_blocks) * bytes_per_block()) return std::nullopt;
+  if (num_blocks > pool_.num_available()) return std::nullopt;
+  const SeqId id = create_sequence();
+  Sequence& s = sequence(id);
+  for (int32_t i = 0; i < num_blocks; ++i) {
+    const int32_t block = take_block();
+    storage_.load_block(block, blocks.data() + size_t(i) * bytes_per_block());
+    s.block_table.push_back(block);
+  }
+  s.tokens.assign(tokens.begin(), tokens.end());
+  mark_computed(id, int32_t(tokens.size()));
+  ++imports_;
+  return id;
+}
+
 PagedSeq KvCache::view(SeqId seq, int32_t num_positions) const {
   const Sequence& s = sequence(seq);
   const int32_t slots = num_positions - s.num_evicted;
@@ -275,6 +329,8 @@ KvSnapshot KvCache::snapshot() const {
                              ? double(prefix_hits_) / double(prefix_hits_ + prefix_misses_) : 0.0;
   snap.evictions = pool_.num_evictions();
   snap.cow_copies = cow_copies_;
+  snap.forks = forks_;
+  snap.imports = imports_;
   snap.retention_compactions = retention_compactions_;
   snap.retention_blocks_freed = retention_blocks_freed_;
   return snap;
@@ -381,8 +437,8 @@ void KvCache::check_sequence(const Sequence& s, std::vector<int32_t>& holders) c
     KVDESK_ASSERT(b >= 0 && b < pool_.num_blocks() && pool_.ref_count(b) >= 1);
     ++holders[size_t(b)];
     if (!pool_.is_published(b)) continue;
-    KVDESK_ASSERT(int32_t(i + 1) * B <= n);
-    const std::span<const int32_t> stored = published_tokens(b);
+    const int32_t filled = std::min(B, n - int32_t(i) * B);
+    const std::span<const int32_t> stored = published_tokens(b).first(size_t(filled));
     KVDESK_ASSERT(std::equal(stored.begin(), stored.end(), s.tokens.begin() + ptrdiff_t(i) * B));
     if (i < s.chain.size()) KVDESK_ASSERT(s.chain[i].hash == pool_.block_hash(b));
   }

@@ -8,7 +8,10 @@
 // cache identity: model, KV types, RoPE settings). A new sequence attaches the longest cached
 // prefix of its prompt (tokens compared too: a hash collision never serves wrong KV) and skips
 // its prefill. fork() shares every block; the first write into a shared, partly filled block
-// copies it first (copy-on-write), so no sequence ever reads another's tokens. Blocks whose
+// copies it first (copy-on-write), so no sequence ever reads another's tokens. fork_prefix()
+// forks only a sequence's first tokens (a branch: a regenerated answer, an edited message):
+// its full blocks are shared, and its partly filled last block, shared or a published full
+// block it reads only the start of, is copied once, at the first write into it. Blocks whose
 // sequences ended stay cached (ref_count 0, findable) until space is needed; then the least
 // recently used unreferenced block is evicted first, never a referenced one.
 //
@@ -22,7 +25,9 @@
 // - a live sequence's block table has ceil(num_slots / block_size) entries, each with
 //   ref_count >= 1; every block's ref_count equals the number of live tables holding it;
 // - a block in the prefix-cache index has a full, computed block of tokens behind it; blocks
-//   with ref_count 0 are either free or cached (evictable), never both;
+//   with ref_count 0 are either free or cached (evictable), never both; a sequence holding a
+//   published block fills it, or reads only its start (a truncated fork's last block, whose
+//   tokens begin the published ones) and copies it before writing;
 // - num_computed <= num_tokens for every sequence; a sequence never compacted has
 //   num_evicted 0, a compacted one links no chain block past the first one it rewrote.
 #pragma once
@@ -82,6 +87,12 @@ class KvCache {
   void mark_computed(SeqId seq, int32_t num_computed);
   // A new sequence sharing every block of seq (regenerate, branches, n > 1 samples).
   SeqId fork(SeqId seq);
+  // A new sequence holding the first num_tokens tokens of seq, all computed (0 < num_tokens
+  // <= num_computed(seq)); seq is never compacted (can_fork_prefix). Full blocks are shared,
+  // the partly filled last block is copied at the first append.
+  SeqId fork_prefix(SeqId seq, int32_t num_tokens);
+  // seq's rows still match its token prefix (no retention compaction) and it is not swapped.
+  bool can_fork_prefix(SeqId seq) const;
   // Drops the sequence's references; its computed full blocks stay cached.
   void free_sequence(SeqId seq);
 
@@ -112,6 +123,15 @@ class KvCache {
   bool swap_in(SeqId seq);
   bool is_swapped(SeqId seq) const;
   int32_t blocks_to_swap_in(SeqId seq) const;
+
+  // --- a sequence's KV as bytes (a conversation saved with it) ---------------------------
+  // The bytes of seq's blocks in their stored form, [blocks][bytes_per_block()] for its
+  // tokens (all computed; can_fork_prefix(seq)).
+  std::vector<uint8_t> export_blocks(SeqId seq) const;
+  // A new sequence holding tokens with the KV in blocks (export_blocks' form, from a pool of
+  // the same layout and model), all computed; its full blocks are published. nullopt, and no
+  // change, when the bytes do not fit tokens or the pool cannot provide the blocks.
+  std::optional<SeqId> import_sequence(std::span<const int32_t> tokens, std::span<const uint8_t> blocks);
 
   // --- for the kernels -----------------------------------------------------------------
   PagedKvLayer layer(int32_t index) const;
@@ -197,6 +217,8 @@ class KvCache {
   uint64_t prefix_misses_ = 0;
   uint64_t prefix_hit_tokens_ = 0;
   uint64_t cow_copies_ = 0;
+  uint64_t forks_ = 0;
+  uint64_t imports_ = 0;
   uint64_t retention_compactions_ = 0;
   uint64_t retention_blocks_freed_ = 0;
 };

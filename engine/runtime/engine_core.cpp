@@ -113,6 +113,25 @@ bool EngineCore::fork(RequestId source, RequestId id, const SamplingParams& samp
   return true;
 }
 
+std::optional<ConversationKv> EngineCore::export_conversation(uint64_t key) const {
+  const SeqId seq = scheduler_.newest_parked(key);
+  if (seq < 0 || !kv_->can_fork_prefix(seq)) return std::nullopt;
+  ConversationKv out;
+  out.tokens = kv_->tokens(seq);
+  out.blocks = kv_->export_blocks(seq);
+  return out;
+}
+
+bool EngineCore::import_conversation(uint64_t key, const ConversationKv& kv) {
+  const int32_t vocab = model_.config().vocab_size;
+  const bool valid = key != 0 && std::all_of(kv.tokens.begin(), kv.tokens.end(), [&](int32_t t) { return t >= 0 && t < vocab; });
+  if (!valid) return false;
+  const std::optional<SeqId> seq = kv_->import_sequence(kv.tokens, kv.blocks);
+  if (!seq) return false;
+  scheduler_.adopt_parked(key, *seq);
+  return true;
+}
+
 void EngineCore::fail_all(const std::string& message, std::vector<Event>& events) {
   for (auto& [id, live] : live_) {
     Event e;

@@ -95,10 +95,25 @@ void Scheduler::finish(RequestId id, bool park_turn) {
 }
 
 void Scheduler::release_conversation(uint64_t key) {
-  auto it = parked_.find(key);
-  if (it == parked_.end()) return;
-  kv_->free_sequence(it->second.seq);
-  parked_.erase(it);
+  for (size_t i = parked_.size(); i-- > 0;) {
+    if (parked_[i].key == key) release_parked(i);
+  }
+}
+
+SeqId Scheduler::newest_parked(uint64_t key) const {
+  const Parked* newest = nullptr;
+  for (const Parked& p : parked_) {
+    if (p.key == key && (!newest || p.last_used > newest->last_used)) newest = &p;
+  }
+  return newest ? newest->seq : -1;
+}
+
+void Scheduler::adopt_parked(uint64_t key, SeqId seq) {
+  KVDESK_ASSERT(key != 0 && kv_->num_computed(seq) == kv_->num_tokens(seq));
+  Entry turn;
+  turn.request.conversation_key = key;
+  turn.seq = seq;
+  park(turn);
 }
 
 void Scheduler::detach_all_sequences() {
@@ -107,7 +122,7 @@ void Scheduler::detach_all_sequences() {
     e->seq = -1;
     e->phase = Phase::Waiting;
   }
-  for (auto& [key, p] : parked_) kv_->free_sequence(p.seq);
+  for (const Parked& p : parked_) kv_->free_sequence(p.seq);
   parked_.clear();
 }
 
@@ -125,7 +140,7 @@ std::vector<SequenceOwner> Scheduler::sequence_owners() const {
   for (const auto& [id, e] : entries_) {
     if (e->seq >= 0) owners.push_back(SequenceOwner{e->seq, id, e->request.conversation_key});
   }
-  for (const auto& [key, p] : parked_) owners.push_back(SequenceOwner{p.seq, 0, key});
+  for (const Parked& p : parked_) owners.push_back(SequenceOwner{p.seq, 0, p.key});
   return owners;
 }
 
@@ -241,23 +256,10 @@ bool Scheduler::prefix_in_flight(const Entry& e) const {
   return false;
 }
 
-// A waiting request gets a sequence: its parked previous turn when that is a strict prefix
-// of its tokens, else whatever the prefix cache holds of its first full blocks (none when
-// every token must be computed).
+// A waiting request gets a sequence: from a parked turn (attach_parked), else whatever the
+// prefix cache holds of its first full blocks (none when every token must be computed).
 bool Scheduler::admit(Entry& e) {
-  const uint64_t key = e.request.conversation_key;
-  if (auto it = parked_.find(key); key != 0 && it != parked_.end()) {
-    const std::vector<int32_t>& held = kv_->tokens(it->second.seq);
-    const bool continues = !e.request.compute_all && held.size() < e.tokens.size() &&
-                           std::equal(held.begin(), held.end(), e.tokens.begin());
-    if (continues) {
-      e.seq = it->second.seq;
-    } else {
-      kv_->free_sequence(it->second.seq);
-    }
-    parked_.erase(it);
-  }
-  if (e.seq < 0) {
+  if (e.request.compute_all || !attach_parked(e)) {
     e.seq = kv_->create_sequence();
     if (!e.request.compute_all) kv_->attach_cached_prefix(e.seq, e.tokens);
   }
@@ -273,6 +275,39 @@ bool Scheduler::admit(Entry& e) {
   }
   e.admitted_once = true;
   e.phase = Phase::Running;
+  return true;
+}
+
+// The parked turn sharing the longest prefix with e's tokens, of any conversation (the KV of
+// equal tokens is equal). Its own conversation's turn that e continues (a strict prefix of
+// e's tokens) is taken over; otherwise e gets a fork truncated where they diverge, leaving
+// at least one token to compute (its logits are needed), and the parked turn stays. A turn
+// compacted by retention can be continued but not forked (its rows no longer match a prefix).
+bool Scheduler::attach_parked(Entry& e) {
+  size_t best = parked_.size();
+  int32_t shared = 0;
+  for (size_t i = 0; i < parked_.size(); ++i) {
+    const std::vector<int32_t>& held = kv_->tokens(parked_[i].seq);
+    const size_t n = std::min(held.size(), e.tokens.size());
+    const int32_t common = int32_t(std::mismatch(held.begin(), held.begin() + ptrdiff_t(n), e.tokens.begin()).first - held.begin());
+    if (common > shared) {
+      best = i;
+      shared = common;
+    }
+  }
+  if (best == parked_.size()) return false;
+  Parked& p = parked_[best];
+  const bool continues = p.key == e.request.conversation_key && shared == kv_->num_tokens(p.seq) &&
+                         shared < int32_t(e.tokens.size());
+  if (continues) {
+    e.seq = p.seq;
+    parked_.erase(parked_.begin() + ptrdiff_t(best));
+    return true;
+  }
+  const int32_t branch_point = std::min(shared, int32_t(e.tokens.size()) - 1);
+  if (branch_point == 0 || !kv_->can_fork_prefix(p.seq)) return false;
+  e.seq = kv_->fork_prefix(p.seq, branch_point);
+  p.last_used = ++use_counter_;
   return true;
 }
 
@@ -323,16 +358,36 @@ void Scheduler::restart(RequestId id, std::vector<int32_t> tokens) {
   e.phase = Phase::Waiting;
 }
 
+// The new turn replaces the conversation's parked turns it continues (their tokens are a
+// prefix of its own); the other branches stay, at most kMaxParkedBranches in all.
 void Scheduler::park(Entry& e) {
-  release_conversation(e.request.conversation_key);
-  parked_[e.request.conversation_key] = Parked{e.seq, ++use_counter_};
+  const uint64_t key = e.request.conversation_key;
+  const std::vector<int32_t>& tokens = kv_->tokens(e.seq);
+  for (size_t i = parked_.size(); i-- > 0;) {
+    const std::vector<int32_t>& held = kv_->tokens(parked_[i].seq);
+    const bool superseded = held.size() <= tokens.size() && std::equal(held.begin(), held.end(), tokens.begin());
+    if (parked_[i].key == key && superseded) release_parked(i);
+  }
+  const auto branches = std::count_if(parked_.begin(), parked_.end(), [&](const Parked& p) { return p.key == key; });
+  if (branches >= kMaxParkedBranches) release_parked(oldest_parked(key));
+  parked_.push_back(Parked{key, e.seq, ++use_counter_});
 }
 
-void Scheduler::release_parked_lru() {
-  auto oldest = std::min_element(parked_.begin(), parked_.end(),
-                                 [](const auto& x, const auto& y) { return x.second.last_used < y.second.last_used; });
-  kv_->free_sequence(oldest->second.seq);
-  parked_.erase(oldest);
+void Scheduler::release_parked_lru() { release_parked(oldest_parked(0)); }
+
+void Scheduler::release_parked(size_t index) {
+  kv_->free_sequence(parked_[index].seq);
+  parked_.erase(parked_.begin() + ptrdiff_t(index));
+}
+
+size_t Scheduler::oldest_parked(uint64_t key) const {
+  size_t oldest = parked_.size();
+  for (size_t i = 0; i < parked_.size(); ++i) {
+    const bool candidate = key == 0 || parked_[i].key == key;
+    if (candidate && (oldest == parked_.size() || parked_[i].last_used < parked_[oldest].last_used)) oldest = i;
+  }
+  KVDESK_ASSERT(oldest < parked_.size());
+  return oldest;
 }
 
 void Scheduler::check_invariants() const {
@@ -350,7 +405,12 @@ void Scheduler::check_invariants() const {
     KVDESK_ASSERT(stored.size() <= e->tokens.size() && std::equal(stored.begin(), stored.end(), e->tokens.begin()));
     held.push_back(e->seq);
   }
-  for (const auto& [key, p] : parked_) held.push_back(p.seq);
+  for (const Parked& p : parked_) {
+    KVDESK_ASSERT(kv_->num_computed(p.seq) == kv_->num_tokens(p.seq));
+    KVDESK_ASSERT(std::count_if(parked_.begin(), parked_.end(), [&](const Parked& q) { return q.key == p.key; }) <=
+                  kMaxParkedBranches);
+    held.push_back(p.seq);
+  }
   std::sort(held.begin(), held.end());
   KVDESK_ASSERT(std::adjacent_find(held.begin(), held.end()) == held.end());
 }

@@ -11,6 +11,10 @@
 //   2. every running sequence gets its next tokens within a per-step token budget: one token
 //      for those generating (so streams never stall), then prefill chunks, then new requests
 //      (admitted with their cached prefix: a parked turn or the prefix cache);
+//      a new request whose tokens continue a parked turn of its conversation takes that
+//      sequence over; one that shares a prefix with a parked turn but then diverges (a
+//      regenerated answer, an edited message: a branch) gets a fork of it truncated at the
+//      branch point, and the parked turn stays for the other branch;
 //   3. their KV slots are appended; when the pool runs dry, parked conversations are released,
 //      then the lowest-priority, newest running sequence is preempted (recompute or swap).
 // After the forward pass, computed() marks the plan's KV as written; the caller then appends
@@ -20,14 +24,14 @@
 // Invariants (check_invariants(), which also checks the KV cache's):
 // - a Running entry holds a live, unswapped sequence whose tokens are a prefix of its own
 //   token list; a Swapped entry holds a swapped sequence; a Waiting entry holds none;
-// - no two entries or parked turns share a sequence id;
+// - no two entries or parked turns share a sequence id; a parked sequence has every token
+//   computed; a conversation has at most kMaxParkedBranches parked turns;
 // - a planned chunk lies within its entry's tokens and starts at its computed count.
 // Runs on one thread (the engine thread, or the caller's for the synchronous driver).
 #pragma once
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/engine_types.h"
@@ -81,6 +85,11 @@ class Scheduler {
   // freed otherwise. Unknown ids are ignored.
   void finish(RequestId id, bool park);
   void release_conversation(uint64_t key);
+  // The conversation's most recently parked turn; -1 when it has none.
+  SeqId newest_parked(uint64_t key) const;
+  // Parks seq (every token computed) as the conversation's newest turn, as if it had just
+  // finished there (a conversation's KV restored from bytes).
+  void adopt_parked(uint64_t key, SeqId seq);
   // Frees every sequence (KV pool about to be re-created); live entries wait to be prefilled again.
   void detach_all_sequences();
   // Frees every sequence and forgets every entry.
@@ -103,6 +112,9 @@ class Scheduler {
   int32_t num_waiting() const;
   int32_t num_swapped() const;
   int32_t num_parked() const { return int32_t(parked_.size()); }
+  // Parked turns of one conversation kept at once (its branches); the least recently used
+  // one goes first.
+  static constexpr int32_t kMaxParkedBranches = 4;
   uint64_t preemptions() const { return preemptions_; }
   uint64_t swapped_bytes() const { return swapped_bytes_; }
   double swap_ms() const { return swap_ms_; }
@@ -118,12 +130,16 @@ class Scheduler {
   void plan_admissions(int32_t& budget, StepPlan& plan);
   void secure_slots(StepPlan& plan);
   bool admit(Entry& e);
+  // Gives e a sequence from the parked turn sharing its longest prefix; false when none does.
+  bool attach_parked(Entry& e);
   bool prefix_in_flight(const Entry& e) const;
   void make_room(StepPlan& plan);
   void preempt(Entry& victim);
   std::vector<Entry*> by_priority(Phase phase);
   void park(Entry& e);
   void release_parked_lru();
+  void release_parked(size_t index);
+  size_t oldest_parked(uint64_t key) const;   // key 0: of any conversation
   int32_t count(Phase phase) const;
 
   KvCache* kv_;
@@ -131,12 +147,14 @@ class Scheduler {
 
   // Live requests by id.
   std::map<RequestId, std::unique_ptr<Entry>> entries_;
-  // Finished turns kept for the conversation's next turn: key -> sequence (all tokens computed).
+  // Finished turns kept for the conversation's next turn or another branch of it (all tokens
+  // computed); a conversation may have several, one per branch it went down lately.
   struct Parked {
+    uint64_t key;
     SeqId seq;
     uint64_t last_used;
   };
-  std::unordered_map<uint64_t, Parked> parked_;
+  std::vector<Parked> parked_;
   uint64_t use_counter_ = 0;
   uint64_t arrival_counter_ = 0;
 

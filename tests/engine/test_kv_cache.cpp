@@ -216,3 +216,58 @@ TEST_CASE("the snapshot's numbers on a hand-computed example", "[engine][kv_cach
   CHECK(after.contiguous_reserved_tokens == 0);
   CHECK(after.sequences.empty());
 }
+
+TEST_CASE("a fork truncated mid-block shares the full blocks and copies the partial one once at its first write", "[engine][kv_cache]") {
+  KvCache kv(tiny_model(), tiny_cache_config(8));
+  const SeqId a = kv.create_sequence();
+  REQUIRE(append_and_compute(kv, a, token_range(1, 40)));   // two full blocks + 8 tokens
+  const SeqId b = kv.fork_prefix(a, 37);
+  kv.check_invariants();
+  CHECK(kv.tokens(b) == token_range(1, 37));
+  CHECK(kv.num_computed(b) == 37);
+  CHECK(kv.block_table(b) == kv.block_table(a));
+  CHECK(kv.snapshot().forks == 1);
+  CHECK(first_wrong_position(kv, b) == -1);
+
+  CHECK(kv.blocks_needed(b, 1) == 1);
+  REQUIRE(append_and_compute(kv, b, {99, 98}));
+  CHECK(kv.snapshot().cow_copies == 1);
+  CHECK(kv.block_table(b)[1] == kv.block_table(a)[1]);
+  CHECK(kv.block_table(b)[2] != kv.block_table(a)[2]);
+  CHECK(first_wrong_position(kv, a) == -1);
+  CHECK(first_wrong_position(kv, b) == -1);
+  kv.check_invariants();
+}
+
+TEST_CASE("a fork truncated inside a published full block copies it even after the original is freed", "[engine][kv_cache]") {
+  KvCache kv(tiny_model(), tiny_cache_config(8));
+  const SeqId a = kv.create_sequence();
+  REQUIRE(append_and_compute(kv, a, token_range(1, 32)));   // two full, published blocks
+  const SeqId b = kv.fork_prefix(a, 20);
+  kv.check_invariants();
+  CHECK(kv.block_table(b).size() == 2);
+  kv.free_sequence(a);
+  kv.check_invariants();
+  REQUIRE(append_and_compute(kv, b, {77}));
+  CHECK(kv.snapshot().cow_copies == 1);
+  CHECK(first_wrong_position(kv, b) == -1);
+
+  // The cached block still serves its whole prefix to a new sequence.
+  const SeqId c = kv.create_sequence();
+  CHECK(kv.attach_cached_prefix(c, token_range(1, 33)) == 32);
+  CHECK(first_wrong_position(kv, c) == -1);
+  kv.check_invariants();
+}
+
+TEST_CASE("a fork truncated at a block boundary copies nothing", "[engine][kv_cache]") {
+  KvCache kv(tiny_model(), tiny_cache_config(8));
+  const SeqId a = kv.create_sequence();
+  REQUIRE(append_and_compute(kv, a, token_range(1, 40)));
+  const SeqId b = kv.fork_prefix(a, 32);
+  CHECK(kv.block_table(b).size() == 2);
+  REQUIRE(append_and_compute(kv, b, {5}));
+  CHECK(kv.snapshot().cow_copies == 0);
+  CHECK(first_wrong_position(kv, a) == -1);
+  CHECK(first_wrong_position(kv, b) == -1);
+  kv.check_invariants();
+}

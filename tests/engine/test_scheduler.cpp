@@ -119,6 +119,55 @@ TEST_CASE("a conversation's finished turn is parked and its next turn continues 
   r.run();
 }
 
+TEST_CASE("a regenerated or edited turn forks the parked turn at the branch point and the original stays", "[engine][scheduler]") {
+  Rig r(64);
+  SequenceRequest conversation;
+  conversation.conversation_key = 9;
+  r.add(1, 20, 5, conversation);
+  r.run();
+  REQUIRE(r.scheduler->num_parked() == 1);
+
+  r.add(2, 20, 3, conversation);   // Regenerate: the same prompt again
+  r.step();
+  CHECK(r.plans.back().admitted[0].cached_tokens == 19);
+  CHECK(r.plans.back().num_tokens() == 1);
+  r.run();
+  CHECK(r.scheduler->num_parked() == 2);
+
+  std::vector<int32_t> edited;   // Edit: the prompt differs from its 15th token on
+  for (int32_t i = 0; i < 20; ++i) edited.push_back(i == 14 ? 500 : 1 + i);
+  r.wanted[3] = 2;
+  r.scheduler->add(3, edited, conversation);
+  r.step();
+  CHECK(r.plans.back().admitted[0].cached_tokens == 14);
+  r.run();
+  CHECK(r.kv->snapshot().forks == 2);
+
+  std::vector<int32_t> next;   // The first branch goes on: it takes its parked turn over
+  for (int32_t i = 0; i < 20; ++i) next.push_back(1 + i);
+  for (int32_t i = 1; i < 5; ++i) next.push_back(1000 + i);
+  next.push_back(7);
+  r.wanted[4] = 2;
+  r.scheduler->add(4, next, conversation);
+  r.step();
+  CHECK(r.plans.back().admitted[0].cached_tokens == 24);
+  r.run();
+  r.scheduler->release_conversation(9);
+  CHECK(r.scheduler->num_parked() == 0);
+  CHECK(r.kv->snapshot().blocks_used == 0);
+}
+
+TEST_CASE("a conversation keeps at most its newest parked branches", "[engine][scheduler]") {
+  Rig r(64);
+  SequenceRequest conversation;
+  conversation.conversation_key = 3;
+  for (RequestId id = 1; id <= RequestId(Scheduler::kMaxParkedBranches) + 2; ++id) {
+    r.add(id, 20, 2, conversation, int32_t(id) * 100);   // unrelated prompts: separate branches
+    r.run();
+  }
+  CHECK(r.scheduler->num_parked() == Scheduler::kMaxParkedBranches);
+}
+
 TEST_CASE("pools from one request up finish every request in both preemption modes, each step progressing", "[engine][scheduler]") {
   const PreemptMode mode = GENERATE(PreemptMode::Recompute, PreemptMode::Swap);
   const uint64_t seed = GENERATE(1u, 2u, 3u, 4u);
