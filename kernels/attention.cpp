@@ -57,6 +57,7 @@ namespace ref {
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
   const int32_t d = layer.head_dim;
   KVDESK_ASSERT(seq.num_tokens > 0 && args.num_heads % layer.num_kv_heads == 0);
+  KVDESK_ASSERT(args.first_token >= 0 && args.first_token < seq.num_tokens);
   const int32_t group = args.num_heads / layer.num_kv_heads;
   const bool compat = args.numerics == AttentionNumerics::LlamaCpp;
   const bool round_q = compat && layer.k.type == KvType::F16;
@@ -70,11 +71,12 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const Atten
     for (int32_t i = 0; i < d; ++i) acc[i] = 0;
     float running_max = -INFINITY;
     float running_sum = 0;
-    for (int32_t j = 0; j < seq.num_tokens; ++j) {
+    for (int32_t j = args.first_token; j < seq.num_tokens; ++j) {
       paged_kv_read_k(layer, seq, j, g, row);
       float s = 0;
       for (int32_t i = 0; i < d; ++i) s += q[i] * row[i];
       s *= args.scale;
+      if (args.softcap > 0) s = args.softcap * std::tanh(s / args.softcap);
       if (args.weights) args.weights[int64_t(h) * seq.num_tokens + j] = s;
       float acc_scale = 1.0f;   // e^(m - m')
       float weight = 1.0f;      // e^(s - m')
@@ -95,7 +97,8 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const Atten
     for (int32_t i = 0; i < d; ++i) out[i] = acc[i] / running_sum;
     if (args.weights) {
       float* w = args.weights + int64_t(h) * seq.num_tokens;
-      for (int32_t j = 0; j < seq.num_tokens; ++j) w[j] = std::exp(w[j] - running_max) / running_sum;
+      for (int32_t j = 0; j < args.first_token; ++j) w[j] = 0;
+      for (int32_t j = args.first_token; j < seq.num_tokens; ++j) w[j] = std::exp(w[j] - running_max) / running_sum;
     }
   }
 }
@@ -107,10 +110,11 @@ namespace cpu {
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
   const bool f16_rounding = args.numerics == AttentionNumerics::LlamaCpp &&
                             (layer.k.type == KvType::F16 || layer.v.type == KvType::F16);
+  const bool scalar_only = f16_rounding || args.softcap > 0;
   const CpuIsa isa = cpu_isa_active();
-  if (!f16_rounding && isa == CpuIsa::Avx512 && layer.head_dim % 16 == 0) {
+  if (!scalar_only && isa == CpuIsa::Avx512 && layer.head_dim % 16 == 0) {
     paged_attention_avx512(layer, seq, args);
-  } else if (!f16_rounding && isa != CpuIsa::Scalar && layer.head_dim % 8 == 0) {
+  } else if (!scalar_only && isa != CpuIsa::Scalar && layer.head_dim % 8 == 0) {
     paged_attention_avx2(layer, seq, args);
   } else {
     ref::paged_attention(layer, seq, args);

@@ -1,10 +1,12 @@
 // Attention of one query token (all query heads) over one sequence's cached keys and values,
 // read through its block table:
 //   for query head h, kv head g = h / (num_heads / num_kv_heads)   (GQA; MQA when 1 kv head)
-//     s[j] = scale * dot(q[h], K[g][j])          j in [0, seq.num_tokens)
+//     s[j] = scale * dot(q[h], K[g][j])          j in [first_token, seq.num_tokens)
+//     s[j] = softcap * tanh(s[j] / softcap)      when softcap > 0 (Gemma 2)
 //     p = softmax(s)
 //     out[h] = sum_j p[j] * V[g][j]
-// Causality is the caller's: it passes num_tokens = position + 1 for a prompt token.
+// Causality is the caller's: it passes num_tokens = position + 1 for a prompt token, and for a
+// sliding-window layer first_token = num_tokens - window.
 // One pass over the keys and values with an online softmax (running max m and sum l):
 //   m' = max(m, s[j]);  acc = acc * e^(m - m') + V[j] * e^(s[j] - m');  l = l * e^(m - m') + e^(s[j] - m')
 // so nothing of size num_tokens is stored and long contexts can later be split into chunks.
@@ -20,6 +22,8 @@ struct AttentionArgs {
   const float* q = nullptr;   // [num_heads][head_dim]
   int32_t num_heads = 0;
   float scale = 1.0f;         // usually 1 / sqrt(head_dim)
+  float softcap = 0.0f;       // > 0: scores are soft-capped to (-softcap, softcap)
+  int32_t first_token = 0;    // the first cached row attended (sliding window); earlier weights are 0
   float* out = nullptr;       // [num_heads][head_dim]
   float* scratch = nullptr;   // [attention_scratch_floats(num_heads, head_dim)]
   AttentionNumerics numerics = AttentionNumerics::Exact;
@@ -48,8 +52,8 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const Atten
 namespace cpu {
 // SIMD (AVX-512 or AVX2, chosen at run time), same result as ref:: up to f32 rounding. Per kv
 // head it runs that head's whole group of query heads, so each K/V row is loaded and
-// dequantized once for the group. Falls back to ref:: for LlamaCpp numerics over f16 K/V and
-// for head dims that are not a multiple of 8.
+// dequantized once for the group. Falls back to ref:: for LlamaCpp numerics over f16 K/V, for
+// soft-capped scores and for head dims that are not a multiple of 8.
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
 }
 

@@ -18,8 +18,8 @@ void rope_angles(int32_t position, const RopeParams& p, float* cos_sin) {
   for (int i = 0; i < p.n_rot / 2; ++i) {
     const float factor = p.freq_factors ? p.freq_factors[i] : 1.0f;
     const float theta = p.freq_scale * (theta_base / factor);
-    cos_sin[2 * i] = std::cos(theta);
-    cos_sin[2 * i + 1] = std::sin(theta);
+    cos_sin[2 * i] = std::cos(theta) * p.attn_factor;
+    cos_sin[2 * i + 1] = std::sin(theta) * p.attn_factor;
     theta_base *= theta_scale;
   }
 }
@@ -46,6 +46,22 @@ void swiglu(const float* gate, const float* up, float* h, int64_t n) {
     const float g = gate[i];
     h[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+void geglu_tanh(const float* gate, const float* up, float* h, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    h[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
+void scale_in_place(float* y, float a, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= a;
 }
 
 void add_in_place(float* y, const float* x, int64_t n) {

@@ -27,11 +27,12 @@ struct RopeParams {
   float freq_scale = 1.0f;                // 1 / linear scaling factor
   const float* freq_factors = nullptr;    // [n_rot/2] or null
   RopeMode mode = RopeMode::Normal;
+  float attn_factor = 1.0f;               // multiplies cos and sin (LongRoPE's attention factor)
 };
 
-// The angles of one position, shared by all heads of a token: cos_sin[2i] = cos(theta_i),
-// cos_sin[2i+1] = sin(theta_i). base^(-2i/n_rot) is built by repeated multiplication, as
-// ggml does, so results match llama.cpp bit for bit when freq_factors are absent.
+// The angles of one position, shared by all heads of a token: cos_sin[2i] = attn_factor *
+// cos(theta_i), cos_sin[2i+1] = attn_factor * sin(theta_i). base^(-2i/n_rot) is built by
+// repeated multiplication, as ggml does, so results match llama.cpp bit for bit when freq_factors are absent.
 void rope_angles(int32_t position, const RopeParams& p, float* cos_sin /* [n_rot] */);
 
 // Rotates one head in place: (a, b) <- (a cos - b sin, a sin + b cos) for each pair (a, b).
@@ -39,6 +40,16 @@ void rope_rotate(float* x, const float* cos_sin /* [n_rot] */, int n_rot, RopeMo
 
 // h[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + e^-g).
 void swiglu(const float* gate, const float* up, float* h, int64_t n);
+
+// h[i] = gelu(gate[i]) * up[i] with GELU's tanh approximation,
+// gelu(g) = g/2 (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+void geglu_tanh(const float* gate, const float* up, float* h, int64_t n);
+
+// Soft-capping in place: x[i] = cap * tanh(x[i] / cap), cap > 0.
+void softcap(float* x, int64_t n, float cap);
+
+// y[i] *= a
+void scale_in_place(float* y, float a, int64_t n);
 
 // y[i] += x[i]
 void add_in_place(float* y, const float* x, int64_t n);

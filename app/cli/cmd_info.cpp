@@ -4,6 +4,7 @@
 // with one KV head per query head (MHA), so the saving of grouped-query attention shows.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -47,6 +48,20 @@ nlohmann::json kv_capacity_json(const ModelConfig& c, const InfoArgs& a) {
     types[kv_type_name(t)] = {{"gqa", capacity_json(c, t, a, context)}, {"mha", capacity_json(mha, t, a, context)}};
   }
   return {{"budget_mib", a.budget_mib}, {"context", context}, {"block_size", a.model.block_size}, {"types", types}};
+}
+
+// One sequence's KV at the full context (f16 K and V): every layer keeps every token today; a
+// windowed layout would keep only the last sliding_window tokens of each local layer.
+nlohmann::json sliding_window_json(const ModelConfig& c) {
+  int32_t local_layers = 0;
+  for (int32_t l = 0; l < c.block_count; ++l) local_layers += c.is_local_layer(l) ? 1 : 0;
+  const uint64_t per_layer_token = kv_bytes_per_token(c, KvType::F16, KvType::F16) / uint64_t(c.block_count);
+  const uint64_t context = uint64_t(c.context_length);
+  const uint64_t window = std::min<uint64_t>(uint64_t(c.sliding_window), context);
+  return {{"sliding_window", c.sliding_window},
+          {"local_layers", local_layers},
+          {"kv_bytes_full", per_layer_token * uint64_t(c.block_count) * context},
+          {"kv_bytes_windowed", per_layer_token * (uint64_t(c.block_count - local_layers) * context + uint64_t(local_layers) * window)}};
 }
 
 // What the CUDA backend holds on the device (null on the CPU): the plan's figures, and what
@@ -94,6 +109,7 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Dev
       {"qkv_bias", m.weights().layers.front().bq != nullptr},
       {"rms_eps", c.rms_eps},
       {"vocab_size", c.vocab_size},
+      {"sliding_window_kv", sliding_window_json(c)},
       {"tied_output", m.weights().tied_output},
       {"tensor_types", type_counts},
       {"parameters", m.weights().num_parameters},
@@ -126,7 +142,7 @@ void print_text(const nlohmann::json& j) {
                           "feed_forward_length", "head_count", "head_count_kv", "head_dim",
                           "rope_dimension_count", "rope_freq_base", "rope_freq_scale", "rope_mode",
                           "rope_freqs", "qkv_bias", "rms_eps", "vocab_size",
-                          "tied_output", "parameters", "weight_bytes", "chat_template"}) {
+                          "tied_output", "parameters", "weight_bytes", "chat_template", "sliding_window_kv"}) {
     std::printf("  %-22s %s\n", key, j[key].dump().c_str());
   }
   if (const nlohmann::json& d = j["device_memory"]; !d.is_null()) {

@@ -121,6 +121,9 @@ void require_runnable(const WeightMatrix& w, int64_t device_cols, const char* na
 }
 
 void require_runnable(const ModelWeights& w, const ModelConfig& c, int32_t ffn_padded) {
+  if (c.architecture != "llama" && c.architecture != "qwen2") {
+    throw Error("the CUDA backend runs llama and qwen2 only, not " + c.architecture + "; use --backend cpu");
+  }
   if (c.head_dim % 8 != 0 || c.head_dim > cuda::kMaxHeadDim) {
     throw Error("the CUDA backend cannot run a head_dim of " + std::to_string(c.head_dim) +
                 " (a multiple of 8, at most " + std::to_string(cuda::kMaxHeadDim) + ")");

@@ -11,9 +11,10 @@
 namespace kvdesk {
 namespace {
 
-constexpr std::array<ChatFormat, 8> kAllFormats = {ChatFormat::Plain,  ChatFormat::ChatML, ChatFormat::Llama2,
-                                                   ChatFormat::Llama3, ChatFormat::Zephyr, ChatFormat::Mistral,
-                                                   ChatFormat::Gemma,  ChatFormat::Phi3};
+constexpr std::array<ChatFormat, 12> kAllFormats = {
+    ChatFormat::Plain,   ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3, ChatFormat::Zephyr,
+    ChatFormat::Mistral, ChatFormat::Gemma,  ChatFormat::Phi3,   ChatFormat::Qwen3,  ChatFormat::Phi4,
+    ChatFormat::Granite, ChatFormat::MistralV7};
 
 void check_roles(const std::vector<ChatMessage>& messages) {
   if (messages.empty()) throw Error("a chat request needs at least one message");
@@ -205,6 +206,107 @@ std::vector<TextSegment> render_phi3(const std::vector<ChatMessage>& messages) {
   return p.tmpl("<|assistant|>\n").take();
 }
 
+// Qwen3 (no tools): ChatML, where an assistant turn before the last user message keeps only
+// its answer (the thinking of earlier turns is dropped):
+//   {%- if '</think>' in content %}
+//     {%- set reasoning_content = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
+//     {%- set content = content.split('</think>')[-1].lstrip('\n') %}
+//   {%- if loop.index0 > ns.last_query_index %}{%- if loop.last or reasoning_content %}
+//     {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+//   ... {{- '<|im_start|>' + message.role + '\n' + content }} ... {{- '<|im_end|>\n' }}
+// with the system message first as ChatML writes it, and '<|im_start|>assistant\n' to end.
+struct ThinkSplit {
+  std::string reasoning;
+  std::string answer;
+};
+
+std::string strip_newlines(std::string_view s, bool front, bool back) {
+  size_t begin = 0, end = s.size();
+  while (front && begin < end && s[begin] == '\n') ++begin;
+  while (back && end > begin && s[end - 1] == '\n') --end;
+  return std::string(s.substr(begin, end - begin));
+}
+
+// reasoning: after the last <think> of the text before the first </think>; answer: after the
+// last </think>. Without </think> all of it is the answer.
+ThinkSplit split_thinking(std::string_view content) {
+  constexpr std::string_view kOpen = "<think>", kClose = "</think>";
+  const size_t close = content.find(kClose);
+  if (close == std::string_view::npos) return {"", std::string(content)};
+  const std::string before = strip_newlines(content.substr(0, close), false, true);
+  const size_t open = before.rfind(kOpen);
+  const std::string reasoning = open == std::string::npos ? before : before.substr(open + kOpen.size());
+  const size_t last_close = content.rfind(kClose);
+  return {strip_newlines(reasoning, true, false), strip_newlines(content.substr(last_close + kClose.size()), true, false)};
+}
+
+std::vector<TextSegment> render_qwen3(const std::vector<ChatMessage>& messages) {
+  size_t last_user = 0;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (messages[i].role == "user") last_user = i;
+  }
+  Prompt p;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role != "assistant") {
+      p.tmpl("<|im_start|>" + m.role + "\n").content(m.content).tmpl("<|im_end|>\n");
+      continue;
+    }
+    const ThinkSplit split = split_thinking(m.content);
+    p.tmpl("<|im_start|>assistant\n");
+    if (i > last_user && (i + 1 == messages.size() || !split.reasoning.empty())) {
+      p.tmpl("<think>\n").content(strip_newlines(split.reasoning, true, true)).tmpl("\n</think>\n\n");
+      p.content(strip_newlines(split.answer, true, false));
+    } else {
+      p.content(split.answer);
+    }
+    p.tmpl("<|im_end|>\n");
+  }
+  return p.tmpl("<|im_start|>assistant\n").take();
+}
+
+// phi-4: ChatML with <|im_sep|> after the role and no newlines:
+//   {{'<|im_start|>' + role + '<|im_sep|>' + message['content'] + '<|im_end|>'}} ...
+//   {{ '<|im_start|>assistant<|im_sep|>' }}
+std::vector<TextSegment> render_phi4(const std::vector<ChatMessage>& messages) {
+  Prompt p;
+  for (const ChatMessage& m : messages) p.tmpl("<|im_start|>" + m.role + "<|im_sep|>").content(m.content).tmpl("<|im_end|>");
+  return p.tmpl("<|im_start|>assistant<|im_sep|>").take();
+}
+
+// granite-3.x-instruct (no tools, documents or default system prompt):
+//   {{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}
+//   ... {{- '<|start_of_role|>assistant<|end_of_role|>' }}
+std::vector<TextSegment> render_granite(const std::vector<ChatMessage>& messages) {
+  Prompt p;
+  for (const ChatMessage& m : messages) {
+    p.tmpl("<|start_of_role|>" + m.role + "<|end_of_role|>").content(m.content).tmpl("<|end_of_text|>\n");
+  }
+  return p.tmpl("<|start_of_role|>assistant<|end_of_role|>").take();
+}
+
+// Mistral v7 / tekken (Mistral-Small-24B-Instruct-2501):
+//   {{- bos_token }} {{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}
+//   user: {{- '[INST]' + message['content'] + '[/INST]' }}
+//   system: {{- '[SYSTEM_PROMPT]' + message['content'] + '[/SYSTEM_PROMPT]' }}
+//   assistant: {{- message['content'] + eos_token }}
+// (a conversation without a system message gets none here; the template's dated default is
+// not reproduced).
+std::vector<TextSegment> render_mistral_v7(const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
+  Prompt p;
+  p.tmpl(specials.bos);
+  for (const ChatMessage& m : messages) {
+    if (m.role == "system") {
+      p.tmpl("[SYSTEM_PROMPT]").content(m.content).tmpl("[/SYSTEM_PROMPT]");
+    } else if (m.role == "user") {
+      p.tmpl("[INST]").content(m.content).tmpl("[/INST]");
+    } else {
+      p.content(m.content).tmpl(specials.eos);
+    }
+  }
+  return p.take();
+}
+
 // The literal system prompt a ChatML template writes when the conversation has none: the
 // text between "<|im_start|>system\n" (the \n as written in the Jinja source) and
 // "<|im_end|>" in a string literal, i.e. with no quote or expression in between.
@@ -248,6 +350,10 @@ const char* chat_format_name(ChatFormat format) {
     case ChatFormat::Mistral: return "mistral";
     case ChatFormat::Gemma: return "gemma";
     case ChatFormat::Phi3: return "phi3";
+    case ChatFormat::Qwen3: return "qwen3";
+    case ChatFormat::Phi4: return "phi4";
+    case ChatFormat::Granite: return "granite";
+    case ChatFormat::MistralV7: return "mistral-v7";
   }
   return "?";
 }
@@ -267,7 +373,11 @@ std::vector<std::string> chat_format_names() {
 
 ChatTemplate detect_chat_template(std::string_view t) {
   const auto has = [&](std::string_view s) { return t.find(s) != std::string_view::npos; };
+  if (has("<|im_sep|>")) return {ChatFormat::Phi4, "", "", ""};
+  if (has("<|im_start|>") && has("<think>")) return {ChatFormat::Qwen3, "", "", ""};
   if (has("<|im_start|>")) return {ChatFormat::ChatML, chatml_default_system(t), "", ""};
+  if (has("<|start_of_role|>")) return {ChatFormat::Granite, "", "", ""};
+  if (has("[SYSTEM_PROMPT]")) return {ChatFormat::MistralV7, "", "", ""};
   if (has("<|start_header_id|>")) return {ChatFormat::Llama3, "", llama3_system_preamble(t), ""};
   if (has("<start_of_turn>")) return {ChatFormat::Gemma, "", "", ""};
   if (has("<|user|>")) return {has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr, "", "", ""};
@@ -304,6 +414,10 @@ std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const st
     case ChatFormat::Mistral: return render_mistral(messages, specials);
     case ChatFormat::Gemma: return render_gemma(messages, specials);
     case ChatFormat::Phi3: return render_phi3(messages);
+    case ChatFormat::Qwen3: return render_qwen3(messages);
+    case ChatFormat::Phi4: return render_phi4(messages);
+    case ChatFormat::Granite: return render_granite(messages);
+    case ChatFormat::MistralV7: return render_mistral_v7(messages, specials);
   }
   return render_plain(messages);
 }

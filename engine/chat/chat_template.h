@@ -20,7 +20,7 @@ namespace kvdesk {
 
 class GgufFile;
 
-enum class ChatFormat : uint8_t { Plain, ChatML, Llama2, Llama3, Zephyr, Mistral, Gemma, Phi3 };
+enum class ChatFormat : uint8_t { Plain, ChatML, Llama2, Llama3, Zephyr, Mistral, Gemma, Phi3, Qwen3, Phi4, Granite, MistralV7 };
 const char* chat_format_name(ChatFormat format);
 // "chatml", "llama2", ... as chat_format_name spells them; nullopt for anything else.
 std::optional<ChatFormat> chat_format_from_name(std::string_view name);
@@ -41,10 +41,11 @@ struct ChatTemplate {
   std::string warning;
 };
 
-// From the template text: ChatML (and Qwen's default system prompt), Llama 2 (with <<SYS>>),
-// Llama 3 (and 3.1+'s system preamble),
-// Mistral ([INST] without <<SYS>>), Llama 3, Gemma, Phi-3 (<|user|> ... <|end|>), Zephyr
-// (<|user|> ... </s>); anything else gives ChatML with a warning.
+// From the template text: ChatML (and Qwen's default system prompt), Qwen3 (ChatML with
+// <think>), Phi-4 (<|im_sep|>), Llama 2 (with <<SYS>>), Llama 3 (and 3.1+'s system preamble),
+// Mistral ([INST] without <<SYS>>), Mistral v7 / tekken ([SYSTEM_PROMPT]), Gemma 2/3, Phi-3
+// (<|user|> ... <|end|>), Zephyr (<|user|> ... </s>), Granite (<|start_of_role|>); anything
+// else gives ChatML with a warning.
 ChatTemplate detect_chat_template(std::string_view template_text);
 // The file's tokenizer.chat_template, or Plain when it has none. override_name non-empty:
 // that family instead (throws kvdesk::Error naming an unknown name).

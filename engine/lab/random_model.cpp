@@ -3,6 +3,7 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -69,6 +70,15 @@ Vocabulary read_vocabulary(const std::string& path) {
   return v;
 }
 
+constexpr const char* kArchitectures[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite"};
+
+bool is_random_model_architecture(const std::string& arch) {
+  for (const char* a : kArchitectures) {
+    if (arch == a) return true;
+  }
+  return false;
+}
+
 void check_spec(const RandomModelSpec& s) {
   auto fail = [](const std::string& what) { throw Error("make-model: " + what); };
   if (s.layers < 1 || s.layers > 1024) fail("--layers must be in [1, 1024]");
@@ -77,8 +87,12 @@ void check_spec(const RandomModelSpec& s) {
   if ((s.embd / s.heads) % 2 != 0) fail("the head dimension (embd / heads) must be even");
   if (s.kv_heads < 1 || s.heads % s.kv_heads != 0) fail("--heads must be a multiple of --kv-heads");
   if (s.ff < 1 || s.ff > 262144) fail("--ff must be in [1, 262144]");
-  if (s.arch != "llama" && s.arch != "qwen2") fail("--arch must be llama or qwen2");
-  if (s.rope_scaling != "none" && s.rope_scaling != "llama3") fail("--rope-scaling must be none or llama3");
+  if (!is_random_model_architecture(s.arch)) fail("--arch must be one of " + random_model_architectures());
+  if (s.rope_scaling != "none" && s.rope_scaling != "llama3" && s.rope_scaling != "longrope") {
+    fail("--rope-scaling must be none, llama3 or longrope");
+  }
+  if (s.rope_scaling == "longrope" && s.arch != "phi3") fail("--rope-scaling longrope is Phi-3's (--arch phi3)");
+  if (s.sliding_window < 0) fail("--sliding-window must not be negative");
   if (!(s.weight_std > 0)) fail("the weight standard deviation must be positive");
 }
 
@@ -106,6 +120,22 @@ class TensorMaker {
   void ones(const std::string& name, int64_t n) {
     ++index_;
     f32_vector(name, std::vector<float>(size_t(n), 1.0f));
+  }
+
+  // A norm as trained: around 1 (Gemma's converter stores 1 + w).
+  void near_ones(const std::string& name, int64_t n) {
+    Rng rng(next_seed());
+    std::vector<float> values(static_cast<size_t>(n));
+    for (float& x : values) x = 1.0f + 0.1f * rng.normal();
+    f32_vector(name, std::move(values));
+  }
+
+  // Per-pair RoPE frequency divisors in [low, high], as LongRoPE's searched factors are.
+  void factors(const std::string& name, int64_t n, float low, float high) {
+    Rng rng(next_seed());
+    std::vector<float> values(static_cast<size_t>(n));
+    for (float& x : values) x = low + (high - low) * float(rng.uniform());
+    f32_vector(name, std::move(values));
   }
 
   void normal_vector(const std::string& name, int64_t n) {
@@ -156,13 +186,103 @@ std::vector<float> llama3_rope_factors(float freq_base, int n_rot) {
   return factors;
 }
 
+std::string random_model_architectures() {
+  std::string names;
+  for (const char* a : kArchitectures) names += std::string(names.empty() ? "" : ", ") + a;
+  return names;
+}
+
+namespace {
+
+bool is_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3"; }
+
+// Each family's own keys beside the common ones, with the values of a real checkpoint.
+void write_family_metadata(GgufWriter& w, const RandomModelSpec& spec, int32_t head_dim) {
+  const std::string a = spec.arch + ".";
+  if (is_gemma(spec.arch)) {
+    w.add_uint32(a + "attention.key_length", uint32_t(head_dim));
+    w.add_uint32(a + "attention.value_length", uint32_t(head_dim));
+    const int32_t window = spec.sliding_window > 0 ? spec.sliding_window : spec.arch == "gemma2" ? 4096 : 512;
+    w.add_uint32(a + "attention.sliding_window", uint32_t(window));
+  }
+  if (spec.arch == "gemma2") {
+    w.add_float32(a + "attn_logit_softcapping", 50.0f);
+    w.add_float32(a + "final_logit_softcapping", 30.0f);
+  }
+  if (spec.arch == "granite") {   // granite-3.0-2b's multipliers
+    w.add_float32(a + "embedding_scale", 12.0f);
+    w.add_float32(a + "residual_scale", 0.22f);
+    w.add_float32(a + "attention.scale", 0.015625f);
+    w.add_float32(a + "logit_scale", 8.0f);
+  }
+  if (spec.rope_scaling == "longrope") {
+    const int32_t original = std::max(1, spec.context_length / 4);
+    const double scale = double(spec.context_length) / original;
+    w.add_uint32(a + "rope.scaling.original_context_length", uint32_t(original));
+    w.add_float32(a + "rope.scaling.attn_factor", float(std::sqrt(1.0 + std::log(scale) / std::log(double(original)))));
+  }
+}
+
+void write_vocabulary(GgufWriter& w, const Vocabulary& vocab) {
+  w.add_string("tokenizer.ggml.model", "llama");
+  w.add_string_array("tokenizer.ggml.tokens", vocab.tokens);
+  w.add_float32_array("tokenizer.ggml.scores", vocab.scores);
+  w.add_int32_array("tokenizer.ggml.token_type", vocab.types);
+  w.add_uint32("tokenizer.ggml.bos_token_id", uint32_t(vocab.bos));
+  w.add_uint32("tokenizer.ggml.eos_token_id", uint32_t(vocab.eos));
+  w.add_uint32("tokenizer.ggml.unknown_token_id", uint32_t(vocab.unk));
+  w.add_bool("tokenizer.ggml.add_bos_token", true);
+  w.add_bool("tokenizer.ggml.add_eos_token", false);
+}
+
+void write_attention(TensorMaker& make, const RandomModelSpec& spec, int32_t i, int32_t head_dim) {
+  const std::string p = "blk." + std::to_string(i) + ".";
+  const int64_t d = spec.embd;
+  const int64_t q_dim = int64_t(spec.heads) * head_dim;
+  const int64_t kv_dim = int64_t(spec.kv_heads) * head_dim;
+  if (spec.arch == "phi3") {
+    make.matrix(p + "attn_qkv.weight", TensorRole::AttnQ, i, q_dim + 2 * kv_dim, d);
+  } else {
+    make.matrix(p + "attn_q.weight", TensorRole::AttnQ, i, q_dim, d);
+    make.matrix(p + "attn_k.weight", TensorRole::AttnK, i, kv_dim, d);
+    make.matrix(p + "attn_v.weight", TensorRole::AttnV, i, kv_dim, d);
+  }
+  if (spec.arch == "qwen2") {
+    make.normal_vector(p + "attn_q.bias", q_dim);
+    make.normal_vector(p + "attn_k.bias", kv_dim);
+    make.normal_vector(p + "attn_v.bias", kv_dim);
+  }
+  if (spec.arch == "qwen3" || spec.arch == "gemma3") {
+    make.near_ones(p + "attn_q_norm.weight", head_dim);
+    make.near_ones(p + "attn_k_norm.weight", head_dim);
+  }
+  make.matrix(p + "attn_output.weight", TensorRole::AttnOutput, i, d, q_dim);
+  if (is_gemma(spec.arch)) make.near_ones(p + "post_attention_norm.weight", d);
+}
+
+void write_ffn(TensorMaker& make, const RandomModelSpec& spec, int32_t i) {
+  const std::string p = "blk." + std::to_string(i) + ".";
+  const int64_t d = spec.embd;
+  make.ones(p + "ffn_norm.weight", d);
+  if (spec.arch == "phi3") {
+    make.matrix(p + "ffn_up.weight", TensorRole::FfnUp, i, 2 * int64_t(spec.ff), d);
+  } else {
+    make.matrix(p + "ffn_gate.weight", TensorRole::FfnGate, i, spec.ff, d);
+    make.matrix(p + "ffn_up.weight", TensorRole::FfnUp, i, spec.ff, d);
+  }
+  make.matrix(p + "ffn_down.weight", TensorRole::FfnDown, i, d, spec.ff);
+  if (is_gemma(spec.arch)) make.near_ones(p + "post_ffw_norm.weight", d);
+}
+
+}  // namespace
+
 void write_random_model(const RandomModelSpec& spec, const std::string& out_path) {
   check_spec(spec);
   const Vocabulary vocab = read_vocabulary(spec.vocab_from);
   const int64_t n_vocab = int64_t(vocab.tokens.size());
   const int32_t head_dim = spec.embd / spec.heads;
   const std::string a = spec.arch + ".";
-  const bool qkv_bias = spec.arch == "qwen2";
+  const bool eps_1e6 = spec.arch == "qwen2" || spec.arch == "qwen3" || is_gemma(spec.arch);
 
   GgufWriter w;
   w.add_string("general.architecture", spec.arch);
@@ -176,41 +296,25 @@ void write_random_model(const RandomModelSpec& spec, const std::string& out_path
   w.add_uint32(a + "attention.head_count_kv", uint32_t(spec.kv_heads));
   w.add_uint32(a + "rope.dimension_count", uint32_t(head_dim));
   w.add_float32(a + "rope.freq_base", spec.rope_freq_base);
-  w.add_float32(a + "attention.layer_norm_rms_epsilon", spec.arch == "qwen2" ? 1e-6f : 1e-5f);
+  w.add_float32(a + "attention.layer_norm_rms_epsilon", eps_1e6 ? 1e-6f : 1e-5f);
   w.add_uint32(a + "vocab_size", uint32_t(n_vocab));
-  w.add_string("tokenizer.ggml.model", "llama");
-  w.add_string_array("tokenizer.ggml.tokens", vocab.tokens);
-  w.add_float32_array("tokenizer.ggml.scores", vocab.scores);
-  w.add_int32_array("tokenizer.ggml.token_type", vocab.types);
-  w.add_uint32("tokenizer.ggml.bos_token_id", uint32_t(vocab.bos));
-  w.add_uint32("tokenizer.ggml.eos_token_id", uint32_t(vocab.eos));
-  w.add_uint32("tokenizer.ggml.unknown_token_id", uint32_t(vocab.unk));
-  w.add_bool("tokenizer.ggml.add_bos_token", true);
-  w.add_bool("tokenizer.ggml.add_eos_token", false);
+  write_family_metadata(w, spec, head_dim);
+  write_vocabulary(w, vocab);
 
   TensorMaker make(w, spec);
   const int64_t d = spec.embd;
-  const int64_t kv_dim = int64_t(spec.kv_heads) * head_dim;
   make.matrix("token_embd.weight", TensorRole::TokenEmbd, 0, n_vocab, d);
   make.ones("output_norm.weight", d);
-  if (!spec.tied_embeddings) make.matrix("output.weight", TensorRole::Output, 0, n_vocab, d);
+  if (!spec.tied_embeddings && !is_gemma(spec.arch)) make.matrix("output.weight", TensorRole::Output, 0, n_vocab, d);
   if (spec.rope_scaling == "llama3") make.f32_vector("rope_freqs.weight", llama3_rope_factors(spec.rope_freq_base, head_dim));
+  if (spec.rope_scaling == "longrope") {
+    make.factors("rope_factors_long.weight", head_dim / 2, 1.0f, 4.0f);
+    make.factors("rope_factors_short.weight", head_dim / 2, 1.0f, 1.2f);
+  }
   for (int32_t i = 0; i < spec.layers; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    make.ones(p + "attn_norm.weight", d);
-    make.matrix(p + "attn_q.weight", TensorRole::AttnQ, i, d, d);
-    make.matrix(p + "attn_k.weight", TensorRole::AttnK, i, kv_dim, d);
-    make.matrix(p + "attn_v.weight", TensorRole::AttnV, i, kv_dim, d);
-    if (qkv_bias) {
-      make.normal_vector(p + "attn_q.bias", d);
-      make.normal_vector(p + "attn_k.bias", kv_dim);
-      make.normal_vector(p + "attn_v.bias", kv_dim);
-    }
-    make.matrix(p + "attn_output.weight", TensorRole::AttnOutput, i, d, d);
-    make.ones(p + "ffn_norm.weight", d);
-    make.matrix(p + "ffn_gate.weight", TensorRole::FfnGate, i, spec.ff, d);
-    make.matrix(p + "ffn_up.weight", TensorRole::FfnUp, i, spec.ff, d);
-    make.matrix(p + "ffn_down.weight", TensorRole::FfnDown, i, d, spec.ff);
+    make.ones("blk." + std::to_string(i) + ".attn_norm.weight", d);
+    write_attention(make, spec, i, head_dim);
+    write_ffn(make, spec, i);
   }
   w.write(out_path);
 }

@@ -1,7 +1,10 @@
 // Random-weight Llama-family GGUFs of real shapes (e.g. TinyLlama-1.1B: 22 layers, 2048, 32
 // heads, 4 KV heads, 5632) with a real SentencePiece vocabulary, so tests and benchmarks
-// measure realistic sizes and architectures (llama, Llama 3 RoPE scaling, qwen2, tied
-// embeddings) without downloading a model. Weights and biases ~ N(0, weight_std), norms 1.
+// measure realistic sizes and architectures (llama, Llama 3 RoPE scaling, qwen2, qwen3,
+// gemma2, gemma3, phi3 with LongRoPE, granite, tied embeddings) without downloading a model.
+// Tensor names, shapes and metadata keys are those llama.cpp's converter writes. Weights and
+// biases ~ N(0, weight_std); block norms 1, the norms only newer families have (q/k, post)
+// 1 + N(0, 0.1) as Gemma's converter stores them (1 + w).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,9 +26,12 @@ struct RandomModelSpec {
   WeightMix mix = *find_weight_mix("f16");  // types of the 2-D weights (engine/lab/weight_mix.h)
   uint64_t seed = 1;
   std::string name = "kvdesk-random";
-  std::string arch = "llama";         // "llama", or "qwen2": NeoX RoPE and Q/K/V biases
-  std::string rope_scaling = "none";  // "llama3": rope_freqs.weight as Llama 3.1's conversion writes it
-  bool tied_embeddings = false;       // no output.weight: logits come from token_embd
+  std::string arch = "llama";         // any of random_model_architectures()
+  // "llama3": rope_freqs.weight as Llama 3.1's conversion writes it; "longrope" (phi3 only):
+  // rope_factors_long/short with an original context of a quarter of context_length.
+  std::string rope_scaling = "none";
+  bool tied_embeddings = false;       // no output.weight: logits come from token_embd (always for Gemma)
+  int32_t sliding_window = 0;         // gemma2/gemma3 local layers' window; 0: 4096 / 512
   float weight_std = 0.02f;
 };
 
@@ -34,6 +40,9 @@ struct RandomModelSpec {
 // wavelength is under 8192/4 keep their frequency (1), over 8192/1 are slowed 8x, and the band
 // between blends smoothly.
 std::vector<float> llama3_rope_factors(float freq_base, int n_rot);
+
+// "llama, qwen2, qwen3, gemma2, gemma3, phi3, granite".
+std::string random_model_architectures();
 
 // Throws kvdesk::Error on bad shapes, an unreadable vocabulary or I/O failure.
 void write_random_model(const RandomModelSpec& spec, const std::string& out_path);

@@ -1,7 +1,10 @@
-// Architecture: the Llama-family architectures kvdesk runs and the few ways their blocks
-// differ. A GGUF names its architecture in general.architecture, and that name is also the
-// prefix of its hyperparameter keys ("qwen2.embedding_length").
+// Architecture: the Llama-family architectures kvdesk runs and the ways their blocks differ.
+// A GGUF names its architecture in general.architecture, and that name is also the prefix of
+// its hyperparameter keys ("qwen2.embedding_length"). Every architecture here is the same
+// pre-norm decoder (embed -> per layer: attention block, FFN block -> norm -> logits); the
+// traits below say which optional pieces a family adds, as llama.cpp's llama-model builds it.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -9,19 +12,38 @@
 
 namespace kvdesk {
 
-// Whether the architecture requires a tensor in the file or merely allows it.
-enum class TensorPresence { Required, Optional };
+// Whether the architecture requires a tensor in the file, merely allows it, or never has it.
+enum class TensorPresence { Absent, Optional, Required };
+
+// The gated FFN's activation: h = act(x Wgate) * (x Wup).
+enum class FfnActivation {
+  Silu,      // SwiGLU: Llama, Qwen, Phi-3, Granite
+  GeluTanh,  // GeGLU with GELU's tanh approximation: Gemma
+};
 
 struct Architecture {
   std::string_view name;
   ops::RopeMode rope_mode;
-  TensorPresence qkv_bias;   // blk.N.attn_{q,k,v}.bias, added after the projections
+  TensorPresence qkv_bias;       // blk.N.attn_{q,k,v}.bias, added after the projections
+  TensorPresence qk_norm;        // blk.N.attn_{q,k}_norm: an RMS norm per head before RoPE
+  bool post_norms = false;       // blk.N.post_attention_norm / post_ffw_norm on each block's output
+  bool fused_projections = false;  // blk.N.attn_qkv [q|k|v] and ffn_up [gate|up] (Phi-3)
+  FfnActivation ffn_activation = FfnActivation::Silu;
+  bool embedding_times_sqrt_dim = false;  // x = embedding * sqrt(d_model) (Gemma)
+  bool granite_multipliers = false;       // embedding, residual, attention and logit scales
+  // Sliding-window layers: with a window in the file, layer l is local when
+  // l % local_pattern < local_pattern - 1 (2: even layers; 6: five local, then one global).
+  // 0: every layer is global.
+  int32_t local_pattern = 0;
+  float local_rope_freq_base = 0;  // RoPE base of local layers; 0: the model's rope.freq_base
+  bool gemma_attention_scale = false;  // 1/sqrt(head_dim), or 1/sqrt(d_model/heads) at 27B
+  bool gemma2_softcapping = false;     // attention and final logit soft-capping
 };
 
 // The architecture of that name, or nullptr when kvdesk cannot run it.
 const Architecture* find_architecture(std::string_view name);
 
-// "llama, qwen2": for messages.
+// "llama, qwen2, ...": for messages.
 std::string supported_architecture_names();
 
 }  // namespace kvdesk

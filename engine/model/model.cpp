@@ -1,8 +1,10 @@
-// The Llama-family forward pass (llama, qwen2), top-down: embed -> per layer (attention block,
-// FFN block) -> final norm -> logits. Matmuls are split across the thread pool by weight rows;
+// The Llama-family forward pass (architecture.h), top-down: embed -> per layer (attention
+// block, FFN block) -> final norm -> logits, with each family's optional pieces (q/k norms,
+// post norms, GeGLU, sliding windows, soft caps, Granite's multipliers) where its config says. Matmuls are split across the thread pool by weight rows;
 // attention is split by (token, kv head). Buffers are [tokens][features], row-major.
 #include "engine/model/model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/error.h"
@@ -137,6 +139,38 @@ void add_bias(float* y, const float* bias, int64_t T, int64_t n) {
   for (int64_t t = 0; t < T; ++t) ops::add_in_place(y + t * n, bias, n);
 }
 
+// RMS norm of each head of T rows of `heads` heads in place; nothing when w is null.
+void norm_heads(float* x, const float* w, int64_t T, int32_t heads, int32_t head_dim, float eps) {
+  if (!w) return;
+  for (int64_t r = 0; r < T * heads; ++r) ops::rms_norm(x + r * head_dim, w, x + r * head_dim, head_dim, eps);
+}
+
+// A block's output y[T][D] joins the residual stream: x += post_norm(y) * residual_scale
+// (post_norm when the architecture has one, Gemma; the scale only in Granite).
+void add_block_output(float* x, float* y, const float* post_norm, float residual_scale, int64_t T, int64_t D, float eps) {
+  for (int64_t t = 0; t < T; ++t) {
+    float* row = y + t * D;
+    if (post_norm) ops::rms_norm(row, post_norm, row, D, eps);
+    if (residual_scale != 1.0f) ops::scale_in_place(row, residual_scale, D);
+    ops::add_in_place(x + t * D, row, D);
+  }
+}
+
+// The gated FFN's activation, in place over gate: h = act(gate) * up.
+void ffn_activation(FfnActivation act, float* gate, const float* up, int64_t n) {
+  if (act == FfnActivation::GeluTanh) {
+    ops::geglu_tanh(gate, up, gate, n);
+  } else {
+    ops::swiglu(gate, up, gate, n);
+  }
+}
+
+// Logit post-processing: Granite divides by logit_scale, Gemma 2 soft-caps.
+void finish_logits(const ModelConfig& c, float* logits, int64_t n) {
+  if (c.logit_scale != 1.0f) ops::scale_in_place(logits, 1.0f / c.logit_scale, n);
+  if (c.final_logit_softcap > 0) ops::softcap(logits, n, c.final_logit_softcap);
+}
+
 // After a layer's attention: each observed token's weights into its sequence's scores, in
 // batch order (one thread; tokens of one sequence add to the same rows).
 void add_observed_attention(const ObservedAttention& observed, const ForwardBatch& batch, const KvCache& kv,
@@ -205,7 +239,6 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
   grow(s.q, T * QD); grow(s.att, T * QD); grow(s.k, T * KVD); grow(s.v, T * KVD);
   grow(s.gate, T * F); grow(s.up, T * F);
   grow(s.rope_cos_sin, c.rope_dimension_count);
-  const ops::RopeParams rope = rope_params(c, w.rope_freqs);
   const int64_t attn_floats = attention_scratch_floats(c.head_count / c.head_count_kv, HD);
   grow(s.attn_scratch, attn_floats * pool.num_threads());
   const ObservedAttention observed = observed_attention(batch, kv, c.head_count);
@@ -216,12 +249,14 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
   // 1. Token embeddings: x[t] = token_embd[token[t]].
   for (int64_t t = 0; t < T; ++t) {
     ref::dequantize_row(w.token_embd.type, w.token_embd.row(batch.tokens[t]), s.x.data() + t * D, D);
+    if (c.embedding_scale != 1.0f) ops::scale_in_place(s.x.data() + t * D, c.embedding_scale, D);
   }
 
-  const float attn_scale = 1.0f / std::sqrt(float(HD));
   for (int32_t l = 0; l < c.block_count; ++l) {
     const LayerWeights& lw = w.layers[l];
     const PagedKvLayer kv_layer = kv.layer(l);
+    const ops::RopeParams rope = layer_rope_params(c, w.rope_freqs, l);
+    const int32_t window = c.is_local_layer(l) ? c.sliding_window : 0;
 
     // 2. Attention block: xn = norm(x); q, k, v = xn Wq + bq, xn Wk + bk, xn Wv + bv.
     for (int64_t t = 0; t < T; ++t) ops::rms_norm(s.x.data() + t * D, lw.attn_norm, s.xn.data() + t * D, D, c.rms_eps);
@@ -231,6 +266,8 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
     add_bias(s.q.data(), lw.bq, T, QD);
     add_bias(s.k.data(), lw.bk, T, KVD);
     add_bias(s.v.data(), lw.bv, T, KVD);
+    norm_heads(s.q.data(), lw.q_norm, T, c.head_count, HD, c.rms_eps);
+    norm_heads(s.k.data(), lw.k_norm, T, c.head_count_kv, HD, c.rms_eps);
 
     // 3. RoPE on q and k heads (one set of angles per token), then K/V of every token into
     //    its sequence's blocks, at slot position - evicted (KV retention keeps K with the RoPE
@@ -247,8 +284,9 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
       paged_kv_write(kv_layer, seq, batch.positions[t] - evicted[size_t(t)], s.k.data() + t * KVD, s.v.data() + t * KVD);
     }
 
-    // 4. Causal attention: token t attends to positions [0, pos_t] of its sequence. One task
-    //    per (token, kv head) runs that head's group of query heads (GQA).
+    // 4. Causal attention: token t attends to positions [0, pos_t] of its sequence, on a local
+    //    layer only to its last `window` slots. One task per (token, kv head) runs that head's
+    //    group of query heads (GQA).
     const int32_t group = c.head_count / c.head_count_kv;
     int64_t attention_macs = 0;
     for (int32_t p : batch.positions) attention_macs += int64_t(p + 1) * QD * 2;
@@ -262,11 +300,13 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
       AttentionArgs args;
       args.q = s.q.data() + t * QD + int64_t(g) * group * HD;
       args.num_heads = group;
-      args.scale = attn_scale;
+      args.scale = c.attention_scale;
+      args.softcap = c.attn_logit_softcap;
       args.out = s.att.data() + t * QD + int64_t(g) * group * HD;
       args.scratch = s.attn_scratch.data() + thread * attn_floats;
       args.numerics = kv.layout().numerics;
       const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1);
+      if (window > 0) args.first_token = std::max(0, seq.num_tokens - window);
       if (observed.offset[size_t(t)] >= 0) {
         args.weights = s.attn_weights.data() + observed.offset[size_t(t)] + int64_t(g) * group * seq.num_tokens;
       }
@@ -274,17 +314,17 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
     }, attention_macs);
     add_observed_attention(observed, batch, kv, l, c.head_count_kv, group, s.attn_weights);
 
-    // 5. x += att Wo.
+    // 5. x += att Wo (through the block's post norm and residual scale, where present).
     run_matmuls(pool, T, {{&lw.wo, s.att.data(), s.tmp.data()}}, s.acts);
-    for (int64_t t = 0; t < T; ++t) ops::add_in_place(s.x.data() + t * D, s.tmp.data() + t * D, D);
+    add_block_output(s.x.data(), s.tmp.data(), lw.attn_post_norm, c.residual_scale, T, D, c.rms_eps);
 
-    // 6. FFN block: x += (silu(xn Wgate) * (xn Wup)) Wdown, xn = norm(x).
+    // 6. FFN block: x += (act(xn Wgate) * (xn Wup)) Wdown, xn = norm(x); act is SiLU or GELU.
     for (int64_t t = 0; t < T; ++t) ops::rms_norm(s.x.data() + t * D, lw.ffn_norm, s.xn.data() + t * D, D, c.rms_eps);
     run_matmuls(pool, T, {{&lw.w_gate, s.xn.data(), s.gate.data()},
                           {&lw.w_up, s.xn.data(), s.up.data()}}, s.acts);
-    for (int64_t t = 0; t < T; ++t) ops::swiglu(s.gate.data() + t * F, s.up.data() + t * F, s.gate.data() + t * F, F);
+    ffn_activation(c.traits.ffn_activation, s.gate.data(), s.up.data(), T * F);
     run_matmuls(pool, T, {{&lw.w_down, s.gate.data(), s.tmp.data()}}, s.acts);
-    for (int64_t t = 0; t < T; ++t) ops::add_in_place(s.x.data() + t * D, s.tmp.data() + t * D, D);
+    add_block_output(s.x.data(), s.tmp.data(), lw.ffn_post_norm, c.residual_scale, T, D, c.rms_eps);
   }
 
   // 7. Final norm and logits, only for the tokens that asked for them.
@@ -298,6 +338,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
   }
   logits.resize(size_t(L) * size_t(c.vocab_size));
   if (L > 0) run_matmuls(pool, L, {{&w.output, s.logit_rows.data(), logits.data()}}, s.acts);
+  finish_logits(c, logits.data(), L * c.vocab_size);
 }
 
 }  // namespace kvdesk

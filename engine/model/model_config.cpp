@@ -1,6 +1,8 @@
-// Reading and validating Llama-family hyperparameters from GGUF metadata.
+// Reading and validating Llama-family hyperparameters from GGUF metadata, with each family's
+// extra keys and fixed choices as llama.cpp's llama-model reads them.
 #include "engine/model/model_config.h"
 
+#include <cmath>
 #include <optional>
 
 #include "engine/error.h"
@@ -41,19 +43,85 @@ int32_t read_vocab_size(const GgufFile& file, const std::string& arch) {
 
 // Linear RoPE scaling as llama.cpp reads it: rope.scaling.factor (or the older
 // rope.scale_linear) divides positions unless absent or 0. Llama 3's scaling needs no key: its
-// per-pair factors are the rope_freqs tensor. YaRN and LongRoPE are not implemented.
+// per-pair factors are the rope_freqs tensor; LongRoPE's (Phi-3) are rope_factors_long/short
+// with rope.scaling.attn_factor. YaRN is not implemented.
 float read_rope_freq_scale(const GgufFile& file, const std::string& arch) {
   const std::string scaling = file.find_string(arch + ".rope.scaling.type").value_or("none");
-  if (scaling != "none" && scaling != "linear") {
+  if (scaling != "none" && scaling != "linear" && scaling != "longrope") {
     throw Error(file.path() + ": rope.scaling.type '" + scaling +
-                "' is not supported (kvdesk runs none and linear, and Llama 3 rope_freqs)");
+                "' is not supported (kvdesk runs none, linear and longrope, and Llama 3 rope_freqs)");
   }
+  if (scaling == "longrope") return 1.0f;
   std::optional<double> factor = file.find_float(arch + ".rope.scaling.factor");
   if (!factor) factor = file.find_float(arch + ".rope.scale_linear");
   check(scaling == "none" || factor.has_value(), file, "rope.scaling.type is linear but rope.scaling.factor is missing");
   if (!factor || *factor == 0) return 1.0f;
   check(*factor > 0, file, "rope.scaling.factor must be positive");
   return static_cast<float>(1.0 / *factor);
+}
+
+float read_positive(const GgufFile& file, const std::string& key, double fallback) {
+  const double v = file.find_float(key).value_or(fallback);
+  check(v > 0 && std::isfinite(v), file, "metadata '" + key + "' must be a positive number");
+  return static_cast<float>(v);
+}
+
+float read_required_positive(const GgufFile& file, const std::string& key) {
+  if (!file.find(key)) throw Error(file.path() + ": missing metadata '" + key + "'");
+  return read_positive(file, key, 1.0);
+}
+
+// Gemma scales q by 1/sqrt(query_pre_attn_scalar): the head dimension, except at 27B (Gemma 2:
+// 46 layers, Gemma 3: 62) where it is d_model / heads. A file's attention.scale wins.
+float read_attention_scale(const GgufFile& file, const ModelConfig& c) {
+  const std::string key = c.architecture + ".attention.scale";
+  if (file.find_float(key).value_or(0) != 0) return read_positive(file, key, 1.0);
+  const bool gemma_27b = c.traits.gemma_attention_scale &&
+                         ((c.architecture == "gemma2" && c.block_count == 46) ||
+                          (c.architecture == "gemma3" && c.block_count == 62));
+  const int32_t dim = gemma_27b ? c.embedding_length / c.head_count : c.head_dim;
+  return 1.0f / std::sqrt(float(dim));
+}
+
+// Granite's four multipliers are part of its architecture: the converter always writes them.
+void read_granite_multipliers(const GgufFile& file, ModelConfig& c) {
+  const std::string& a = c.architecture;
+  c.embedding_scale = read_required_positive(file, a + ".embedding_scale");
+  c.residual_scale = read_required_positive(file, a + ".residual_scale");
+  c.logit_scale = read_required_positive(file, a + ".logit_scale");
+  c.attention_scale = read_required_positive(file, a + ".attention.scale");
+}
+
+// Gemma 2 defaults to the caps its config.json has (50 and 30) when the file lacks them.
+void read_softcapping(const GgufFile& file, ModelConfig& c) {
+  c.attn_logit_softcap = read_positive(file, c.architecture + ".attn_logit_softcapping", 50.0);
+  c.final_logit_softcap = read_positive(file, c.architecture + ".final_logit_softcapping", 30.0);
+}
+
+// Gemma 2 must name its window; Gemma 3 without one runs every layer global.
+void read_sliding_window(const GgufFile& file, ModelConfig& c) {
+  const std::string key = c.architecture + ".attention.sliding_window";
+  if (c.architecture == "gemma2" && !file.find(key)) throw Error(file.path() + ": missing metadata '" + key + "'");
+  if (!file.find(key) || file.get_uint(key) == 0) return;
+  c.sliding_window = read_dim(file, key, kMaxContext);
+  c.local_rope_freq_base = c.traits.local_rope_freq_base > 0 ? c.traits.local_rope_freq_base : c.rope_freq_base;
+}
+
+void read_longrope(const GgufFile& file, ModelConfig& c) {
+  const std::string& a = c.architecture;
+  c.rope_attn_factor = read_positive(file, a + ".rope.scaling.attn_factor", 1.0);
+  if (file.find(a + ".rope.scaling.original_context_length")) {
+    c.rope_original_context = read_dim(file, a + ".rope.scaling.original_context_length", kMaxContext);
+  }
+}
+
+void read_family_settings(const GgufFile& file, ModelConfig& c) {
+  c.attention_scale = read_attention_scale(file, c);
+  if (c.traits.embedding_times_sqrt_dim) c.embedding_scale = std::sqrt(float(c.embedding_length));
+  if (c.traits.granite_multipliers) read_granite_multipliers(file, c);
+  if (c.traits.gemma2_softcapping) read_softcapping(file, c);
+  if (c.traits.local_pattern > 0) read_sliding_window(file, c);
+  read_longrope(file, c);
 }
 
 }  // namespace
@@ -66,6 +134,7 @@ ModelConfig read_model_config(const GgufFile& file) {
     throw Error(file.path() + ": the model architecture '" + c.architecture +
                 "' is not supported; kvdesk runs " + supported_architecture_names());
   }
+  c.traits = *arch;
   c.rope_mode = arch->rope_mode;
   c.qkv_bias = arch->qkv_bias;
   const std::string& a = c.architecture;
@@ -97,6 +166,7 @@ ModelConfig read_model_config(const GgufFile& file) {
       file.find_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-5));
   check(c.rms_eps > 0 && c.rms_eps < 1, file, "attention.layer_norm_rms_epsilon out of range");
   c.vocab_size = read_vocab_size(file, a);
+  read_family_settings(file, c);
   return c;
 }
 
@@ -107,6 +177,16 @@ ops::RopeParams rope_params(const ModelConfig& c, const float* freq_factors) {
   p.freq_scale = c.rope_freq_scale;
   p.freq_factors = freq_factors;
   p.mode = c.rope_mode;
+  p.attn_factor = c.rope_attn_factor;
+  return p;
+}
+
+ops::RopeParams layer_rope_params(const ModelConfig& c, const float* freq_factors, int32_t l) {
+  ops::RopeParams p = rope_params(c, freq_factors);
+  if (c.is_local_layer(l) && c.traits.local_rope_freq_base > 0) {
+    p.freq_base = c.local_rope_freq_base;
+    p.freq_scale = 1.0f;
+  }
   return p;
 }
 

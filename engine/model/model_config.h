@@ -1,6 +1,6 @@
-// ModelConfig: the hyperparameters of a Llama-family model (llama, qwen2), read from GGUF
+// ModelConfig: the hyperparameters of a Llama-family model (architecture.h), read from GGUF
 // metadata ("<arch>.embedding_length", ...) and checked for consistency before any weight is
-// touched.
+// touched. Multipliers that an architecture lacks are 1, soft caps and windows 0 (off).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,7 +12,8 @@ namespace kvdesk {
 class GgufFile;
 
 struct ModelConfig {
-  std::string architecture;     // "llama", "qwen2"
+  std::string architecture;     // "llama", "qwen2", "gemma2", ...
+  Architecture traits;          // the family's optional pieces
   std::string name;             // general.name, may be empty
   int32_t context_length = 0;
   int32_t embedding_length = 0; // d_model
@@ -26,8 +27,23 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f; // 1 / linear scaling factor
   ops::RopeMode rope_mode = ops::RopeMode::Normal;
   TensorPresence qkv_bias = TensorPresence::Optional;
+  float rope_attn_factor = 1.0f;      // LongRoPE: multiplies cos and sin (q and k both)
+  int32_t rope_original_context = 0;  // LongRoPE: past this context the long factors apply
   float rms_eps = 1e-5f;
   int32_t vocab_size = 0;
+  float attention_scale = 1.0f;       // s = attention_scale * dot(q, k)
+  float attn_logit_softcap = 0;       // s = cap * tanh(s / cap) when > 0 (Gemma 2)
+  float final_logit_softcap = 0;      // the same on the logits
+  int32_t sliding_window = 0;         // tokens a local layer attends to, itself included
+  float local_rope_freq_base = 10000.0f;  // RoPE base of local layers
+  float embedding_scale = 1.0f;       // x = embedding * embedding_scale
+  float residual_scale = 1.0f;        // x += block(x) * residual_scale (Granite)
+  float logit_scale = 1.0f;           // logits = output / logit_scale (Granite)
+
+  // Whether layer l attends through a sliding window (architecture.h: local_pattern).
+  bool is_local_layer(int32_t l) const {
+    return sliding_window > 0 && traits.local_pattern > 0 && l % traits.local_pattern < traits.local_pattern - 1;
+  }
 
   int32_t q_dim() const { return head_count * head_dim; }
   int32_t kv_dim() const { return head_count_kv * head_dim; }
@@ -39,8 +55,12 @@ struct ModelConfig {
 // together with the supported ones.
 ModelConfig read_model_config(const GgufFile& file);
 
-// The RoPE settings of c, with freq_factors ([rope_dimension_count / 2] or null) wherever the
-// caller keeps the rope_freqs tensor (host memory for the CPU, device memory for CUDA).
+// The RoPE settings of c's global layers, with freq_factors ([rope_dimension_count / 2] or null)
+// wherever the caller keeps the rope_freqs tensor (host memory for the CPU, device memory for
+// CUDA).
 ops::RopeParams rope_params(const ModelConfig& c, const float* freq_factors);
+
+// The RoPE settings of layer l: local layers may have their own base and no scaling (Gemma 3).
+ops::RopeParams layer_rope_params(const ModelConfig& c, const float* freq_factors, int32_t l);
 
 }  // namespace kvdesk

@@ -1,5 +1,5 @@
 // Binding GGUF tensors to the Llama layer structure (names as llama.cpp's llama-arch), with
-// shape and type checks.
+// shape and type checks; each architecture's optional tensors per its traits.
 #include "engine/model/model_weights.h"
 
 #include <cmath>
@@ -42,6 +42,14 @@ class Binder {
     return WeightMatrix{t.type, file_.tensor_data(t), rows, cols, ggml_row_bytes(t.type, cols)};
   }
 
+  // Rows [first, first + rows) of a matrix already bound: one part of a fused tensor.
+  static WeightMatrix rows_of(const WeightMatrix& m, int64_t first, int64_t rows) {
+    WeightMatrix part = m;
+    part.data = m.row(first);
+    part.rows = rows;
+    return part;
+  }
+
   const float* vector(const std::string& name, int64_t n) {
     const GgufTensorInfo& t = require_tensor(file_, name, {n});
     if (t.type != GgmlType::F32) {
@@ -54,6 +62,7 @@ class Binder {
 
   // A vector the architecture may or must have; nullptr when optional and absent.
   const float* vector(const std::string& name, int64_t n, TensorPresence presence) {
+    if (presence == TensorPresence::Absent) return nullptr;
     if (presence == TensorPresence::Optional && !file_.find_tensor(name)) return nullptr;
     return vector(name, n);
   }
@@ -77,6 +86,58 @@ void check_rope_freqs(const GgufFile& file, const float* factors, int64_t n) {
   }
 }
 
+// The frequency factors RoPE uses: Llama 3's rope_freqs, or one of Phi-3's LongRoPE pair.
+const float* bind_rope_factors(const GgufFile& file, const ModelConfig& c, Binder& bind) {
+  const int64_t n = c.rope_dimension_count / 2;
+  const float* factors = bind.vector("rope_freqs.weight", n, TensorPresence::Optional);
+  const bool longrope = file.find_tensor("rope_factors_long.weight") || file.find_tensor("rope_factors_short.weight");
+  if (longrope) {
+    const float* long_factors = bind.vector("rope_factors_long.weight", n);
+    const float* short_factors = bind.vector("rope_factors_short.weight", n);
+    const bool past_original = c.rope_original_context > 0 && c.context_length > c.rope_original_context;
+    factors = past_original ? long_factors : short_factors;
+  }
+  if (factors) check_rope_freqs(file, factors, n);
+  return factors;
+}
+
+void bind_attention(Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int64_t d = c.embedding_length;
+  if (c.traits.fused_projections) {
+    const WeightMatrix qkv = bind.matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), d);
+    l.wq = Binder::rows_of(qkv, 0, c.q_dim());
+    l.wk = Binder::rows_of(qkv, c.q_dim(), c.kv_dim());
+    l.wv = Binder::rows_of(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+  } else {
+    l.wq = bind.matrix(p + "attn_q.weight", c.q_dim(), d);
+    l.wk = bind.matrix(p + "attn_k.weight", c.kv_dim(), d);
+    l.wv = bind.matrix(p + "attn_v.weight", c.kv_dim(), d);
+  }
+  l.bq = bind.vector(p + "attn_q.bias", c.q_dim(), c.traits.qkv_bias);
+  l.bk = bind.vector(p + "attn_k.bias", c.kv_dim(), c.traits.qkv_bias);
+  l.bv = bind.vector(p + "attn_v.bias", c.kv_dim(), c.traits.qkv_bias);
+  l.q_norm = bind.vector(p + "attn_q_norm.weight", c.head_dim, c.traits.qk_norm);
+  l.k_norm = bind.vector(p + "attn_k_norm.weight", c.head_dim, c.traits.qk_norm);
+  l.wo = bind.matrix(p + "attn_output.weight", d, c.q_dim());
+  if (c.traits.post_norms) l.attn_post_norm = bind.vector(p + "post_attention_norm.weight", d);
+}
+
+void bind_ffn(Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int64_t d = c.embedding_length;
+  const int64_t ff = c.feed_forward_length;
+  l.ffn_norm = bind.vector(p + "ffn_norm.weight", d);
+  if (c.traits.fused_projections) {
+    const WeightMatrix gate_up = bind.matrix(p + "ffn_up.weight", 2 * ff, d);
+    l.w_gate = Binder::rows_of(gate_up, 0, ff);
+    l.w_up = Binder::rows_of(gate_up, ff, ff);
+  } else {
+    l.w_gate = bind.matrix(p + "ffn_gate.weight", ff, d);
+    l.w_up = bind.matrix(p + "ffn_up.weight", ff, d);
+  }
+  l.w_down = bind.matrix(p + "ffn_down.weight", d, ff);
+  if (c.traits.post_norms) l.ffn_post_norm = bind.vector(p + "post_ffw_norm.weight", d);
+}
+
 uint64_t matrix_bytes(const WeightMatrix& m) { return uint64_t(m.rows) * m.row_bytes; }
 uint64_t vector_bytes(const float* v, int64_t n) { return v ? uint64_t(n) * sizeof(float) : 0; }
 
@@ -90,25 +151,14 @@ ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& c) {
   w.output_norm = bind.vector("output_norm.weight", d);
   w.tied_output = file.find_tensor("output.weight") == nullptr;
   w.output = w.tied_output ? w.token_embd : bind.matrix("output.weight", c.vocab_size, d);
-  // note: rope_freqs is bound for every architecture; llama.cpp's Llama 3.x conversion writes it.
-  w.rope_freqs = bind.vector("rope_freqs.weight", c.rope_dimension_count / 2, TensorPresence::Optional);
-  if (w.rope_freqs) check_rope_freqs(file, w.rope_freqs, c.rope_dimension_count / 2);
+  w.rope_freqs = bind_rope_factors(file, c, bind);
   w.layers.resize(c.block_count);
   for (int32_t i = 0; i < c.block_count; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
     l.attn_norm = bind.vector(p + "attn_norm.weight", d);
-    l.wq = bind.matrix(p + "attn_q.weight", c.q_dim(), d);
-    l.wk = bind.matrix(p + "attn_k.weight", c.kv_dim(), d);
-    l.wv = bind.matrix(p + "attn_v.weight", c.kv_dim(), d);
-    l.bq = bind.vector(p + "attn_q.bias", c.q_dim(), c.qkv_bias);
-    l.bk = bind.vector(p + "attn_k.bias", c.kv_dim(), c.qkv_bias);
-    l.bv = bind.vector(p + "attn_v.bias", c.kv_dim(), c.qkv_bias);
-    l.wo = bind.matrix(p + "attn_output.weight", d, c.q_dim());
-    l.ffn_norm = bind.vector(p + "ffn_norm.weight", d);
-    l.w_gate = bind.matrix(p + "ffn_gate.weight", c.feed_forward_length, d);
-    l.w_up = bind.matrix(p + "ffn_up.weight", c.feed_forward_length, d);
-    l.w_down = bind.matrix(p + "ffn_down.weight", d, c.feed_forward_length);
+    bind_attention(bind, p, c, l);
+    bind_ffn(bind, p, c, l);
   }
   return w;
 }
@@ -120,7 +170,8 @@ uint64_t decode_weight_read_bytes(const ModelWeights& w) {
     bytes += matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo) +
              matrix_bytes(l.w_gate) + matrix_bytes(l.w_up) + matrix_bytes(l.w_down);
     bytes += vector_bytes(l.attn_norm, d) + vector_bytes(l.ffn_norm, d) + vector_bytes(l.bq, l.wq.rows) +
-             vector_bytes(l.bk, l.wk.rows) + vector_bytes(l.bv, l.wv.rows);
+             vector_bytes(l.bk, l.wk.rows) + vector_bytes(l.bv, l.wv.rows) + vector_bytes(l.attn_post_norm, d) +
+             vector_bytes(l.ffn_post_norm, d);
   }
   return bytes;
 }

@@ -1,7 +1,8 @@
 // ModelWeights: typed views of a Llama-family model's tensors inside the mapped GGUF file.
 // Weights stay in their stored type (F32/F16/BF16/Q8_0/Q4_0); nothing is dequantized at load.
 // Every tensor's presence (per architecture), type and shape is checked against the
-// ModelConfig here, once.
+// ModelConfig here, once. Fused tensors (Phi-3's attn_qkv, ffn_up) are bound as row ranges, so
+// the forward pass sees separate q/k/v and gate/up matrices for every architecture.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -32,11 +33,15 @@ struct LayerWeights {
   const float* bq = nullptr;          // [q_dim] or null (no bias)
   const float* bk = nullptr;          // [kv_dim] or null
   const float* bv = nullptr;          // [kv_dim] or null
+  const float* q_norm = nullptr;      // [head_dim] RMS norm of each q head before RoPE, or null
+  const float* k_norm = nullptr;      // [head_dim] the same for k heads, or null
   WeightMatrix wo;                    // [d_model][q_dim]
+  const float* attn_post_norm = nullptr;  // [d_model] norm of the attention output, or null
   const float* ffn_norm = nullptr;    // [d_model]
   WeightMatrix w_gate;                // [d_ff][d_model]
   WeightMatrix w_up;                  // [d_ff][d_model]
   WeightMatrix w_down;                // [d_model][d_ff]
+  const float* ffn_post_norm = nullptr;   // [d_model] norm of the FFN output, or null
 };
 
 struct ModelWeights {
@@ -45,7 +50,9 @@ struct ModelWeights {
   const float* output_norm = nullptr; // [d_model]
   WeightMatrix output;                // [vocab][d_model]; token_embd when the file ties them
   bool tied_output = false;
-  const float* rope_freqs = nullptr;  // [rope_dimension_count / 2] Llama 3 frequency factors, or null
+  // [rope_dimension_count / 2] per-pair frequency divisors, or null: Llama 3's rope_freqs, or
+  // Phi-3's rope_factors_long when the context is past the original one, else rope_factors_short.
+  const float* rope_freqs = nullptr;
   int64_t num_parameters = 0;
   uint64_t weight_bytes = 0;
 };

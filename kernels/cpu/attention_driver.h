@@ -269,10 +269,12 @@ void keep_scores(const GroupJob& job, int32_t first, int32_t rows) {
   }
 }
 
-inline void normalize_weights(const GroupJob& job) {
+// Rows before first_token (outside a sliding window) get weight 0.
+inline void normalize_weights(const GroupJob& job, int32_t first_token) {
   for (int32_t h = 0; h < job.heads; ++h) {
     float* w = job.weights + int64_t(h) * job.num_tokens;
-    for (int32_t j = 0; j < job.num_tokens; ++j) w[j] = std::exp(w[j] - job.m[h]) / job.l[h];
+    for (int32_t j = 0; j < first_token; ++j) w[j] = 0;
+    for (int32_t j = first_token; j < job.num_tokens; ++j) w[j] = std::exp(w[j] - job.m[h]) / job.l[h];
   }
 }
 
@@ -299,7 +301,7 @@ void start_group(const GroupJob& job) {
 }
 
 template <class Isa>
-void finish_group(const GroupJob& job) {
+void finish_group(const GroupJob& job, int32_t first_token) {
   constexpr int W = Isa::kLanes;
   for (int32_t h = 0; h < job.heads; ++h) {
     const typename Isa::Vec inv_l = Isa::set1(1.0f / job.l[h]);
@@ -307,7 +309,7 @@ void finish_group(const GroupJob& job) {
       Isa::store(job.out + h * job.d + c, Isa::mul(Isa::load(job.acc + h * job.d + c), inv_l));
     }
   }
-  if (job.weights) normalize_weights(job);
+  if (job.weights) normalize_weights(job, first_token);
 }
 
 // Tiles outside, kv heads inside: a block stores every kv head's rows next to each other
@@ -320,6 +322,7 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   static_assert(W <= kSimdMaxLanes);
   const int32_t d = layer.head_dim;
   KVDESK_ASSERT(seq.num_tokens > 0 && d % W == 0 && args.num_heads % layer.num_kv_heads == 0);
+  KVDESK_ASSERT(args.first_token >= 0 && args.first_token < seq.num_tokens);
   const int32_t groups = layer.num_kv_heads;
   const int32_t group_heads = args.num_heads / groups;
   const TileFn<Isa> scores = tile_fn<Isa, Scores>(layer.k.type);
@@ -328,7 +331,7 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   const size_t v_row_bytes = kv_row_bytes(layer.v.type, d);
   for (int32_t g = 0; g < groups; ++g) start_group(group_job<Isa>(args, seq.num_tokens, g, group_heads, d));
   RowTile<Isa> tile;
-  for (int32_t first = 0; first < seq.num_tokens; first += W) {
+  for (int32_t first = args.first_token; first < seq.num_tokens; first += W) {
     if (first + W < seq.num_tokens) {
       for (int32_t g = 0; g < groups; ++g) {
         locate_rows(layer, seq, g, first + W, tile);
@@ -344,7 +347,9 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
       values(tile, job);
     }
   }
-  for (int32_t g = 0; g < groups; ++g) finish_group<Isa>(group_job<Isa>(args, seq.num_tokens, g, group_heads, d));
+  for (int32_t g = 0; g < groups; ++g) {
+    finish_group<Isa>(group_job<Isa>(args, seq.num_tokens, g, group_heads, d), args.first_token);
+  }
 }
 
 }  // namespace

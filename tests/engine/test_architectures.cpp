@@ -1,7 +1,9 @@
-// Architectures: tiny random qwen2 and Llama 3 (rope_freqs) models give the logits of a
-// forward pass written here with plain loops in double over the GGUF's tensors (biases, NeoX
-// or adjacent-pair RoPE, frequency factors, GQA, tied output), and generate deterministically.
-// Unsupported architectures, RoPE scalings, missing biases and wrong shapes get clear errors.
+// Architectures: tiny random models of every supported family (llama, Llama 3 rope_freqs, qwen2,
+// qwen3, gemma2, gemma3, phi3 with LongRoPE, granite) give the logits of a forward pass written
+// here with plain loops in double over the GGUF's tensors (biases, q/k norms, post norms, NeoX
+// or adjacent-pair RoPE, frequency factors, sliding windows, soft caps, fused projections,
+// multipliers, GQA, tied output), and generate deterministically. Unsupported architectures,
+// RoPE scalings, missing tensors and keys and wrong shapes get clear errors.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include "engine/error.h"
 #include "engine/lab/gguf_writer.h"
 #include "engine/model/model.h"
+#include "engine/tokenizer/byte_unicode.h"
 #include "engine/lab/random_model.h"
 #include "kernels/quantize.h"
 #include "tests/engine/model_run.h"
@@ -66,82 +69,167 @@ Vec rms_norm(const Vec& x, const Vec& w, double eps) {
 }
 
 struct ReferenceOptions {
-  bool use_rope_freqs = true;   // false: ignore the file's rope_freqs (to see that they matter)
+  bool use_rope_freqs = true;       // false: ignore the file's rope_freqs (to see that they matter)
+  bool use_sliding_window = true;   // false: every layer global (to see that the window matters)
 };
+
+double key_or(const GgufFile& f, const std::string& key, double fallback) {
+  return f.find_float(key).value_or(fallback);
+}
+
+// Everything that differs between the families, read the way each model's own code defines it.
+struct ReferenceShape {
+  std::string arch;
+  size_t D, H, KVH, HD, layers, window;
+  double eps, base, local_base, attn_scale, attn_cap, final_cap, embd_scale, residual_scale, logit_scale, rope_mscale;
+  bool neox, gemma, gelu;
+  Vec rope_factors;
+
+  bool local(size_t l) const {
+    if (window == 0) return false;
+    if (arch == "gemma2") return l % 2 == 0;
+    return arch == "gemma3" && l % 6 < 5;
+  }
+};
+
+ReferenceShape reference_shape(const GgufFile& f, const ReferenceOptions& options) {
+  ReferenceShape s;
+  s.arch = f.get_string("general.architecture");
+  const std::string a = s.arch + ".";
+  s.D = f.get_uint(a + "embedding_length");
+  s.H = f.get_uint(a + "attention.head_count");
+  s.KVH = f.get_uint(a + "attention.head_count_kv");
+  s.HD = f.find(a + "attention.key_length") ? f.get_uint(a + "attention.key_length") : s.D / s.H;
+  s.layers = f.get_uint(a + "block_count");
+  s.eps = f.get_float(a + "attention.layer_norm_rms_epsilon");
+  s.base = f.get_float(a + "rope.freq_base");
+  s.gemma = s.arch == "gemma2" || s.arch == "gemma3";
+  s.gelu = s.gemma;
+  s.neox = s.arch == "qwen2" || s.arch == "qwen3" || s.gemma || s.arch == "phi3";
+  s.local_base = s.arch == "gemma3" ? 10000.0 : s.base;
+  s.window = options.use_sliding_window && f.find(a + "attention.sliding_window") ? f.get_uint(a + "attention.sliding_window") : 0;
+  s.attn_scale = key_or(f, a + "attention.scale", 1.0 / std::sqrt(double(s.HD)));
+  s.attn_cap = s.arch == "gemma2" ? key_or(f, a + "attn_logit_softcapping", 50.0) : 0.0;
+  s.final_cap = s.arch == "gemma2" ? key_or(f, a + "final_logit_softcapping", 30.0) : 0.0;
+  s.embd_scale = s.gemma ? std::sqrt(double(s.D)) : key_or(f, a + "embedding_scale", 1.0);
+  s.residual_scale = key_or(f, a + "residual_scale", 1.0);
+  s.logit_scale = key_or(f, a + "logit_scale", 1.0);
+  s.rope_mscale = key_or(f, a + "rope.scaling.attn_factor", 1.0);
+  s.rope_factors = options.use_rope_freqs ? tensor_values(f, "rope_freqs.weight") : Vec{};
+  if (f.find_tensor("rope_factors_long.weight")) {   // Phi-3 LongRoPE: long factors past the original context
+    const bool past = f.get_uint(a + "context_length") > f.get_uint(a + "rope.scaling.original_context_length");
+    s.rope_factors = tensor_values(f, past ? "rope_factors_long.weight" : "rope_factors_short.weight");
+  }
+  return s;
+}
+
+void softcap(double& x, double cap) {
+  if (cap > 0) x = cap * std::tanh(x / cap);
+}
 
 // Logits [T][vocab] of tokens at positions 0..T-1 of one sequence.
 std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens,
                                   const ReferenceOptions& options = {}) {
-  const std::string arch = f.get_string("general.architecture");
-  const std::string a = arch + ".";
-  const size_t D = f.get_uint(a + "embedding_length");
-  const size_t H = f.get_uint(a + "attention.head_count");
-  const size_t KVH = f.get_uint(a + "attention.head_count_kv");
-  const size_t HD = D / H;
-  const size_t layers = f.get_uint(a + "block_count");
-  const double eps = f.get_float(a + "attention.layer_norm_rms_epsilon");
-  const double base = f.get_float(a + "rope.freq_base");
-  const bool neox = arch == "qwen2";
-  const Vec rope_freqs = options.use_rope_freqs ? tensor_values(f, "rope_freqs.weight") : Vec{};
+  const ReferenceShape S = reference_shape(f, options);
+  const size_t D = S.D, H = S.H, KVH = S.KVH, HD = S.HD;
 
-  // Rotates one head at position pos: pair i turns by pos * base^(-2i/HD) / factor_i.
-  auto rope = [&](double* x, size_t pos) {
+  // Rotates one head at position pos: pair i turns by pos * base^(-2i/HD) / factor_i, and
+  // LongRoPE scales the rotated values by its attention factor.
+  auto rope = [&](double* x, size_t pos, double base) {
     for (size_t i = 0; i < HD / 2; ++i) {
-      const double factor = rope_freqs.empty() ? 1.0 : rope_freqs[i];
+      const double factor = S.rope_factors.empty() ? 1.0 : S.rope_factors[i];
       const double theta = double(pos) * std::pow(base, -2.0 * double(i) / double(HD)) / factor;
-      const size_t ia = neox ? i : 2 * i;
-      const size_t ib = neox ? i + HD / 2 : 2 * i + 1;
+      const size_t ia = S.neox ? i : 2 * i;
+      const size_t ib = S.neox ? i + HD / 2 : 2 * i + 1;
       const double x0 = x[ia], x1 = x[ib];
-      x[ia] = x0 * std::cos(theta) - x1 * std::sin(theta);
-      x[ib] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      x[ia] = S.rope_mscale * (x0 * std::cos(theta) - x1 * std::sin(theta));
+      x[ib] = S.rope_mscale * (x0 * std::sin(theta) + x1 * std::cos(theta));
     }
+  };
+  auto norm_heads = [&](Vec& x, const Vec& w) {
+    if (w.empty()) return;
+    for (size_t h = 0; h < x.size() / HD; ++h) {
+      const Vec head = rms_norm(Vec(x.begin() + h * HD, x.begin() + (h + 1) * HD), w, S.eps);
+      std::copy(head.begin(), head.end(), x.begin() + h * HD);
+    }
+  };
+  // x += post_norm(y) * residual_scale.
+  auto add_residual = [&](Vec& x, Vec y, const Vec& post_norm) {
+    if (!post_norm.empty()) y = rms_norm(y, post_norm, S.eps);
+    for (size_t i = 0; i < D; ++i) x[i] += y[i] * S.residual_scale;
   };
 
   const Vec embd = tensor_values(f, "token_embd.weight");
   const size_t T = tokens.size();
   std::vector<Vec> x(T);
-  for (size_t t = 0; t < T; ++t) x[t] = Vec(embd.begin() + tokens[t] * D, embd.begin() + (tokens[t] + 1) * D);
+  for (size_t t = 0; t < T; ++t) {
+    x[t] = Vec(embd.begin() + tokens[t] * D, embd.begin() + (tokens[t] + 1) * D);
+    for (double& v : x[t]) v *= S.embd_scale;
+  }
 
-  for (size_t l = 0; l < layers; ++l) {
+  for (size_t l = 0; l < S.layers; ++l) {
     auto w = [&](const std::string& name) { return tensor_values(f, "blk." + std::to_string(l) + "." + name); };
     const Vec attn_norm = w("attn_norm.weight"), ffn_norm = w("ffn_norm.weight");
-    const Vec wq = w("attn_q.weight"), wk = w("attn_k.weight"), wv = w("attn_v.weight"), wo = w("attn_output.weight");
+    Vec wq = w("attn_q.weight"), wk = w("attn_k.weight"), wv = w("attn_v.weight");
+    const Vec wo = w("attn_output.weight");
     const Vec bq = w("attn_q.bias"), bk = w("attn_k.bias"), bv = w("attn_v.bias");
-    const Vec wg = w("ffn_gate.weight"), wu = w("ffn_up.weight"), wd = w("ffn_down.weight");
+    const Vec q_norm = w("attn_q_norm.weight"), k_norm = w("attn_k_norm.weight");
+    const Vec post_attn = w("post_attention_norm.weight"), post_ffn = w("post_ffw_norm.weight");
+    Vec wg = w("ffn_gate.weight"), wu = w("ffn_up.weight");
+    const Vec wd = w("ffn_down.weight");
+    const Vec wqkv = w("attn_qkv.weight");
+    if (!wqkv.empty()) {   // Phi-3: rows [q | k | v]
+      const size_t q_values = H * HD * D, kv_values = KVH * HD * D;
+      wq = Vec(wqkv.begin(), wqkv.begin() + q_values);
+      wk = Vec(wqkv.begin() + q_values, wqkv.begin() + q_values + kv_values);
+      wv = Vec(wqkv.begin() + q_values + kv_values, wqkv.end());
+    }
+    if (wg.empty()) {   // Phi-3: ffn_up rows [gate | up]
+      wg = Vec(wu.begin(), wu.begin() + wu.size() / 2);
+      wu = Vec(wu.begin() + wu.size() / 2, wu.end());
+    }
+    const double base = S.local(l) ? S.local_base : S.base;
     std::vector<Vec> q(T), k(T), v(T);
     for (size_t t = 0; t < T; ++t) {
-      const Vec xn = rms_norm(x[t], attn_norm, eps);
+      const Vec xn = rms_norm(x[t], attn_norm, S.eps);
       q[t] = matvec(wq, xn, bq);
       k[t] = matvec(wk, xn, bk);
       v[t] = matvec(wv, xn, bv);
-      for (size_t h = 0; h < H; ++h) rope(&q[t][h * HD], t);
-      for (size_t h = 0; h < KVH; ++h) rope(&k[t][h * HD], t);
+      norm_heads(q[t], q_norm);
+      norm_heads(k[t], k_norm);
+      for (size_t h = 0; h < H; ++h) rope(&q[t][h * HD], t, base);
+      for (size_t h = 0; h < KVH; ++h) rope(&k[t][h * HD], t, base);
     }
     for (size_t t = 0; t < T; ++t) {
+      const size_t first = S.local(l) && t + 1 > S.window ? t + 1 - S.window : 0;
       Vec att(H * HD, 0.0);
       for (size_t h = 0; h < H; ++h) {
         const size_t g = h / (H / KVH);
-        Vec p(t + 1);
-        for (size_t j = 0; j <= t; ++j) {
+        Vec p(t + 1 - first);
+        for (size_t j = first; j <= t; ++j) {
           double s = 0;
           for (size_t i = 0; i < HD; ++i) s += q[t][h * HD + i] * k[j][g * HD + i];
-          p[j] = s / std::sqrt(double(HD));
+          p[j - first] = s * S.attn_scale;
+          softcap(p[j - first], S.attn_cap);
         }
         const double m = *std::max_element(p.begin(), p.end());
         double sum = 0;
         for (double& e : p) sum += (e = std::exp(e - m));
-        for (size_t j = 0; j <= t; ++j) {
-          for (size_t i = 0; i < HD; ++i) att[h * HD + i] += p[j] / sum * v[j][g * HD + i];
+        for (size_t j = first; j <= t; ++j) {
+          for (size_t i = 0; i < HD; ++i) att[h * HD + i] += p[j - first] / sum * v[j][g * HD + i];
         }
       }
-      const Vec o = matvec(wo, att);
-      for (size_t i = 0; i < D; ++i) x[t][i] += o[i];
-      const Vec xn = rms_norm(x[t], ffn_norm, eps);
+      add_residual(x[t], matvec(wo, att), post_attn);
+      const Vec xn = rms_norm(x[t], ffn_norm, S.eps);
       Vec gate = matvec(wg, xn);
       const Vec up = matvec(wu, xn);
-      for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
-      const Vec down = matvec(wd, gate);
-      for (size_t i = 0; i < D; ++i) x[t][i] += down[i];
+      for (size_t i = 0; i < gate.size(); ++i) {
+        const double g = gate[i];
+        const double act = S.gelu ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
+                                  : g / (1.0 + std::exp(-g));
+        gate[i] = act * up[i];
+      }
+      add_residual(x[t], matvec(wd, gate), post_ffn);
     }
   }
 
@@ -149,7 +237,13 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   Vec output = tensor_values(f, "output.weight");
   if (output.empty()) output = embd;
   std::vector<Vec> logits(T);
-  for (size_t t = 0; t < T; ++t) logits[t] = matvec(output, rms_norm(x[t], out_norm, eps));
+  for (size_t t = 0; t < T; ++t) {
+    logits[t] = matvec(output, rms_norm(x[t], out_norm, S.eps));
+    for (double& v : logits[t]) {
+      v /= S.logit_scale;
+      softcap(v, S.final_cap);
+    }
+  }
   return logits;
 }
 
@@ -221,6 +315,125 @@ TEST_CASE("tiny qwen2 and Llama 3 models give the logits of a plain-loop referen
   INFO(variant.arch << " rope scaling " << variant.rope_scaling << " tied " << variant.tied
                     << ", prefill chunk " << prefill_chunk << ": largest logit difference " << worst);
   CHECK(worst < 1e-4);
+}
+
+namespace {
+
+// Each newer family as make-model writes it: Gemma 2 with a window of 8 over 2 layers (layer 0
+// local), Gemma 3 over 6 layers (five local, one global at base 1e6), Phi-3 with LongRoPE past
+// its original context (256 > 64: the long factors).
+RandomModelSpec family_spec(const std::string& arch) {
+  RandomModelSpec s = tiny_spec(arch);
+  if (arch == "gemma2" || arch == "gemma3") s.sliding_window = 8;
+  if (arch == "gemma3") {
+    s.layers = 6;
+    s.rope_freq_base = 1000000.0f;
+  }
+  if (arch == "phi3") s.rope_scaling = "longrope";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("qwen3, gemma2, gemma3, phi3 and granite give the logits of the reference forward", "[engine][architectures]") {
+  const std::string arch = GENERATE(as<std::string>{}, "qwen3", "gemma2", "gemma3", "phi3", "granite");
+  const int32_t prefill_chunk = GENERATE(1, 512);
+  TempDir dir;
+  write_random_model(family_spec(arch), dir.file("m.gguf"));
+  test::ModelRun r = open_model(dir.file("m.gguf"), 2, prefill_chunk);
+  const std::vector<int32_t> tokens = some_tokens(40);
+  const std::vector<float> logits = r.logits(tokens);
+  const double worst = worst_logit_difference(logits, reference_logits(r.model->file(), tokens));
+  INFO(arch << ", prefill chunk " << prefill_chunk << ": largest logit difference " << worst);
+  CHECK(worst < 1e-3);
+}
+
+TEST_CASE("each family's features move the logits: the engine is not matching a weaker reference", "[engine][architectures]") {
+  TempDir dir;
+  // Without the window, Gemma's local layers would see all 40 tokens instead of the last 8.
+  for (const char* arch : {"gemma2", "gemma3"}) {
+    write_random_model(family_spec(arch), dir.file(std::string(arch) + ".gguf"));
+    test::ModelRun r = open_model(dir.file(std::string(arch) + ".gguf"));
+    const std::vector<int32_t> tokens = some_tokens(40);
+    INFO(arch);
+    CHECK(r.model->config().sliding_window == 8);
+    CHECK(worst_logit_difference(r.logits(tokens), reference_logits(r.model->file(), tokens, {.use_sliding_window = false})) > 0.1);
+  }
+  // Phi-3 picks the long factors past its original context: the short ones give other logits.
+  write_random_model(family_spec("phi3"), dir.file("phi3.gguf"));
+  test::ModelRun phi = open_model(dir.file("phi3.gguf"));
+  const float* long_factors = reinterpret_cast<const float*>(phi.model->file().tensor_data(*phi.model->file().find_tensor("rope_factors_long.weight")));
+  CHECK(phi.model->weights().rope_freqs == long_factors);
+  CHECK(phi.model->config().rope_attn_factor > 1.0f);
+}
+
+TEST_CASE("the newer families read their own keys and tensors", "[engine][architectures]") {
+  TempDir dir;
+  auto load = [&](const std::string& arch) {
+    write_random_model(family_spec(arch), dir.file(arch + ".gguf"));
+    return Model::load(dir.file(arch + ".gguf"));
+  };
+  const auto gemma2 = load("gemma2");
+  const ModelConfig& g2 = gemma2->config();
+  CHECK(g2.attn_logit_softcap == 50.0f);
+  CHECK(g2.final_logit_softcap == 30.0f);
+  CHECK(g2.embedding_scale == Approx(std::sqrt(32.0)));
+  CHECK(g2.is_local_layer(0));
+  CHECK_FALSE(g2.is_local_layer(1));
+  CHECK(gemma2->weights().tied_output);
+  CHECK(gemma2->weights().layers[1].ffn_post_norm != nullptr);
+
+  const auto gemma3 = load("gemma3");
+  const ModelConfig& g3 = gemma3->config();
+  for (int32_t l = 0; l < 5; ++l) CHECK(g3.is_local_layer(l));
+  CHECK_FALSE(g3.is_local_layer(5));
+  CHECK(layer_rope_params(g3, nullptr, 0).freq_base == 10000.0f);
+  CHECK(layer_rope_params(g3, nullptr, 5).freq_base == 1000000.0f);
+  CHECK(g3.attn_logit_softcap == 0.0f);
+  CHECK(gemma3->weights().layers[0].q_norm != nullptr);
+
+  const auto qwen3 = load("qwen3");
+  CHECK(qwen3->config().rope_mode == ops::RopeMode::Neox);
+  CHECK(qwen3->weights().layers[0].k_norm != nullptr);
+  CHECK(qwen3->weights().layers[0].bq == nullptr);
+
+  const auto phi3 = load("phi3");
+  const LayerWeights& p = phi3->weights().layers[0];
+  CHECK(phi3->file().find_tensor("blk.0.attn_qkv.weight") != nullptr);
+  CHECK(static_cast<const uint8_t*>(p.wk.data) == static_cast<const uint8_t*>(p.wq.data) + p.wq.rows * p.wq.row_bytes);
+  CHECK(p.w_up.rows == 48);
+  CHECK(phi3->config().rope_original_context == 64);
+
+  const auto granite = load("granite");
+  const ModelConfig& gr = granite->config();
+  CHECK(gr.embedding_scale == 12.0f);
+  CHECK(gr.residual_scale == 0.22f);
+  CHECK(gr.attention_scale == 0.015625f);
+  CHECK(gr.logit_scale == 8.0f);
+  CHECK(gr.rope_mode == ops::RopeMode::Normal);
+}
+
+TEST_CASE("every newer family generates the same tokens every time, each the reference's argmax", "[engine][architectures]") {
+  const std::string arch = GENERATE(as<std::string>{}, "qwen3", "gemma2", "gemma3", "phi3", "granite");
+  TempDir dir;
+  write_random_model(family_spec(arch), dir.file("m.gguf"));
+  const std::vector<int32_t> prompt = some_tokens(6);
+  std::vector<int32_t> first;
+  for (int threads : {1, 2}) {
+    test::ModelRun r = open_model(dir.file("m.gguf"), threads);
+    const Completion result = r.greedy(prompt, 16);
+    REQUIRE(result.tokens.size() == 16);
+    if (first.empty()) first = result.tokens;
+    CHECK(result.tokens == first);
+  }
+  std::vector<int32_t> sequence = prompt;
+  sequence.insert(sequence.end(), first.begin(), first.end() - 1);
+  const std::vector<Vec> logits = reference_logits(*GgufFile::open(dir.file("m.gguf")), sequence);
+  for (size_t i = 0; i < first.size(); ++i) {
+    const Vec& row = logits[prompt.size() - 1 + i];
+    INFO(arch << " token " << i);
+    CHECK(std::max_element(row.begin(), row.end()) - row.begin() == first[i]);
+  }
 }
 
 TEST_CASE("the Llama 3 frequency factors change the logits the reference must match", "[engine][architectures]") {
@@ -375,8 +588,8 @@ TEST_CASE("Llama 3.1 rope factors keep short wavelengths, slow long ones 8x and 
 namespace {
 
 // Hyperparameters of a 1-layer model: d_model 8, 2 heads over 1 KV head (head dim 4), ff 16,
-// vocabulary 4.
-void add_metadata(GgufWriter& w, const std::string& arch) {
+// vocabulary 4 unless given.
+void add_metadata(GgufWriter& w, const std::string& arch, uint32_t vocab_size = 4) {
   const std::string a = arch + ".";
   w.add_string("general.architecture", arch);
   w.add_uint32(a + "context_length", 64);
@@ -385,7 +598,7 @@ void add_metadata(GgufWriter& w, const std::string& arch) {
   w.add_uint32(a + "feed_forward_length", 16);
   w.add_uint32(a + "attention.head_count", 2);
   w.add_uint32(a + "attention.head_count_kv", 1);
-  w.add_uint32(a + "vocab_size", 4);
+  w.add_uint32(a + "vocab_size", vocab_size);
 }
 
 struct TensorSpec {
@@ -449,11 +662,71 @@ std::vector<TensorSpec> with(std::vector<TensorSpec> tensors, const TensorSpec& 
 }  // namespace
 
 TEST_CASE("an unsupported architecture is named in the error with the supported ones", "[engine][architectures]") {
-  const std::string arch = GENERATE(std::string("gemma2"), std::string("phi3"), std::string("falcon"));
+  const std::string arch = GENERATE(std::string("falcon"), std::string("phi2"), std::string("mamba"));
   TempDir dir;
   const std::string path = write_tiny(dir, arch, tiny_tensors());
   CHECK_THROWS_WITH(Model::load(path), Catch::Contains("architecture '" + arch + "' is not supported") &&
-                                           Catch::Contains("kvdesk runs llama, qwen2"));
+                                           Catch::Contains("kvdesk runs llama, qwen2, qwen3, gemma2, gemma3, phi3, granite"));
+}
+
+TEST_CASE("missing family keys and tensors are named", "[engine][architectures]") {
+  TempDir dir;
+  // Gemma 2 must give its window; Granite its multipliers.
+  GgufWriter gemma;
+  add_metadata(gemma, "gemma2");
+  gemma.write(dir.file("g.gguf"));
+  CHECK_THROWS_WITH(read_model_config(*GgufFile::open(dir.file("g.gguf"))),
+                    Catch::Contains("missing metadata 'gemma2.attention.sliding_window'"));
+  GgufWriter granite;
+  add_metadata(granite, "granite");
+  granite.add_float32("granite.embedding_scale", 12.0f);
+  granite.write(dir.file("gr.gguf"));
+  CHECK_THROWS_WITH(read_model_config(*GgufFile::open(dir.file("gr.gguf"))),
+                    Catch::Contains("missing metadata 'granite.residual_scale'"));
+  // Qwen3 needs its q/k norms; Phi-3 its fused projections.
+  CHECK_THROWS_WITH(load_weights(write_tiny(dir, "qwen3", tiny_tensors())), Catch::Contains("missing tensor 'blk.0.attn_q_norm.weight'"));
+  CHECK_THROWS_WITH(load_weights(write_tiny(dir, "phi3", tiny_tensors())), Catch::Contains("missing tensor 'blk.0.attn_qkv.weight'"));
+  std::vector<TensorSpec> phi = tiny_tensors();
+  phi.push_back({"blk.0.attn_qkv.weight", {8, 16}});
+  phi = with(phi, {"blk.0.ffn_up.weight", {8, 16}});
+  CHECK_THROWS_WITH(load_weights(write_tiny(dir, "phi3", phi)),
+                    Catch::Contains("'blk.0.ffn_up.weight' has shape [8, 16], expected [8, 32]"));
+}
+
+TEST_CASE("Mistral Nemo / Small: llama with the tekken byte-level BPE vocabulary loads and runs", "[engine][architectures]") {
+  TempDir dir;
+  constexpr int64_t kVocab = 258;   // 256 byte tokens, <s>, </s>
+  GgufWriter w;
+  add_metadata(w, "llama", uint32_t(kVocab));
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) tokens.push_back(bytes_to_byte_level(std::string(1, static_cast<char>(b))));
+  tokens.push_back("<s>");
+  tokens.push_back("</s>");
+  std::vector<int32_t> types(256, 1);
+  types.push_back(3);
+  types.push_back(3);
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string("tokenizer.ggml.pre", "tekken");
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  w.add_int32_array("tokenizer.ggml.token_type", types);
+  w.add_string_array("tokenizer.ggml.merges", {"H i"});
+  w.add_uint32("tokenizer.ggml.bos_token_id", 256);
+  w.add_uint32("tokenizer.ggml.eos_token_id", 257);
+  std::vector<TensorSpec> tensors = with(tiny_tensors(), {"token_embd.weight", {8, kVocab}});
+  for (const TensorSpec& t : tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.dims) n *= d;
+    w.add_tensor(t.name, GgmlType::F32, t.dims, [n](std::vector<uint8_t>& out) {
+      std::vector<float> values(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) values[size_t(i)] = float((i * 37) % 11) / 11.0f - 0.5f;
+      out.assign(reinterpret_cast<const uint8_t*>(values.data()), reinterpret_cast<const uint8_t*>(values.data() + n));
+    });
+  }
+  w.write(dir.file("nemo.gguf"));
+  test::ModelRun r = open_model(dir.file("nemo.gguf"));
+  CHECK(r.model->config().architecture == "llama");
+  CHECK(r.model->tokenizer().encode("Hi there", false).size() == 8);
+  CHECK(r.greedy(r.model->tokenizer().encode("Hi", true), 4).tokens.size() == 4);
 }
 
 TEST_CASE("qwen2 reads its own keys, rotates NeoX halves and requires Q/K/V biases", "[engine][architectures]") {

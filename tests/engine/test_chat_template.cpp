@@ -129,6 +129,64 @@ TEST_CASE("Phi-3 (Phi-3-mini-4k-instruct's template): <|end|> after every messag
         "<|assistant|>\n");
 }
 
+TEST_CASE("Qwen3 (Qwen3-8B's template): ChatML whose earlier assistant turns lose their thinking", "[engine][chat]") {
+  // Excerpts of Qwen3's tokenizer.chat_template as the GGUF carries it (Jinja source).
+  const std::string qwen3 =
+      R"({%- if messages[0].role == 'system' %}{{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}{%- endif %})"
+      R"({%- if '</think>' in content %}{%- set reasoning_content = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %})"
+      R"({{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }})";
+  const ChatTemplate t = kvdesk::detect_chat_template(qwen3);
+  REQUIRE(t.format == ChatFormat::Qwen3);
+  const std::vector<ChatMessage> turns = {{"system", "Be brief."},
+                                          {"user", "2+2?"},
+                                          {"assistant", "<think>\nadd them\n</think>\n\n4"},
+                                          {"user", "3+3?"}};
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, turns, {})) ==
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n"
+        "<|im_start|>assistant\n4<|im_end|>\n<|im_start|>user\n3+3?<|im_end|>\n<|im_start|>assistant\n");
+  // An answer after the last user message keeps its thinking, re-wrapped as the template does.
+  const std::vector<ChatMessage> ends_with_answer = {{"user", "2+2?"}, {"assistant", "<think>add</think>4"}};
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, ends_with_answer, {})) ==
+        "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\nadd\n</think>\n\n4<|im_end|>\n"
+        "<|im_start|>assistant\n");
+}
+
+TEST_CASE("Phi-4 (phi-4's template): <|im_start|>role<|im_sep|> without newlines", "[engine][chat]") {
+  const std::string phi4 =
+      R"({% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}})"
+      R"({% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant<|im_sep|>' }}{% endif %})";
+  const ChatTemplate t = kvdesk::detect_chat_template(phi4);
+  REQUIRE(t.format == ChatFormat::Phi4);
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kWithSystem, {})) ==
+        "<|im_start|>system<|im_sep|>You are kind.<|im_end|><|im_start|>user<|im_sep|>Hi<|im_end|>"
+        "<|im_start|>assistant<|im_sep|>Hello!<|im_end|><|im_start|>user<|im_sep|>Again<|im_end|>"
+        "<|im_start|>assistant<|im_sep|>");
+}
+
+TEST_CASE("Granite (granite-3.x-instruct's template): roles between <|start_of_role|> and <|end_of_role|>", "[engine][chat]") {
+  const std::string granite =
+      R"({%- for message in loop_messages %}{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }})"
+      R"({%- if loop.last and add_generation_prompt %}{{- '<|start_of_role|>assistant<|end_of_role|>' }}{%- endif %}{%- endfor %})";
+  const ChatTemplate t = kvdesk::detect_chat_template(granite);
+  REQUIRE(t.format == ChatFormat::Granite);
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kWithSystem, {})) ==
+        "<|start_of_role|>system<|end_of_role|>You are kind.<|end_of_text|>\n"
+        "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n"
+        "<|start_of_role|>assistant<|end_of_role|>Hello!<|end_of_text|>\n"
+        "<|start_of_role|>user<|end_of_role|>Again<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>");
+}
+
+TEST_CASE("Mistral v7 / tekken (Mistral-Small-24B-Instruct-2501's template): [SYSTEM_PROMPT] and [INST] without spaces", "[engine][chat]") {
+  const std::string v7 =
+      R"({{- bos_token }}{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}{%- for message in loop_messages %})"
+      R"({%- if message['role'] == 'user' %}{{- '[INST]' + message['content'] + '[/INST]' }})"
+      R"({%- elif message['role'] == 'assistant' %}{{- message['content'] + eos_token }}{%- endif %}{%- endfor %})";
+  const ChatTemplate t = kvdesk::detect_chat_template(v7);
+  REQUIRE(t.format == ChatFormat::MistralV7);
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kWithSystem, kSpm)) ==
+        "<s>[SYSTEM_PROMPT]You are kind.[/SYSTEM_PROMPT][INST]Hi[/INST]Hello!</s>[INST]Again[/INST]");
+}
+
 TEST_CASE("Plain joins messages, an assistant message continues the text", "[engine][chat]") {
   CHECK(render(ChatFormat::Plain, {{"user", "Once upon"}, {"assistant", " a time"}, {"user", "The end"}}, kSpm) ==
         "Once upon a time\nThe end");
@@ -165,7 +223,8 @@ TEST_CASE("Families are recognized from their template text, unknown ones fall b
 }
 
 TEST_CASE("Chat format names round-trip and an override replaces the model's template", "[engine][chat]") {
-  for (const char* name : {"plain", "chatml", "llama2", "llama3", "zephyr", "mistral", "gemma", "phi3"}) {
+  for (const char* name : {"plain", "chatml", "llama2", "llama3", "zephyr", "mistral", "gemma", "phi3", "qwen3", "phi4",
+                           "granite", "mistral-v7"}) {
     const auto f = kvdesk::chat_format_from_name(name);
     REQUIRE(f);
     CHECK(std::string(kvdesk::chat_format_name(*f)) == name);
