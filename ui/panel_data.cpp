@@ -319,36 +319,6 @@ float series_max(const std::vector<float>& series) {
 // ---------------------------------------------------------------------------------------
 // Chat
 // ---------------------------------------------------------------------------------------
-std::vector<TextSegment> split_code_blocks(std::string_view text) {
-  std::vector<TextSegment> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t fence = text.find("```", pos);
-    if (fence == std::string_view::npos) {
-      out.push_back({false, "", std::string(text.substr(pos))});
-      break;
-    }
-    if (fence > pos) out.push_back({false, "", std::string(text.substr(pos, fence - pos))});
-    const size_t line_end = text.find('\n', fence + 3);
-    TextSegment code{true, "", ""};
-    if (line_end == std::string_view::npos) {
-      code.language = std::string(text.substr(fence + 3));
-      out.push_back(std::move(code));
-      break;
-    }
-    code.language = std::string(text.substr(fence + 3, line_end - fence - 3));
-    const size_t close = text.find("```", line_end + 1);
-    const size_t body_end = close == std::string_view::npos ? text.size() : close;
-    code.text = std::string(text.substr(line_end + 1, body_end - line_end - 1));
-    if (!code.text.empty() && code.text.back() == '\n') code.text.pop_back();
-    out.push_back(std::move(code));
-    if (close == std::string_view::npos) break;
-    pos = close + 3;
-    if (pos < text.size() && text[pos] == '\n') ++pos;
-  }
-  return out;
-}
-
 std::string sibling_label(int32_t index, int32_t count) {
   return std::to_string(index + 1) + "/" + std::to_string(count);
 }

@@ -126,13 +126,6 @@ void push_sample(std::vector<float>& series, float value, size_t max_samples);
 float series_max(const std::vector<float>& series);
 
 // ----- chat ------------------------------------------------------------------------------
-struct TextSegment {
-  bool code = false;
-  std::string language;   // after the opening ```
-  std::string text;       // without the fences
-};
-// Splits ``` fenced code blocks from prose. An unclosed fence (still streaming) runs to the end.
-std::vector<TextSegment> split_code_blocks(std::string_view text);
 std::string sibling_label(int32_t index, int32_t count);   // "1/2"
 const char* role_label(MessageRole role);
 const char* state_label(MessageState state);   // "" for Complete

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "ui/layout_report.h"
+#include "ui/markdown_cache.h"
+
 namespace kvdesk::ui {
 
 // ---------------------------------------------------------------------------------------
@@ -228,6 +231,8 @@ struct UiState {
   std::vector<std::string> chat_templates;    // the names offered
   std::vector<int32_t> block_sizes;           // the KV block sizes offered
   bool scroll_chat_to_bottom = false;
+  MarkdownCache markdown;                     // the shown messages, parsed
+  LayoutReport layout;                        // the last frame's widths, needed vs had
 };
 
 struct ViewModel {

@@ -267,37 +267,6 @@ TEST_CASE("push_sample keeps the newest samples", "[ui][panel_data]") {
   CHECK(series_max({}) == 0);
 }
 
-TEST_CASE("split_code_blocks separates fenced code from prose", "[ui][panel_data]") {
-  SECTION("prose only") {
-    const auto s = split_code_blocks("hello world");
-    REQUIRE(s.size() == 1);
-    CHECK_FALSE(s[0].code);
-    CHECK(s[0].text == "hello world");
-  }
-  SECTION("a closed fence with a language") {
-    const auto s = split_code_blocks("Try:\n```cpp\nint x = 1;\nint y;\n```\nDone.");
-    REQUIRE(s.size() == 3);
-    CHECK(s[0].text == "Try:\n");
-    CHECK(s[1].code);
-    CHECK(s[1].language == "cpp");
-    CHECK(s[1].text == "int x = 1;\nint y;");
-    CHECK(s[2].text == "Done.");
-  }
-  SECTION("an unclosed fence (still streaming) runs to the end") {
-    const auto s = split_code_blocks("```\nfor (;;)");
-    REQUIRE(s.size() == 1);
-    CHECK(s[0].code);
-    CHECK(s[0].text == "for (;;)");
-  }
-  SECTION("a fence still being typed") {
-    const auto s = split_code_blocks("text ```py");
-    REQUIRE(s.size() == 2);
-    CHECK(s[1].code);
-    CHECK(s[1].language == "py");
-  }
-  CHECK(split_code_blocks("").empty());
-}
-
 TEST_CASE("the status line names the model, the context and the last answer", "[ui][panel_data]") {
   ViewModel vm;
   CHECK(status_line(vm).find("open") != std::string::npos);
