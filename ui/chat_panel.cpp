@@ -109,7 +109,11 @@ void draw_message(ViewModel& vm, MessageView& m, bool last, const Fonts& fonts, 
   } else {
     draw_body(vm, m, fonts, selectable);
   }
-  if (!m.stats.empty()) ImGui::TextDisabled("%s", m.stats.c_str());
+  if (!m.stats.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("%s", m.stats.c_str());
+    ImGui::PopStyleColor();
+  }
   if (last && m.role == MessageRole::Assistant && !vm.chat.generating) {
     if (ImGui::SmallButton("Regenerate")) actions.push_back({ActionKind::Regenerate});
   }
@@ -130,12 +134,33 @@ void draw_header(ViewModel& vm) {
   ImGui::Separator();
 }
 
-void draw_composer(ViewModel& vm, UiActions& actions) {
-  const bool can_send = vm.model.state == ModelState::Loaded && !vm.chat.generating;
-  const float button_w = 72;
+// Enter sends, Shift+Enter breaks the line. ImGui 1.86's multiline field offers Enter to send
+// with Ctrl+Enter for a new line: on the frame Shift+Enter is pressed, Ctrl is reported held
+// while the field runs, so the field takes it as its new-line chord.
+bool composer_field(ViewModel& vm, float button_w) {
+  ImGuiIO& io = ImGui::GetIO();
+  const bool ctrl = io.KeyCtrl;
+  const ImGuiKeyModFlags mods = io.KeyMods;
+  if (io.KeyShift && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter))) {
+    io.KeyCtrl = true;
+    io.KeyMods |= ImGuiKeyModFlags_Ctrl;
+  }
+  if (vm.ui.focus_composer) {
+    ImGui::SetKeyboardFocusHere();
+    vm.ui.focus_composer = false;
+  }
   const ImGuiInputTextFlags flags = ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CtrlEnterForNewLine;
   const bool enter = ImGui::InputTextMultiline("##composer", &vm.ui.composer,
                                                ImVec2(-button_w - ImGui::GetStyle().ItemSpacing.x, -1), flags);
+  io.KeyCtrl = ctrl;
+  io.KeyMods = mods;
+  return enter;
+}
+
+void draw_composer(ViewModel& vm, UiActions& actions) {
+  const bool can_send = vm.model.state == ModelState::Loaded && !vm.chat.generating;
+  const float button_w = 72;
+  const bool enter = composer_field(vm, button_w);
   ImGui::SameLine();
   if (vm.chat.generating) {
     if (ImGui::Button("Stop", ImVec2(button_w, -1))) actions.push_back({ActionKind::Stop});
@@ -148,6 +173,7 @@ void draw_composer(ViewModel& vm, UiActions& actions) {
     actions.push_back({ActionKind::Send, 0, vm.ui.composer});
     vm.ui.composer.clear();
     vm.ui.scroll_chat_to_bottom = true;
+    vm.ui.focus_composer = true;
   }
 }
 

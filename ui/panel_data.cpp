@@ -343,6 +343,39 @@ const char* state_label(MessageState state) {
   return "";
 }
 
+std::string finish_words(const std::string& finish_reason) {
+  if (finish_reason == "stop") return "finished: end of turn";
+  if (finish_reason == "length") return "finished: length limit";
+  if (finish_reason == "context_full") return "finished: context full";
+  if (finish_reason == "user" || finish_reason == "cancelled") return "finished: stopped";
+  if (finish_reason == "error") return "finished: failed";
+  return "finished: " + finish_reason;
+}
+
+std::string answer_stats_text(int64_t tokens, double tok_s, double ttft_ms, const std::string& finish_reason) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%lld tokens, %.1f tok/s, TTFT %.0f ms, ", static_cast<long long>(tokens), tok_s, ttft_ms);
+  return buf + finish_words(finish_reason);
+}
+
+StatusBarFit fit_status_bar(const std::string& line, const std::string& message, const std::string& note,
+                            float width, float gap, const MeasureText& measure) {
+  StatusBarFit fit;
+  const std::string full_message = message.empty() ? "" : "| " + message;
+  const float line_w = measure(line);
+  const float message_w = full_message.empty() ? 0 : gap + measure(full_message);
+  const float note_w = note.empty() ? 0 : gap + measure(note);
+  fit.show_note = !note.empty() && line_w + message_w + note_w <= width;
+  fit.line = elide_to_width(line, width, measure);
+  fit.width = measure(fit.line);
+  if (!full_message.empty()) {
+    fit.message = elide_to_width(full_message, width - fit.width - gap, measure);
+    if (!fit.message.empty()) fit.width += gap + measure(fit.message);
+  }
+  if (fit.show_note) fit.width += note_w;
+  return fit;
+}
+
 std::string status_line(const ViewModel& vm) {
   const ModelView& m = vm.model;
   switch (m.state) {

@@ -231,6 +231,10 @@ struct UiState {
   std::vector<std::string> chat_templates;    // the names offered
   std::vector<int32_t> block_sizes;           // the KV block sizes offered
   bool scroll_chat_to_bottom = false;
+  bool focus_composer = false;                // put the keyboard focus there on the next frame
+  bool focus_search = false;
+  std::string file_prompt;                    // "md" / "json": export to file_path; "import": from it
+  std::string file_path;
   MarkdownCache markdown;                     // the shown messages, parsed
   LayoutReport layout;                        // the last frame's widths, needed vs had
 };

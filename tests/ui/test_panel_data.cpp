@@ -295,3 +295,42 @@ TEST_CASE("retention's kept vs seen reads as counts and a share, or off", "[ui][
   kv.retention_tokens_kept = 120;
   CHECK(retention_kept_text(kv) == "120 / 480 (25.0%)");
 }
+
+TEST_CASE("an answer's statistics say how it finished in words", "[ui][panel_data]") {
+  CHECK(answer_stats_text(12, 45.06, 30.4, "stop") == "12 tokens, 45.1 tok/s, TTFT 30 ms, finished: end of turn");
+  CHECK(finish_words("length") == "finished: length limit");
+  CHECK(finish_words("user") == "finished: stopped");
+  CHECK(finish_words("context_full") == "finished: context full");
+  CHECK(finish_words("error") == "finished: failed");
+  CHECK(finish_words("odd") == "finished: odd");
+}
+
+TEST_CASE("the status bar drops the font note, then shortens the message, never overlapping", "[ui][panel_data]") {
+  const auto ten_px = [](std::string_view t) { return float(t.size()) * 10.0f; };
+  const std::string line = "model | cpu";                     // 110 px
+  const std::string message = "model loaded; no CUDA device";   // "| " + 28 chars: 300 px
+  const std::string note = "Korean: NanumGothic";             // 190 px
+  SECTION("everything fits") {
+    const StatusBarFit fit = fit_status_bar(line, message, note, 1000, 8, ten_px);
+    CHECK(fit.line == line);
+    CHECK(fit.message == "| " + message);
+    CHECK(fit.show_note);
+    CHECK(fit.width == 110 + 8 + 300 + 8 + 190);
+  }
+  SECTION("no room for the note: it goes, the message stays whole") {
+    const StatusBarFit fit = fit_status_bar(line, message, note, 500, 8, ten_px);
+    CHECK_FALSE(fit.show_note);
+    CHECK(fit.message == "| " + message);
+    CHECK(fit.width <= 500);
+  }
+  SECTION("a narrow bar shortens the message, then the line") {
+    const StatusBarFit narrow = fit_status_bar(line, message, note, 250, 8, ten_px);
+    CHECK(narrow.line == line);
+    CHECK(narrow.message == "| model lo...");   // 250 - 110 - 8 = 132 px: 13 characters
+    CHECK(narrow.width <= 250);
+    const StatusBarFit tiny = fit_status_bar(line, message, note, 60, 8, ten_px);
+    CHECK(tiny.line == "mod...");
+    CHECK(tiny.message.empty());
+    CHECK(tiny.width <= 60);
+  }
+}
