@@ -87,6 +87,7 @@ float text_width(std::string_view text) { return ImGui::CalcTextSize(text.data()
 // The status line, the last action's outcome and the font note, fitted so none overlaps
 // another; what had to go is shown in full on hover.
 void draw_status_line(ViewModel& vm) {
+  const float start_x = ImGui::GetCursorPosX();
   const float width = ImGui::GetContentRegionAvail().x;
   const float gap = ImGui::GetStyle().ItemSpacing.x;
   const std::string line = status_line(vm);
@@ -100,7 +101,7 @@ void draw_status_line(ViewModel& vm) {
     ImGui::TextColored(colour, "%s", fit.message.c_str());
   }
   if (fit.show_note) {
-    ImGui::SameLine(ImGui::GetWindowContentRegionMax().x - text_width(vm.status.font_note));
+    ImGui::SameLine(start_x + width - text_width(vm.status.font_note));
     ImGui::TextDisabled("%s", vm.status.font_note.c_str());
   }
   ImGui::EndGroup();

@@ -357,7 +357,8 @@ TEST_CASE("a bad import is a message and changes nothing", "[gui][files]") {
   write_file(dir.file("import.txt"), "new_chat\nimport " + dir.file("junk.json") + "\nquit\n");
   const AppRun run = run_kvdesk({"--db", dir.file("db"), "--script", dir.file("import.txt")});
   CHECK(run.exit_code == 1);
-  CHECK(run.err.find("import.txt:2: import " + dir.file("junk.json") + ": cannot import") != std::string::npos);
+  CHECK(run.err.find("import.txt:2: import " + dir.file("junk.json") + ": import conversation: cannot import") != std::string::npos);
+  CHECK(run.err.find("is not kvdesk.conversation") != std::string::npos);
   store::ConversationStore s = store::ConversationStore::open(dir.file("db"));
   CHECK(s.list_conversations().size() == 1);
 }
