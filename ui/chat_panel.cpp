@@ -1,11 +1,13 @@
 // The chat: the selected conversation's active branch, streaming as it grows, with branch
-// switchers ("< 1/2 >"), Edit on user messages, Copy / Select on every message, monospaced
-// code blocks, Regenerate under the last answer, and the composer with Send / Stop.
+// switchers ("< 1/2 >"), Edit on user messages, Copy / Select on every message, the text
+// rendered as Markdown (parsed once per message text, ui/markdown_cache.h), Regenerate under the
+// last answer, and the composer with Send / Stop.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
 #include <algorithm>
 
+#include "ui/markdown_view.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
 
@@ -43,26 +45,16 @@ void selectable_text(const char* id, std::string& text, ImFont* font) {
   if (font) ImGui::PopFont();
 }
 
-void draw_body(MessageView& m, const Fonts& fonts, bool selectable) {
+void draw_body(ViewModel& vm, MessageView& m, const Fonts& fonts, bool selectable) {
   if (selectable) {
     selectable_text("##select", m.text, nullptr);
     return;
   }
-  std::vector<TextSegment> segments = split_code_blocks(m.text);
-  for (size_t i = 0; i < segments.size(); ++i) {
-    TextSegment& s = segments[i];
-    ImGui::PushID(int(i));
-    if (s.code) {
-      if (!s.language.empty()) ImGui::TextDisabled("%s", s.language.c_str());
-      selectable_text("##code", s.text, fonts.mono);
-    } else {
-      ImGui::PushTextWrapPos(0.0f);
-      ImGui::TextUnformatted(s.text.c_str(), s.text.c_str() + s.text.size());
-      ImGui::PopTextWrapPos();
-    }
-    ImGui::PopID();
+  if (m.text.empty() && m.state == MessageState::Streaming) {
+    ImGui::TextDisabled("...");
+    return;
   }
-  if (m.text.empty() && m.state == MessageState::Streaming) ImGui::TextDisabled("...");
+  draw_markdown(vm.ui.markdown.document(m.id, m.text), fonts, vm.ui.layout);
 }
 
 void draw_branch_switcher(const MessageView& m, UiActions& actions) {
@@ -115,9 +107,13 @@ void draw_message(ViewModel& vm, MessageView& m, bool last, const Fonts& fonts, 
   if (vm.ui.editing_message == m.id) {
     draw_edit_box(vm, m, actions);
   } else {
-    draw_body(m, fonts, selectable);
+    draw_body(vm, m, fonts, selectable);
   }
-  if (!m.stats.empty()) ImGui::TextDisabled("%s", m.stats.c_str());
+  if (!m.stats.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("%s", m.stats.c_str());
+    ImGui::PopStyleColor();
+  }
   if (last && m.role == MessageRole::Assistant && !vm.chat.generating) {
     if (ImGui::SmallButton("Regenerate")) actions.push_back({ActionKind::Regenerate});
   }
@@ -138,12 +134,33 @@ void draw_header(ViewModel& vm) {
   ImGui::Separator();
 }
 
-void draw_composer(ViewModel& vm, UiActions& actions) {
-  const bool can_send = vm.model.state == ModelState::Loaded && !vm.chat.generating;
-  const float button_w = 72;
+// Enter sends, Shift+Enter breaks the line. ImGui 1.86's multiline field offers Enter to send
+// with Ctrl+Enter for a new line: on the frame Shift+Enter is pressed, Ctrl is reported held
+// while the field runs, so the field takes it as its new-line chord.
+bool composer_field(ViewModel& vm, float button_w) {
+  ImGuiIO& io = ImGui::GetIO();
+  const bool ctrl = io.KeyCtrl;
+  const ImGuiKeyModFlags mods = io.KeyMods;
+  if (io.KeyShift && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter))) {
+    io.KeyCtrl = true;
+    io.KeyMods |= ImGuiKeyModFlags_Ctrl;
+  }
+  if (vm.ui.focus_composer) {
+    ImGui::SetKeyboardFocusHere();
+    vm.ui.focus_composer = false;
+  }
   const ImGuiInputTextFlags flags = ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CtrlEnterForNewLine;
   const bool enter = ImGui::InputTextMultiline("##composer", &vm.ui.composer,
                                                ImVec2(-button_w - ImGui::GetStyle().ItemSpacing.x, -1), flags);
+  io.KeyCtrl = ctrl;
+  io.KeyMods = mods;
+  return enter;
+}
+
+void draw_composer(ViewModel& vm, UiActions& actions) {
+  const bool can_send = vm.model.state == ModelState::Loaded && !vm.chat.generating;
+  const float button_w = 72;
+  const bool enter = composer_field(vm, button_w);
   ImGui::SameLine();
   if (vm.chat.generating) {
     if (ImGui::Button("Stop", ImVec2(button_w, -1))) actions.push_back({ActionKind::Stop});
@@ -156,6 +173,7 @@ void draw_composer(ViewModel& vm, UiActions& actions) {
     actions.push_back({ActionKind::Send, 0, vm.ui.composer});
     vm.ui.composer.clear();
     vm.ui.scroll_chat_to_bottom = true;
+    vm.ui.focus_composer = true;
   }
 }
 
@@ -170,9 +188,12 @@ void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions) {
                                                              : "Open a model to start chatting.");
   }
   const bool at_bottom = ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4;
+  std::vector<int64_t> shown;
   for (size_t i = 0; i < vm.chat.messages.size(); ++i) {
     draw_message(vm, vm.chat.messages[i], i + 1 == vm.chat.messages.size(), fonts, actions);
+    shown.push_back(vm.chat.messages[i].id);
   }
+  vm.ui.markdown.keep_only(shown);
   if (vm.ui.scroll_chat_to_bottom || (vm.chat.generating && at_bottom)) {
     ImGui::SetScrollHereY(1.0f);
     vm.ui.scroll_chat_to_bottom = false;

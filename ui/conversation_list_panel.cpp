@@ -83,6 +83,10 @@ void draw_row(ViewModel& vm, const ConversationSummary& c, UiActions& actions) {
 void draw_conversation_list_panel(ViewModel& vm, UiActions& actions) {
   if (ImGui::Button("+ New chat", ImVec2(-1, 0))) actions.push_back({ActionKind::NewChat});
   ImGui::SetNextItemWidth(-1);
+  if (vm.ui.focus_search) {
+    ImGui::SetKeyboardFocusHere();
+    vm.ui.focus_search = false;
+  }
   if (ImGui::InputTextWithHint("##search", "Search conversations", &vm.ui.search)) {
     actions.push_back({ActionKind::Search, 0, vm.ui.search});
   }

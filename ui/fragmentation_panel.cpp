@@ -4,6 +4,8 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "ui/panel_data.h"
 #include "ui/panels.h"
@@ -11,73 +13,104 @@
 namespace kvdesk::ui {
 namespace {
 
-void bar_row(const char* scheme, int64_t reserved, int64_t waste_tokens, uint64_t waste_bytes, double pct) {
-  ImGui::TableNextRow();
-  ImGui::TableNextColumn();
-  ImGui::TextUnformatted(scheme);
-  ImGui::TableNextColumn();
-  ImGui::TextUnformatted(format_count(reserved).c_str());
-  ImGui::TableNextColumn();
-  ImGui::Text("%s (%s)", format_count(waste_tokens).c_str(), format_bytes(waste_bytes).c_str());
-  ImGui::TableNextColumn();
-  ImGui::ProgressBar(float(std::clamp(pct / 100.0, 0.0, 1.0)), ImVec2(-1, 0), format_percent(pct).c_str());
+float text_width(const std::string& text) { return ImGui::CalcTextSize(text.c_str()).x; }
+
+// A fixed column as wide as its widest text (header included), so no figure is ever clipped.
+void fixed_column(const char* header, const std::vector<std::string>& texts) {
+  float w = text_width(header);
+  for (const std::string& t : texts) w = std::max(w, text_width(t));
+  ImGui::TableSetupColumn(header, ImGuiTableColumnFlags_WidthFixed, w);
 }
 
-void draw_comparison(const KvView& kv) {
+// A cell's text, recording its width against the cell's.
+void cell_text(const std::string& text, const char* where, LayoutReport& report) {
+  ImGui::TableNextColumn();
+  report.record(where, text_width(text), ImGui::GetContentRegionAvail().x);
+  ImGui::TextUnformatted(text.c_str());
+}
+
+void cell_bar(double fraction, const std::string& text, const char* where, LayoutReport& report) {
+  ImGui::TableNextColumn();
+  report.record(where, text_width(text), ImGui::GetContentRegionAvail().x);
+  ImGui::ProgressBar(float(std::clamp(fraction, 0.0, 1.0)), ImVec2(-1, 0), text.c_str());
+}
+
+struct WasteRow {
+  std::string scheme;
+  std::string reserved;
+  std::string wasted;
+  double pct = 0;
+};
+
+void draw_comparison(const KvView& kv, LayoutReport& report) {
   const FragmentationFigures f = fragmentation_figures(kv);
-  ImGui::Text("%s tokens stored in %s reserved slots (%d sequences)", format_count(kv.tokens_stored).c_str(),
-              format_count(kv.slots_reserved).c_str(), int(kv.sequences.size()));
-  const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp;
+  ImGui::TextWrapped("%s tokens stored in %s reserved slots (%d sequences)", format_count(kv.tokens_stored).c_str(),
+                     format_count(kv.slots_reserved).c_str(), int(kv.sequences.size()));
+  const WasteRow rows[] = {
+      {"paged, " + std::to_string(kv.block_size) + "-token blocks", format_count(kv.slots_reserved),
+       format_count(f.paged_waste_tokens) + " (" + format_bytes(f.paged_waste_bytes) + ")", f.paged_waste_pct},
+      {"contiguous, max context each", format_count(kv.contiguous_reserved_tokens),
+       format_count(f.contiguous_waste_tokens) + " (" + format_bytes(f.contiguous_waste_bytes) + ")",
+       f.contiguous_waste_pct},
+  };
+  const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
   if (ImGui::BeginTable("##waste", 4, flags)) {
-    ImGui::TableSetupColumn("scheme");
-    ImGui::TableSetupColumn("reserved tokens");
-    ImGui::TableSetupColumn("wasted tokens");
-    ImGui::TableSetupColumn("waste");
+    ImGui::TableSetupColumn("scheme", ImGuiTableColumnFlags_WidthStretch);
+    fixed_column("reserved", {rows[0].reserved, rows[1].reserved});
+    fixed_column("wasted tokens", {rows[0].wasted, rows[1].wasted});
+    fixed_column("waste", {format_percent(100.0), format_percent(rows[0].pct), format_percent(rows[1].pct)});
     ImGui::TableHeadersRow();
-    const std::string paged = "paged, " + std::to_string(kv.block_size) + "-token blocks";
-    bar_row(paged.c_str(), kv.slots_reserved, f.paged_waste_tokens, f.paged_waste_bytes, f.paged_waste_pct);
-    bar_row("contiguous, max context each", kv.contiguous_reserved_tokens, f.contiguous_waste_tokens,
-            f.contiguous_waste_bytes, f.contiguous_waste_pct);
+    for (const WasteRow& row : rows) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextWrapped("%s", row.scheme.c_str());
+      cell_text(row.reserved, "waste table: reserved", report);
+      cell_text(row.wasted, "waste table: wasted tokens", report);
+      cell_bar(row.pct / 100.0, format_percent(row.pct), "waste table: waste", report);
+    }
     ImGui::EndTable();
   }
   if (f.reserve_ratio > 0) {
     ImGui::TextWrapped("Contiguous preallocation (%d tokens per sequence) would reserve %.1fx the memory.", kv.max_context,
-                f.reserve_ratio);
+                       f.reserve_ratio);
   }
 }
 
-void draw_what_if(const KvView& kv) {
-  ImGui::TextUnformatted("What if the blocks had another size (same sequences)?");
+void draw_what_if(const KvView& kv, LayoutReport& report) {
+  ImGui::TextWrapped("What if the blocks had another size (same sequences)?");
   int64_t worst = 1;
-  for (const WhatIfView& w : kv.what_if) worst = std::max(worst, w.waste_tokens);
-  const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp;
-  if (!ImGui::BeginTable("##what_if", 3, flags)) return;
-  ImGui::TableSetupColumn("block size");
-  ImGui::TableSetupColumn("wasted tokens");
-  ImGui::TableSetupColumn("wasted bytes");
-  ImGui::TableHeadersRow();
+  std::vector<std::string> sizes, tokens, bytes;
   for (const WhatIfView& w : kv.what_if) {
+    worst = std::max(worst, w.waste_tokens);
+    sizes.push_back(std::to_string(w.block_size) + (w.block_size == kv.block_size ? " (now)" : ""));
+    tokens.push_back(format_count(w.waste_tokens));
+    bytes.push_back(format_bytes(w.waste_bytes));
+  }
+  const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
+  if (!ImGui::BeginTable("##what_if", 3, flags)) return;
+  fixed_column("block size", sizes);
+  ImGui::TableSetupColumn("wasted tokens", ImGuiTableColumnFlags_WidthStretch);
+  fixed_column("wasted bytes", bytes);
+  ImGui::TableHeadersRow();
+  for (size_t i = 0; i < kv.what_if.size(); ++i) {
     ImGui::TableNextRow();
-    ImGui::TableNextColumn();
-    ImGui::Text(w.block_size == kv.block_size ? "%d (now)" : "%d", w.block_size);
-    ImGui::TableNextColumn();
-    ImGui::ProgressBar(float(double(w.waste_tokens) / double(worst)), ImVec2(-1, 0), format_count(w.waste_tokens).c_str());
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(format_bytes(w.waste_bytes).c_str());
+    cell_text(sizes[i], "what-if table: block size", report);
+    cell_bar(double(kv.what_if[i].waste_tokens) / double(worst), tokens[i], "what-if table: wasted tokens", report);
+    cell_text(bytes[i], "what-if table: wasted bytes", report);
   }
   ImGui::EndTable();
 }
 
 }  // namespace
 
-void draw_fragmentation_panel(const ViewModel& vm) {
+void draw_fragmentation_panel(ViewModel& vm) {
   if (!vm.kv.valid) {
     ImGui::TextDisabled("No KV cache yet: open a model.");
     return;
   }
-  draw_comparison(vm.kv);
+  draw_comparison(vm.kv, vm.ui.layout);
   ImGui::Spacing();
-  draw_what_if(vm.kv);
+  draw_what_if(vm.kv, vm.ui.layout);
 }
 
 }  // namespace kvdesk::ui

@@ -3,7 +3,9 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <string_view>
 
+#include "ui/keyboard.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
 
@@ -41,7 +43,13 @@ void draw_panel(Panel panel, ViewModel& vm, TextureCache& textures, UiActions& a
 void draw_menu_bar(ViewModel& vm, UiActions& actions) {
   if (!ImGui::BeginMenuBar()) return;
   if (ImGui::BeginMenu("File")) {
-    if (ImGui::MenuItem("New chat")) actions.push_back({ActionKind::NewChat});
+    if (ImGui::MenuItem("New chat", "Ctrl+N")) actions.push_back({ActionKind::NewChat});
+    ImGui::Separator();
+    const bool selected = vm.chat.conversation_id != 0;
+    if (ImGui::MenuItem("Export as Markdown...", nullptr, false, selected)) vm.ui.file_prompt = "md";
+    if (ImGui::MenuItem("Export as JSON...", nullptr, false, selected)) vm.ui.file_prompt = "json";
+    if (ImGui::MenuItem("Import JSON...")) vm.ui.file_prompt = "import";
+    ImGui::Separator();
     if (ImGui::MenuItem("Quit")) actions.push_back({ActionKind::Quit});
     ImGui::EndMenu();
   }
@@ -60,7 +68,8 @@ void draw_menu_bar(ViewModel& vm, UiActions& actions) {
 // The KV panels as tabs. A requested panel is selected on this frame's tab bar and takes
 // over vm.ui.panel from the next frame on (the old tab is still drawn this frame).
 void draw_side_tabs(ViewModel& vm, TextureCache& textures, UiActions& actions) {
-  if (!ImGui::BeginTabBar("##panels")) return;
+  // Scrolling tabs keep every title whole when the column is narrow.
+  if (!ImGui::BeginTabBar("##panels", ImGuiTabBarFlags_FittingPolicyScroll)) return;
   for (Panel p : kPanels) {
     const ImGuiTabItemFlags flags = vm.ui.panel_requested && vm.ui.panel == p ? ImGuiTabItemFlags_SetSelected : 0;
     if (ImGui::BeginTabItem(panel_title(p), nullptr, flags)) {
@@ -73,17 +82,56 @@ void draw_side_tabs(ViewModel& vm, TextureCache& textures, UiActions& actions) {
   vm.ui.panel_requested = false;
 }
 
-void draw_status_line(const ViewModel& vm) {
-  ImGui::TextUnformatted(status_line(vm).c_str());
-  if (!vm.status.message.empty()) {
-    ImGui::SameLine();
+float text_width(std::string_view text) { return ImGui::CalcTextSize(text.data(), text.data() + text.size()).x; }
+
+// The status line, the last action's outcome and the font note, fitted so none overlaps
+// another; what had to go is shown in full on hover.
+void draw_status_line(ViewModel& vm) {
+  const float start_x = ImGui::GetCursorPosX();
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float gap = ImGui::GetStyle().ItemSpacing.x;
+  const std::string line = status_line(vm);
+  const StatusBarFit fit = fit_status_bar(line, vm.status.message, vm.status.font_note, width, gap, text_width);
+  vm.ui.layout.record("status line", fit.width, width);
+  ImGui::BeginGroup();
+  ImGui::TextUnformatted(fit.line.c_str());
+  if (!fit.message.empty()) {
+    ImGui::SameLine(0, gap);
     const ImVec4 colour = vm.status.message_is_error ? ImVec4(1.0f, 0.45f, 0.4f, 1) : ImVec4(0.6f, 0.85f, 0.6f, 1);
-    ImGui::TextColored(colour, "| %s", vm.status.message.c_str());
+    ImGui::TextColored(colour, "%s", fit.message.c_str());
   }
-  if (!vm.status.font_note.empty()) {
-    const float w = ImGui::CalcTextSize(vm.status.font_note.c_str()).x;
-    ImGui::SameLine(std::max(ImGui::GetCursorPosX() + 8, ImGui::GetWindowContentRegionMax().x - w));
+  if (fit.show_note) {
+    ImGui::SameLine(start_x + width - text_width(vm.status.font_note));
     ImGui::TextDisabled("%s", vm.status.font_note.c_str());
+  }
+  ImGui::EndGroup();
+  const bool shortened = fit.line != line || !fit.show_note || fit.message.size() < vm.status.message.size() + 2;
+  if (shortened && ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("%s\n%s\n%s", line.c_str(), vm.status.message.c_str(), vm.status.font_note.c_str());
+  }
+}
+
+// The window's shortcuts (ui/shortcuts.h); each only when it can do something now.
+void handle_shortcuts(ViewModel& vm, UiActions& actions) {
+  const ImGuiIO& io = ImGui::GetIO();
+  for (const char* key : kShortcutKeys) {
+    if (!ImGui::IsKeyPressed(key_index(key), false)) continue;
+    switch (shortcut_for({io.KeyCtrl, io.KeyShift, io.KeyAlt, key})) {
+      case Shortcut::None: break;
+      case Shortcut::NewChat:
+        actions.push_back({ActionKind::NewChat});
+        vm.ui.focus_composer = true;
+        break;
+      case Shortcut::FocusSearch: vm.ui.focus_search = true; break;
+      case Shortcut::Stop:
+        if (vm.chat.generating) actions.push_back({ActionKind::Stop});
+        break;
+      case Shortcut::Regenerate:
+        if (!vm.chat.generating && !vm.chat.messages.empty() && vm.model.state == ModelState::Loaded) {
+          actions.push_back({ActionKind::Regenerate});
+        }
+        break;
+    }
   }
 }
 
@@ -134,6 +182,7 @@ UiActions draw_main_window(ViewModel& vm, const Fonts& fonts, TextureCache& text
                                  ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_MenuBar |
                                  ImGuiWindowFlags_NoBackground;
   ImGui::Begin("kvdesk", nullptr, flags);
+  vm.ui.layout.clear(viewport->WorkSize.x, viewport->WorkSize.y);
   draw_menu_bar(vm, actions);
   draw_model_bar(vm, actions);
 
@@ -157,6 +206,8 @@ UiActions draw_main_window(ViewModel& vm, const Fonts& fonts, TextureCache& text
   ImGui::EndChild();
 
   draw_status_line(vm);
+  handle_shortcuts(vm, actions);
+  draw_file_prompt(vm, actions);
   draw_modal(vm);
   ImGui::End();
   return actions;

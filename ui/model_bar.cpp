@@ -3,13 +3,17 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include <cstdio>
+#include <string_view>
+
 #include "ui/panel_data.h"
 #include "ui/panels.h"
 
 namespace kvdesk::ui {
 namespace {
 
-void draw_model_state(const ModelView& m) {
+// What the engine says about the model, shortened with "..." to the width left (whole on hover).
+void draw_model_state(const ModelView& m, LayoutReport& report) {
   switch (m.state) {
     case ModelState::None:
       ImGui::TextDisabled("no model open");
@@ -19,11 +23,20 @@ void draw_model_state(const ModelView& m) {
       ImGui::Text("%c loading %.1f s", kSpinner[int(m.loading_seconds * 8) % 4], m.loading_seconds);
       break;
     }
-    case ModelState::Loaded:
-      ImGui::Text("%s (%s)  %s params, %d layers, %d/%d heads (q/kv), ctx %d, %s", m.name.c_str(),
-                  m.architecture.c_str(), format_count(m.parameters).c_str(), m.layers, m.heads, m.kv_heads, m.context_length,
-                  format_bytes(m.weight_bytes).c_str());
+    case ModelState::Loaded: {
+      char buf[512];
+      std::snprintf(buf, sizeof buf, "%s (%s)  %s params, %d layers, %d/%d heads (q/kv), ctx %d, %s", m.name.c_str(),
+                    m.architecture.c_str(), format_count(m.parameters).c_str(), m.layers, m.heads, m.kv_heads,
+                    m.context_length, format_bytes(m.weight_bytes).c_str());
+      const float width = ImGui::GetContentRegionAvail().x;
+      const std::string shown = elide_to_width(buf, width, [](std::string_view t) {
+        return ImGui::CalcTextSize(t.data(), t.data() + t.size()).x;
+      });
+      report.record("model bar", ImGui::CalcTextSize(shown.c_str()).x, width);
+      ImGui::TextUnformatted(shown.c_str());
+      if (shown != buf && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", buf);
       break;
+    }
     case ModelState::Failed:
       ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1), "failed: %s", m.error.c_str());
       break;
@@ -56,7 +69,7 @@ void draw_model_bar(ViewModel& vm, UiActions& actions) {
     ImGui::EndCombo();
   }
   ImGui::SameLine();
-  draw_model_state(vm.model);
+  draw_model_state(vm.model, vm.ui.layout);
 }
 
 }  // namespace kvdesk::ui

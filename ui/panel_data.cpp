@@ -319,36 +319,6 @@ float series_max(const std::vector<float>& series) {
 // ---------------------------------------------------------------------------------------
 // Chat
 // ---------------------------------------------------------------------------------------
-std::vector<TextSegment> split_code_blocks(std::string_view text) {
-  std::vector<TextSegment> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t fence = text.find("```", pos);
-    if (fence == std::string_view::npos) {
-      out.push_back({false, "", std::string(text.substr(pos))});
-      break;
-    }
-    if (fence > pos) out.push_back({false, "", std::string(text.substr(pos, fence - pos))});
-    const size_t line_end = text.find('\n', fence + 3);
-    TextSegment code{true, "", ""};
-    if (line_end == std::string_view::npos) {
-      code.language = std::string(text.substr(fence + 3));
-      out.push_back(std::move(code));
-      break;
-    }
-    code.language = std::string(text.substr(fence + 3, line_end - fence - 3));
-    const size_t close = text.find("```", line_end + 1);
-    const size_t body_end = close == std::string_view::npos ? text.size() : close;
-    code.text = std::string(text.substr(line_end + 1, body_end - line_end - 1));
-    if (!code.text.empty() && code.text.back() == '\n') code.text.pop_back();
-    out.push_back(std::move(code));
-    if (close == std::string_view::npos) break;
-    pos = close + 3;
-    if (pos < text.size() && text[pos] == '\n') ++pos;
-  }
-  return out;
-}
-
 std::string sibling_label(int32_t index, int32_t count) {
   return std::to_string(index + 1) + "/" + std::to_string(count);
 }
@@ -371,6 +341,39 @@ const char* state_label(MessageState state) {
     case MessageState::Interrupted: return "interrupted";
   }
   return "";
+}
+
+std::string finish_words(const std::string& finish_reason) {
+  if (finish_reason == "stop") return "finished: end of turn";
+  if (finish_reason == "length") return "finished: length limit";
+  if (finish_reason == "context_full") return "finished: context full";
+  if (finish_reason == "user" || finish_reason == "cancelled") return "finished: stopped";
+  if (finish_reason == "error") return "finished: failed";
+  return "finished: " + finish_reason;
+}
+
+std::string answer_stats_text(int64_t tokens, double tok_s, double ttft_ms, const std::string& finish_reason) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%lld tokens, %.1f tok/s, TTFT %.0f ms, ", static_cast<long long>(tokens), tok_s, ttft_ms);
+  return buf + finish_words(finish_reason);
+}
+
+StatusBarFit fit_status_bar(const std::string& line, const std::string& message, const std::string& note,
+                            float width, float gap, const MeasureText& measure) {
+  StatusBarFit fit;
+  const std::string full_message = message.empty() ? "" : "| " + message;
+  const float line_w = measure(line);
+  const float message_w = full_message.empty() ? 0 : gap + measure(full_message);
+  const float note_w = note.empty() ? 0 : gap + measure(note);
+  fit.show_note = !note.empty() && line_w + message_w + note_w <= width;
+  fit.line = elide_to_width(line, width, measure);
+  fit.width = measure(fit.line);
+  if (!full_message.empty()) {
+    fit.message = elide_to_width(full_message, width - fit.width - gap, measure);
+    if (!fit.message.empty()) fit.width += gap + measure(fit.message);
+  }
+  if (fit.show_note) fit.width += note_w;
+  return fit;
 }
 
 std::string status_line(const ViewModel& vm) {

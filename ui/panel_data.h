@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ui/rgba_image.h"
+#include "ui/text_layout.h"
 #include "ui/view_model.h"
 
 namespace kvdesk::ui {
@@ -126,18 +127,29 @@ void push_sample(std::vector<float>& series, float value, size_t max_samples);
 float series_max(const std::vector<float>& series);
 
 // ----- chat ------------------------------------------------------------------------------
-struct TextSegment {
-  bool code = false;
-  std::string language;   // after the opening ```
-  std::string text;       // without the fences
-};
-// Splits ``` fenced code blocks from prose. An unclosed fence (still streaming) runs to the end.
-std::vector<TextSegment> split_code_blocks(std::string_view text);
 std::string sibling_label(int32_t index, int32_t count);   // "1/2"
 const char* role_label(MessageRole role);
 const char* state_label(MessageState state);   // "" for Complete
 
+// A finished answer's figures, then how it ended in words: "12 tokens, 45.1 tok/s, TTFT 30 ms,
+// finished: end of turn". finish_reason is the stored word ("stop", "length", "context_full",
+// "user", "error").
+std::string answer_stats_text(int64_t tokens, double tok_s, double ttft_ms, const std::string& finish_reason);
+std::string finish_words(const std::string& finish_reason);   // "finished: end of turn", ...
+
 // The status line: model, backend, context used / limit, the last answer's TTFT and tok/s.
 std::string status_line(const ViewModel& vm);
+
+// The status bar's three parts fitted to its width: the status line, then "| message", then the
+// font note on the right. The note goes first when room runs out (it is shown on hover then),
+// then the message is shortened with "...", then the status line itself.
+struct StatusBarFit {
+  std::string line;
+  std::string message;     // "" when there is none or no room; else starts with "| "
+  bool show_note = false;
+  float width = 0;         // of everything shown, gaps included
+};
+StatusBarFit fit_status_bar(const std::string& line, const std::string& message, const std::string& note,
+                            float width, float gap, const MeasureText& measure);
 
 }  // namespace kvdesk::ui

@@ -17,11 +17,12 @@ namespace kvdesk::ui {
 UiActions draw_main_window(ViewModel& vm, const Fonts& fonts, TextureCache& textures);
 
 void draw_model_bar(ViewModel& vm, UiActions& actions);
+void draw_file_prompt(ViewModel& vm, UiActions& actions);
 void draw_conversation_list_panel(ViewModel& vm, UiActions& actions);
 void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions);
 void draw_settings_panel(ViewModel& vm, UiActions& actions);
 void draw_block_map_panel(const ViewModel& vm, TextureCache& textures);
-void draw_fragmentation_panel(const ViewModel& vm);
+void draw_fragmentation_panel(ViewModel& vm);
 void draw_sharing_panel(const ViewModel& vm);
 void draw_quantization_panel(ViewModel& vm, UiActions& actions);
 void draw_memory_budget_panel(const ViewModel& vm);

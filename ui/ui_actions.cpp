@@ -23,6 +23,8 @@ const char* action_name(ActionKind kind) {
     case ActionKind::OpenModel: return "open model";
     case ActionKind::ReconfigureKv: return "reconfigure KV";
     case ActionKind::SetChatTemplate: return "set chat template";
+    case ActionKind::ExportConversation: return "export conversation";
+    case ActionKind::ImportConversation: return "import conversation";
     case ActionKind::Quit: return "quit";
   }
   return "?";

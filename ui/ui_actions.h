@@ -27,6 +27,8 @@ enum class ActionKind : uint8_t {
   OpenModel,            // text: path
   ReconfigureKv,        // the view model's ui.kv_edit
   SetChatTemplate,      // text: a chat template name, "" for the model's own
+  ExportConversation,   // the selected one; text: "md" or "json", text2: the file's path
+  ImportConversation,   // text: the path of a JSON export; the import is selected
   Quit,
 };
 

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "ui/layout_report.h"
+#include "ui/markdown_cache.h"
+
 namespace kvdesk::ui {
 
 // ---------------------------------------------------------------------------------------
@@ -229,6 +232,12 @@ struct UiState {
   std::vector<std::string> chat_templates;    // the names offered
   std::vector<int32_t> block_sizes;           // the KV block sizes offered
   bool scroll_chat_to_bottom = false;
+  bool focus_composer = false;                // put the keyboard focus there on the next frame
+  bool focus_search = false;
+  std::string file_prompt;                    // "md" / "json": export to file_path; "import": from it
+  std::string file_path;
+  MarkdownCache markdown;                     // the shown messages, parsed
+  LayoutReport layout;                        // the last frame's widths, needed vs had
 };
 
 struct ViewModel {

@@ -175,6 +175,8 @@ bool Controller::apply(const ui::UiAction& a) {
       case ActionKind::OpenModel: open_model(a.text); break;
       case ActionKind::ReconfigureKv: reconfigure_kv(); break;
       case ActionKind::SetChatTemplate: set_chat_template(a.text); break;
+      case ActionKind::ExportConversation: export_conversation(a.text, a.text2); break;
+      case ActionKind::ImportConversation: import_conversation(a.text); break;
       case ActionKind::Quit: quit_ = true; break;
     }
     return true;
@@ -244,11 +246,8 @@ void Controller::reload_chat() {
       v.next_sibling = i + 1 < siblings.size() ? siblings[i + 1].id : 0;
     }
     if (m.stats) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "%lld tokens, %.1f tok/s, TTFT %.0f ms, %s",
-                    static_cast<long long>(m.stats->completion_tokens), m.stats->decode_tok_s, m.stats->ttft_ms,
-                    m.stats->finish_reason.c_str());
-      v.stats = buf;
+      v.stats = ui::answer_stats_text(m.stats->completion_tokens, m.stats->decode_tok_s, m.stats->ttft_ms,
+                                      m.stats->finish_reason);
     }
     chat.messages.push_back(std::move(v));
   }

@@ -75,6 +75,10 @@ class Controller {
   void set_chat_template(const std::string& name);
   store::ConversationStore& store();
 
+  // --- controller_files.cpp: conversations to and from files ---
+  void export_conversation(const std::string& format, const std::string& path);
+  void import_conversation(const std::string& path);
+
   // --- controller_chat.cpp: conversations, messages, generation ---
   void new_chat();
   void rename(store::ConversationId id, const std::string& title);

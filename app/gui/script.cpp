@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/error.h"
+#include "ui/keyboard.h"
 #include "ui/panels.h"
 
 namespace kvdesk::gui {
@@ -17,14 +18,21 @@ constexpr int kSettleFrames = 3;
 const std::set<std::string>& known_commands() {
   static const std::set<std::string> commands = {
       "new_chat", "system", "send", "wait_answer", "regenerate", "edit_last", "stop", "wait_model",
-      "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "quit"};
+      "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "layout_report", "key", "export", "import", "quit"};
   return commands;
 }
 
 const std::set<std::string>& commands_with_argument() {
   static const std::set<std::string> commands = {"system", "send", "edit_last", "sleep", "open_panel",
-                                                 "select_conversation", "screenshot", "kv_type"};
+                                                 "select_conversation", "screenshot", "kv_type",
+                                                 "layout_report", "key", "export", "import"};
   return commands;
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out.flush()) throw Error("cannot write '" + path + "'");
 }
 
 }  // namespace
@@ -49,6 +57,12 @@ Script Script::load(const std::string& path, const std::string& screenshot_dir, 
     }
     if (line.command == "open_panel" && !ui::panel_from_name(line.argument)) {
       throw Error(where + "no panel named '" + line.argument + "'");
+    }
+    if (line.command == "key" && !ui::parse_key_chord(line.argument)) {
+      throw Error(where + "'" + line.argument + "' is not a key chord (e.g. ctrl+n, shift+enter, esc)");
+    }
+    if (line.command == "export" && line.argument.find(' ') == std::string::npos) {
+      throw Error(where + "export needs a format and a path: export md|json PATH");
     }
     script.lines_.push_back(std::move(line));
   }
@@ -138,6 +152,16 @@ Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewMo
       }
       return act({ActionKind::SelectConversation, vm.conversations[n - 1].id});
     }
+    if (c == "key") return press_key(*ui::parse_key_chord(arg));
+    if (c == "export") {
+      const size_t space = arg.find(' ');
+      return act({ActionKind::ExportConversation, 0, arg.substr(0, space), arg.substr(space + 1)});
+    }
+    if (c == "import") return act({ActionKind::ImportConversation, 0, arg});
+    if (c == "layout_report") {
+      write_text_file(screenshot_dir_ + "/" + arg, vm.ui.layout.text());
+      return Outcome::Next;
+    }
     if (c == "screenshot") {
       if (!screenshot_requested_) {
         screenshot_requested_ = true;
@@ -156,6 +180,19 @@ Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewMo
   }
   fail(line, "unknown command");
   return Outcome::Wait;
+}
+
+// The chord is held down for one frame (the panels see it pressed), then let go; the actions it
+// asked for are carried out by the frame loop like a user's.
+Script::Outcome Script::press_key(const ui::KeyChord& chord) {
+  if (!key_down_) {
+    ui::set_chord_down(chord, true);
+    key_down_ = true;
+    return Outcome::Wait;
+  }
+  ui::set_chord_down(chord, false);
+  key_down_ = false;
+  return Outcome::Next;
 }
 
 void Script::fail(const Line& line, const std::string& why) {

@@ -2,7 +2,10 @@
 // per line through the same UiActions a user's clicks make. Lines: new_chat, system TEXT,
 // send TEXT, wait_answer, regenerate, edit_last TEXT, stop, wait_model, sleep SECONDS,
 // open_panel NAME, select_conversation N (1 = top of the list), screenshot NAME.png,
-// kv_type NAME (K and V storage type; the pool is re-created), quit.
+// kv_type NAME (K and V storage type; the pool is re-created), layout_report NAME.txt (the last
+// frame's widths needed vs had, ui/layout_report.h, beside the screenshots), key CHORD (pressed
+// for one frame, as ui/shortcuts.h spells it: ctrl+n, shift+enter, esc), export md|json PATH (the
+// selected conversation), import PATH (a JSON export, then selected), quit.
 // Blank lines and lines starting with # are skipped. A failing line ends the run.
 #pragma once
 #include <chrono>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "app/gui/controller.h"
+#include "ui/shortcuts.h"
 #include "ui/view_model.h"
 
 namespace kvdesk::gui {
@@ -45,6 +49,7 @@ class Script {
 
   Outcome run(const Line& line, Controller& controller, ui::ViewModel& vm, ScriptFrameRequest& frame);
   Outcome wait_for_model(const ui::ViewModel& vm);
+  Outcome press_key(const ui::KeyChord& chord);
   void fail(const Line& line, const std::string& why);
 
   std::string path_;
@@ -56,6 +61,7 @@ class Script {
   Clock::time_point line_start_;
   int settle_frames_ = 0;
   bool screenshot_requested_ = false;
+  bool key_down_ = false;
   std::string failure_;
 };
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -267,4 +268,121 @@ TEST_CASE("a bad database or model gives a message in the window, never a crash"
     CHECK(run.exit_code == 1);
     CHECK(run.err.find("wait_model: the model failed to load") != std::string::npos);
   }
+}
+
+TEST_CASE("nothing overlaps or clips from 1024x700 to 2560x1440", "[gui][layout]") {
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  use_greedy_settings(db);
+  write_file(dir.file("layout.txt"),
+             "new_chat\n"
+             "send Once upon a time\n"
+             "wait_answer\n"
+             "layout_report chat.txt\n"
+             "open_panel fragmentation\n"
+             "layout_report waste.txt\n"
+             "screenshot waste.png\n"
+             "quit\n");
+  for (const auto& [w, h] : {std::pair{1024, 700}, std::pair{1280, 800}, std::pair{2560, 1440}}) {
+    const std::string size = std::to_string(w) + "x" + std::to_string(h);
+    DYNAMIC_SECTION("at " << size) {
+      const std::string first_display = std::to_string(100 + ::getpid() % 800);
+      const AppRun run = kvdesk::test::run_program(
+          "xvfb-run", {"-a", "-n", first_display, "-s", "-screen 0 2560x1440x24", KVDESK_APP_PATH, "--model",
+                       kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--width", std::to_string(w), "--height",
+                       std::to_string(h), "--script", dir.file("layout.txt"), "--screenshot-dir", dir.path().string()});
+      INFO("stderr: " << run.err);
+      REQUIRE(run.exit_code == 0);
+      for (const char* name : {"chat.txt", "waste.txt"}) {
+        const std::string report = read_all(dir.file(name));
+        INFO(name << ":\n" << report);
+        CHECK(report.rfind("window " + size + "\n", 0) == 0);
+        CHECK(report.find("status line: ") != std::string::npos);
+        CHECK(report.find("model bar: ") != std::string::npos);
+        CHECK(report.find("OVERFLOW") == std::string::npos);
+      }
+      const std::string waste = read_all(dir.file("waste.txt"));
+      CHECK(waste.find("waste table: waste: ") != std::string::npos);
+      CHECK(waste.find("what-if table: wasted bytes: ") != std::string::npos);
+      CHECK(read_all(dir.file("chat.txt")).find("chat: paragraph: ") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a conversation exported to JSON imports back the same, with its branches", "[gui][files]") {
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  use_greedy_settings(db);
+  write_file(dir.file("files.txt"),
+             "new_chat\n"
+             "system Be brief.\n"
+             "send Once upon a time\n"
+             "wait_answer\n"
+             "regenerate\n"
+             "wait_answer\n"
+             "export json " + dir.file("chat.json") + "\n"
+             "export md " + dir.file("chat.md") + "\n"
+             "import " + dir.file("chat.json") + "\n"
+             "screenshot imported.png\n"
+             "quit\n");
+  const AppRun run = run_kvdesk({"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script",
+                                 dir.file("files.txt"), "--screenshot-dir", dir.path().string()});
+  INFO("stderr: " << run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(read_all(dir.file("chat.md")).find("Once upon a time") != std::string::npos);
+  store::ConversationStore s = store::ConversationStore::open(db);
+  const std::vector<store::Conversation> conversations = s.list_conversations();
+  REQUIRE(conversations.size() == 2);
+  const store::ConversationId original_id = std::min(conversations[0].id, conversations[1].id);
+  const store::ConversationId imported_id = std::max(conversations[0].id, conversations[1].id);
+  const store::ConversationTree imported = s.load_tree(imported_id);
+  const store::ConversationTree original = s.load_tree(original_id);
+  CHECK(imported.conversation.title == original.conversation.title);
+  CHECK(imported.conversation.system_prompt == "Be brief.");
+  REQUIRE(imported.messages.size() == 3);   // the question and both answers
+  REQUIRE(original.messages.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(imported.messages[i].role == original.messages[i].role);
+    CHECK(imported.messages[i].content == original.messages[i].content);
+    CHECK(imported.messages[i].status == original.messages[i].status);
+  }
+  const std::vector<store::Message> path = s.branch_path(imported_id);
+  REQUIRE(path.size() == 2);
+  CHECK(s.siblings(path[1].id).size() == 2);
+}
+
+TEST_CASE("a bad import is a message and changes nothing", "[gui][files]") {
+  TempDir dir;
+  write_file(dir.file("junk.json"), "{\"format\": \"something else\"}");
+  write_file(dir.file("import.txt"), "new_chat\nimport " + dir.file("junk.json") + "\nquit\n");
+  const AppRun run = run_kvdesk({"--db", dir.file("db"), "--script", dir.file("import.txt")});
+  CHECK(run.exit_code == 1);
+  CHECK(run.err.find("import.txt:2: import " + dir.file("junk.json") + ": import conversation: cannot import") != std::string::npos);
+  CHECK(run.err.find("is not kvdesk.conversation") != std::string::npos);
+  store::ConversationStore s = store::ConversationStore::open(dir.file("db"));
+  CHECK(s.list_conversations().size() == 1);
+}
+
+TEST_CASE("keyboard shortcuts work in the real window", "[gui][keyboard]") {
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  use_greedy_settings(db);
+  write_file(dir.file("keys.txt"),
+             "key ctrl+n\n"
+             "send Once upon a time\n"
+             "wait_answer\n"
+             "key ctrl+r\n"
+             "wait_answer\n"
+             "key ctrl+n\n"
+             "quit\n");
+  const AppRun run = run_kvdesk({"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script",
+                                 dir.file("keys.txt")});
+  INFO("stderr: " << run.err);
+  REQUIRE(run.exit_code == 0);
+  store::ConversationStore s = store::ConversationStore::open(db);
+  const std::vector<store::Conversation> conversations = s.list_conversations();
+  REQUIRE(conversations.size() == 2);   // Ctrl+N twice
+  const std::vector<store::Message> path = s.branch_path(std::min(conversations[0].id, conversations[1].id));
+  REQUIRE(path.size() == 2);
+  CHECK(s.siblings(path[1].id).size() == 2);   // Ctrl+R: a second answer
 }

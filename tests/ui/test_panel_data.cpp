@@ -267,37 +267,6 @@ TEST_CASE("push_sample keeps the newest samples", "[ui][panel_data]") {
   CHECK(series_max({}) == 0);
 }
 
-TEST_CASE("split_code_blocks separates fenced code from prose", "[ui][panel_data]") {
-  SECTION("prose only") {
-    const auto s = split_code_blocks("hello world");
-    REQUIRE(s.size() == 1);
-    CHECK_FALSE(s[0].code);
-    CHECK(s[0].text == "hello world");
-  }
-  SECTION("a closed fence with a language") {
-    const auto s = split_code_blocks("Try:\n```cpp\nint x = 1;\nint y;\n```\nDone.");
-    REQUIRE(s.size() == 3);
-    CHECK(s[0].text == "Try:\n");
-    CHECK(s[1].code);
-    CHECK(s[1].language == "cpp");
-    CHECK(s[1].text == "int x = 1;\nint y;");
-    CHECK(s[2].text == "Done.");
-  }
-  SECTION("an unclosed fence (still streaming) runs to the end") {
-    const auto s = split_code_blocks("```\nfor (;;)");
-    REQUIRE(s.size() == 1);
-    CHECK(s[0].code);
-    CHECK(s[0].text == "for (;;)");
-  }
-  SECTION("a fence still being typed") {
-    const auto s = split_code_blocks("text ```py");
-    REQUIRE(s.size() == 2);
-    CHECK(s[1].code);
-    CHECK(s[1].language == "py");
-  }
-  CHECK(split_code_blocks("").empty());
-}
-
 TEST_CASE("the status line names the model, the context and the last answer", "[ui][panel_data]") {
   ViewModel vm;
   CHECK(status_line(vm).find("open") != std::string::npos);
@@ -325,4 +294,43 @@ TEST_CASE("retention's kept vs seen reads as counts and a share, or off", "[ui][
   kv.retention_tokens_seen = 480;
   kv.retention_tokens_kept = 120;
   CHECK(retention_kept_text(kv) == "120 / 480 (25.0%)");
+}
+
+TEST_CASE("an answer's statistics say how it finished in words", "[ui][panel_data]") {
+  CHECK(answer_stats_text(12, 45.06, 30.4, "stop") == "12 tokens, 45.1 tok/s, TTFT 30 ms, finished: end of turn");
+  CHECK(finish_words("length") == "finished: length limit");
+  CHECK(finish_words("user") == "finished: stopped");
+  CHECK(finish_words("context_full") == "finished: context full");
+  CHECK(finish_words("error") == "finished: failed");
+  CHECK(finish_words("odd") == "finished: odd");
+}
+
+TEST_CASE("the status bar drops the font note, then shortens the message, never overlapping", "[ui][panel_data]") {
+  const auto ten_px = [](std::string_view t) { return float(t.size()) * 10.0f; };
+  const std::string line = "model | cpu";                     // 110 px
+  const std::string message = "model loaded; no CUDA device";   // "| " + 28 chars: 300 px
+  const std::string note = "Korean: NanumGothic";             // 190 px
+  SECTION("everything fits") {
+    const StatusBarFit fit = fit_status_bar(line, message, note, 1000, 8, ten_px);
+    CHECK(fit.line == line);
+    CHECK(fit.message == "| " + message);
+    CHECK(fit.show_note);
+    CHECK(fit.width == 110 + 8 + 300 + 8 + 190);
+  }
+  SECTION("no room for the note: it goes, the message stays whole") {
+    const StatusBarFit fit = fit_status_bar(line, message, note, 500, 8, ten_px);
+    CHECK_FALSE(fit.show_note);
+    CHECK(fit.message == "| " + message);
+    CHECK(fit.width <= 500);
+  }
+  SECTION("a narrow bar shortens the message, then the line") {
+    const StatusBarFit narrow = fit_status_bar(line, message, note, 250, 8, ten_px);
+    CHECK(narrow.line == line);
+    CHECK(narrow.message == "| model lo...");   // 250 - 110 - 8 = 132 px: 13 characters
+    CHECK(narrow.width <= 250);
+    const StatusBarFit tiny = fit_status_bar(line, message, note, 60, 8, ten_px);
+    CHECK(tiny.line == "mod...");
+    CHECK(tiny.message.empty());
+    CHECK(tiny.width <= 60);
+  }
 }

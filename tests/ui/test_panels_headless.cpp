@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "ui/keyboard.h"
 #include "ui/panels.h"
 
 using namespace kvdesk::ui;
@@ -44,6 +45,10 @@ class HeadlessImGui {
     io.DisplaySize = ImVec2(1280, 800);
     io.DeltaTime = 1.0f / 60.0f;
     io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;   // as the OpenGL3 backend
+    io.KeyMap[ImGuiKey_Tab] = 258;                                 // and the keys as the GLFW backend maps them
+    io.KeyMap[ImGuiKey_Enter] = 257;
+    io.KeyMap[ImGuiKey_Escape] = 256;
+    io.KeyMap[ImGuiKey_Backspace] = 259;
     fonts_ = load_fonts(16.0f, korean);
     unsigned char* pixels = nullptr;
     int width = 0, height = 0;
@@ -63,6 +68,16 @@ class HeadlessImGui {
     CHECK(data->Valid);
     CHECK(data->TotalVtxCount > 0);
     vertices_ = data->TotalVtxCount;
+    return actions;
+  }
+  // A chord held for one frame, then let go for one; returns the first frame's actions.
+  UiActions press(ViewModel& vm, const std::string& chord) {
+    const std::optional<KeyChord> c = parse_key_chord(chord);
+    REQUIRE(c.has_value());
+    set_chord_down(*c, true);
+    UiActions actions = frame(vm);
+    set_chord_down(*c, false);
+    frame(vm);
     return actions;
   }
   // Every side panel in turn, two frames each (a requested tab shows on the next frame).
@@ -256,4 +271,111 @@ TEST_CASE("the Korean font is found and its atlas built with oversampling 1", "[
 TEST_CASE("panel names round-trip for scripts", "[ui][headless]") {
   for (Panel p : kAllPanels) CHECK(panel_from_name(panel_name(p)) == p);
   CHECK_FALSE(panel_from_name("nope").has_value());
+}
+
+namespace {
+
+constexpr const char* kRichAnswer =
+    "# Paged KV\n\nBlocks are **fixed-size** and *shared*; see [vLLM](https://vllm.ai) or `block_size`.\n\n"
+    "- one\n- two\n  1. nested\n\n> a quote\n> > deeper\n\n"
+    "| type | bytes per token |\n|---|---|\n| f16 | 640 |\n| int8 | 480 |\n\n"
+    "```cpp\nint main() { return 0; }   // a long line that is wider than a narrow chat column, so it scrolls\n```\n\n---\n\n"
+    "안녕하세요 averyveryveryveryveryveryveryveryveryveryveryveryveryveryveryverylongwordwithoutanyspaces";
+
+bool has_action(const UiActions& actions, ActionKind kind) {
+  for (const UiAction& a : actions) {
+    if (a.kind == kind) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("Markdown answers draw, parsed once while they do not change", "[ui][headless][markdown]") {
+  HeadlessImGui imgui;
+  ViewModel vm = make_vm(64, 1, 0);
+  vm.chat.messages.push_back({1, MessageRole::User, MessageState::Complete, "Explain **paged** KV"});
+  vm.chat.messages.push_back({2, MessageRole::Assistant, MessageState::Complete, kRichAnswer});
+  vm.chat.messages.push_back({3, MessageRole::Assistant, MessageState::Streaming, "Streaming ```py\nx = 1"});
+  imgui.frame(vm);
+  CHECK(vm.ui.markdown.parses() == 3);
+  imgui.frame(vm);
+  CHECK(vm.ui.markdown.parses() == 3);
+  vm.chat.messages[2].text += "\ny = 2";
+  imgui.frame(vm);
+  CHECK(vm.ui.markdown.parses() == 4);   // only the streaming answer again
+  vm.chat.messages.erase(vm.chat.messages.begin());
+  imgui.frame(vm);
+  CHECK(vm.ui.markdown.size() == 2);     // the message gone from the chat is forgotten
+}
+
+TEST_CASE("nothing the panels draw overflows from 1024x700 to 2560x1440", "[ui][headless][layout]") {
+  HeadlessImGui imgui;
+  ViewModel vm = make_vm(512, 6, 4);
+  vm.chat.messages.push_back({100, MessageRole::Assistant, MessageState::Complete, kRichAnswer});
+  vm.status.message = "model loaded; no CUDA device: CUDA driver version is insufficient for CUDA runtime version";
+  vm.status.font_note = "Korean: NanumGothic";
+  vm.status.last_answer = "TTFT 12 ms, 812.3 tok/s (200 tokens, 0 of 30 prompt tokens cached)";
+  for (const ImVec2 size : {ImVec2(1024, 700), ImVec2(1280, 800), ImVec2(2560, 1440)}) {
+    ImGui::GetIO().DisplaySize = size;
+    for (Panel p : kAllPanels) {
+      vm.ui.panel = p;
+      vm.ui.panel_requested = true;
+      imgui.frame(vm);
+      imgui.frame(vm);
+      INFO(panel_name(p) << "\n" << vm.ui.layout.text());
+      CHECK(vm.ui.layout.window_width == size.x);
+      CHECK(vm.ui.layout.overflows().empty());
+    }
+  }
+}
+
+TEST_CASE("keyboard shortcuts ask for their actions", "[ui][headless][keyboard]") {
+  HeadlessImGui imgui;
+  ViewModel vm = make_vm(64, 2, 2);
+  imgui.frame(vm);
+  SECTION("Ctrl+N starts a new chat and puts the focus in the composer") {
+    CHECK(has_action(imgui.press(vm, "ctrl+n"), ActionKind::NewChat));
+    CHECK_FALSE(vm.ui.focus_composer);   // taken by the composer on the next frame
+  }
+  SECTION("Ctrl+R regenerates, and does nothing while an answer streams") {
+    CHECK(has_action(imgui.press(vm, "ctrl+r"), ActionKind::Regenerate));
+    vm.chat.generating = true;
+    CHECK(imgui.press(vm, "ctrl+r").empty());
+  }
+  SECTION("Esc stops the answer being generated, and does nothing otherwise") {
+    CHECK(imgui.press(vm, "esc").empty());
+    vm.chat.generating = true;
+    CHECK(has_action(imgui.press(vm, "esc"), ActionKind::Stop));
+  }
+  SECTION("Ctrl+F puts the focus in the search field") {
+    imgui.press(vm, "ctrl+f");
+    imgui.frame(vm);
+    ImGui::GetIO().AddInputCharactersUTF8("kv");
+    const UiActions actions = imgui.frame(vm);
+    CHECK(vm.ui.search == "kv");
+    CHECK(has_action(actions, ActionKind::Search));
+  }
+  SECTION("a letter alone is typing, not a shortcut") {
+    CHECK(imgui.press(vm, "n").empty());
+  }
+}
+
+TEST_CASE("in the composer Enter sends and Shift+Enter breaks the line", "[ui][headless][keyboard]") {
+  HeadlessImGui imgui;
+  ViewModel vm = make_vm(64, 1, 0);
+  vm.ui.focus_composer = true;
+  imgui.frame(vm);
+  imgui.frame(vm);
+  ImGui::GetIO().AddInputCharactersUTF8("first");
+  imgui.frame(vm);
+  CHECK(imgui.press(vm, "shift+enter").empty());
+  ImGui::GetIO().AddInputCharactersUTF8("second");
+  imgui.frame(vm);
+  CHECK(vm.ui.composer == "first\nsecond");
+  const UiActions actions = imgui.press(vm, "enter");
+  REQUIRE(actions.size() == 1);
+  CHECK(actions[0].kind == ActionKind::Send);
+  CHECK(actions[0].text == "first\nsecond");
+  CHECK(vm.ui.composer.empty());
 }
