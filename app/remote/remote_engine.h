@@ -17,6 +17,9 @@
 namespace kvdesk::remote {
 
 struct RemoteOptions {
+  RemoteOptions(std::string server_url = {}, std::string key = {})
+      : url(std::move(server_url)), api_key(std::move(key)) {}
+
   std::string url;        // "http://host:port"
   std::string api_key;    // sent as "Authorization: Bearer KEY" when set
   std::string model;      // empty: the first model the server lists
