@@ -22,14 +22,15 @@ struct AttentionArgs {
   const float* q = nullptr;   // [num_heads][head_dim]
   int32_t num_heads = 0;
   float scale = 1.0f;         // usually 1 / sqrt(head_dim)
-  float softcap = 0.0f;       // > 0: scores are soft-capped to (-softcap, softcap)
-  int32_t first_token = 0;    // the first cached row attended (sliding window); earlier weights are 0
   float* out = nullptr;       // [num_heads][head_dim]
   float* scratch = nullptr;   // [attention_scratch_floats(num_heads, head_dim)]
   AttentionNumerics numerics = AttentionNumerics::Exact;
   // Optional, for KV retention policies that rank cached tokens by attention (H2O, SnapKV):
   // when set, receives each head's softmax weights p[h][j]. nullptr (the default) costs nothing.
   float* weights = nullptr;   // [num_heads][seq.num_tokens]
+  // Gemma-style layers (the CUDA kernels run neither; their backend refuses such models):
+  float softcap = 0.0f;       // > 0: scores are soft-capped to (-softcap, softcap)
+  int32_t first_token = 0;    // the first cached row attended (sliding window); earlier weights are 0
 };
 
 // Scratch floats of one call with num_heads query heads (ref:: or cpu::).

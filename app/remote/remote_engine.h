@@ -17,7 +17,7 @@
 namespace kvdesk::remote {
 
 struct RemoteOptions {
-  RemoteOptions(std::string server_url = {}, std::string key = {})
+  explicit RemoteOptions(std::string server_url = {}, std::string key = {})
       : url(std::move(server_url)), api_key(std::move(key)) {}
 
   std::string url;        // "http://host:port"
