@@ -57,48 +57,73 @@ void quantize_fp8_row(const float* x, uint8_t* row, int32_t n, float max) {
   for (int32_t i = 0; i < n; ++i) codes[i] = s != 0.0f ? kEncode(x[i] / s) : 0;
 }
 
-// s = amax / 127, q[i] = round(x[i] / s)
-void quantize_int8_row(const float* x, uint8_t* row, int32_t n) {
-  const float s = abs_max(x, n) / 127.0f;
-  std::memcpy(row, &s, sizeof(s));
-  int8_t* q = reinterpret_cast<int8_t*>(row + sizeof(s));
-  for (int32_t i = 0; i < n; ++i) {
-    const float r = s != 0.0f ? std::nearbyint(x[i] / s) : 0.0f;
-    q[i] = int8_t(std::fmin(std::fmax(r, -127.0f), 127.0f));
+float clamp_to_fp16_range(float x) { return std::fmin(std::fmax(x, -65504.0f), 65504.0f); }
+
+// A group's stored (scale, min): bits = f16 s | f16 m << 16 (s first in memory), and both as f32.
+struct AffineScale {
+  uint32_t bits = 0;
+  float s = 0.0f;
+  float m = 0.0f;
+};
+
+// m = f16(lo); s = f16((hi - m) / levels), one f16 step up where rounding down would leave hi
+// above code `levels`, so no value but a NaN clamps: every error stays within s / 2 (plus the
+// f16 rounding of m for values below it). lo > hi (no finite value) gives (0, 0).
+AffineScale affine_scale_from_range(float lo, float hi, float levels) {
+  if (!(lo <= hi)) return {};
+  const uint16_t m16 = fp32_to_fp16(clamp_to_fp16_range(lo));
+  const float m = fp16_to_fp32(m16);
+  const float span = std::fmax(hi - m, 0.0f);
+  uint16_t s16 = fp32_to_fp16(clamp_to_fp16_range(span / levels));
+  if (fp16_to_fp32(s16) * levels < span && s16 < 0x7BFF) ++s16;
+  return {uint32_t(s16) | uint32_t(m16) << 16, fp16_to_fp32(s16), m};
+}
+
+// code = clamp(round((x - m) / s), 0, levels); a NaN gets 0.
+uint8_t affine_code(float x, const AffineScale& a, float levels) {
+  const float r = a.s != 0.0f ? std::nearbyint((x - a.m) / a.s) : 0.0f;
+  return uint8_t(std::fmin(std::fmax(r, 0.0f), levels));
+}
+
+// x = s * code + m, fused as every kernel computes it.
+float affine_value(uint32_t bits, int code) {
+  return std::fma(float(code), fp16_to_fp32(uint16_t(bits & 0xFFFF)), fp16_to_fp32(uint16_t(bits >> 16)));
+}
+
+// A group's (scale, min) pair as stored: m = f16(min), s = f16((max - m) / levels). NaNs are
+// skipped (fmin / fmax ignore them); an empty or all-NaN group gets (0, 0).
+AffineScale affine_group_scale(const float* x, int32_t n, float levels) {
+  float lo = INFINITY, hi = -INFINITY;
+  for (int32_t i = 0; i < n; ++i) lo = std::fmin(lo, x[i]), hi = std::fmax(hi, x[i]);
+  return affine_scale_from_range(lo, hi, levels);
+}
+
+// int8 / int4 rows: per group, code[i] = affine_code(x[i]); int4 packs two codes a byte.
+void quantize_affine_row(KvType type, const float* x, uint8_t* row, int32_t n) {
+  const int32_t group = kv_row_group(type, n);
+  const float levels = type == KvType::INT8 ? kKvInt8Levels : kKvInt4Levels;
+  uint8_t* codes = row + kv_row_values_offset(type, n);
+  if (type == KvType::INT4) std::memset(codes, 0, size_t(n / 2));
+  for (int32_t begin = 0; begin < n; begin += group) {
+    const int32_t end = std::min(n, begin + group);
+    const AffineScale a = affine_group_scale(x + begin, end - begin, levels);
+    std::memcpy(row + 4 * size_t(begin / group), &a.bits, sizeof(a.bits));
+    for (int32_t i = begin; i < end; ++i) {
+      const uint8_t code = affine_code(x[i], a, levels);
+      if (type == KvType::INT8) codes[i] = code;
+      else codes[i / 2] |= uint8_t(code << (4 * (i % 2)));
+    }
   }
 }
 
-// Per group: m = the value of largest magnitude (sign kept), s = f16(m / -8),
-// nibble[i] = clamp(round(x[i] / s) + 8, 0, 15), so m is exactly -8 * s.
-void quantize_int4_row(const float* x, uint8_t* row, int32_t n) {
-  uint16_t* scales = reinterpret_cast<uint16_t*>(row);
-  uint8_t* nibbles = row + kv_row_values_offset(KvType::INT4, n);
-  std::memset(nibbles, 0, size_t(n / 2));
-  for (int32_t g = 0; g * kKvInt4Group < n; ++g) {
-    const int32_t begin = g * kKvInt4Group;
-    const int32_t end = std::min(n, begin + kKvInt4Group);
-    float m = 0.0f;
-    for (int32_t i = begin; i < end; ++i) {
-      if (std::fabs(x[i]) > std::fabs(m)) m = x[i];
-    }
-    const uint16_t s16 = fp32_to_fp16(std::fmin(std::fmax(m / -8.0f, -65504.0f), 65504.0f));
-    std::memcpy(scales + g, &s16, sizeof(s16));
-    const float s = fp16_to_fp32(s16);
-    for (int32_t i = begin; i < end; ++i) {
-      const float r = s != 0.0f ? std::nearbyint(x[i] / s) + 8.0f : 8.0f;
-      const int nibble = int(std::fmin(std::fmax(r, 0.0f), 15.0f));
-      nibbles[i / 2] |= uint8_t(nibble << (4 * (i % 2)));
-    }
-  }
-}
-
-void dequantize_int4_row(const uint8_t* row, float* x, int32_t n) {
-  const uint8_t* nibbles = row + kv_row_values_offset(KvType::INT4, n);
+void dequantize_affine_row(KvType type, const uint8_t* row, float* x, int32_t n) {
+  const int32_t group = kv_row_group(type, n);
+  const uint8_t* codes = row + kv_row_values_offset(type, n);
   for (int32_t i = 0; i < n; ++i) {
-    uint16_t s16;
-    std::memcpy(&s16, row + sizeof(s16) * size_t(i / kKvInt4Group), sizeof(s16));
-    const int nibble = (nibbles[i / 2] >> (4 * (i % 2))) & 15;
-    x[i] = fp16_to_fp32(s16) * float(nibble - 8);
+    uint32_t bits;
+    std::memcpy(&bits, row + 4 * size_t(i / group), sizeof(bits));
+    const int code = type == KvType::INT8 ? codes[i] : (codes[i / 2] >> (4 * (i % 2))) & 15;
+    x[i] = affine_value(bits, code);
   }
 }
 
@@ -174,8 +199,8 @@ void quantize_kv_row(KvType type, const float* x, uint8_t* row, int32_t head_dim
       return;
     case KvType::FP8_E4M3: return quantize_fp8_row<fp32_to_fp8_e4m3>(x, row, n, kFp8E4M3Max);
     case KvType::FP8_E5M2: return quantize_fp8_row<fp32_to_fp8_e5m2>(x, row, n, kFp8E5M2Max);
-    case KvType::INT8: return quantize_int8_row(x, row, n);
-    case KvType::INT4: return quantize_int4_row(x, row, n);
+    case KvType::INT8:
+    case KvType::INT4: return quantize_affine_row(type, x, row, n);
   }
   KVDESK_ASSERT(false);
 }
@@ -200,9 +225,7 @@ void dequantize_kv_row(KvType type, const uint8_t* row, float* x, int32_t head_d
       for (int32_t i = 0; i < n; ++i) x[i] = row_scale(row) * fp8_e5m2_to_fp32(values[i]);
       return;
     case KvType::INT8:
-      for (int32_t i = 0; i < n; ++i) x[i] = row_scale(row) * float(int8_t(values[i]));
-      return;
-    case KvType::INT4: return dequantize_int4_row(row, x, n);
+    case KvType::INT4: return dequantize_affine_row(type, row, x, n);
   }
   KVDESK_ASSERT(false);
 }

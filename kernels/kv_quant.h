@@ -4,25 +4,22 @@
 // registers (kernels/attention.h); nothing keeps a dequantized copy.
 //
 //   f32 / f16 / bf16   values[head_dim]
-//   fp8_e4m3/_e5m2     f32 s,  codes[head_dim]            x = s * fp8(code)
-//   int8               f32 s,  q[head_dim] (int8)          x = s * q,  s = amax / 127
-//   int4               f16 s[G], nib[head_dim / 2]         x = s[g] * (nibble - 8), G = ceil(head_dim / 32)
-//                      byte i holds value 2i (low nibble) and 2i+1 (high nibble); group g is
-//                      values [32g, 32g + 32), the last one shorter when head_dim % 32 != 0.
+//   fp8_e4m3/_e5m2     f32 s,  codes[head_dim]                  x = s * fp8(code), s = amax / fp8 max
+//   int8               {f16 s, f16 m}[G], q[head_dim] (uint8)   x = s[g] * q + m[g],  s = (max - m) / 255
+//   int4               {f16 s, f16 m}[G], nib[head_dim / 2]     x = s[g] * nibble + m[g], s = (max - m) / 15
+//                      G = ceil(head_dim / group); group g is values [group*g, group*g + group), the
+//                      last one shorter; int4 byte i holds value 2i (low nibble) and 2i+1 (high).
 //
-// Scale granularity, measured as round-trip NMSE (sum err^2 / sum x^2) on Gaussian rows, on
-// rows with two 12x outlier channels (keys of real LLMs have some), and on stories260K's K/V:
-//              per row               per 32                 per 16
-//   int8    4.1e-5 / 3.7e-4     2.8e-5 / 1.2e-4 (+6% B)     2.2e-5 / 5.9e-5 (+12% B)
-//   int4    1.1e-2 / 8.4e-2     7.3e-3 / 2.7e-2             5.7e-3 / 1.4e-2 (+11% B)
-// int8 per row is already ~15x below fp8_e4m3 (6.6e-4) and its scale costs nothing in the
-// kernel (it multiplies the finished dot product, or the softmax weight): groups would buy
-// little for 6% more bytes and a multiply per vector. int4 per row collapses on outlier
-// channels (8.4e-2), so it takes ggml's Q4_0 choice: groups of 32 with an f16 scale (4.5
-// bits/value) and the 16 levels -8..7 with the largest-magnitude value at -8 (20% below the
-// symmetric -7..7 grid). fp8 without a scale underflows on small rows (e4m3 NMSE 3.5e-2 on
-// rows with |x| ~ 3e-3, vs 6.6e-4 scaled) and saturates above 448; one f32 scale per row
-// (amax -> the format's largest value) removes both for 4 bytes a row.
+// Scales follow the data. int8 and int4 are affine (asymmetric): each group's [min, max] is
+// spread over all 256 / 16 levels, m = f16(min) and s = f16((max - m) / levels), so a group whose
+// values sit on one side of zero, or whose one large value is an outlier of one sign (keys of
+// real LLMs have such channels; stories260K's reach |k| = 28 among values of a few units),
+// loses no level to the empty side. Groups: int8 32 values (head_dim when smaller), 4 bytes
+// per 32 values = 12.5% over 8 bits; int4 64 values, 4 bytes per 64 = 12.5% over 4 bits (groups
+// of 32 would cost 25%). fp8 is a float format, so its relative precision does not depend on the
+// scale: one f32 scale per row (amax -> the format's largest normal) only keeps small rows out
+// of the subnormals (e4m3 NMSE 3.5e-2 on rows with |x| ~ 3e-3, vs 6.6e-4 scaled) and large
+// ones from saturating, for 4 bytes a row.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,26 +28,35 @@
 
 namespace kvdesk {
 
-constexpr int32_t kKvInt4Group = 32;   // int4 values per f16 scale
+constexpr int32_t kKvInt8Group = 32;   // int8 values per (scale, min) pair
+constexpr int32_t kKvInt4Group = 64;   // int4 values per (scale, min) pair
+constexpr float kKvInt8Levels = 255.0f;   // codes 0..255
+constexpr float kKvInt4Levels = 15.0f;    // codes 0..15
 
 // Largest finite magnitudes; a row scale maps the row's amax there.
 constexpr float kFp8E4M3Max = 448.0f;
 constexpr float kFp8E5M2Max = 57344.0f;
 
-// Scales at the front of a row (0 for f32/f16/bf16) and where the values start. Inline: the
-// attention kernels ask per row.
+// Values per scale group of an int8 / int4 row (head_dim itself when smaller; 0 for others).
+constexpr int32_t kv_row_group(KvType type, int32_t head_dim) {
+  const int32_t group = type == KvType::INT8 ? kKvInt8Group : type == KvType::INT4 ? kKvInt4Group : 0;
+  return head_dim < group ? head_dim : group;
+}
+
+// Scale entries at the front of a row (0 for f32/f16/bf16): one f32 for fp8, one (f16 scale,
+// f16 min) pair per group for int8 / int4. Inline: the attention kernels ask per row.
 constexpr int32_t kv_row_scales(KvType type, int32_t head_dim) {
   switch (type) {
     case KvType::FP8_E4M3:
-    case KvType::FP8_E5M2:
-    case KvType::INT8: return 1;
-    case KvType::INT4: return (head_dim + kKvInt4Group - 1) / kKvInt4Group;
+    case KvType::FP8_E5M2: return 1;
+    case KvType::INT8:
+    case KvType::INT4: return (head_dim + kv_row_group(type, head_dim) - 1) / kv_row_group(type, head_dim);
     default: return 0;
   }
 }
+// Every scale entry is 4 bytes (an f32, or an f16 pair), so values start 4-byte aligned.
 constexpr size_t kv_row_values_offset(KvType type, int32_t head_dim) {
-  const size_t scale_bytes = type == KvType::INT4 ? sizeof(uint16_t) : sizeof(float);
-  return scale_bytes * size_t(kv_row_scales(type, head_dim));
+  return 4 * size_t(kv_row_scales(type, head_dim));
 }
 
 // fp8 codes, bit-exact: round to nearest even, saturating to +-max (no inf); NaN stays NaN.

@@ -18,8 +18,8 @@ enum class KvType : uint8_t {
   BF16,
   FP8_E4M3,  // 8-bit float (4 exponent, 3 mantissa bits) times one f32 scale per row
   FP8_E5M2,  // 8-bit float (5 exponent, 2 mantissa bits) times one f32 scale per row
-  INT8,      // int8 times one f32 scale per row
-  INT4,      // 4-bit ints times one f16 scale per group of 32 values
+  INT8,      // 8-bit codes, affine: f16 scale and min per group of 32 values
+  INT4,      // 4-bit codes, affine: f16 scale and min per group of 64 values
 };
 
 std::span<const KvType> all_kv_types();

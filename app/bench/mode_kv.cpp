@@ -256,8 +256,8 @@ Report run_kv(const BenchOptions& o) {
   add_indirection_table(r, types, depths, sequential, scattered);
   r.notes.push_back(
       "Formula: layers x 2 x kv_heads x head_dim x bytes per value (the KV arithmetic). Measured: "
-      "the pool's bytes per block / block size, which adds each type's scales (fp8/int8: one f32 per "
-      "row; int4: one f16 per 32 values). Attention: cpu::paged_attention of one token, every query head, "
+      "the pool's bytes per block / block size, which adds each type's scales (fp8: one f32 per "
+      "row; int8: an f16 scale and min per 32 values; int4: the same per 64 values). Attention: cpu::paged_attention of one token, every query head, "
       "every layer, one call per kv head as the forward pass makes them, over a pool filled with random "
       "K/V, the sequence's blocks scattered in random order; GB/s = KV bytes read / time. Indirection: "
       "the same blocks in pool order (block after block, as a contiguous cache would lay them out) "

@@ -65,17 +65,16 @@ struct Avx2 {
     const __m128i h = _mm_slli_epi16(_mm_cvtepi8_epi16(load8(p)), 7);
     return _mm256_cvtph_ps(_mm_and_si128(h, _mm_set1_epi16(short(0xBF80))));
   }
-  static Vec load_i8(const uint8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(load8(p))); }
-  // 4 bytes of nibble pairs -> s * (nibble - 8) for 8 values: each byte twice, then odd
-  // lanes shifted by 4.
-  static Vec load_i4(const uint8_t* p, float s) {
+  // 8 unsigned int8 codes -> f32.
+  static Vec load_u8(const uint8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(load8(p))); }
+  // 4 bytes of nibble pairs -> 8 codes: each byte twice, then odd lanes shifted by 4.
+  static Vec load_u4(const uint8_t* p) {
     int32_t bytes;
     std::memcpy(&bytes, p, sizeof(bytes));
     const __m128i b = _mm_cvtsi32_si128(bytes);
     const __m256i w = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
     const __m256i shifts = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
-    const Vec nibbles = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(w, shifts), _mm256_set1_epi32(15)));
-    return fma(nibbles, set1(s), set1(-8.0f * s));
+    return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(w, shifts), _mm256_set1_epi32(15)));
   }
 };
 

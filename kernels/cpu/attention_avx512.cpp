@@ -66,16 +66,14 @@ struct Avx512 {
     const __m256i h = _mm256_slli_epi16(_mm256_cvtepi8_epi16(load16(p)), 7);
     return _mm512_cvtph_ps(_mm256_and_si256(h, _mm256_set1_epi16(short(0xBF80))));
   }
-  static Vec load_i8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load16(p))); }
-  // 8 bytes of nibble pairs -> s * (nibble - 8) for 16 values: each byte twice, odd lanes
-  // shifted by 4, and the 16 possible values looked up in one register (vpermps reads only
-  // the low 4 bits of each index, so the high nibble needs no mask).
-  static Vec load_i4(const uint8_t* p, float s) {
+  // 16 unsigned int8 codes -> f32.
+  static Vec load_u8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16(p))); }
+  // 8 bytes of nibble pairs -> 16 codes: each byte twice, odd lanes shifted by 4, masked.
+  static Vec load_u4(const uint8_t* p) {
     const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
     const __m512i w = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
     const __m512i shifts = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
-    const Vec levels = _mm512_set_ps(7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8);
-    return _mm512_permutexvar_ps(_mm512_srlv_epi32(w, shifts), _mm512_mul_ps(levels, set1(s)));
+    return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srlv_epi32(w, shifts), _mm512_set1_epi32(15)));
   }
 };
 

@@ -47,13 +47,15 @@ typename Isa::Vec exp_nonpositive(typename Isa::Vec x) {
 }
 
 // One row of `Type` as vectors: value[c*W + i] = scale(row) * lane i of load(row, c).
-// The per-row scale is applied once per row (to the finished dot, or to the softmax weight).
+// fp8's per-row scale is applied once per row (to the finished dot, or to the softmax weight);
+// int8 / int4 groups are affine (s * code + m), so load applies their pair to each vector (a
+// vector never spans two groups: groups are multiples of 16 values, or the whole row).
 template <class Isa, KvType Type>
 struct RowReader {
   using Vec = typename Isa::Vec;
   static constexpr int W = Isa::kLanes;
   static constexpr bool kHasRowScale =
-      Type == KvType::FP8_E4M3 || Type == KvType::FP8_E5M2 || Type == KvType::INT8;
+      Type == KvType::FP8_E4M3 || Type == KvType::FP8_E5M2;
 
   static float scale(const uint8_t* row) {
     if constexpr (kHasRowScale) {
@@ -71,12 +73,23 @@ struct RowReader {
     if constexpr (Type == KvType::BF16) return Isa::load_bf16(values + sizeof(uint16_t) * c * W);
     if constexpr (Type == KvType::FP8_E4M3) return Isa::load_e4m3(values + c * W);
     if constexpr (Type == KvType::FP8_E5M2) return Isa::load_e5m2(values + c * W);
-    if constexpr (Type == KvType::INT8) return Isa::load_i8(values + c * W);
-    if constexpr (Type == KvType::INT4) {
-      uint16_t s16;   // the f16 scale of the group holding values [c*W, c*W + W)
-      std::memcpy(&s16, row + sizeof(s16) * size_t(c * W / kKvInt4Group), sizeof(s16));
-      return Isa::load_i4(values + c * W / 2, _cvtsh_ss(s16));
-    }
+    if constexpr (Type == KvType::INT8) return Isa::fma(Isa::load_u8(values + c * W), group_scale(row, c, d), group_min(row, c, d));
+    if constexpr (Type == KvType::INT4) return Isa::fma(Isa::load_u4(values + c * W / 2), group_scale(row, c, d), group_min(row, c, d));
+  }
+
+  // The f16 (scale, min) pair of the group holding values [c*W, c*W + W).
+  static const uint8_t* group_pair(const uint8_t* row, int32_t c, int32_t d) {
+    return row + 4 * size_t(c * W / kv_row_group(Type, d));
+  }
+  static Vec group_scale(const uint8_t* row, int32_t c, int32_t d) {
+    uint16_t s16;
+    std::memcpy(&s16, group_pair(row, c, d), sizeof(s16));
+    return Isa::set1(_cvtsh_ss(s16));
+  }
+  static Vec group_min(const uint8_t* row, int32_t c, int32_t d) {
+    uint16_t m16;
+    std::memcpy(&m16, group_pair(row, c, d) + sizeof(m16), sizeof(m16));
+    return Isa::set1(_cvtsh_ss(m16));
   }
 };
 

@@ -33,31 +33,33 @@ __device__ void write_fp8_row(const float* x, uint8_t* row, int32_t n, float max
   for (int32_t i = threadIdx.x; i < n; i += 32) codes[i] = s != 0.0f ? kEncode(x[i] / s) : 0;
 }
 
-// quantize_int4_row: per group of 32 (one value per lane) m is the value of largest magnitude,
-// the first one on ties and never a NaN; 0 when the group is all zeros.
-__device__ void write_int4_row(const float* x, uint8_t* row, int32_t n) {
-  uint16_t* scales = reinterpret_cast<uint16_t*>(row);
-  uint8_t* nibbles = row + kv_row_values_offset(KvType::INT4, n);
-  const int32_t lane = threadIdx.x;
-  for (int32_t begin = 0; begin < n; begin += kKvInt4Group) {
-    const int32_t i = begin + lane;
-    const float value = i < n ? x[i] : 0.0f;
-    float best_abs = i < n && !std::isnan(value) ? fabsf(value) : -1.0f;
-    int32_t best_lane = lane;
+// quantize_affine_row: per group, its finite min and max as warp reductions (fmin / fmax skip
+// NaNs and are exact, so order does not matter), the pair of affine_pair, then the codes; for
+// int4 each lane writes whole bytes (values 2b and 2b + 1).
+__device__ void write_affine_row(KvType type, const float* x, uint8_t* row, int32_t n) {
+  const int32_t group = kv_row_group(type, n);
+  const float levels = type == KvType::INT8 ? kKvInt8Levels : kKvInt4Levels;
+  uint8_t* codes = row + kv_row_values_offset(type, n);
+  for (int32_t begin = 0; begin < n; begin += group) {
+    const int32_t end = min(n, begin + group);
+    float lo = INFINITY, hi = -INFINITY;
+    for (int32_t i = begin + int32_t(threadIdx.x); i < end; i += 32) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
     for (int offset = 16; offset > 0; offset /= 2) {
-      const float other_abs = __shfl_xor_sync(kFullMask, best_abs, offset);
-      const int32_t other_lane = __shfl_xor_sync(kFullMask, best_lane, offset);
-      if (other_abs > best_abs || (other_abs == best_abs && other_lane < best_lane)) {
-        best_abs = other_abs;
-        best_lane = other_lane;
+      lo = fminf(lo, __shfl_xor_sync(kFullMask, lo, offset));
+      hi = fmaxf(hi, __shfl_xor_sync(kFullMask, hi, offset));
+    }
+    const AffinePair a = affine_pair(lo, hi, levels);
+    if (threadIdx.x == 0) {
+      reinterpret_cast<uint16_t*>(row)[2 * (begin / group)] = a.s16;
+      reinterpret_cast<uint16_t*>(row)[2 * (begin / group) + 1] = a.m16;
+    }
+    if (type == KvType::INT8) {
+      for (int32_t i = begin + int32_t(threadIdx.x); i < end; i += 32) codes[i] = uint8_t(encode_affine(x[i], a, levels));
+    } else {
+      for (int32_t b = begin / 2 + int32_t(threadIdx.x); b < end / 2; b += 32) {
+        codes[b] = uint8_t(encode_affine(x[2 * b], a, levels) | encode_affine(x[2 * b + 1], a, levels) << 4);
       }
     }
-    const float best = __shfl_sync(kFullMask, value, best_lane);
-    const uint16_t s16 = int4_group_scale(best_abs > 0.0f ? best : 0.0f);
-    if (lane == 0) scales[begin / kKvInt4Group] = s16;
-    const uint32_t nibble = encode_int4(value, half_bits_to_float(s16));
-    const uint32_t high = __shfl_down_sync(kFullMask, nibble, 1);
-    if (i < n && lane % 2 == 0) nibbles[i / 2] = uint8_t(nibble | high << 4);
   }
 }
 
@@ -74,14 +76,8 @@ __device__ void write_row(KvType type, const float* x, uint8_t* row, int32_t n) 
       return;
     case KvType::FP8_E4M3: return write_fp8_row<encode_fp8_e4m3>(x, row, n, kFp8E4M3Max);
     case KvType::FP8_E5M2: return write_fp8_row<encode_fp8_e5m2>(x, row, n, kFp8E5M2Max);
-    case KvType::INT8: {
-      const float s = warp_abs_max(x, n) / 127.0f;
-      if (threadIdx.x == 0) *reinterpret_cast<float*>(row) = s;
-      int8_t* q = reinterpret_cast<int8_t*>(row + sizeof(float));
-      for (int32_t i = threadIdx.x; i < n; i += 32) q[i] = encode_int8(x[i], s);
-      return;
-    }
-    case KvType::INT4: return write_int4_row(x, row, n);
+    case KvType::INT8:
+    case KvType::INT4: return write_affine_row(type, x, row, n);
   }
 }
 

@@ -46,7 +46,8 @@ KVDESK_HOST_DEVICE inline float half_bits_to_float(uint16_t bits) {
 struct RowPart {
   uint4 lo = {0, 0, 0, 0};
   uint4 hi = {0, 0, 0, 0};
-  float scale = 0.0f;   // the row's (fp8, int8) or the group's (int4) scale
+  float scale = 0.0f;   // the row's (fp8) or the group's (int8, int4) scale
+  float min = 0.0f;     // the group's min (int8, int4): x = scale * code + min
 };
 
 KVDESK_HOST_DEVICE inline float fp8_e4m3_value(uint32_t code) {
@@ -67,8 +68,9 @@ KVDESK_HOST_DEVICE inline void fetch8(KvType type, const uint8_t* row, int32_t h
       case KvType::F32: return fetch8<KvType::F32>(type, row, head_dim, e0, part);
       case KvType::F16:
       case KvType::BF16: return fetch8<KvType::F16>(type, row, head_dim, e0, part);
+      case KvType::INT8: return fetch8<KvType::INT8>(type, row, head_dim, e0, part);
       case KvType::INT4: return fetch8<KvType::INT4>(type, row, head_dim, e0, part);
-      default: return fetch8<KvType::INT8>(type, row, head_dim, e0, part);   // fp8 and int8
+      default: return fetch8<KvType::FP8_E4M3>(type, row, head_dim, e0, part);   // both fp8
     }
   } else if constexpr (kType == KvType::F32) {
     const uint4* p = reinterpret_cast<const uint4*>(row) + e0 / 4;
@@ -76,12 +78,15 @@ KVDESK_HOST_DEVICE inline void fetch8(KvType type, const uint8_t* row, int32_t h
     part.hi = p[1];
   } else if constexpr (kType == KvType::F16 || kType == KvType::BF16) {
     part.lo = reinterpret_cast<const uint4*>(row)[e0 / 8];
-  } else if constexpr (kType == KvType::INT4) {
-    part.scale = half_bits_to_float(reinterpret_cast<const uint16_t*>(row)[e0 / kKvInt4Group]);
-    // The values start after an odd number of f16 scales for some head dims: 2-byte loads.
-    const uint16_t* nibbles = reinterpret_cast<const uint16_t*>(row + kv_row_values_offset(KvType::INT4, head_dim) + e0 / 2);
-    part.lo.x = uint32_t(nibbles[0]) | uint32_t(nibbles[1]) << 16;
-  } else {   // fp8 and int8: f32 scale, then one byte per value (4-byte aligned)
+  } else if constexpr (kType == KvType::INT8 || kType == KvType::INT4) {
+    const uint16_t* pair = reinterpret_cast<const uint16_t*>(row) + 2 * (e0 / kv_row_group(kType, head_dim));
+    part.scale = half_bits_to_float(pair[0]);
+    part.min = half_bits_to_float(pair[1]);
+    const uint32_t* codes = reinterpret_cast<const uint32_t*>(row + kv_row_values_offset(kType, head_dim) +
+                                                              (kType == KvType::INT8 ? e0 : e0 / 2));
+    part.lo.x = codes[0];
+    if constexpr (kType == KvType::INT8) part.lo.y = codes[1];
+  } else {   // fp8: f32 scale, then one byte per value (4-byte aligned)
     part.scale = *reinterpret_cast<const float*>(row);
     const uint32_t* codes = reinterpret_cast<const uint32_t*>(row + sizeof(float) + e0);
     part.lo.x = codes[0];
@@ -116,15 +121,17 @@ KVDESK_HOST_DEVICE inline void decode8(KvType type, const RowPart& part, float (
       }
     }
   } else if constexpr (kType == KvType::INT4) {
-    for (int i = 0; i < 8; ++i) x[i] = part.scale * float(int((part.lo.x >> (4 * i)) & 15u) - 8);
+    for (int i = 0; i < 8; ++i) x[i] = fmaf(float((part.lo.x >> (4 * i)) & 15u), part.scale, part.min);
+  } else if constexpr (kType == KvType::INT8) {
+    const uint32_t w[2] = {part.lo.x, part.lo.y};
+    for (int i = 0; i < 8; ++i) x[i] = fmaf(float((w[i / 4] >> (8 * (i % 4))) & 0xFFu), part.scale, part.min);
   } else {
     const uint32_t w[2] = {part.lo.x, part.lo.y};
     for (int i = 0; i < 8; ++i) {
       const uint32_t code = (w[i / 4] >> (8 * (i % 4))) & 0xFFu;
       float value;
       if constexpr (kType == KvType::FP8_E4M3) value = fp8_e4m3_value(code);
-      else if constexpr (kType == KvType::FP8_E5M2) value = fp8_e5m2_value(code);
-      else value = float(int8_t(code));
+      else value = fp8_e5m2_value(code);
       x[i] = part.scale * value;
     }
   }
@@ -166,21 +173,33 @@ KVDESK_HOST_DEVICE inline uint8_t encode_fp8(float x, float max, uint8_t nan_cod
 KVDESK_HOST_DEVICE inline uint8_t encode_fp8_e4m3(float x) { return encode_fp8<3, 7>(x, kFp8E4M3Max, 0x7F); }
 KVDESK_HOST_DEVICE inline uint8_t encode_fp8_e5m2(float x) { return encode_fp8<2, 15>(x, kFp8E5M2Max, 0x7F); }
 
-// quantize_int8_row's per-value step: q = clamp(round(x / s), -127, 127).
-KVDESK_HOST_DEVICE inline int8_t encode_int8(float x, float s) {
-  const float r = s != 0.0f ? rintf(x / s) : 0.0f;
-  return int8_t(fminf(fmaxf(r, -127.0f), 127.0f));
+// affine_scale_from_range of kv_quant.cpp: a group's stored (scale, min) from its finite
+// min lo and max hi; lo > hi (no finite value) gives (0, 0).
+struct AffinePair {
+  uint16_t s16 = 0;
+  uint16_t m16 = 0;
+  float s = 0.0f;
+  float m = 0.0f;
+};
+
+KVDESK_HOST_DEVICE inline float clamp_to_fp16_range(float x) { return fminf(fmaxf(x, -65504.0f), 65504.0f); }
+
+KVDESK_HOST_DEVICE inline AffinePair affine_pair(float lo, float hi, float levels) {
+  AffinePair a;
+  if (!(lo <= hi)) return a;
+  a.m16 = encode_fp16(clamp_to_fp16_range(lo));
+  a.m = half_bits_to_float(a.m16);
+  const float span = fmaxf(hi - a.m, 0.0f);
+  a.s16 = encode_fp16(clamp_to_fp16_range(span / levels));
+  if (half_bits_to_float(a.s16) * levels < span && a.s16 < 0x7BFF) ++a.s16;
+  a.s = half_bits_to_float(a.s16);
+  return a;
 }
 
-// quantize_int4_row's per-value step: nibble = clamp(round(x / s) + 8, 0, 15).
-KVDESK_HOST_DEVICE inline uint32_t encode_int4(float x, float s) {
-  const float r = s != 0.0f ? rintf(x / s) + 8.0f : 8.0f;
-  return uint32_t(fminf(fmaxf(r, 0.0f), 15.0f));
-}
-
-// quantize_int4_row's group scale from m, the group's value of largest magnitude.
-KVDESK_HOST_DEVICE inline uint16_t int4_group_scale(float m) {
-  return encode_fp16(fminf(fmaxf(m / -8.0f, -65504.0f), 65504.0f));
+// affine_code of kv_quant.cpp: clamp(round((x - m) / s), 0, levels); a NaN gets 0.
+KVDESK_HOST_DEVICE inline uint32_t encode_affine(float x, const AffinePair& a, float levels) {
+  const float r = a.s != 0.0f ? rintf((x - a.m) / a.s) : 0.0f;
+  return uint32_t(fminf(fmaxf(r, 0.0f), levels));
 }
 
 }  // namespace kvdesk::cuda

@@ -70,44 +70,55 @@ TEST_CASE("CUDA codec encoders give the CPU quantizer's bits", "[cuda_codec]") {
   CHECK(mismatches == 0);
 }
 
+namespace {
+
+// A row as kv_append.cu writes it: per group the finite min and max, affine_pair, then the
+// codes of encode_affine (int4: two a byte, low nibble first).
+std::vector<uint8_t> cuda_affine_row(KvType type, const std::vector<float>& x) {
+  const int32_t d = int32_t(x.size());
+  const int32_t group = kv_row_group(type, d);
+  const float levels = type == KvType::INT8 ? kKvInt8Levels : kKvInt4Levels;
+  std::vector<uint8_t> row(kv_row_bytes(type, d), 0);
+  uint8_t* codes = row.data() + kv_row_values_offset(type, d);
+  for (int32_t begin = 0; begin < d; begin += group) {
+    const int32_t end = std::min(d, begin + group);
+    float lo = INFINITY, hi = -INFINITY;
+    for (int32_t i = begin; i < end; ++i) lo = fminf(lo, x[size_t(i)]), hi = fmaxf(hi, x[size_t(i)]);
+    const cuda::AffinePair a = cuda::affine_pair(lo, hi, levels);
+    std::memcpy(row.data() + 4 * size_t(begin / group), &a.s16, sizeof(a.s16));
+    std::memcpy(row.data() + 4 * size_t(begin / group) + 2, &a.m16, sizeof(a.m16));
+    for (int32_t i = begin; i < end; ++i) {
+      const uint32_t code = cuda::encode_affine(x[size_t(i)], a, levels);
+      if (type == KvType::INT8) codes[i] = uint8_t(code);
+      else codes[i / 2] |= uint8_t(code << (4 * (i % 2)));
+    }
+  }
+  return row;
+}
+
+}  // namespace
+
 TEST_CASE("CUDA codec int8 and int4 rows equal the CPU rows", "[cuda_codec]") {
-  for (int32_t d : {64, 80, 128}) {
+  for (int32_t d : {8, 32, 64, 80, 128}) {
     for (uint32_t seed = 0; seed < 30; ++seed) {
       std::vector<float> x = random_row(d, seed);
-      if (seed == 7) std::fill(x.begin(), x.begin() + 32, 0.0f);   // an all-zero int4 group
+      if (seed == 7) std::fill(x.begin(), x.begin() + std::min(d, 64), 0.0f);   // an all-zero group
       if (seed == 8) x[3] = NAN;
-      std::vector<uint8_t> want(kv_row_bytes(KvType::INT8, d)), got(want.size());
-      ref::quantize_kv_row(KvType::INT8, x.data(), want.data(), d);
-      float amax = 0.0f;
-      for (float e : x) amax = std::fmax(amax, std::fabs(e));
-      const float s = amax / 127.0f;
-      std::memcpy(got.data(), &s, sizeof(s));
-      for (int32_t i = 0; i < d; ++i) got[sizeof(s) + size_t(i)] = uint8_t(cuda::encode_int8(x[size_t(i)], s));
-      CHECK(got == want);
-
-      want.assign(kv_row_bytes(KvType::INT4, d), 0);
-      got.assign(want.size(), 0);
-      ref::quantize_kv_row(KvType::INT4, x.data(), want.data(), d);
-      uint8_t* nibbles = got.data() + kv_row_values_offset(KvType::INT4, d);
-      for (int32_t begin = 0; begin < d; begin += kKvInt4Group) {
-        float m = 0.0f;   // first value of largest magnitude, never NaN (the kernel's rule)
-        for (int32_t i = begin; i < std::min(d, begin + kKvInt4Group); ++i) {
-          if (std::fabs(x[size_t(i)]) > std::fabs(m)) m = x[size_t(i)];
-        }
-        const uint16_t s16 = cuda::int4_group_scale(m);
-        std::memcpy(got.data() + 2 * (begin / kKvInt4Group), &s16, sizeof(s16));
-        for (int32_t i = begin; i < std::min(d, begin + kKvInt4Group); ++i) {
-          nibbles[i / 2] |= uint8_t(cuda::encode_int4(x[size_t(i)], fp16_to_fp32(s16)) << (4 * (i % 2)));
-        }
+      if (seed == 9) std::fill(x.begin(), x.end(), 0.37f);   // max == min
+      if (seed == 10) for (float& v : x) v *= 1e-6f;   // scales in f16's subnormal range
+      for (KvType type : {KvType::INT8, KvType::INT4}) {
+        INFO(kv_type_name(type) << ", head_dim " << d << ", seed " << seed);
+        std::vector<uint8_t> want(kv_row_bytes(type, d));
+        ref::quantize_kv_row(type, x.data(), want.data(), d);
+        CHECK(cuda_affine_row(type, x) == want);
       }
-      CHECK(got == want);
     }
   }
 }
 
 TEST_CASE("CUDA codec fetch8 + decode8 dequantize like the CPU for every KV type", "[cuda_codec]") {
   for (KvType type : all_kv_types()) {
-    for (int32_t d : {64, 80, 128}) {
+    for (int32_t d : {8, 64, 80, 128}) {
       INFO(kv_type_name(type) << ", head_dim " << d);
       const std::vector<float> x = random_row(d, uint32_t(d));
       std::vector<uint8_t> row(kv_row_bytes(type, d) + 16);

@@ -2,6 +2,7 @@
 // of every type within the error its format allows.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -62,6 +63,21 @@ float abs_max(const float* x, int n) {
   return m;
 }
 
+// int8 / int4: half a step s of x[i]'s group, s = (max - m) / levels with m = f16(min) off by
+// dm = half an f16 ulp of min, s stored as f16 rounded up (2^-10 relative, or one subnormal
+// quantum 2^-24); values below m (when min rounds up) lose up to dm more.
+float affine_error(const std::vector<float>& x, int i, KvType type, float levels) {
+  const int d = int(x.size());
+  const int group = kv_row_group(type, d);
+  const int begin = i / group * group;
+  const int end = std::min(d, begin + group);
+  const float lo = *std::min_element(x.begin() + begin, x.begin() + end);
+  const float hi = *std::max_element(x.begin() + begin, x.begin() + end);
+  const float dm = std::fmax(std::fabs(lo) * 0x1p-11f, 0x1p-25f);
+  const float s = (hi - lo + dm) / levels * (1.0f + 0x1p-9f) + 0x1p-24f;
+  return s / 2.0f + dm;
+}
+
 // The largest error the format allows for x[i] (f32 rounding of the scale arithmetic aside,
 // which the 1e-6 relative slack covers).
 float allowed_error(KvType type, const std::vector<float>& x, int i) {
@@ -75,14 +91,8 @@ float allowed_error(KvType type, const std::vector<float>& x, int i) {
     case KvType::BF16: return a * 0x1p-8f;
     case KvType::FP8_E4M3: return std::fmax(a * 0x1p-4f, amax / kFp8E4M3Max * 0x1p-10f) + slack;
     case KvType::FP8_E5M2: return std::fmax(a * 0x1p-3f, amax / kFp8E5M2Max * 0x1p-17f) + slack;
-    case KvType::INT8: return amax / 127.0f / 2.0f + slack;
-    case KvType::INT4: {
-      // s = |m| / 8 of the group (stored as f16, 2^-11 relative): half a step, or a whole
-      // step where x / s rounds to +8 and clamps to 7.
-      const int begin = i / kKvInt4Group * kKvInt4Group;
-      const float s = abs_max(x.data() + begin, std::min(kKvInt4Group, d - begin)) / 8.0f;
-      return (a > 7.4f * s ? s : s / 2.0f) * (1.0f + 0x1p-7f) + slack;
-    }
+    case KvType::INT8: return affine_error(x, i, KvType::INT8, kKvInt8Levels) + slack;
+    case KvType::INT4: return affine_error(x, i, KvType::INT4, kKvInt4Levels) + slack;
   }
   return 0.0f;
 }
@@ -107,11 +117,33 @@ TEST_CASE("row bytes count the scales", "[kernels][kv_quant]") {
   CHECK(kv_row_bytes(KvType::BF16, 64) == 128);
   CHECK(kv_row_bytes(KvType::FP8_E4M3, 64) == 68);
   CHECK(kv_row_bytes(KvType::FP8_E5M2, 64) == 68);
-  CHECK(kv_row_bytes(KvType::INT8, 64) == 68);
+  CHECK(kv_row_bytes(KvType::INT8, 64) == 8 + 64);
+  CHECK(kv_row_bytes(KvType::INT8, 80) == 12 + 80);
+  CHECK(kv_row_bytes(KvType::INT8, 8) == 4 + 8);
   CHECK(kv_row_bytes(KvType::INT4, 64) == 4 + 32);
   CHECK(kv_row_bytes(KvType::INT4, 128) == 8 + 64);
-  CHECK(kv_row_bytes(KvType::INT4, 8) == 2 + 4);
-  CHECK(kv_row_bytes(KvType::INT4, 80) == 6 + 40);
+  CHECK(kv_row_bytes(KvType::INT4, 8) == 4 + 4);
+  CHECK(kv_row_bytes(KvType::INT4, 80) == 8 + 40);
+}
+
+// Head dims that are multiples of 64 (int4's group); 80 and 96 pay for a short last group.
+TEST_CASE("quantized rows cost at most 15% over their bare bit width from head_dim 64", "[kernels][kv_quant]") {
+  const int d = GENERATE(64, 128, 192, 256);
+  for (auto [type, bits] : {std::pair{KvType::FP8_E4M3, 8}, {KvType::FP8_E5M2, 8}, {KvType::INT8, 8}, {KvType::INT4, 4}}) {
+    INFO(kv_type_name(type) << " head_dim " << d);
+    CHECK(double(kv_row_bytes(type, d)) <= 1.15 * d * bits / 8);
+  }
+}
+
+TEST_CASE("affine int rows spend every level on a group with an outlier of one sign", "[kernels][kv_quant]") {
+  // Eight values of a few units and one +28 channel, as stories260K's keys: a symmetric grid
+  // would leave half its levels on the empty negative side.
+  const std::vector<float> x = {0.4f, -1.3f, 2.2f, 28.0f, -0.7f, 1.1f, -2.5f, 0.9f};
+  for (auto [type, levels] : {std::pair{KvType::INT8, kKvInt8Levels}, {KvType::INT4, kKvInt4Levels}}) {
+    const std::vector<float> y = round_trip(type, x);
+    const float step = (28.0f + 2.5f) / levels;
+    for (size_t i = 0; i < x.size(); ++i) CHECK(std::fabs(y[i] - x[i]) <= step * 0.51f);
+  }
 }
 
 TEST_CASE("fp8 codes decode and encode back to themselves", "[kernels][kv_quant]") {
