@@ -109,7 +109,7 @@ TEST_CASE("vLLM's metrics give usage, queue, prefix cache, preemptions and the p
   CHECK_FALSE(s.kv_tokens.has_value());
 }
 
-TEST_CASE("SGLang's metrics give token usage and its own hit rate; no preemption count is made up", "[remote]") {
+TEST_CASE("SGLang's metrics give token usage and its own hit rate, and no preemption count is made up", "[remote]") {
   const ServerStats s = fixture_stats("sglang.txt");
   CHECK(s.kind == "sglang");
   CHECK(*s.kv_usage == 0.28);
@@ -121,7 +121,7 @@ TEST_CASE("SGLang's metrics give token usage and its own hit rate; no preemption
   CHECK_FALSE(s.block_size.has_value());
 }
 
-TEST_CASE("llama-server's metrics give usage and tokens; no prefix-cache figures are made up", "[remote]") {
+TEST_CASE("llama-server's metrics give usage and tokens, and no prefix-cache figures are made up", "[remote]") {
   const ServerStats s = fixture_stats("llama_server.txt");
   CHECK(s.kind == "llama-server");
   CHECK(*s.kv_usage == 0.63);

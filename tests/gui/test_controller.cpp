@@ -147,7 +147,7 @@ TEST_CASE("bad input becomes a status-line error, never an abort", "[gui][contro
 
 TEST_CASE("the chat template choice reaches the engine, and unknown names are refused", "[gui][controller]") {
   Session s;
-  CHECK(s.vm.ui.chat_templates.size() == 8);
+  CHECK(s.vm.ui.chat_templates == kvdesk::chat_template_names());
   CHECK(pump(s.controller, [&] { return s.vm.model.chat_template == "plain"; }));   // stories260K has none
   REQUIRE(s.controller.apply({ActionKind::SetChatTemplate, 0, "chatml"}));
   CHECK(s.vm.ui.chat_template == "chatml");

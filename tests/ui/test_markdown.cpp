@@ -85,7 +85,7 @@ TEST_CASE("block quotes give their depth to the blocks inside", "[ui][markdown]"
   CHECK(d.blocks[2].quote_depth == 0);
 }
 
-TEST_CASE("fenced code keeps its text and language; an unclosed fence runs to the end", "[ui][markdown]") {
+TEST_CASE("fenced code keeps its text and language, and an unclosed fence runs to the end", "[ui][markdown]") {
   const MdDocument d = parse_markdown("Try:\n```cpp\nint x = 1;\n  *not emphasis*\n```\nDone.");
   REQUIRE(d.blocks.size() == 3);
   CHECK(d.blocks[1].kind == MdBlockKind::Code);
