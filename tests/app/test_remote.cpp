@@ -218,7 +218,7 @@ TEST_CASE("kvdesk serve's /v1/kv reads back into the same KV picture", "[remote]
 
 TEST_CASE("a remote kvdesk serve answers as the server does, with its KV cache in the statistics", "[remote][serve]") {
   ServeProcess server;
-  remote::RemoteEngine engine({"http://127.0.0.1:" + std::to_string(server.port())});
+  remote::RemoteEngine engine(remote::RemoteOptions("http://127.0.0.1:" + std::to_string(server.port())));
   wait_connected(engine);
   CHECK(engine.stats().model.name == "stories260K.gguf");
 
@@ -246,7 +246,7 @@ TEST_CASE("a remote kvdesk serve answers as the server does, with its KV cache i
 
 TEST_CASE("a remote request can be cancelled, and a server that is not there is an error", "[remote][serve]") {
   ServeProcess server;
-  remote::RemoteEngine engine({"http://127.0.0.1:" + std::to_string(server.port())});
+  remote::RemoteEngine engine(remote::RemoteOptions("http://127.0.0.1:" + std::to_string(server.port())));
   wait_connected(engine);
   const RequestId id = engine.submit(greedy_chat("Once upon a time", 400));
   engine.cancel(id);
