@@ -203,7 +203,7 @@ int run_chat(ChatArgs& a) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
-    std::fprintf(stderr, "[conversation %lld: %d prompt tokens (%d cached; KV from %s), %d generated, ttft %.1f ms; KV %s]\n",
+    std::fprintf(stderr, "[conversation %lld: %d prompt tokens (%d cached; KV source: %s), %d generated, ttft %.1f ms; KV %s]\n",
                  static_cast<long long>(id), turn.metrics.prompt_tokens, turn.metrics.cached_tokens, kv_source.c_str(),
                  turn.metrics.generated_tokens, turn.metrics.ttft_ms, kv_saved.c_str());
   }
