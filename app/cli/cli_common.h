@@ -99,5 +99,6 @@ Command add_conversations_command(CLI::App& app);
 Command add_replay_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
+Command add_chat_command(CLI::App& app);
 
 }  // namespace kvdesk::cli

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {
       add_generate_command(app), add_tokenize_command(app), add_info_command(app),
       add_logits_command(app), add_make_model_command(app), add_replay_command(app),
-      add_conversations_command(app), add_perplexity_command(app), add_serve_command(app),
+      add_conversations_command(app), add_perplexity_command(app), add_serve_command(app), add_chat_command(app),
   };
   if (const std::optional<int> exit_code = kvdesk::parse_command_line(app, "kvdesk-cli", argc, argv)) return *exit_code;
   try {

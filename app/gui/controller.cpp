@@ -83,6 +83,7 @@ KvType kv_type_or_throw(const std::string& name) {
 Controller::Controller(ui::ViewModel& vm, std::function<void()> wake) : vm_(vm), engine_(std::move(wake)) {}
 
 Controller::~Controller() {
+  save_all_kv();
   // Answers still streaming keep what they have (marked Stopped) before the engine goes.
   for (auto& [id, live] : live_) {
     try {
@@ -199,6 +200,7 @@ void Controller::update() {
     }
   }
   save_streaming_answers();
+  save_ready_kv();
   const auto now = Clock::now();
   if (vm_.model.state == ui::ModelState::Loading) {
     vm_.model.loading_seconds = std::chrono::duration<double>(now - model_load_started_).count();

@@ -5,13 +5,18 @@
 //   send:   user message committed -> empty Streaming answer committed -> engine.submit
 //           (conversation_key = conversation id, so the next turn reuses the parked KV)
 //   tokens: appended to the view at once, saved to the store at least every second
-//   finish: final text, status and answer statistics saved; context and TTFT shown
+//   finish: final text, status and answer statistics saved; context and TTFT shown; the
+//           conversation's parked KV exported, saved to the store once the export is ready
+//   next turn of a conversation whose KV is not in the engine (after a restart, another
+//           model): its saved KV imported before the turn is submitted
 #pragma once
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +63,7 @@ class Controller {
     store::MessageId message = 0;
     std::string text;
     Clock::time_point last_save;
+    std::string kv_source;   // "pool", "database" or "recomputed (why)"
   };
 
   // --- controller.cpp: lifecycle, store <-> view, model and KV settings, statistics ---
@@ -101,6 +107,17 @@ class Controller {
   std::optional<RequestId> live_request_of(store::ConversationId conversation) const;
   void set_status(const std::string& message, bool error);
 
+  // --- controller_saved_kv.cpp: conversations' KV kept in the store between runs ---
+  // Imports the conversation's saved KV unless the engine holds it; says where its KV comes from.
+  std::string restore_kv(store::ConversationId conversation);
+  // The import's refusal, if any, once the turn it preceded has finished.
+  std::string resolve_kv_source(store::ConversationId conversation, const std::string& source);
+  void request_kv_save(store::ConversationId conversation);
+  void save_ready_kv();
+  void save_all_kv();   // waits for every pending export (closing)
+  void save_exported_kv(store::ConversationId conversation, const std::optional<ConversationKv>& kv);
+  void forget_kv(store::ConversationId conversation);
+
   ui::ViewModel& vm_;
   Engine engine_;
   std::optional<store::ConversationStore> store_;
@@ -113,6 +130,10 @@ class Controller {
   Clock::time_point last_stats_;
   Clock::time_point last_plot_sample_;
   uint64_t last_stats_steps_ = 0;
+  // Conversations whose KV the engine holds parked since the model loaded (answered or imported).
+  std::set<store::ConversationId> kv_in_pool_;
+  std::map<store::ConversationId, std::future<std::string>> kv_imports_;
+  std::map<store::ConversationId, std::future<std::optional<ConversationKv>>> kv_exports_;
 };
 
 }  // namespace kvdesk::gui

@@ -4,35 +4,14 @@
 // status and statistics when the engine finishes it.
 #include <random>
 
+#include "app/chat/chat_history.h"
 #include "app/gui/controller.h"
 #include "engine/error.h"
 
 namespace kvdesk::gui {
 namespace {
 
-constexpr const char* kNewChatTitle = "New chat";
-constexpr size_t kTitleBytes = 40;
 constexpr auto kSaveInterval = std::chrono::seconds(1);
-
-// The first line of text, cut to at most kTitleBytes bytes on a UTF-8 character boundary.
-std::string title_from(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
-  if (line.size() > kTitleBytes) {
-    size_t cut = kTitleBytes;
-    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
-    line = line.substr(0, cut) + "...";
-  }
-  return line.empty() ? kNewChatTitle : line;
-}
-
-const char* role_string(store::Role role) {
-  switch (role) {
-    case store::Role::System: return "system";
-    case store::Role::User: return "user";
-    case store::Role::Assistant: return "assistant";
-  }
-  return "user";
-}
 
 }  // namespace
 
@@ -40,7 +19,7 @@ const char* role_string(store::Role role) {
 // Conversations
 // ---------------------------------------------------------------------------------------
 void Controller::new_chat() {
-  const store::ConversationId id = store().create_conversation(kNewChatTitle);
+  const store::ConversationId id = store().create_conversation(chat::kNewChatTitle);
   reload_conversations();
   select(id);
 }
@@ -58,6 +37,7 @@ void Controller::remove(store::ConversationId id) {
     live_.erase(*r);
   }
   engine_.release_conversation(uint64_t(id));
+  forget_kv(id);
   store().delete_conversation(id);
   reload_conversations();
   if (id == vm_.chat.conversation_id) select(vm_.conversations.empty() ? 0 : vm_.conversations.front().id);
@@ -83,7 +63,7 @@ void Controller::send(const std::string& text) {
   if (!c) throw Error("the conversation no longer exists");
   const store::MessageId user =
       store().add_message({.conversation = conversation, .parent = c->active_leaf_id, .role = store::Role::User, .content = text});
-  if (!c->active_leaf_id && c->title == kNewChatTitle) store().rename_conversation(conversation, title_from(text));
+  if (!c->active_leaf_id && c->title == chat::kNewChatTitle) store().rename_conversation(conversation, chat::title_from(text));
   start_answer(conversation, user);
 }
 
@@ -135,8 +115,9 @@ void Controller::start_answer(store::ConversationId conversation, store::Message
   const store::MessageId answer = store().add_message({.conversation = conversation, .parent = parent,
                                                        .role = store::Role::Assistant, .content = "",
                                                        .status = store::MessageStatus::Streaming});
+  std::string kv_source = restore_kv(conversation);
   const RequestId id = engine_.submit(make_request(conversation, history));
-  live_[id] = LiveAnswer{conversation, answer, "", Clock::now()};
+  live_[id] = LiveAnswer{conversation, answer, "", Clock::now(), std::move(kv_source)};
   last_failure_.clear();
   reload_conversations();
   if (conversation == vm_.chat.conversation_id) reload_chat();
@@ -146,11 +127,8 @@ void Controller::start_answer(store::ConversationId conversation, store::Message
 Request Controller::make_request(store::ConversationId conversation, const std::vector<store::Message>& history) {
   Request r;
   const std::optional<store::Conversation> c = store().conversation(conversation);
-  if (c && !c->system_prompt.empty()) r.messages.push_back({"system", c->system_prompt});
-  for (const store::Message& m : history) {
-    if (m.role == store::Role::Assistant && m.content.empty()) continue;
-    r.messages.push_back({role_string(m.role), m.content});
-  }
+  if (!c) throw Error("the conversation no longer exists");
+  r.messages = chat::chat_messages(*c, history);
   const ui::SamplingView& s = vm_.sampling;
   r.sampling.temperature = s.temperature;
   r.sampling.top_k = s.top_k;
@@ -175,6 +153,7 @@ void Controller::on_event(const Event& e) {
     case EventKind::ModelLoaded:
       last_stats_steps_ = 0;
       vm_.kv_types.clear();
+      kv_in_pool_.clear();   // a new pool parks nothing yet
       if (reconfiguring_) {
         reconfiguring_ = false;
         set_status("KV pool re-created", false);
@@ -205,9 +184,12 @@ void Controller::on_finished(RequestId id, const Event& e) {
                            e.metrics.decode_tok_s, cancelled ? "user" : finish_reason_name(e.finish)};
   store().finish_message(live.message, live.text,
                          cancelled ? store::MessageStatus::Stopped : store::MessageStatus::Complete, stats);
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "TTFT %.0f ms, %.1f tok/s (%d tokens, %d of %d prompt tokens cached)", e.metrics.ttft_ms,
-                e.metrics.decode_tok_s, e.metrics.generated_tokens, e.metrics.cached_tokens, e.metrics.prompt_tokens);
+  const std::string kv_source = resolve_kv_source(live.conversation, live.kv_source);
+  request_kv_save(live.conversation);
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "TTFT %.0f ms, %.1f tok/s (%d tokens, %d of %d prompt tokens cached; KV from %s)",
+                e.metrics.ttft_ms, e.metrics.decode_tok_s, e.metrics.generated_tokens, e.metrics.cached_tokens,
+                e.metrics.prompt_tokens, kv_source.c_str());
   vm_.status.last_answer = buf;
   reload_conversations();
   if (live.conversation == vm_.chat.conversation_id) {
@@ -229,6 +211,7 @@ void Controller::on_error(RequestId id, const std::string& message) {
   }
   const LiveAnswer live = std::move(it->second);
   live_.erase(it);
+  kv_imports_.erase(live.conversation);
   store::AnswerStats stats;
   stats.model = vm_.model.name;
   stats.finish_reason = "error";

@@ -106,6 +106,13 @@ class ConversationStore {
   // A conversation's saved KV cache. `key` identifies the model and KV settings; load_kv returns
   // nothing when none is saved or it was saved under another key. Stored zstd-compressed.
   void save_kv(ConversationId id, std::string_view key, std::span<const uint8_t> bytes);
+  // save_kv within a cap on all saved KV together (stored bytes): other conversations' KV is
+  // dropped, least recently saved first, until the new one fits. One transaction: a crash
+  // leaves the old KV or the new one, never a torn one, and no message is touched. A KV larger
+  // than the cap on its own is not saved (the conversation keeps its previous one).
+  KvSaveResult save_kv_capped(ConversationId id, std::string_view key, std::span<const uint8_t> bytes,
+                              int64_t max_total_bytes);
+  int64_t total_kv_bytes();   // stored bytes of every saved KV
   std::optional<std::vector<uint8_t>> load_kv(ConversationId id, std::string_view key);
   std::optional<KvBlobInfo> kv_info(ConversationId id);
   void clear_kv(ConversationId id);

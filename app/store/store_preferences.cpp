@@ -5,6 +5,7 @@
 
 #include <zstd.h>
 
+#include <limits>
 #include <memory>
 
 #include "engine/error.h"
@@ -140,9 +141,35 @@ void ConversationStore::forget_recent_model(std::string_view path) {
 // ---------------------------------------------------------------------------------------------
 
 void ConversationStore::save_kv(ConversationId id, std::string_view key, std::span<const uint8_t> bytes) {
+  save_kv_capped(id, key, bytes, std::numeric_limits<int64_t>::max());
+}
+
+KvSaveResult ConversationStore::save_kv_capped(ConversationId id, std::string_view key,
+                                               std::span<const uint8_t> bytes, int64_t max_total_bytes) {
   const std::optional<std::vector<uint8_t>> frame = compress(bytes);
+  const std::span<const uint8_t> stored = frame ? std::span<const uint8_t>(*frame) : bytes;
+  KvSaveResult result{.stored_bytes = int64_t(stored.size())};
+  if (result.stored_bytes > max_total_bytes) return result;
   Transaction tx(*db_);
   require_conversation(id);
+  std::vector<ConversationId> to_drop;
+  {
+    Statement others = db_->prepare("SELECT conversation_id, length(data) FROM conversation_kv "
+                                    "WHERE conversation_id != ?1 ORDER BY saved_at, conversation_id");
+    others.bind(1, id);
+    std::vector<std::pair<ConversationId, int64_t>> oldest_first;
+    int64_t others_bytes = 0;
+    while (others.step()) {
+      oldest_first.emplace_back(others.column_int(0), others.column_int(1));
+      others_bytes += oldest_first.back().second;
+    }
+    for (const auto& [victim, victim_bytes] : oldest_first) {
+      if (others_bytes <= max_total_bytes - result.stored_bytes) break;
+      to_drop.push_back(victim);
+      others_bytes -= victim_bytes;
+    }
+  }
+  for (const ConversationId victim : to_drop) clear_kv(victim);
   db_->prepare("INSERT INTO conversation_kv (conversation_id, key, codec, num_bytes, saved_at, data) "
                "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(conversation_id) DO UPDATE SET key = excluded.key, "
                "codec = excluded.codec, num_bytes = excluded.num_bytes, saved_at = excluded.saved_at, data = excluded.data")
@@ -151,9 +178,16 @@ void ConversationStore::save_kv(ConversationId id, std::string_view key, std::sp
       .bind(3, frame ? "zstd" : "raw")
       .bind(4, int64_t(bytes.size()))
       .bind(5, unix_time_ms())
-      .bind_blob(6, frame ? std::span<const uint8_t>(*frame) : bytes)
+      .bind_blob(6, stored)
       .run();
   tx.commit();
+  result.saved = true;
+  result.dropped = int64_t(to_drop.size());
+  return result;
+}
+
+int64_t ConversationStore::total_kv_bytes() {
+  return db_->query_int("SELECT coalesce(sum(length(data)), 0) FROM conversation_kv");
 }
 
 std::optional<std::vector<uint8_t>> ConversationStore::load_kv(ConversationId id, std::string_view key) {

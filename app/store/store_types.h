@@ -89,4 +89,11 @@ struct KvBlobInfo {
   int64_t saved_at_ms = 0;
 };
 
+// What save_kv_capped did.
+struct KvSaveResult {
+  bool saved = false;              // false: larger than the cap on its own
+  int64_t stored_bytes = 0;        // its size in the database (compressed)
+  int64_t dropped = 0;             // other conversations whose KV made room for it
+};
+
 }  // namespace kvdesk::store

@@ -157,3 +157,36 @@ TEST_CASE("the chat template choice reaches the engine, and unknown names are re
   REQUIRE(s.controller.apply({ActionKind::SetChatTemplate, 0, ""}));
   CHECK(pump(s.controller, [&] { return s.vm.model.chat_template == "plain"; }));
 }
+
+TEST_CASE("a conversation's KV is saved when its answer finishes and restored after a restart", "[gui][controller][chat]") {
+  test::TempDir dir;
+  gui::AppOptions options;
+  options.db_path = dir.file("kvdesk.db");
+  options.model_path = test::model_path("stories260K.gguf");
+  int64_t conversation = 0;
+  {
+    ui::ViewModel vm;
+    gui::Controller c{vm, {}};
+    c.start(options);
+    REQUIRE(pump(c, [&] { return vm.model.state == ui::ModelState::Loaded; }));
+    vm.sampling.max_tokens = 16;
+    REQUIRE(c.apply({ActionKind::Send, 0, "Once upon a time"}));
+    REQUIRE(pump(c, [&] { return !c.streaming(); }));
+    CHECK_THAT(vm.status.last_answer, Catch::Contains("KV from recomputed (no saved KV)"));
+    conversation = vm.chat.conversation_id;
+  }   // closing saves the export still pending, if any
+  REQUIRE(store::ConversationStore::open(options.db_path).kv_info(conversation).has_value());
+
+  ui::ViewModel vm;
+  gui::Controller c{vm, {}};
+  c.start(options);
+  REQUIRE(pump(c, [&] { return vm.model.state == ui::ModelState::Loaded; }));
+  REQUIRE(vm.chat.conversation_id == conversation);
+  vm.sampling.max_tokens = 16;
+  REQUIRE(c.apply({ActionKind::Send, 0, "The dog went to the park."}));
+  REQUIRE(pump(c, [&] { return !c.streaming(); }));
+  CHECK_THAT(vm.status.last_answer, Catch::Contains("KV from database"));
+  REQUIRE(c.apply({ActionKind::Send, 0, "Then it rained."}));
+  REQUIRE(pump(c, [&] { return !c.streaming(); }));
+  CHECK_THAT(vm.status.last_answer, Catch::Contains("KV from pool"));
+}

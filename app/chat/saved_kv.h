@@ -1,0 +1,39 @@
+// A conversation's KV kept in the store between runs: the engine's ConversationKv as one blob
+// under its identity (the store's key), within a cap on all saved KV together. Loading never
+// throws for a damaged or foreign blob: it says why it is not usable, and the turn recomputes.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "app/store/conversation_store.h"
+#include "engine/engine_types.h"
+
+namespace kvdesk::chat {
+
+// The setting that caps the saved KV of all conversations together, in bytes as stored.
+inline constexpr const char* kKvCapSetting = "saved_kv_max_bytes";
+inline constexpr int64_t kDefaultKvCapBytes = int64_t(1) << 30;
+
+// The setting when it is a positive whole number, else kDefaultKvCapBytes.
+int64_t saved_kv_cap(store::ConversationStore& store);
+
+// The blob: "kvdeskKV", version (u32), token count (u64), block bytes (u64), the tokens (i32),
+// then the block bytes; numbers in host byte order, as the block bytes themselves are.
+std::vector<uint8_t> encode_kv(const ConversationKv& kv);
+// Throws kvdesk::Error when `bytes` are not exactly one blob of that layout.
+ConversationKv decode_kv(std::string identity, std::span<const uint8_t> bytes);
+
+// A saved KV ready to import, or why there is none (nothing saved, a damaged blob).
+struct SavedKv {
+  std::optional<ConversationKv> kv;
+  std::string why_not;
+};
+SavedKv load_saved_kv(store::ConversationStore& store, store::ConversationId id);
+
+// Saves kv for the conversation within saved_kv_cap (store::ConversationStore::save_kv_capped).
+store::KvSaveResult save_conversation_kv(store::ConversationStore& store, store::ConversationId id, const ConversationKv& kv);
+
+}  // namespace kvdesk::chat

@@ -1,0 +1,74 @@
+// Controller, part 4: conversations' KV kept in the store between runs. When an answer finishes
+// the engine exports the conversation's parked KV (the future is ready within one engine step)
+// and update() saves it once ready, so the UI thread never waits on the engine; closing waits
+// for the exports still pending. A conversation the engine does not hold (the app restarted,
+// another model was loaded) gets its saved KV imported before its next turn: the engine takes
+// commands in order, so the import lands before the turn without the UI thread waiting.
+#include "app/chat/saved_kv.h"
+#include "app/gui/controller.h"
+#include "engine/error.h"
+
+namespace kvdesk::gui {
+namespace {
+
+bool is_ready(const auto& future) { return future.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+
+}  // namespace
+
+std::string Controller::restore_kv(store::ConversationId conversation) {
+  if (kv_in_pool_.contains(conversation)) return "pool";
+  chat::SavedKv saved = chat::load_saved_kv(store(), conversation);
+  if (!saved.kv) return "recomputed (" + saved.why_not + ")";
+  kv_imports_[conversation] = engine_.import_conversation(uint64_t(conversation), std::move(*saved.kv));
+  return "database";
+}
+
+std::string Controller::resolve_kv_source(store::ConversationId conversation, const std::string& source) {
+  const auto it = kv_imports_.find(conversation);
+  if (it == kv_imports_.end()) return source;
+  const std::string refused = it->second.get();   // posted before the turn: ready once the turn ended
+  kv_imports_.erase(it);
+  return refused.empty() ? source : "recomputed (" + refused + ")";
+}
+
+void Controller::request_kv_save(store::ConversationId conversation) {
+  kv_in_pool_.insert(conversation);
+  kv_exports_[conversation] = engine_.export_conversation(uint64_t(conversation));
+}
+
+void Controller::save_ready_kv() {
+  for (auto it = kv_exports_.begin(); it != kv_exports_.end();) {
+    if (!is_ready(it->second)) {
+      ++it;
+      continue;
+    }
+    save_exported_kv(it->first, it->second.get());
+    it = kv_exports_.erase(it);
+  }
+}
+
+void Controller::save_all_kv() {
+  for (auto& [conversation, export_future] : kv_exports_) save_exported_kv(conversation, export_future.get());
+  kv_exports_.clear();
+}
+
+void Controller::save_exported_kv(store::ConversationId conversation, const std::optional<ConversationKv>& kv) {
+  if (!kv) {
+    kv_in_pool_.erase(conversation);   // released under memory pressure: import it next time
+    return;
+  }
+  try {
+    const store::KvSaveResult saved = chat::save_conversation_kv(store(), conversation, *kv);
+    if (!saved.saved) set_status("the conversation's KV is larger than the saved-KV cap: not saved", false);
+  } catch (const Error& e) {
+    set_status(std::string("saving the conversation's KV failed: ") + e.what(), true);
+  }
+}
+
+void Controller::forget_kv(store::ConversationId conversation) {
+  kv_in_pool_.erase(conversation);
+  kv_imports_.erase(conversation);
+  kv_exports_.erase(conversation);
+}
+
+}  // namespace kvdesk::gui
