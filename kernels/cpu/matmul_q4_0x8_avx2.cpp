@@ -13,8 +13,8 @@
 namespace kvdesk {
 namespace {
 
-// Activation rows per tile: 4 weight vectors + 4 s16 sums + 4 float accumulators + temporaries
-// fill the 16 ymm registers.
+// Activation rows per tile: 8 weight vectors + 4 float accumulators + the s16 sum, a broadcast
+// and the row scales fill the 16 ymm registers.
 constexpr int kTileActs = 4;
 // Weight bytes of a row block that stays in L2 while the whole batch streams past it.
 constexpr size_t kRowBlockBytes = 256 * 1024;
@@ -25,41 +25,39 @@ ALWAYS_INLINE __m256i broadcast_4_bytes(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// One half of a block: low nibbles (values 0..15, high = false) or high nibbles (16..31) of
-// the group's 4 chunks, each dotted with the matching 4-byte groups of every act row.
-template <int C>
-ALWAYS_INLINE void half_block(const BlockQ4_0x8& w, const BlockQ8Act* const (&a)[C], int half,
-                              __m256i (&isum)[C]) {
+// The group's 32 values per row as 8 vectors of 4 values x 8 rows: chunk c's low nibbles
+// (values 4c .. 4c + 3) in w[c], its high nibbles (values 16 + 4c ..) in w[4 + c].
+ALWAYS_INLINE void unpack_block(const BlockQ4_0x8& b, __m256i (&w)[8]) {
   const __m256i nibble = _mm256_set1_epi8(15);
-  __m256i wq[4];
 #pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
-    const __m256i raw = load_256(w.qs + 32 * c);
-    wq[c] = _mm256_and_si256(half == 0 ? raw : _mm256_srli_epi16(raw, 4), nibble);
-  }
-#pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) {
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const __m256i p = _mm256_maddubs_epi16(wq[c], broadcast_4_bytes(a[t]->qs + 16 * half + 4 * c));
-      isum[t] = half == 0 && c == 0 ? p : _mm256_add_epi16(isum[t], p);
-    }
+    const __m256i raw = load_256(b.qs + 32 * c);
+    w[c] = _mm256_and_si256(raw, nibble);
+    w[4 + c] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
   }
 }
 
-// acc[t] (rows of the group) += fp16(w.d) * a[t].d * (dot - 8 * a[t].sum), per row lane.
-template <int C>
-ALWAYS_INLINE void block_step(const BlockQ4_0x8& w, const BlockQ8Act* const (&a)[C], __m256 (&acc)[C]) {
-  __m256i isum[C];
-  half_block<C>(w, a, 0, isum);
-  half_block<C>(w, a, 1, isum);
-  const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d)));
+// acc (rows of the group) += fp16(d) * a.d * (dot - 8 * a.sum) per row lane; dw = fp16(d).
+ALWAYS_INLINE void act_step(const __m256i (&w)[8], __m256 dw, const BlockQ8Act& a, __m256& acc) {
+  __m256i isum = _mm256_maddubs_epi16(w[0], broadcast_4_bytes(a.qs));
 #pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) {
-    const __m256i dot = _mm256_sub_epi32(_mm256_madd_epi16(isum[t], _mm256_set1_epi16(1)),
-                                         _mm256_slli_epi32(_mm256_set1_epi32(a[t]->sum), 3));
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(a[t]->d)), acc[t]);
+  for (int k = 1; k < 8; ++k) {
+    const int8_t* values = a.qs + (k < 4 ? 4 * k : 16 + 4 * (k - 4));
+    isum = _mm256_add_epi16(isum, _mm256_maddubs_epi16(w[k], broadcast_4_bytes(values)));
   }
+  const __m256i dot = _mm256_sub_epi32(_mm256_madd_epi16(isum, _mm256_set1_epi16(1)),
+                                       _mm256_slli_epi32(_mm256_set1_epi32(a.sum), 3));
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc);
+}
+
+// One block of the group against block j of every act row.
+template <int C>
+ALWAYS_INLINE void block_step(const BlockQ4_0x8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
+  __m256i w[8];
+  unpack_block(b, w);
+  const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) act_step(w, dw, reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride)[j], acc[t]);
 }
 
 // y[t * ld_y + r] for the group's 8 rows r and act rows t < C, over all blocks.
@@ -68,12 +66,7 @@ void tile(const BlockQ4_0x8* group, const char* acts, size_t a_stride, int64_t b
   __m256 acc[C];
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < blocks; ++j) {
-    const BlockQ8Act* a[C];
-#pragma GCC unroll 8
-    for (int t = 0; t < C; ++t) a[t] = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride) + j;
-    block_step<C>(group[j], a, acc);
-  }
+  for (int64_t j = 0; j < blocks; ++j) block_step<C>(group[j], acts, a_stride, j, acc);
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) _mm256_storeu_ps(y + t * ld_y, acc[t]);
 }
