@@ -239,7 +239,7 @@ void Engine::State::load(const EngineSettings& s) {
   model.reset();
   settings = s;
   backend = select_backend(s.backend);
-  model = Model::load(s.model_path, ModelLoadOptions{s.tokenizer_path, s.memory_limit_bytes});
+  model = Model::load(s.model_path, ModelLoadOptions{s.tokenizer_path, s.memory_limit_bytes, backend.backend == Backend::Cpu});
   try {
     const int32_t threads = s.threads > 0 ? s.threads : std::max(1, int32_t(std::thread::hardware_concurrency()));
     pool = std::make_unique<ThreadPool>(threads);

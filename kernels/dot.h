@@ -8,6 +8,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "kernels/ggml_types.h"
 
@@ -46,6 +48,10 @@ const char* cpu_isa_name(CpuIsa isa);
 CpuIsa cpu_isa_detected();          // best ISA of this CPU
 CpuIsa cpu_isa_active();            // what cpu:: uses now
 void cpu_isa_force(CpuIsa isa);     // tests pin a path; clamped to what the CPU supports
+bool cpu_isa_supported(CpuIsa isa); // this CPU can run isa's kernels
+// "avx2", "avx512" (or "avx512-vnni"), "ref" (or "scalar"), "auto" (the detected one); nullopt
+// for any other name.
+std::optional<CpuIsa> cpu_isa_from_name(std::string_view name);
 
 namespace ref {
 // x[n] floats -> act (act_row_bytes(weight_type, n) bytes).

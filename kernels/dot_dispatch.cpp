@@ -59,6 +59,16 @@ CpuIsa cpu_isa_detected() {
   return detected;
 }
 
+bool cpu_isa_supported(CpuIsa isa) { return static_cast<int>(isa) <= static_cast<int>(cpu_isa_detected()); }
+
+std::optional<CpuIsa> cpu_isa_from_name(std::string_view name) {
+  if (name == "auto") return cpu_isa_detected();
+  if (name == "avx2") return CpuIsa::Avx2;
+  if (name == "avx512" || name == "avx512-vnni") return CpuIsa::Avx512;
+  if (name == "ref" || name == "scalar") return CpuIsa::Scalar;
+  return std::nullopt;
+}
+
 CpuIsa cpu_isa_active() { return active_isa().load(std::memory_order_relaxed); }
 
 void cpu_isa_force(CpuIsa isa) {

@@ -19,6 +19,7 @@ ActFormat act_format_for(GgmlType weight_type) {
     // BlockQ8Act: one act scale per weight scale.
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
+    case GgmlType::Q4_0x8:
     case GgmlType::Q4_1:
     case GgmlType::Q5_0:
     case GgmlType::Q5_1:

@@ -14,6 +14,9 @@ enum class GgmlType : uint32_t {
   IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
   IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
   TQ1_0 = 34, TQ2_0 = 35,
+  // kvdesk's own in-memory layouts, made from a file's type at load, never read from a file
+  // (kernels/weight_repack.h).
+  Q4_0x8 = 1000,
 };
 
 struct GgmlTypeInfo {
@@ -21,6 +24,7 @@ struct GgmlTypeInfo {
   int64_t block_values;    // values per block (1 for plain floats)
   int64_t block_bytes;     // bytes per block
   bool computable;         // kvdesk has dot-product kernels for it
+  bool in_files = true;    // a GGUF file may name it (false: a repacked in-memory layout)
 };
 
 // nullptr when the id is not a ggml type at all (a corrupt or future file).

@@ -32,7 +32,8 @@ void add_knob_flags(CLI::App* cmd, KnobFlags& flags, const std::vector<Knob>& kn
       {Knob::PrefixCache, "Prefix cache on or off (default on)"},
       {Knob::ChunkSize, "Prefill tokens per forward call / engine step token budget (default 256)"},
       {Knob::PreemptMode, "Preemption: recompute or swap (default recompute)"},
-      {Knob::Threads, "CPU threads (default: all cores)"}};
+      {Knob::Threads, "CPU threads (default: all cores)"},
+      {Knob::WeightLayout, "Weights repacked for the CPU kernels' GEMM at load (cpu, default) or as stored (ggml)"}};
   for (Knob k : knobs) {
     const std::string name = k == Knob::Threads ? "-t,--threads" : "--" + std::string(knob_name(k));
     cmd->add_option(name, flags[k], help.at(k))->delimiter(',');
@@ -241,7 +242,8 @@ std::optional<std::string> check_lengths(const BenchOptions& o) {
 std::vector<ModeCommand> add_mode_commands(CLI::App& app) {
   std::vector<ModeCommand> commands;
   ModeCommand speed = make_command(app, "speed", "Prefill tok/s per prompt length and decode tok/s per context depth");
-  add_knob_flags(speed.app, *speed.knob_flags, {Knob::KvType, Knob::BlockSize, Knob::ChunkSize, Knob::Threads});
+  add_knob_flags(speed.app, *speed.knob_flags,
+                 {Knob::KvType, Knob::BlockSize, Knob::ChunkSize, Knob::Threads, Knob::WeightLayout});
   add_speed(speed.app, *speed.options);
   speed.app
       ->add_option("--bandwidth-mib", speed.options->bandwidth_mib,
@@ -277,7 +279,7 @@ std::vector<ModeCommand> add_mode_commands(CLI::App& app) {
   commands.push_back(quality);
 
   ModeCommand trace = make_command(app, "trace", "Replay a chat trace: requests/s, tok/s, TTFT, ITL, peak KV, cost");
-  add_knob_flags(trace.app, *trace.knob_flags, {all_knobs().begin(), all_knobs().end()});
+  add_knob_flags(trace.app, *trace.knob_flags, knobs_of_mode("trace"));
   add_engine(trace.app, *trace.options);
   add_conversations(trace.app, *trace.options);
   add_trace(trace.app, *trace.options);

@@ -10,6 +10,7 @@
 #include "app/command_line.h"
 #include "engine/backend/backend.h"
 #include "engine/error.h"
+#include "engine/system/cpu_isa_choice.h"
 
 namespace kvdesk::bench {
 namespace {
@@ -47,10 +48,13 @@ int run(const ModeCommand& command, int argc, char** argv) {
   const BackendChoice backend = bench_backend(command);
   if (!backend.note.empty()) progress(backend.note);
   RunInfo info = make_run_info(argc, argv);
+  info.isa = cpu_isa_name(cpu_isa_active());
+  info.isa_detected = cpu_isa_name(cpu_isa_detected());
   info.backend = kvdesk::backend_name(backend.backend);
   info.backend_note = backend.note;
   info.model = model_json(o.model_path, read_config(o.model_path));
   install_stop_handler();
+  progress(isa_line(info));
   const Report report = run_mode(command.mode, o);
   for (const Table& t : report.tables) std::printf("%s", table_markdown(t).c_str());
   for (const std::string& note : report.notes) std::printf("%s\n\n", note.c_str());
@@ -68,6 +72,8 @@ int main(int argc, char** argv) {
   CLI::App app{"kvdesk-bench: measure the paged KV cache (speed, kv, capacity, prefix, quality, trace, ab)"};
   app.require_subcommand(1);
   std::vector<ModeCommand> commands = add_mode_commands(app);
+  std::string isa;  // every mode's --isa
+  for (const ModeCommand& c : commands) kvdesk::add_isa_option(c.app, isa);
   if (const std::optional<int> exit_code = kvdesk::parse_command_line(app, "kvdesk-bench", argc, argv)) {
     return *exit_code;
   }
@@ -77,6 +83,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kvdesk-bench %s: %s\n%s\n", c.mode.c_str(), problem->c_str(),
                    kvdesk::usage_line(app, "kvdesk-bench").c_str());
       return 2;
+    }
+    try {
+      kvdesk::apply_cpu_isa_choice(isa);
+    } catch (const kvdesk::IsaNameError& e) {
+      std::fprintf(stderr, "kvdesk-bench %s: %s\n%s\n", c.mode.c_str(), e.what(), kvdesk::usage_line(app, "kvdesk-bench").c_str());
+      return 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kvdesk-bench: error: %s\n", e.what());
+      return 1;
     }
     try {
       return run(c, argc, argv);

@@ -9,8 +9,8 @@
 namespace kvdesk::bench {
 namespace {
 
-constexpr Knob kKnobs[] = {Knob::KvType,    Knob::BlockSize,   Knob::PrefixCache,
-                           Knob::ChunkSize, Knob::PreemptMode, Knob::Threads};
+constexpr Knob kKnobs[] = {Knob::KvType,      Knob::BlockSize, Knob::PrefixCache, Knob::ChunkSize,
+                           Knob::PreemptMode, Knob::Threads,   Knob::WeightLayout};
 
 std::string kv_type_names() {
   std::string names;
@@ -51,6 +51,7 @@ const char* knob_name(Knob knob) {
     case Knob::ChunkSize: return "chunk-size";
     case Knob::PreemptMode: return "preempt-mode";
     case Knob::Threads: return "threads";
+    case Knob::WeightLayout: return "weight-layout";
   }
   return "?";
 }
@@ -93,6 +94,10 @@ void set_knob(Knobs& knobs, Knob knob, const std::string& value) {
       knobs.preempt_mode = value == "swap" ? PreemptMode::Swap : PreemptMode::Recompute;
       return;
     case Knob::Threads: knobs.threads = parse_int(value, 1, 1024, "threads"); return;
+    case Knob::WeightLayout:
+      if (value != "cpu" && value != "ggml") throw Error("weight-layout takes cpu or ggml, not '" + value + "'");
+      knobs.cpu_layouts = value == "cpu";
+      return;
   }
 }
 
@@ -104,6 +109,7 @@ std::string knob_value(const Knobs& knobs, Knob knob) {
     case Knob::ChunkSize: return std::to_string(knobs.chunk_size);
     case Knob::PreemptMode: return preempt_mode_name(knobs.preempt_mode);
     case Knob::Threads: return std::to_string(resolve_threads(knobs.threads));
+    case Knob::WeightLayout: return knobs.cpu_layouts ? "cpu" : "ggml";
   }
   return "?";
 }

@@ -24,9 +24,12 @@ struct Knobs {
   int32_t chunk_size = 256;  // prefill tokens per forward call (engine: step token budget)
   PreemptMode preempt_mode = PreemptMode::Recompute;
   int32_t threads = 0;  // 0: all cores
+  // Weights in the active ISA's GEMM layouts (repacked at load) or as the file stores them;
+  // speed mode loads one model per layout.
+  bool cpu_layouts = true;
 };
 
-enum class Knob : uint8_t { KvType, BlockSize, PrefixCache, ChunkSize, PreemptMode, Threads };
+enum class Knob : uint8_t { KvType, BlockSize, PrefixCache, ChunkSize, PreemptMode, Threads, WeightLayout };
 
 std::span<const Knob> all_knobs();
 const char* knob_name(Knob knob);  // "kv-type", "block-size", ...

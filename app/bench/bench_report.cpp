@@ -103,6 +103,7 @@ nlohmann::json report_json(const Report& report, const RunInfo& info) {
           {"date", info.date},
           {"machine", {{"nproc", info.nproc}, {"cpu", info.cpu}, {"load_average", info.load_average}}},
           {"backend", {{"name", info.backend}, {"note", info.backend_note}}},
+          {"cpu_isa", {{"used", info.isa}, {"detected", info.isa_detected}}},
           {"model", info.model},
           {"settings", report.settings},
           {"results", report.results}};
@@ -124,12 +125,17 @@ std::string table_markdown(const Table& table) {
   return md + "\n";
 }
 
+std::string isa_line(const RunInfo& info) {
+  return "CPU kernels: " + info.isa + (info.isa == info.isa_detected ? "" : " (forced; this CPU has up to " + info.isa_detected + ")");
+}
+
 std::string report_markdown(const Report& report, const RunInfo& info, const std::vector<std::string>& plot_files) {
   std::string md = "# kvdesk-bench " + report.mode + (report.partial ? " (partial: stopped by Ctrl-C)" : "") + "\n\n";
   md += "Command:\n\n    " + info.command_line + "\n\n";
   md += "Date: " + info.date + "  \nMachine: " + std::to_string(info.nproc) + " CPUs, " + info.cpu + ", load average " +
         format_number(info.load_average, 2) + " at the start  \n";
   md += "Backend: " + info.backend + (info.backend_note.empty() ? "" : " (" + info.backend_note + ")") + "  \n";
+  md += isa_line(info) + "  \n";
   md += model_line(info.model) + "\n";
   if (report.repeated) md += "Figures are medians of repeated runs with (min..max) in brackets.\n\n";
   for (const Table& t : report.tables) md += table_markdown(t);

@@ -51,6 +51,8 @@ struct RunInfo {
   double load_average = 0;  // 1-minute load at the start: near or above nproc, the machine was shared
   std::string backend = "cpu";  // the backend the run's models ran on (backend_name)
   std::string backend_note;     // why (BackendChoice::note)
+  std::string isa;              // the CPU kernels' instruction set (cpu_isa_name), forced or detected
+  std::string isa_detected;     // the widest this CPU has
   nlohmann::json model = nlohmann::json::object();
 };
 
@@ -59,6 +61,8 @@ nlohmann::json report_json(const Report& report, const RunInfo& info);
 // The Markdown text; plot_files are the SVG file names (relative to the .md), one per plot.
 std::string report_markdown(const Report& report, const RunInfo& info, const std::vector<std::string>& plot_files);
 std::string table_markdown(const Table& table);
+// "CPU kernels: avx2 (forced; this CPU has up to avx512-vnni)"
+std::string isa_line(const RunInfo& info);
 
 // Writes the JSON (when json_path is set) and the Markdown with its SVGs (when md_path is
 // set). Throws kvdesk::Error when a file cannot be written.

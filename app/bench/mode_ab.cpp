@@ -26,10 +26,12 @@ struct MetricRuns {
 }  // namespace
 
 std::vector<Knob> knobs_of_mode(const std::string& mode) {
-  if (mode == "speed") return {Knob::KvType, Knob::BlockSize, Knob::ChunkSize, Knob::Threads};
+  if (mode == "speed") return {Knob::KvType, Knob::BlockSize, Knob::ChunkSize, Knob::Threads, Knob::WeightLayout};
   if (mode == "kv") return {Knob::KvType, Knob::BlockSize};
   if (mode == "prefix") return {Knob::KvType, Knob::BlockSize, Knob::PrefixCache, Knob::ChunkSize, Knob::Threads};
-  if (mode == "trace") return {all_knobs().begin(), all_knobs().end()};
+  if (mode == "trace") {
+    return {Knob::KvType, Knob::BlockSize, Knob::PrefixCache, Knob::ChunkSize, Knob::PreemptMode, Knob::Threads};
+  }
   return {};
 }
 

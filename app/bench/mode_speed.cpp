@@ -72,8 +72,8 @@ Plan make_plan(const BenchOptions& o, const ModelConfig& config) {
   return p;
 }
 
-std::unique_ptr<Model> load_model(const BenchOptions& o) {
-  return Model::load(o.model_path, ModelLoadOptions{o.tokenizer_path});
+std::unique_ptr<Model> load_model(const BenchOptions& o, const Knobs& k) {
+  return Model::load(o.model_path, ModelLoadOptions{o.tokenizer_path, 0, k.cpu_layouts});
 }
 
 // First touch of the mapped weights and of the pool's threads, outside every timing.
@@ -213,7 +213,7 @@ void add_traffic(Report& r, const BenchOptions& o, const Model& model, const Pla
 }  // namespace
 
 Report run_speed(const BenchOptions& o) {
-  std::unique_ptr<Model> model = load_model(o);
+  std::unique_ptr<Model> model = load_model(o, o.knobs);
   const Plan plan = make_plan(o, model->config());
   Report r;
   r.mode = "speed";
@@ -250,9 +250,13 @@ Report run_speed(const BenchOptions& o) {
 }
 
 Measure speed_measure(const BenchOptions& o) {
-  std::shared_ptr<Model> model = load_model(o);
-  const Plan plan = make_plan(o, model->config());
-  return [model, plan, o](const Knobs& k) {
+  // One model per weight layout, loaded when an arm first asks for it (outside the timings).
+  auto models = std::make_shared<std::map<bool, std::shared_ptr<Model>>>();
+  (*models)[o.knobs.cpu_layouts] = load_model(o, o.knobs);
+  const Plan plan = make_plan(o, (*models)[o.knobs.cpu_layouts]->config());
+  return [models, plan, o](const Knobs& k) {
+    std::shared_ptr<Model>& model = (*models)[k.cpu_layouts];
+    if (!model) model = load_model(o, k);
     ThreadPool pool(resolve_threads(k.threads));
     warm_up(*model, pool, k, o.seed);
     Metrics m;

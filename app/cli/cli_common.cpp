@@ -82,7 +82,7 @@ int resolve_threads(int requested) {
 Session open_session(const ModelArgs& args) {
   Session s;
   s.backend = select_backend(args.backend);
-  s.model = Model::load(args.model_path, ModelLoadOptions{args.tokenizer_path});
+  s.model = Model::load(args.model_path, ModelLoadOptions{args.tokenizer_path, 0, s.backend.backend == Backend::Cpu});
   s.pool = std::make_unique<ThreadPool>(resolve_threads(args.threads));
   s.forward = make_forward_backend(s.backend.backend, *s.model, *s.pool);
   if (!s.backend.note.empty()) std::fprintf(stderr, "kvdesk-cli: %s\n", s.backend.note.c_str());

@@ -7,6 +7,7 @@
 #include "app/cli/cli_common.h"
 #include "app/command_line.h"
 #include "engine/error.h"
+#include "engine/system/cpu_isa_choice.h"
 
 int main(int argc, char** argv) {
   using namespace kvdesk::cli;
@@ -17,8 +18,15 @@ int main(int argc, char** argv) {
       add_logits_command(app), add_make_model_command(app), add_replay_command(app),
       add_conversations_command(app), add_perplexity_command(app), add_serve_command(app), add_chat_command(app),
   };
+  std::string isa;  // every subcommand's --isa
+  for (const Command& c : commands) kvdesk::add_isa_option(c.app, isa);
   if (const std::optional<int> exit_code = kvdesk::parse_command_line(app, "kvdesk-cli", argc, argv)) return *exit_code;
   try {
+    try {
+      kvdesk::apply_cpu_isa_choice(isa);
+    } catch (const kvdesk::IsaNameError& e) {
+      throw UsageError(e.what());
+    }
     for (const Command& c : commands) {
       if (c.app->parsed()) return c.run();
     }

@@ -11,6 +11,7 @@
 #include "app/cli/cli_common.h"
 #include "app/command_line.h"
 #include "engine/chat/chat_template.h"
+#include "kernels/dot.h"
 #include "kernels/ops.h"
 
 namespace kvdesk::cli {
@@ -92,6 +93,8 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Dev
       {"architecture", c.architecture},
       {"backend", backend_name(backend.backend)},
       {"backend_note", backend.note},
+      {"cpu_isa", cpu_isa_name(cpu_isa_active())},
+      {"cpu_isa_detected", cpu_isa_name(cpu_isa_detected())},
       {"device_memory", device_memory_json(device)},
       {"name", c.name},
       {"context_length", c.context_length},
@@ -138,7 +141,7 @@ void print_capacity(const nlohmann::json& cap) {
 void print_text(const nlohmann::json& j) {
   std::printf("%s (%s, GGUF v%d)\n", j["path"].get<std::string>().c_str(),
               j["architecture"].get<std::string>().c_str(), j["gguf_version"].get<int>());
-  for (const char* key : {"backend", "name", "context_length", "embedding_length", "block_count",
+  for (const char* key : {"backend", "cpu_isa", "cpu_isa_detected", "name", "context_length", "embedding_length", "block_count",
                           "feed_forward_length", "head_count", "head_count_kv", "head_dim",
                           "rope_dimension_count", "rope_freq_base", "rope_freq_scale", "rope_mode",
                           "rope_freqs", "qkv_bias", "rms_eps", "vocab_size",

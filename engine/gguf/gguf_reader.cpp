@@ -384,7 +384,7 @@ class GgufParser {
     }
     const auto raw_type = cursor_.read<uint32_t>();
     const GgmlTypeInfo* type = ggml_type_info(raw_type);
-    if (type == nullptr) fail_here("unknown tensor type id " + std::to_string(raw_type));
+    if (type == nullptr || !type->in_files) fail_here("unknown tensor type id " + std::to_string(raw_type));
     if (info.dims[0] % type->block_values != 0) {
       fail_here("rows of " + std::to_string(info.dims[0]) + " values are not a multiple of the " +
                 std::string(type->name) + " block size " + std::to_string(type->block_values));
@@ -471,8 +471,9 @@ void* read_into_huge_pages(int fd, uint64_t size) {
 }
 
 // The whole file, read-only: in huge pages when it fits in half the available memory, else
-// memory-mapped (pages the kernel can drop again). O_NONBLOCK so a FIFO cannot hang the open.
-const uint8_t* map_file(const std::string& path, uint64_t& size) {
+// memory-mapped (pages the kernel can drop again; in_memory false). O_NONBLOCK so a FIFO cannot
+// hang the open.
+const uint8_t* map_file(const std::string& path, uint64_t& size, bool& in_memory) {
   const FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (file.fd < 0) fail_errno(path, "cannot open");
   struct stat st {};
@@ -482,7 +483,10 @@ const uint8_t* map_file(const std::string& path, uint64_t& size) {
   if (st.st_size == 0) throw Error(path + ": empty file: not a GGUF file");
   size = static_cast<uint64_t>(st.st_size);
   if (size <= available_memory_bytes() / 2) {
-    if (void* mem = read_into_huge_pages(file.fd, size)) return static_cast<const uint8_t*>(mem);
+    if (void* mem = read_into_huge_pages(file.fd, size)) {
+      in_memory = true;
+      return static_cast<const uint8_t*>(mem);
+    }
   }
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd, 0);
   if (map == MAP_FAILED) fail_errno(path, "cannot map");
@@ -548,7 +552,7 @@ std::string_view gguf_type_name(GgufType type) {
 std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
-  file->map_ = map_file(path, file->size_);
+  file->map_ = map_file(path, file->size_, file->in_memory_);
   GgufParser(*file).parse();
   return file;
 }
@@ -624,6 +628,14 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
     if (t.name == name) return &t;
   }
   return nullptr;
+}
+
+void GgufFile::rewrite_tensor_data(const std::function<void()>& rewrite) {
+  KVDESK_ASSERT(in_memory_);
+  void* mem = const_cast<uint8_t*>(map_);
+  if (::mprotect(mem, size_, PROT_READ | PROT_WRITE) != 0) fail_errno(path_, "cannot make the weights writable");
+  rewrite();
+  ::mprotect(mem, size_, PROT_READ);
 }
 
 const uint8_t* GgufFile::tensor_data(const GgufTensorInfo& info) const {

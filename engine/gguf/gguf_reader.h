@@ -5,6 +5,7 @@
 // points into that memory, which lives as long as the GgufFile.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,14 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(std::string_view name) const;
   const uint8_t* tensor_data(const GgufTensorInfo& info) const;
 
+  // True when the file was read into private memory (huge pages), false when it is mapped from
+  // disk. Only in-memory data can be rewritten.
+  bool data_in_memory() const { return in_memory_; }
+  // Runs `rewrite` with the in-memory data writable, then makes it read-only again: load-time
+  // repacking (kernels/weight_repack.h) writes through tensor_data() only inside it. The file
+  // on disk is never written. Requires data_in_memory().
+  void rewrite_tensor_data(const std::function<void()>& rewrite);
+
  private:
   GgufFile() = default;
   std::string path_;
@@ -85,6 +94,7 @@ class GgufFile {
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
   const uint8_t* map_ = nullptr;
+  bool in_memory_ = false;
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::vector<GgufTensorInfo> tensors_;
   friend class GgufParser;

@@ -206,6 +206,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   m->file_ = GgufFile::open(path);
   m->config_ = read_model_config(*m->file_);
   m->weights_ = bind_model_weights(*m->file_, m->config_);
+  // The interleaved layouts serve the AVX2 GEMM; AVX-512 and scalar keep ggml's rows.
+  if (options.cpu_layouts && cpu_isa_active() == CpuIsa::Avx2 && m->file_->data_in_memory()) {
+    m->file_->rewrite_tensor_data([&] { repack_matrices(m->weights_); });
+  }
   require_memory(m->weights_.weight_bytes, memory, path + ": the model's weights");
   m->tokenizer_ = options.tokenizer_path.empty() ? Tokenizer::from_gguf(*m->file_)
                                                  : Tokenizer::from_spm_file(options.tokenizer_path);

@@ -6,6 +6,7 @@
 
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
+#include "kernels/weight_repack.h"
 
 namespace kvdesk {
 namespace {
@@ -161,6 +162,22 @@ ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& c) {
     bind_ffn(bind, p, c, l);
   }
   return w;
+}
+
+int repack_matrices(ModelWeights& w) {
+  int repacked = 0;
+  const auto repack = [&](WeightMatrix& m) {
+    const GgmlType type = repacked_type(m.type, m.rows);
+    if (type == m.type) return;
+    repack_rows(m.type, const_cast<void*>(m.data), m.rows, m.cols);
+    m.type = type;
+    ++repacked;
+  };
+  for (LayerWeights& l : w.layers) {
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) repack(*m);
+  }
+  if (!w.tied_output) repack(w.output);
+  return repacked;
 }
 
 uint64_t decode_weight_read_bytes(const ModelWeights& w) {

@@ -65,4 +65,10 @@ uint64_t decode_weight_read_bytes(const ModelWeights& weights);
 // Throws kvdesk::Error naming the tensor: missing, wrong shape, or a type kvdesk cannot run.
 ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& config);
 
+// Rewrites, in place, every layer matrix and the untied output matrix that has an interleaved
+// layout for the GEMM (kernels/weight_repack.h, decided by repacked_type) and gives it that
+// type; the token embedding, read row by row, keeps the file's. Only inside
+// GgufFile::rewrite_tensor_data. Returns how many matrices changed.
+int repack_matrices(ModelWeights& weights);
+
 }  // namespace kvdesk

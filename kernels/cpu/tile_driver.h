@@ -183,6 +183,20 @@ struct HandsOff {
   }
 };
 
+// Weight type T in an interleaved layout (kernels/weight_repack.h), served by Matmul. Its rows
+// are not contiguous, so there is no single-row dot: callers use matmul_rows.
+template <GgmlType T, void (*Matmul)(const MatmulArgs&, int64_t, int64_t)>
+struct Interleaved {
+  static constexpr GgmlType kType = T;
+  static float vec_dot(GgmlType, const void*, const void*, int64_t) {
+    KVDESK_ASSERT(!"vec_dot: an interleaved weight layout has no single rows");
+    return 0.0f;
+  }
+  static void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+    Matmul(args, row_begin, row_end);
+  }
+};
+
 // vec_dot and matmul_rows of a kernel table: the entry (Serves / HandsOff) whose kType is the
 // weight type takes the call; a type no entry serves is a bug of the caller. The type is
 // matched once per call, outside the micro-kernels' loops.

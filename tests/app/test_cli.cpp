@@ -1,6 +1,7 @@
 // kvdesk-cli end to end: JSON shapes of every subcommand, exit codes and one-line errors.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "engine/kv_snapshot.h"
@@ -304,4 +305,23 @@ TEST_CASE("generate with KV retention holds fewer blocks and reports tokens kept
   const auto bad = run_cli({"generate", "-m", model_path("stories260K.gguf"), "-p", "hi", "--retention", "h2o", "--kv-keep", "0"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("--kv-keep") != std::string::npos);
+}
+
+TEST_CASE("--isa and KVDESK_ISA pin the CPU kernels; an unknown name is a usage error", "[app][cli]") {
+  const std::string model = model_path("stories260K.gguf");
+  CHECK(parse_json(run_cli({"info", "-m", model, "--isa", "ref", "--json"}))["cpu_isa"] == "scalar");
+  CHECK(parse_json(run_cli({"info", "-m", model, "--json"}))["cpu_isa"] ==
+        parse_json(run_cli({"info", "-m", model, "--json"}))["cpu_isa_detected"]);
+  const auto unknown = run_cli({"info", "-m", model, "--isa", "sse9"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("--isa") != std::string::npos);
+
+  ::setenv("KVDESK_ISA", "ref", 1);
+  const auto from_env = parse_json(run_cli({"info", "-m", model, "--json"}));
+  ::setenv("KVDESK_ISA", "sse9", 1);
+  const auto bad_env = run_cli({"info", "-m", model});
+  ::unsetenv("KVDESK_ISA");
+  CHECK(from_env["cpu_isa"] == "scalar");
+  CHECK(bad_env.exit_code == 2);
+  CHECK(bad_env.err.find("KVDESK_ISA=sse9: unknown instruction set") != std::string::npos);
 }

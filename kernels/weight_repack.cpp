@@ -1,0 +1,85 @@
+// Repacking Q4_0 rows into Q4_0x8 groups, and the scalar truth of products over that layout.
+#include "kernels/weight_repack.h"
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/check.h"
+#include "kernels/dot.h"
+#include "kernels/fp16.h"
+
+namespace kvdesk {
+namespace {
+
+constexpr int kChunks = 4;        // 32-byte chunks of a BlockQ4_0x8's qs
+constexpr int kChunkBytes = 4;    // bytes of one row in a chunk
+
+// The 8 rows of one group, blocks [blocks] each (ggml layout in `rows`), into `group`.
+void interleave_group(const BlockQ4_0* rows, int64_t blocks, BlockQ4_0x8* group) {
+  for (int64_t j = 0; j < blocks; ++j) {
+    BlockQ4_0x8& out = group[j];
+    for (int r = 0; r < kInterleavedRows; ++r) {
+      const BlockQ4_0& in = rows[r * blocks + j];
+      out.d[r] = in.d;
+      for (int c = 0; c < kChunks; ++c) {
+        std::memcpy(&out.qs[c * kInterleavedRows * kChunkBytes + r * kChunkBytes], &in.qs[c * kChunkBytes], kChunkBytes);
+      }
+    }
+  }
+}
+
+// Nibble q (0..15) of value i (0..31) of row r in an interleaved block.
+int q4_0x8_value(const BlockQ4_0x8& b, int r, int i) {
+  const int low_index = i % 16;
+  const uint8_t byte = b.qs[(low_index / kChunkBytes) * kInterleavedRows * kChunkBytes + r * kChunkBytes +
+                            low_index % kChunkBytes];
+  return i < 16 ? byte & 15 : byte >> 4;
+}
+
+// sum_b fp16(d[r]) * a[b].d * (sum_i q[i] * a[b].qs[i] - 8 * a[b].sum), as ref::vec_dot for Q4_0.
+float dot_q4_0x8_row(const BlockQ4_0x8* group, int r, const BlockQ8Act* a, int64_t blocks) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < blocks; ++j) {
+    int32_t isum = 0;
+    for (int i = 0; i < kQ4_0BlockValues; ++i) isum += q4_0x8_value(group[j], r, i) * a[j].qs[i];
+    sum += static_cast<double>(fp16_to_fp32(group[j].d[r]) * a[j].d) * (isum - 8 * a[j].sum);
+  }
+  return static_cast<float>(sum);
+}
+
+}  // namespace
+
+GgmlType repacked_type(GgmlType type, int64_t rows) {
+  return type == GgmlType::Q4_0 && rows % kInterleavedRows == 0 ? GgmlType::Q4_0x8 : type;
+}
+
+void repack_rows(GgmlType type, void* data, int64_t rows, int64_t n) {
+  if (repacked_type(type, rows) == type) return;
+  const int64_t blocks = n / kQ4_0BlockValues;
+  const size_t group_bytes = kInterleavedRows * ggml_row_bytes(type, n);
+  std::vector<BlockQ4_0> rows_copy(static_cast<size_t>(kInterleavedRows * blocks));  // [8][blocks]
+  for (int64_t g = 0; g < rows / kInterleavedRows; ++g) {
+    uint8_t* group = static_cast<uint8_t*>(data) + static_cast<size_t>(g) * group_bytes;
+    std::memcpy(rows_copy.data(), group, group_bytes);
+    interleave_group(rows_copy.data(), blocks, reinterpret_cast<BlockQ4_0x8*>(group));
+  }
+}
+
+namespace ref {
+
+void matmul_q4_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  KVDESK_ASSERT(args.weight_type == GgmlType::Q4_0x8 && row_begin % kInterleavedRows == 0);
+  const int64_t blocks = args.n / kQ4_0BlockValues;
+  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
+  const auto* groups = static_cast<const BlockQ4_0x8*>(args.weights);
+  for (int64_t b = 0; b < args.batch; ++b) {
+    const auto* a = reinterpret_cast<const BlockQ8Act*>(static_cast<const char*>(args.acts) + b * a_stride);
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      const BlockQ4_0x8* group = groups + (r / kInterleavedRows) * blocks;
+      args.y[b * args.ld_y + r] = dot_q4_0x8_row(group, static_cast<int>(r % kInterleavedRows), a, blocks);
+    }
+  }
+}
+
+}  // namespace ref
+}  // namespace kvdesk
