@@ -307,7 +307,7 @@ TEST_CASE("generate with KV retention holds fewer blocks and reports tokens kept
   CHECK(bad.err.find("--kv-keep") != std::string::npos);
 }
 
-TEST_CASE("--isa and KVDESK_ISA pin the CPU kernels; an unknown name is a usage error", "[app][cli]") {
+TEST_CASE("the --isa flag and KVDESK_ISA pin the CPU kernels, and an unknown name is a usage error", "[app][cli]") {
   const std::string model = model_path("stories260K.gguf");
   CHECK(parse_json(run_cli({"info", "-m", model, "--isa", "ref", "--json"}))["cpu_isa"] == "scalar");
   CHECK(parse_json(run_cli({"info", "-m", model, "--json"}))["cpu_isa"] ==

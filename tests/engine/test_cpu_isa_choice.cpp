@@ -20,7 +20,7 @@ struct IsaEnv {
 
 }  // namespace
 
-TEST_CASE("ISA names resolve; unknown names are IsaNameError", "[engine][isa]") {
+TEST_CASE("ISA names resolve, and unknown names are IsaNameError", "[engine][isa]") {
   CHECK(choose_cpu_isa("ref") == CpuIsa::Scalar);
   CHECK(choose_cpu_isa("auto") == cpu_isa_detected());
   CHECK(choose_cpu_isa("") == cpu_isa_detected());
@@ -28,7 +28,7 @@ TEST_CASE("ISA names resolve; unknown names are IsaNameError", "[engine][isa]") 
   CHECK_THROWS_WITH(choose_cpu_isa("avx"), Catch::Contains("--isa avx: unknown instruction set"));
 }
 
-TEST_CASE("KVDESK_ISA applies when no flag is given; the flag wins over it", "[engine][isa]") {
+TEST_CASE("KVDESK_ISA applies when no flag is given, and the flag wins over it", "[engine][isa]") {
   const IsaEnv env("ref");
   CHECK(choose_cpu_isa("") == CpuIsa::Scalar);
   CHECK(choose_cpu_isa("auto") == cpu_isa_detected());
