@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <random>
 #include <thread>
 
 #include "app/command_line.h"
@@ -21,6 +22,46 @@ std::string kv_type_names() {
 }
 
 }  // namespace
+
+void add_sampling_options(CLI::App* cmd, SamplingArgs& args) {
+  SamplingParams& sp = args.params;
+  sp.temperature = 0.8f;
+  sp.top_k = 40;
+  sp.top_p = 0.95f;
+  sp.min_p = 0.05f;
+  cmd->add_option("--temp", sp.temperature, "Temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--top-k", sp.top_k, "Top-k (0: off)")->capture_default_str();
+  cmd->add_option("--top-p", sp.top_p, "Top-p (1: off)")->capture_default_str();
+  cmd->add_option("--min-p", sp.min_p, "Min-p (0: off)")->capture_default_str();
+  cmd->add_option("--repeat-penalty", sp.repeat_penalty, "Repetition penalty (1: off)")->capture_default_str();
+  cmd->add_option("--repeat-last-n", sp.repeat_last_n, "Tokens the penalty looks back")->capture_default_str();
+  cmd->add_option_function<uint64_t>("--seed", [&args](uint64_t seed) {
+    args.params.seed = seed;
+    args.seed_given = true;
+  }, "Random seed (default: random)");
+}
+
+SamplingParams resolve_sampling(SamplingArgs& args) {
+  if (!args.seed_given) args.params.seed = std::random_device{}();
+  try {
+    validate_sampling_params(args.params);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  return args.params;
+}
+
+EngineSettings engine_settings(const ModelArgs& args, const std::string& chat_template) {
+  EngineSettings s;
+  s.model_path = args.model_path;
+  s.tokenizer_path = args.tokenizer_path;
+  s.chat_template = chat_template;
+  s.backend = args.backend;
+  s.threads = resolve_threads(args.threads);
+  s.kv = kv_layout(args);
+  s.kv_budget_bytes = size_t(args.kv_budget_mib * 1024.0 * 1024.0);
+  return s;
+}
 
 void add_model_options(CLI::App* cmd, ModelArgs& args) {
   cmd->add_option("-m,--model", args.model_path, "GGUF model file")->required();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/engine_types.h"
 #include "engine/backend/forward_backend.h"
 #include "engine/error.h"
 #include "engine/kv/kv_cache.h"
@@ -55,6 +56,19 @@ RetentionOptions retention_options(const RetentionArgs& args);
 
 // --block-size: one of kKvBlockSizes.
 CLI::Validator block_size_check();
+
+// Sampling flags (--temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed) with
+// llama.cpp's defaults; without --seed, resolve_sampling picks a random one.
+struct SamplingArgs {
+  SamplingParams params;
+  bool seed_given = false;
+};
+void add_sampling_options(CLI::App* cmd, SamplingArgs& args);
+// Throws UsageError for an out-of-range value.
+SamplingParams resolve_sampling(SamplingArgs& args);
+
+// The in-process Engine's settings the model and KV flags ask for.
+EngineSettings engine_settings(const ModelArgs& args, const std::string& chat_template);
 
 void add_model_options(CLI::App* cmd, ModelArgs& args);
 void add_kv_options(CLI::App* cmd, ModelArgs& args);

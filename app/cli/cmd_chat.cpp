@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
-#include <random>
 
 #include "app/chat/chat_history.h"
 #include "app/chat/saved_kv.h"
@@ -31,8 +30,7 @@ struct ChatArgs {
   int64_t conversation_id = 0;
   std::string prompt;
   int max_tokens = 256;
-  SamplingParams sampling;
-  bool seed_given = false;
+  SamplingArgs sampling;
   std::string chat_template;   // "": the model's own
   bool json = false;
 };
@@ -67,18 +65,6 @@ struct TurnOutcome {
   RequestMetrics metrics;
   std::string error;   // non-empty: the engine failed the request
 };
-
-EngineSettings engine_settings(const ChatArgs& a) {
-  EngineSettings s;
-  s.model_path = a.model.model_path;
-  s.tokenizer_path = a.model.tokenizer_path;
-  s.chat_template = a.chat_template;
-  s.backend = a.model.backend;
-  s.threads = resolve_threads(a.model.threads);
-  s.kv = kv_layout(a.model);
-  s.kv_budget_bytes = size_t(a.model.kv_budget_mib * 1024.0 * 1024.0);
-  return s;
-}
 
 void load_model(Engine& engine, EventSignal& signal, const EngineSettings& settings) {
   engine.load_model(settings);
@@ -134,7 +120,7 @@ TurnOutcome run_turn(Engine& engine, EventSignal& signal, const Request& request
 Request make_request(ConversationStore& store, ConversationId id, const ChatArgs& a) {
   Request r;
   r.messages = chat::chat_messages(*store.conversation(id), store.branch_path(id));
-  r.sampling = a.sampling;
+  r.sampling = a.sampling.params;
   r.max_tokens = a.max_tokens;
   r.conversation_key = uint64_t(id);
   return r;
@@ -154,12 +140,7 @@ std::string save_kv(Engine& engine, ConversationStore& store, ConversationId id,
 }
 
 int run_chat(ChatArgs& a) {
-  if (!a.seed_given) a.sampling.seed = std::random_device{}();
-  try {
-    validate_sampling_params(a.sampling);
-  } catch (const Error& e) {
-    throw UsageError(e.what());
-  }
+  resolve_sampling(a.sampling);
   if (a.new_conversation == (a.conversation_id != 0)) throw UsageError("give one of --new and --conversation ID");
   ConversationStore store = ConversationStore::open(a.db_path);
   if (!a.new_conversation && !store.conversation(a.conversation_id)) {
@@ -167,7 +148,7 @@ int run_chat(ChatArgs& a) {
   }
   EventSignal signal;
   Engine engine([&signal] { signal.ring(); });
-  load_model(engine, signal, engine_settings(a));
+  load_model(engine, signal, engine_settings(a.model, a.chat_template));
 
   const ConversationId id = choose_conversation(store, a);
   const std::optional<Conversation> c = store.conversation(id);
@@ -224,20 +205,7 @@ Command add_chat_command(CLI::App& app) {
   cmd->add_option("-p,--prompt", args->prompt, "The user message")->required();
   cmd->add_option("-n,--max-tokens", args->max_tokens, "Most tokens in the answer")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  SamplingParams& sp = args->sampling;
-  sp.temperature = 0.8f;
-  sp.top_k = 40;
-  sp.top_p = 0.95f;
-  sp.min_p = 0.05f;
-  cmd->add_option("--temp", sp.temperature, "Temperature (0: greedy)")->capture_default_str();
-  cmd->add_option("--top-k", sp.top_k, "Top-k (0: off)")->capture_default_str();
-  cmd->add_option("--top-p", sp.top_p, "Top-p (1: off)")->capture_default_str();
-  cmd->add_option("--min-p", sp.min_p, "Min-p (0: off)")->capture_default_str();
-  cmd->add_option("--repeat-penalty", sp.repeat_penalty, "Repetition penalty (1: off)")->capture_default_str();
-  cmd->add_option_function<uint64_t>("--seed", [args](uint64_t seed) {
-    args->sampling.seed = seed;
-    args->seed_given = true;
-  }, "Random seed (default: random)");
+  add_sampling_options(cmd, args->sampling);
   cmd->add_option("--chat-template", args->chat_template, "Render messages with this chat template instead of the model's")
       ->check(CLI::IsMember(chat_template_names()));
   cmd->add_flag("--json", args->json, "Print one JSON object with the answer, timings and where the KV came from");

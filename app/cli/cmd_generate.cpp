@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <random>
 
 #include "app/cli/cli_common.h"
 #include "app/replay/metrics_json.h"
@@ -17,8 +16,7 @@ struct GenerateArgs {
   ModelArgs model;
   std::string prompt;
   int max_tokens = 64;
-  SamplingParams sampling;
-  bool seed_given = false;
+  SamplingArgs sampling;
   bool json = false;
   bool no_bos = false;
   RetentionArgs retention;
@@ -72,7 +70,7 @@ nlohmann::json result_json(const std::vector<int32_t>& prompt, const Completion&
   j["tokens"] = r.tokens;
   j["text"] = r.text;
   j["finish_reason"] = finish_reason_name(r.finish);
-  j["seed"] = a.sampling.seed;
+  j["seed"] = a.sampling.params.seed;
   j["threads"] = s.pool->num_threads();
   j["kv_type"] = a.model.kv_type;
   j["block_size"] = a.model.block_size;
@@ -83,10 +81,9 @@ nlohmann::json result_json(const std::vector<int32_t>& prompt, const Completion&
 }
 
 int run_generate(GenerateArgs& a) {
-  if (!a.seed_given) a.sampling.seed = std::random_device{}();
+  const SamplingParams sampling = resolve_sampling(a.sampling);
   RetentionOptions retention;
   try {
-    validate_sampling_params(a.sampling);
     retention = retention_options(a.retention);
   } catch (const Error& e) {
     throw UsageError(e.what());
@@ -97,7 +94,7 @@ int run_generate(GenerateArgs& a) {
   Request request;
   request.prompt_tokens = prompt;
   request.max_tokens = a.max_tokens;
-  request.sampling = a.sampling;
+  request.sampling = sampling;
   request.retention = retention;
   request.conversation_key = kConversation;
   TokenCallback print;
@@ -131,21 +128,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
   cmd->add_option("-n,--max-tokens", args->max_tokens, "Tokens to generate")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  SamplingParams& sp = args->sampling;
-  sp.temperature = 0.8f;
-  sp.top_k = 40;
-  sp.top_p = 0.95f;
-  sp.min_p = 0.05f;
-  cmd->add_option("--temp", sp.temperature, "Temperature (0: greedy)")->capture_default_str();
-  cmd->add_option("--top-k", sp.top_k, "Top-k (0: off)")->capture_default_str();
-  cmd->add_option("--top-p", sp.top_p, "Top-p (1: off)")->capture_default_str();
-  cmd->add_option("--min-p", sp.min_p, "Min-p (0: off)")->capture_default_str();
-  cmd->add_option("--repeat-penalty", sp.repeat_penalty, "Repetition penalty (1: off)")->capture_default_str();
-  cmd->add_option("--repeat-last-n", sp.repeat_last_n, "Tokens the penalty looks back")->capture_default_str();
-  cmd->add_option_function<uint64_t>("--seed", [args](uint64_t seed) {
-    args->sampling.seed = seed;
-    args->seed_given = true;
-  }, "Random seed (default: random)");
+  add_sampling_options(cmd, args->sampling);
   cmd->add_flag("--no-bos", args->no_bos, "Do not prepend the BOS token");
   cmd->add_flag("--json", args->json, "Print one JSON object with tokens and timings");
   return Command{cmd, [args] { return run_generate(*args); }};

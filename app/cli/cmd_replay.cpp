@@ -26,13 +26,7 @@ struct ReplayArgs {
 };
 
 EngineSettings engine_settings(const ReplayArgs& a) {
-  EngineSettings s;
-  s.model_path = a.model.model_path;
-  s.tokenizer_path = a.model.tokenizer_path;
-  s.chat_template = a.chat_template;
-  s.backend = a.model.backend;
-  s.threads = resolve_threads(a.model.threads);
-  s.kv = kv_layout(a.model);
+  EngineSettings s = engine_settings(a.model, a.chat_template);
   s.kv.num_blocks = a.kv_blocks;
   s.prefix_caching = !a.no_prefix_cache;
   s.scheduler.step_token_budget = a.step_tokens;

@@ -30,14 +30,7 @@ struct ServeArgs {
 };
 
 EngineSettings engine_settings(const ServeArgs& a) {
-  EngineSettings s;
-  s.model_path = a.model.model_path;
-  s.tokenizer_path = a.model.tokenizer_path;
-  s.chat_template = a.chat_template;
-  s.backend = a.model.backend;
-  s.threads = resolve_threads(a.model.threads);
-  s.kv = kv_layout(a.model);
-  s.kv_budget_bytes = size_t(a.model.kv_budget_mib * 1024.0 * 1024.0);
+  EngineSettings s = engine_settings(a.model, a.chat_template);
   s.prefix_caching = !a.no_prefix_cache;
   s.scheduler.max_running = a.max_running;
   s.scheduler.step_token_budget = a.step_tokens;
