@@ -7,6 +7,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/replay/metrics_json.h"
+#include "app/server/kv_json.h"
 #include "engine/error.h"
 
 namespace kvdesk::cli {
@@ -28,39 +29,9 @@ constexpr uint64_t kConversation = 1;
 
 // The KV cache as generation ended (its sequence still held): occupancy, waste, sharing.
 nlohmann::json kv_json(const KvSnapshot& kv, const RequestMetrics& m) {
-  nlohmann::json what_if = nlohmann::json::array();
-  for (const BlockSizeWhatIf& w : kv.what_if) {
-    what_if.push_back({{"block_size", w.block_size}, {"waste_tokens", w.waste_tokens}, {"waste_bytes", w.waste_bytes}});
-  }
-  return {
-      {"blocks_total", kv.blocks_total},
-      {"blocks_used", kv.blocks_used},
-      {"blocks_cached", kv.blocks_cached},
-      {"blocks_free", kv.blocks_free},
-      {"blocks_shared", kv.blocks_shared},
-      {"peak_blocks", m.peak_blocks},
-      {"bytes_per_token", kv.bytes_per_token},
-      {"bytes_per_block", kv.bytes_per_block},
-      {"pool_bytes", kv.pool_bytes},
-      {"tokens_stored", kv.tokens_stored},
-      {"internal_waste_tokens", kv.internal_waste_tokens},
-      {"internal_waste_bytes", kv.internal_waste_bytes},
-      {"internal_waste_pct", kv.internal_waste_pct},
-      {"contiguous_waste_tokens", kv.contiguous_waste_tokens},
-      {"contiguous_waste_bytes", kv.contiguous_waste_bytes},
-      {"contiguous_waste_pct", kv.contiguous_waste_pct},
-      {"what_if", what_if},
-      {"prefix_hits", kv.prefix_hits},
-      {"prefix_misses", kv.prefix_misses},
-      {"prefix_hit_rate", kv.prefix_hit_rate},
-      {"evictions", kv.evictions},
-      {"cow_copies", kv.cow_copies},
-      {"forks", kv.forks},
-      {"retention_tokens_seen", kv.retention_tokens_seen},
-      {"retention_tokens_kept", kv.retention_tokens_kept},
-      {"retention_compactions", kv.retention_compactions},
-      {"retention_blocks_freed", kv.retention_blocks_freed},
-  };
+  nlohmann::json j = server::kv_snapshot_json(kv);
+  j["peak_blocks"] = m.peak_blocks;
+  return j;
 }
 
 nlohmann::json result_json(const std::vector<int32_t>& prompt, const Completion& r, const GenerateArgs& a,

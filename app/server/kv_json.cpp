@@ -50,16 +50,8 @@ json what_if_json(const KvSnapshot& kv) {
 
 }  // namespace
 
-json kv_stats_json(const EngineStats& stats) {
-  const KvSnapshot& kv = stats.kv;
+json kv_snapshot_json(const KvSnapshot& kv) {
   return {
-      {"model_loaded", stats.model_loaded},
-      {"running", stats.running},
-      {"waiting", stats.waiting},
-      {"swapped", stats.swapped},
-      {"parked", stats.parked},
-      {"preemptions", stats.preemptions},
-      {"prefix_caching", stats.prefix_caching},
       {"k_type", kv_type_name(kv.layout.k_type)},
       {"v_type", kv_type_name(kv.layout.v_type)},
       {"block_size", kv.layout.block_size},
@@ -94,8 +86,22 @@ json kv_stats_json(const EngineStats& stats) {
       {"retention_compactions", kv.retention_compactions},
       {"retention_blocks_freed", kv.retention_blocks_freed},
       {"blocks", blocks_json(kv)},
-      {"sequences", sequences_json(stats)},
   };
+}
+
+json kv_stats_json(const EngineStats& stats) {
+  json j = kv_snapshot_json(stats.kv);
+  j.update({
+      {"model_loaded", stats.model_loaded},
+      {"running", stats.running},
+      {"waiting", stats.waiting},
+      {"swapped", stats.swapped},
+      {"parked", stats.parked},
+      {"preemptions", stats.preemptions},
+      {"prefix_caching", stats.prefix_caching},
+      {"sequences", sequences_json(stats)},
+  });
+  return j;
 }
 
 }  // namespace kvdesk::server

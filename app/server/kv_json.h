@@ -7,6 +7,9 @@
 
 namespace kvdesk::server {
 
+// The cache alone: layout, occupancy, waste, sharing and retention counters, every block.
+nlohmann::json kv_snapshot_json(const KvSnapshot& kv);
+// The cache with the engine's queues and each sequence's owner.
 nlohmann::json kv_stats_json(const EngineStats& stats);
 
 }  // namespace kvdesk::server
