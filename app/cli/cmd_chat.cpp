@@ -15,6 +15,7 @@
 #include "app/chat/saved_kv.h"
 #include "app/cli/cli_common.h"
 #include "app/replay/metrics_json.h"
+#include "app/replay/replayer.h"
 #include "app/store/conversation_store.h"
 #include "engine/engine.h"
 
@@ -65,17 +66,6 @@ struct TurnOutcome {
   RequestMetrics metrics;
   std::string error;   // non-empty: the engine failed the request
 };
-
-void load_model(Engine& engine, EventSignal& signal, const EngineSettings& settings) {
-  engine.load_model(settings);
-  for (;;) {
-    for (const Event& e : engine.poll_events()) {
-      if (e.kind == EventKind::ModelLoaded) return;
-      if (e.kind == EventKind::Error) throw Error(e.text);
-    }
-    signal.wait();
-  }
-}
 
 // The conversation the turn continues: a new one titled after the prompt, or --conversation.
 ConversationId choose_conversation(ConversationStore& store, const ChatArgs& a) {
@@ -148,7 +138,8 @@ int run_chat(ChatArgs& a) {
   }
   EventSignal signal;
   Engine engine([&signal] { signal.ring(); });
-  load_model(engine, signal, engine_settings(a.model, a.chat_template));
+  engine.load_model(engine_settings(a.model, a.chat_template));
+  wait_for_model(engine);
 
   const ConversationId id = choose_conversation(store, a);
   const std::optional<Conversation> c = store.conversation(id);
