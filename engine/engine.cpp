@@ -32,10 +32,12 @@ constexpr double kDefaultMemoryShare = 0.25;
 // What the default budget assumes when MemAvailable cannot be read.
 constexpr uint64_t kUnknownMemory = uint64_t{1} << 30;
 
-int32_t pool_blocks(const KvLayout& layout, size_t budget, const ModelConfig& config, size_t bytes_per_block) {
+int32_t pool_blocks(const KvLayout& layout, size_t budget, const ModelConfig& config, size_t bytes_per_block,
+                    int32_t chunk_tokens) {
   if (layout.num_blocks > 0) return layout.num_blocks;
   if (budget == 0) {
-    const size_t per_context = bytes_per_block * size_t((config.context_length + layout.block_size - 1) / layout.block_size);
+    const size_t per_context =
+        bytes_per_block * size_t(kv_blocks_for_sequence(config, layout.block_size, config.context_length, chunk_tokens));
     const uint64_t available = available_memory_bytes();
     budget = std::min(per_context * kDefaultContexts,
                       size_t(double(available > 0 ? available : kUnknownMemory) * kDefaultMemoryShare));
@@ -44,7 +46,7 @@ int32_t pool_blocks(const KvLayout& layout, size_t budget, const ModelConfig& co
   if (blocks < 1) {
     throw Error("the KV budget of " + std::to_string(budget) + " bytes is smaller than one block (" +
                 std::to_string(bytes_per_block) + " bytes: " + std::to_string(layout.block_size) + " tokens of K and V in each of " +
-                std::to_string(config.block_count) + " layers)");
+                std::to_string(kv_layer_groups(config).layers_per_block) + " layers)");
   }
   if (blocks > size_t(1) << 24) throw Error("the KV budget asks for more than 16M blocks");
   return int32_t(blocks);
@@ -265,7 +267,8 @@ void Engine::State::create_kv(const KvLayout& layout, size_t budget, bool prefix
   config.layout = layout;
   config.prefix_caching = prefix_caching;
   config.identity = model_identity(*model);
-  const size_t bytes_per_block = kv_bytes_per_token(model->config(), layout.k_type, layout.v_type) * size_t(layout.block_size);
+  const size_t bytes_per_block = kv_bytes_per_block(model->config(), layout.k_type, layout.v_type, layout.block_size);
+  const int32_t chunk = settings.scheduler.step_token_budget;
   config.device_pool = forward->kv_pool();
   if (config.device_pool) {
     // Device memory, as vLLM: what the device's plan leaves beside the model, or less when a
@@ -273,10 +276,10 @@ void Engine::State::create_kv(const KvLayout& layout, size_t budget, bool prefix
     const int32_t device_blocks = forward->max_kv_blocks(bytes_per_block);
     const bool asked = layout.num_blocks > 0 || budget > 0;
     config.layout.num_blocks =
-        asked ? std::min(pool_blocks(layout, budget, model->config(), bytes_per_block), device_blocks) : device_blocks;
+        asked ? std::min(pool_blocks(layout, budget, model->config(), bytes_per_block, chunk), device_blocks) : device_blocks;
     kv.reset();   // the old pool's device memory first: two pools the size of the device do not fit
   } else {
-    config.layout.num_blocks = pool_blocks(layout, budget, model->config(), bytes_per_block);
+    config.layout.num_blocks = pool_blocks(layout, budget, model->config(), bytes_per_block, chunk);
     const uint64_t weights = model->weights().weight_bytes;
     const uint64_t limit = settings.memory_limit_bytes;
     const uint64_t available = limit == 0 ? available_memory_bytes() : limit > weights ? limit - weights : 1;

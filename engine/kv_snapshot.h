@@ -43,10 +43,15 @@ struct KvBlockInfo {
 struct KvSequenceInfo {
   int32_t seq_id = 0;
   int32_t num_tokens = 0;             // token rows held (after retention: the kept ones)
-  std::vector<int32_t> block_table;   // [blocks] physical ids, in logical order
+  std::vector<int32_t> block_table;   // [blocks] physical ids of layer group 0, in logical order
   int32_t shared_blocks = 0;          // entries of block_table with ref_count > 1
   int32_t tokens_seen = 0;            // positions the sequence went through (>= num_tokens)
   bool retained = false;              // a KV retention policy runs on it
+  // With several layer groups (sliding-window layers): the blocks of groups 1.. it holds, and
+  // its share of the pool against every group holding every logical block.
+  std::vector<int32_t> group_blocks;
+  int32_t held_blocks = 0;
+  int32_t full_attention_blocks = 0;
 };
 
 // Waste if every live sequence had been given blocks of another size.
@@ -62,6 +67,13 @@ struct KvSnapshot {
   size_t bytes_per_block = 0;
   size_t pool_bytes = 0;
   int32_t max_context = 0;             // the model's context length
+  // Layer groups (engine/kv/kv_layer_groups.h): 1 for a model without sliding windows, whose
+  // blocks hold every layer; else blocks of layers_per_block layers, and local groups keep
+  // only the last sliding_window tokens.
+  int32_t layer_groups = 1;
+  int32_t local_layer_groups = 0;
+  int32_t layers_per_block = 0;
+  int32_t sliding_window = 0;
 
   int32_t blocks_total = 0;
   int32_t blocks_used = 0;             // ref_count >= 1 (Used + Shared)

@@ -30,6 +30,11 @@ void draw_legend(const KvView& kv) {
   ImGui::NewLine();
   ImGui::TextDisabled("%s blocks x %d tokens, %s each, pool %s", format_count(kv.blocks_total).c_str(), kv.block_size,
                       format_bytes(kv.bytes_per_block).c_str(), format_bytes(kv.pool_bytes).c_str());
+  if (const std::string windows = sliding_window_text(kv); !windows.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("%s", windows.c_str());
+    ImGui::PopStyleColor();
+  }
 }
 
 ImVec2 cell_min(const ImVec2& origin, const BlockGrid& grid, int32_t block) {

@@ -57,6 +57,7 @@ void draw_fit_table(const ViewModel& vm) {
   } else {
     ImGui::TextWrapped("No GQA: every query head has its own K/V head (%d).", m.kv_heads);
   }
+  if (const std::string windows = sliding_window_text(vm.kv); !windows.empty()) ImGui::TextWrapped("%s", windows.c_str());
   ImGui::PopStyleColor();
   const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp;
   if (!ImGui::BeginTable("##fit", 5, flags)) return;

@@ -236,6 +236,17 @@ std::string retention_kept_text(const KvView& kv) {
          format_percent(100.0 * double(kv.retention_tokens_kept) / double(kv.retention_tokens_seen)) + ")";
 }
 
+std::string sliding_window_text(const KvView& kv) {
+  if (kv.local_layer_groups == 0) return "";
+  std::string text = "Sliding windows: " + std::to_string(kv.local_layer_groups) + " of " +
+                     std::to_string(kv.layer_groups) + " layer groups (blocks of " + std::to_string(kv.layers_per_block) +
+                     " layers) keep only the last " + format_count(kv.sliding_window) + " tokens";
+  if (kv.window_full_blocks == 0) return text + ".";
+  const double saved = 100.0 * double(kv.window_full_blocks - kv.window_held_blocks) / double(kv.window_full_blocks);
+  return text + "; conversations hold " + format_count(kv.window_held_blocks) + " of the " +
+         format_count(kv.window_full_blocks) + " blocks full attention would take (" + format_percent(saved) + " saved).";
+}
+
 // ---------------------------------------------------------------------------------------
 // Memory budget
 // ---------------------------------------------------------------------------------------

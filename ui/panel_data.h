@@ -89,6 +89,8 @@ std::vector<PrefixNode> prefix_tree(const KvView& kv);
 int64_t tokens_saved_by_sharing(const KvView& kv);
 // KV retention's "kept / seen (share)", e.g. "120 / 480 (25.0%)"; "off" when no sequence runs a policy.
 std::string retention_kept_text(const KvView& kv);
+// What sliding-window layers save: "" for a model without them.
+std::string sliding_window_text(const KvView& kv);
 
 // ----- memory budget ---------------------------------------------------------------------
 struct BarSegment {

@@ -109,7 +109,8 @@ struct KvSequenceView {
   int64_t conversation_id = 0;   // 0: not known to belong to a conversation
   std::string label;             // conversation title, or "seq N"
   int32_t num_tokens = 0;
-  std::vector<int32_t> block_table;   // [blocks] physical ids in logical order
+  std::vector<int32_t> block_table;   // [blocks] physical ids in logical order (layer group 0's)
+  std::vector<int32_t> group_blocks;  // the blocks of its other layer groups (sliding windows)
 };
 
 struct WhatIfView {
@@ -128,6 +129,14 @@ struct KvView {
   uint64_t bytes_per_block = 0;
   uint64_t pool_bytes = 0;
   int32_t max_context = 0;
+  // Sliding-window layers (engine/kv/kv_layer_groups.h): blocks of layers_per_block layers in
+  // layer_groups groups, local ones keeping sliding_window tokens; 1 group without them.
+  int32_t layer_groups = 1;
+  int32_t local_layer_groups = 0;
+  int32_t layers_per_block = 0;
+  int32_t sliding_window = 0;
+  int64_t window_held_blocks = 0;   // blocks the live sequences hold
+  int64_t window_full_blocks = 0;   // what they would hold if every layer kept every token
 
   int32_t blocks_total = 0;
   int32_t blocks_used = 0;

@@ -10,6 +10,7 @@
 
 #include "app/command_line.h"
 #include "engine/error.h"
+#include "engine/kv/kv_layer_groups.h"
 #include "engine/system/memory_limit.h"
 
 namespace kvdesk::cli {
@@ -149,7 +150,7 @@ void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens) {
   KvCacheConfig config;
   config.layout = kv_layout(args);
   KvLayout& layout = config.layout;
-  const size_t block_bytes = kv_bytes_per_token(model, layout.k_type, layout.v_type) * size_t(layout.block_size);
+  const size_t block_bytes = kv_bytes_per_block(model, layout.k_type, layout.v_type, layout.block_size);
   if (args.kv_budget_mib > 0) {
     layout.num_blocks = blocks_in_budget(args.kv_budget_mib, block_bytes);
     if (layout.num_blocks < 1) {
@@ -158,7 +159,7 @@ void size_kv_cache(Session& session, const ModelArgs& args, int32_t tokens) {
     }
   } else {
     const int32_t capped = std::min(std::max(tokens, 1), model.context_length);
-    layout.num_blocks = kv_blocks_for(capped, args.block_size);
+    layout.num_blocks = kv_blocks_for_sequence(model, args.block_size, capped, kCliLimits.step_token_budget);
   }
   config.device_pool = session.forward->kv_pool();
   if (config.device_pool) {

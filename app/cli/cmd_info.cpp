@@ -11,6 +11,7 @@
 #include "app/cli/cli_common.h"
 #include "app/command_line.h"
 #include "engine/chat/chat_template.h"
+#include "engine/kv/kv_layer_groups.h"
 #include "kernels/dot.h"
 #include "kernels/ops.h"
 
@@ -28,9 +29,9 @@ struct InfoArgs {
 nlohmann::json capacity_json(const ModelConfig& c, KvType type, const InfoArgs& a, int32_t context) {
   const int32_t block_size = a.model.block_size;
   const size_t per_token = kv_bytes_per_token(c, type, type);
-  const size_t per_block = per_token * size_t(block_size);
+  const size_t per_block = kv_bytes_per_block(c, type, type, block_size);
   const int32_t blocks = blocks_in_budget(a.budget_mib, per_block);
-  const int32_t blocks_per_sequence = kv_blocks_for(context, block_size);
+  const int32_t blocks_per_sequence = kv_blocks_for_sequence(c, block_size, context, kCliLimits.step_token_budget);
   return {
       {"head_count_kv", c.head_count_kv},
       {"bytes_per_token", per_token},
@@ -51,18 +52,25 @@ nlohmann::json kv_capacity_json(const ModelConfig& c, const InfoArgs& a) {
   return {{"budget_mib", a.budget_mib}, {"context", context}, {"block_size", a.model.block_size}, {"types", types}};
 }
 
-// One sequence's KV at the full context (f16 K and V): every layer keeps every token today; a
-// windowed layout would keep only the last sliding_window tokens of each local layer.
-nlohmann::json sliding_window_json(const ModelConfig& c) {
+// One sequence's KV at the context (f16 K and V) in the pool, generating one token at a time:
+// with every layer keeping every token, and as the pool holds it, local layers keeping only
+// the blocks their window reads (engine/kv/kv_layer_groups.h).
+nlohmann::json sliding_window_json(const ModelConfig& c, int32_t context, int32_t block_size) {
   int32_t local_layers = 0;
   for (int32_t l = 0; l < c.block_count; ++l) local_layers += c.is_local_layer(l) ? 1 : 0;
-  const uint64_t per_layer_token = kv_bytes_per_token(c, KvType::F16, KvType::F16) / uint64_t(c.block_count);
-  const uint64_t context = uint64_t(c.context_length);
-  const uint64_t window = std::min<uint64_t>(uint64_t(c.sliding_window), context);
+  const KvLayerGroups groups = kv_layer_groups(c);
+  const uint64_t full = kv_bytes_per_token(c, KvType::F16, KvType::F16) * uint64_t(kv_blocks_for(context, block_size)) *
+                        uint64_t(block_size);
+  const uint64_t held = kv_bytes_per_block(c, KvType::F16, KvType::F16, block_size) *
+                        uint64_t(kv_blocks_for_sequence(c, block_size, context, 1));
   return {{"sliding_window", c.sliding_window},
           {"local_layers", local_layers},
-          {"kv_bytes_full", per_layer_token * uint64_t(c.block_count) * context},
-          {"kv_bytes_windowed", per_layer_token * (uint64_t(c.block_count - local_layers) * context + uint64_t(local_layers) * window)}};
+          {"layer_groups", groups.num_groups},
+          {"layers_per_block", groups.layers_per_block},
+          {"context", context},
+          {"kv_bytes_full", full},
+          {"kv_bytes_windowed", held},
+          {"windowed_share", full > 0 ? double(held) / double(full) : 1.0}};
 }
 
 // What the CUDA backend holds on the device (null on the CPU): the plan's figures, and what
@@ -112,7 +120,7 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Dev
       {"qkv_bias", m.weights().layers.front().bq != nullptr},
       {"rms_eps", c.rms_eps},
       {"vocab_size", c.vocab_size},
-      {"sliding_window_kv", sliding_window_json(c)},
+      {"sliding_window_kv", sliding_window_json(c, a.context > 0 ? a.context : c.context_length, a.model.block_size)},
       {"tied_output", m.weights().tied_output},
       {"tensor_types", type_counts},
       {"parameters", m.weights().num_parameters},

@@ -25,6 +25,10 @@ void copy_counters(const KvSnapshot& s, ui::KvView& v) {
   v.bytes_per_block = s.bytes_per_block;
   v.pool_bytes = s.pool_bytes;
   v.max_context = s.max_context;
+  v.layer_groups = s.layer_groups;
+  v.local_layer_groups = s.local_layer_groups;
+  v.layers_per_block = s.layers_per_block;
+  v.sliding_window = s.sliding_window;
   v.blocks_total = s.blocks_total;
   v.blocks_used = s.blocks_used;
   v.blocks_cached = s.blocks_cached;
@@ -66,6 +70,9 @@ ui::KvView make_kv_view(const KvSnapshot& snapshot, bool prefix_caching, const S
     seq.seq_id = s.seq_id;
     seq.num_tokens = s.num_tokens;
     seq.block_table = s.block_table;
+    seq.group_blocks = s.group_blocks;
+    view.window_held_blocks += s.held_blocks;
+    view.window_full_blocks += s.full_attention_blocks;
     const auto it = owners.find(s.seq_id);
     if (it != owners.end()) {
       seq.conversation_id = it->second.conversation_id;

@@ -34,6 +34,9 @@ void read_sequences(const json& j, EngineStats& stats) {
     read(s, "shared_blocks", info.shared_blocks);
     read(s, "tokens_seen", info.tokens_seen);
     read(s, "retained", info.retained);
+    read(s, "group_blocks", info.group_blocks);
+    read(s, "held_blocks", info.held_blocks);
+    read(s, "full_attention_blocks", info.full_attention_blocks);
     stats.kv.sequences.push_back(info);
     if (s.contains("conversation_key")) {
       stats.owners.push_back({info.seq_id, s.value("request", RequestId{0}), s.at("conversation_key").get<uint64_t>()});
@@ -60,6 +63,10 @@ void read_counters(const json& j, KvSnapshot& kv) {
   read(j, "bytes_per_block", kv.bytes_per_block);
   read(j, "pool_bytes", kv.pool_bytes);
   read(j, "max_context", kv.max_context);
+  read(j, "layer_groups", kv.layer_groups);
+  read(j, "local_layer_groups", kv.local_layer_groups);
+  read(j, "layers_per_block", kv.layers_per_block);
+  read(j, "sliding_window", kv.sliding_window);
   read(j, "blocks_total", kv.blocks_total);
   read(j, "blocks_used", kv.blocks_used);
   read(j, "blocks_cached", kv.blocks_cached);

@@ -28,8 +28,15 @@ json blocks_json(const KvSnapshot& kv) {
 json sequences_json(const EngineStats& stats) {
   json sequences = json::array();
   for (const KvSequenceInfo& s : stats.kv.sequences) {
-    json j = {{"seq_id", s.seq_id},       {"num_tokens", s.num_tokens},   {"block_table", s.block_table},
-              {"shared_blocks", s.shared_blocks}, {"tokens_seen", s.tokens_seen}, {"retained", s.retained}};
+    json j = {{"seq_id", s.seq_id},
+              {"num_tokens", s.num_tokens},
+              {"block_table", s.block_table},
+              {"shared_blocks", s.shared_blocks},
+              {"tokens_seen", s.tokens_seen},
+              {"retained", s.retained},
+              {"group_blocks", s.group_blocks},
+              {"held_blocks", s.held_blocks},
+              {"full_attention_blocks", s.full_attention_blocks}};
     for (const SequenceOwner& o : stats.owners) {
       if (o.seq_id != s.seq_id) continue;
       j["request"] = o.request;
@@ -59,6 +66,10 @@ json kv_snapshot_json(const KvSnapshot& kv) {
       {"bytes_per_block", kv.bytes_per_block},
       {"pool_bytes", kv.pool_bytes},
       {"max_context", kv.max_context},
+      {"layer_groups", kv.layer_groups},
+      {"local_layer_groups", kv.local_layer_groups},
+      {"layers_per_block", kv.layers_per_block},
+      {"sliding_window", kv.sliding_window},
       {"blocks_total", kv.blocks_total},
       {"blocks_used", kv.blocks_used},
       {"blocks_cached", kv.blocks_cached},

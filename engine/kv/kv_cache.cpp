@@ -1,5 +1,6 @@
-// KvCache: block tables over a BlockPool, the prefix cache (chained hashes, token compare,
-// publication serials), copy-on-write, the host tier, and the statistics snapshot.
+// KvCache: block tables (one per layer group) over a BlockPool, the prefix cache (chained
+// hashes, token compare, publication serials), copy-on-write, sliding windows letting go of
+// blocks, the host tier, and the statistics snapshot.
 #include "engine/kv/kv_cache.h"
 
 #include <algorithm>
@@ -10,13 +11,13 @@
 namespace kvdesk {
 namespace {
 
-
 double percent(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * double(part) / double(whole) : 0.0; }
 
 }  // namespace
 
 KvCache::KvCache(const ModelConfig& model, const KvCacheConfig& config)
     : config_(config),
+      groups_(kv_layer_groups(model)),
       max_context_(model.context_length),
       num_layers_(model.block_count),
       num_kv_heads_(model.head_count_kv),
@@ -32,7 +33,15 @@ const KvLayout& KvCache::layout() const { return storage_.layout(); }
 bool KvCache::on_device() const { return storage_.on_device(); }
 int32_t KvCache::block_size() const { return storage_.layout().block_size; }
 size_t KvCache::bytes_per_block() const { return storage_.bytes_per_block(); }
-size_t KvCache::bytes_per_token() const { return bytes_per_block() / size_t(block_size()); }
+size_t KvCache::bytes_per_token() const {
+  return bytes_per_block() * size_t(groups_.num_groups) / size_t(block_size());
+}
+int32_t KvCache::blocks_for_sequence(int64_t tokens, int32_t chunk_tokens) const {
+  const int64_t logical = kv_blocks_for(tokens, block_size());
+  const int64_t local_peak =
+      std::min<int64_t>(logical, kv_blocks_for(int64_t(groups_.window) - 1 + chunk_tokens, block_size()) + 1);
+  return int32_t(logical * groups_.num_global_groups + local_peak * (groups_.num_groups - groups_.num_global_groups));
+}
 int32_t KvCache::num_blocks() const { return pool_.num_blocks(); }
 int32_t KvCache::num_available_blocks() const { return pool_.num_available(); }
 PagedKvLayer KvCache::layer(int32_t index) const { return storage_.layer(index); }
@@ -41,8 +50,28 @@ PagedKvLayer KvCache::layer(int32_t index) const { return storage_.layer(index);
 
 SeqId KvCache::create_sequence() {
   const SeqId id = next_seq_id_++;
-  sequences_.emplace(id, Sequence{});
+  sequences_.emplace(id, new_sequence());
   return id;
+}
+
+KvCache::Sequence KvCache::new_sequence() const {
+  Sequence s;
+  s.tables.resize(size_t(groups_.num_groups));
+  return s;
+}
+
+bool KvCache::holds(const Sequence& s, int32_t group, int32_t index) const {
+  return !groups_.is_local(group) || index >= s.window_first;
+}
+
+int32_t KvCache::count_held(const Sequence& s, int32_t num_blocks) const {
+  int32_t n = 0;
+  for (int32_t g = 0; g < groups_.num_groups; ++g) n += num_blocks - (holds(s, g, 0) ? 0 : std::min(num_blocks, s.window_first));
+  return n;
+}
+
+uint64_t KvCache::group_hash(uint64_t hash, int32_t group) const {
+  return group == 0 ? hash : (hash ^ (0x9E3779B97F4A7C15ull * uint64_t(group))) * 0xBF58476D1CE4E5B9ull;
 }
 
 int32_t KvCache::attach_cached_prefix(SeqId seq, std::span<const int32_t> prompt) {
@@ -51,19 +80,32 @@ int32_t KvCache::attach_cached_prefix(SeqId seq, std::span<const int32_t> prompt
   if (!config_.prefix_caching || prompt.empty()) return 0;
   const int32_t B = block_size();
   const int32_t lookups = int32_t(prompt.size() - 1) / B;   // the last token is always computed
+  const int32_t G = groups_.num_groups;
+  std::vector<std::vector<int32_t>> found(static_cast<size_t>(G));   // [groups][hits] cached blocks, -1: a local one missing
+  std::vector<ChainLink> links;
   ChainLink parent{root_hash_, 0};
-  int32_t hits = 0;
-  for (; hits < lookups; ++hits) {
-    const std::span<const int32_t> tokens = prompt.subspan(size_t(hits) * size_t(B), size_t(B));
+  for (int32_t i = 0; i < lookups; ++i) {
+    const std::span<const int32_t> tokens = prompt.subspan(size_t(i) * size_t(B), size_t(B));
     const uint64_t hash = block_hash_(parent.hash, tokens);
-    const std::optional<int32_t> block = find_cached(hash, parent.publication, tokens);
-    if (!block) break;
-    pool_.retain(*block);
-    s.block_table.push_back(*block);
-    parent = ChainLink{hash, publication_[*block]};
-    s.chain.push_back(parent);
+    std::vector<int32_t> blocks(size_t(G), -1);
+    for (int32_t g = 0; g < G; ++g) blocks[size_t(g)] = find_cached(group_hash(hash, g), parent.publication, tokens).value_or(-1);
+    if (std::any_of(blocks.begin(), blocks.begin() + groups_.num_global_groups, [](int32_t b) { return b < 0; })) break;
+    for (int32_t g = 0; g < G; ++g) found[size_t(g)].push_back(blocks[size_t(g)]);
+    parent = ChainLink{hash, publication_[blocks[0]]};
+    links.push_back(parent);
   }
+  int32_t hits = int32_t(links.size());
+  while (hits > 0 && !window_cached(found, hits)) --hits;
   const int32_t attached = hits * B;
+  s.window_first = groups_.windowed() ? groups_.first_needed_block(attached, B) : 0;
+  for (int32_t g = 0; g < G; ++g) {
+    for (int32_t i = 0; i < hits; ++i) {
+      const int32_t block = holds(s, g, i) ? found[size_t(g)][size_t(i)] : -1;
+      if (block >= 0) pool_.retain(block);
+      s.tables[size_t(g)].push_back(block);
+    }
+  }
+  s.chain.assign(links.begin(), links.begin() + hits);
   s.tokens.assign(prompt.begin(), prompt.begin() + attached);
   s.num_computed = attached;
   prefix_hits_ += uint64_t(hits);
@@ -72,40 +114,61 @@ int32_t KvCache::attach_cached_prefix(SeqId seq, std::span<const int32_t> prompt
   return attached;
 }
 
+bool KvCache::window_cached(const std::vector<std::vector<int32_t>>& found, int32_t blocks) const {
+  const int32_t first = groups_.first_needed_block(blocks * block_size(), block_size());
+  for (int32_t g = groups_.num_global_groups; g < groups_.num_groups; ++g) {
+    for (int32_t i = first; i < blocks; ++i) {
+      if (found[size_t(g)][size_t(i)] < 0) return false;
+    }
+  }
+  return true;
+}
+
 int32_t KvCache::blocks_needed(SeqId seq, int32_t num_new_tokens) const {
   const Sequence& s = sequence(seq);
   KVDESK_ASSERT(!s.swapped && num_new_tokens >= 0);
   const int32_t total = s.num_slots() + num_new_tokens;
-  const int32_t growth = kv_blocks_for(total, block_size()) - int32_t(s.block_table.size());
-  return growth + (needs_copy_on_write(s, num_new_tokens) ? 1 : 0);
+  const int32_t growth = kv_blocks_for(total, block_size()) - int32_t(s.tables[0].size());
+  return growth * groups_.num_groups + copies_on_write(s, num_new_tokens);
 }
 
 bool KvCache::append(SeqId seq, std::span<const int32_t> tokens) {
   const int32_t n = int32_t(tokens.size());
   if (blocks_needed(seq, n) > pool_.num_available()) return false;
   Sequence& s = sequence(seq);
-  if (needs_copy_on_write(s, n)) copy_on_write_last_block(s);
+  for (int32_t g = 0; g < groups_.num_groups; ++g) {
+    if (needs_copy_on_write(s, g, n)) copy_on_write_last_block(s, g);
+  }
   s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
   const int32_t blocks = kv_blocks_for(s.num_slots(), block_size());
-  while (int32_t(s.block_table.size()) < blocks) s.block_table.push_back(take_block());
+  for (std::vector<int32_t>& table : s.tables) {
+    while (int32_t(table.size()) < blocks) table.push_back(take_block());
+  }
   return true;
+}
+
+int32_t KvCache::copies_on_write(const Sequence& s, int32_t num_new_tokens) const {
+  int32_t copies = 0;
+  for (int32_t g = 0; g < groups_.num_groups; ++g) copies += needs_copy_on_write(s, g, num_new_tokens) ? 1 : 0;
+  return copies;
 }
 
 // Only a partly filled last block is ever written into: full blocks are never appended to,
 // so a full shared block (a cached prefix) is read-only for every holder. A published block
-// is partly filled only in a truncated fork, which must not overwrite the cached rows.
-bool KvCache::needs_copy_on_write(const Sequence& s, int32_t num_new_tokens) const {
+// is partly filled only in a truncated fork, which must not overwrite the cached rows. A
+// local group always holds the last block: the next query's window reaches into it.
+bool KvCache::needs_copy_on_write(const Sequence& s, int32_t group, int32_t num_new_tokens) const {
   if (num_new_tokens == 0 || s.num_slots() % block_size() == 0) return false;
-  const int32_t last = s.block_table.back();
+  const int32_t last = s.tables[size_t(group)].back();
   return pool_.ref_count(last) > 1 || pool_.is_published(last);
 }
 
-void KvCache::copy_on_write_last_block(Sequence& s) {
-  const int32_t shared = s.block_table.back();
+void KvCache::copy_on_write_last_block(Sequence& s, int32_t group) {
+  int32_t& last = s.tables[size_t(group)].back();
   const int32_t copy = take_block();
-  storage_.copy_block(shared, copy);
-  pool_.release(shared);
-  s.block_table.back() = copy;
+  storage_.copy_block(last, copy);
+  pool_.release(last);
+  last = copy;
   ++cow_copies_;
 }
 
@@ -121,7 +184,21 @@ void KvCache::mark_computed(SeqId seq, int32_t num_computed) {
   s.num_computed = num_computed;
   const int32_t full_blocks = num_computed / block_size();
   while (!s.compacted && int32_t(s.chain.size()) < full_blocks) s.chain.push_back(link_block(s, int32_t(s.chain.size())));
+  release_window(s);
   if (s.retention && num_computed == int32_t(s.tokens.size())) apply_retention(seq);
+}
+
+// Released in logical order, so the LRU list evicts a window's oldest blocks first.
+void KvCache::release_window(Sequence& s) {
+  if (!groups_.windowed()) return;
+  const int32_t first = groups_.first_needed_block(s.num_computed, block_size());
+  for (; s.window_first < first; ++s.window_first) {
+    for (int32_t g = groups_.num_global_groups; g < groups_.num_groups; ++g) {
+      int32_t& block = s.tables[size_t(g)][size_t(s.window_first)];
+      pool_.release(block);
+      block = -1;
+    }
+  }
 }
 
 // Hashes logical block `index` of s (full and computed) and publishes its physical block,
@@ -135,13 +212,19 @@ KvCache::ChainLink KvCache::link_block(const Sequence& s, int32_t index) {
   const std::span<const int32_t> tokens(s.tokens.data() + size_t(index) * size_t(B), size_t(B));
   ChainLink link{block_hash_(parent.hash, tokens), 0};
   if (!config_.prefix_caching || (index > 0 && parent.publication == 0)) return link;
-  const int32_t block = s.block_table[size_t(index)];
-  if (pool_.is_published(block)) {   // a fork sharing this block computed it first
-    link.publication = publication_[block];
-  } else if (const std::optional<int32_t> same = find_cached(link.hash, parent.publication, tokens)) {
-    link.publication = publication_[*same];
-  } else {
-    link.publication = publish(block, link.hash, parent.publication, tokens);
+  for (int32_t g = 0; g < groups_.num_groups; ++g) {
+    const int32_t block = s.tables[size_t(g)][size_t(index)];
+    if (block < 0) continue;
+    const uint64_t hash = group_hash(link.hash, g);
+    uint64_t publication = 0;
+    if (pool_.is_published(block)) {   // a fork sharing this block computed it first
+      publication = publication_[block];
+    } else if (const std::optional<int32_t> same = find_cached(hash, parent.publication, tokens)) {
+      publication = publication_[*same];
+    } else {
+      publication = publish(block, hash, parent.publication, tokens);
+    }
+    if (g == 0) link.publication = publication;
   }
   return link;
 }
@@ -173,7 +256,11 @@ std::span<const int32_t> KvCache::published_tokens(int32_t block) const {
 SeqId KvCache::fork(SeqId seq) {
   const Sequence& s = sequence(seq);
   KVDESK_ASSERT(!s.swapped);
-  for (int32_t block : s.block_table) pool_.retain(block);
+  for (const std::vector<int32_t>& table : s.tables) {
+    for (int32_t block : table) {
+      if (block >= 0) pool_.retain(block);
+    }
+  }
   const SeqId id = next_seq_id_++;
   sequences_.emplace(id, s);
   ++forks_;
@@ -181,25 +268,33 @@ SeqId KvCache::fork(SeqId seq) {
 }
 
 SeqId KvCache::fork_prefix(SeqId seq, int32_t num_tokens) {
-  KVDESK_ASSERT(can_fork_prefix(seq));
+  KVDESK_ASSERT(can_fork_prefix(seq, num_tokens));
   const Sequence& s = sequence(seq);
   KVDESK_ASSERT(num_tokens > 0 && num_tokens <= s.num_computed);
   const int32_t B = block_size();
-  Sequence branch;
+  const int32_t blocks = kv_blocks_for(num_tokens, B);
+  Sequence branch = new_sequence();
   branch.tokens.assign(s.tokens.begin(), s.tokens.begin() + num_tokens);
-  branch.block_table.assign(s.block_table.begin(), s.block_table.begin() + kv_blocks_for(num_tokens, B));
   branch.chain.assign(s.chain.begin(), s.chain.begin() + num_tokens / B);
   branch.num_computed = num_tokens;
-  for (int32_t block : branch.block_table) pool_.retain(block);
+  branch.window_first = groups_.windowed() ? groups_.first_needed_block(num_tokens, B) : 0;
+  for (int32_t g = 0; g < groups_.num_groups; ++g) {
+    for (int32_t i = 0; i < blocks; ++i) {
+      const int32_t block = holds(branch, g, i) ? s.tables[size_t(g)][size_t(i)] : -1;
+      if (block >= 0) pool_.retain(block);
+      branch.tables[size_t(g)].push_back(block);
+    }
+  }
   const SeqId id = next_seq_id_++;
   sequences_.emplace(id, std::move(branch));
   ++forks_;
   return id;
 }
 
-bool KvCache::can_fork_prefix(SeqId seq) const {
+bool KvCache::can_fork_prefix(SeqId seq, int32_t num_tokens) const {
   const Sequence& s = sequence(seq);
-  return !s.swapped && !s.compacted;
+  return !s.swapped && !s.compacted &&
+         (!groups_.windowed() || s.window_first <= groups_.first_needed_block(num_tokens, block_size()));
 }
 
 void KvCache::free_sequence(SeqId seq) {
@@ -212,8 +307,12 @@ void KvCache::free_sequence(SeqId seq) {
 // Tail blocks first: they reach the LRU list before the head, so a cached chain loses its
 // children before its parents and the longest shared prefixes are evicted last (as vLLM).
 void KvCache::release_table(Sequence& s) {
-  for (auto it = s.block_table.rbegin(); it != s.block_table.rend(); ++it) pool_.release(*it);
-  s.block_table.clear();
+  for (int32_t i = int32_t(s.tables[0].size()) - 1; i >= 0; --i) {
+    for (const std::vector<int32_t>& table : s.tables) {
+      if (table[size_t(i)] >= 0) pool_.release(table[size_t(i)]);
+    }
+  }
+  for (std::vector<int32_t>& table : s.tables) table.clear();
 }
 
 int32_t KvCache::num_tokens(SeqId seq) const { return int32_t(sequence(seq).tokens.size()); }
@@ -221,7 +320,11 @@ int32_t KvCache::num_computed(SeqId seq) const { return sequence(seq).num_comput
 int32_t KvCache::num_evicted(SeqId seq) const { return sequence(seq).num_evicted; }
 int32_t KvCache::num_slots(SeqId seq) const { return sequence(seq).num_slots(); }
 const std::vector<int32_t>& KvCache::tokens(SeqId seq) const { return sequence(seq).tokens; }
-const std::vector<int32_t>& KvCache::block_table(SeqId seq) const { return sequence(seq).block_table; }
+const std::vector<int32_t>& KvCache::block_table(SeqId seq) const { return sequence(seq).tables[0]; }
+int32_t KvCache::held_blocks(SeqId seq) const {
+  const Sequence& s = sequence(seq);
+  return s.swapped ? 0 : count_held(s, int32_t(s.tables[0].size()));
+}
 
 KvCache::Sequence& KvCache::sequence(SeqId seq) {
   auto it = sequences_.find(seq);
@@ -237,17 +340,37 @@ const KvCache::Sequence& KvCache::sequence(SeqId seq) const {
 
 // --- host tier -------------------------------------------------------------------------
 
+// The held blocks of s's first num_blocks logical blocks, each logical block's groups in
+// order: the order of swapped and exported bytes.
+template <class Fn>
+void KvCache::for_each_held(const Sequence& s, int32_t num_blocks, Fn&& fn) const {
+  for (int32_t i = 0; i < num_blocks; ++i) {
+    for (int32_t g = 0; g < groups_.num_groups; ++g) {
+      if (holds(s, g, i)) fn(g, i);
+    }
+  }
+}
+
+// Takes the blocks s holds for num_blocks logical blocks and loads them from bytes (in
+// for_each_held's order); the caller checked capacity.
+void KvCache::fill_tables_from(Sequence& s, int32_t num_blocks, const uint8_t* bytes) {
+  for (std::vector<int32_t>& table : s.tables) table.assign(size_t(num_blocks), -1);
+  size_t offset = 0;
+  for_each_held(s, num_blocks, [&](int32_t g, int32_t i) {
+    const int32_t block = take_block();
+    storage_.load_block(block, bytes + offset);
+    offset += bytes_per_block();
+    s.tables[size_t(g)][size_t(i)] = block;
+  });
+}
+
 // note: swap_in takes fresh blocks and loads every byte back, so a swapped sequence no longer
 // shares its prefix blocks with others (they stay cached for new sequences). Its chain links
 // are kept: blocks it computes later are still published under the right parents.
 size_t KvCache::swap_out(SeqId seq) {
   Sequence& s = sequence(seq);
   KVDESK_ASSERT(!s.swapped);
-  const size_t block_bytes = bytes_per_block();
-  s.host.resize(s.block_table.size() * block_bytes);
-  for (size_t i = 0; i < s.block_table.size(); ++i) {
-    storage_.save_block(s.block_table[i], s.host.data() + i * block_bytes);
-  }
+  s.host = export_held(s);
   release_table(s);
   s.swapped = true;
   return s.host.size();
@@ -258,11 +381,7 @@ bool KvCache::swap_in(SeqId seq) {
   Sequence& s = sequence(seq);
   KVDESK_ASSERT(s.swapped);
   if (blocks > pool_.num_available()) return false;
-  for (int32_t i = 0; i < blocks; ++i) {
-    const int32_t block = take_block();
-    storage_.load_block(block, s.host.data() + size_t(i) * bytes_per_block());
-    s.block_table.push_back(block);
-  }
+  fill_tables_from(s, kv_blocks_for(s.num_slots(), block_size()), s.host.data());
   std::vector<uint8_t>().swap(s.host);
   s.swapped = false;
   return true;
@@ -277,38 +396,51 @@ int32_t KvCache::blocks_to_swap_in(SeqId seq) const {
 
 // --- a sequence's KV as bytes ------------------------------------------------------------
 
-std::vector<uint8_t> KvCache::export_blocks(SeqId seq) const {
-  KVDESK_ASSERT(can_fork_prefix(seq));
-  const Sequence& s = sequence(seq);
-  KVDESK_ASSERT(s.num_computed == int32_t(s.tokens.size()));
-  const size_t block_bytes = bytes_per_block();
-  std::vector<uint8_t> bytes(s.block_table.size() * block_bytes);
-  for (size_t i = 0; i < s.block_table.size(); ++i) storage_.save_block(s.block_table[i], bytes.data() + i * block_bytes);
+std::vector<uint8_t> KvCache::export_held(const Sequence& s) const {
+  const int32_t num_blocks = int32_t(s.tables[0].size());
+  std::vector<uint8_t> bytes(size_t(count_held(s, num_blocks)) * bytes_per_block());
+  size_t offset = 0;
+  for_each_held(s, num_blocks, [&](int32_t g, int32_t i) {
+    storage_.save_block(s.tables[size_t(g)][size_t(i)], bytes.data() + offset);
+    offset += bytes_per_block();
+  });
   return bytes;
 }
 
+std::vector<uint8_t> KvCache::export_blocks(SeqId seq) const {
+  const Sequence& s = sequence(seq);
+  KVDESK_ASSERT(can_fork_prefix(seq, s.num_computed) && s.num_computed == int32_t(s.tokens.size()));
+  return export_held(s);
+}
+
 std::optional<SeqId> KvCache::import_sequence(std::span<const int32_t> tokens, std::span<const uint8_t> blocks) {
+  if (tokens.empty()) return std::nullopt;
   const int32_t num_blocks = kv_blocks_for(int64_t(tokens.size()), block_size());
-  if (tokens.empty() || blocks.size() != size_t(num_blocks) * bytes_per_block()) return std::nullopt;
-  if (num_blocks > pool_.num_available()) return std::nullopt;
-  const SeqId id = create_sequence();
-  Sequence& s = sequence(id);
-  for (int32_t i = 0; i < num_blocks; ++i) {
-    const int32_t block = take_block();
-    storage_.load_block(block, blocks.data() + size_t(i) * bytes_per_block());
-    s.block_table.push_back(block);
-  }
+  Sequence s = new_sequence();
+  s.window_first = groups_.windowed() ? groups_.first_needed_block(int32_t(tokens.size()), block_size()) : 0;
+  const int32_t held = count_held(s, num_blocks);
+  if (blocks.size() != size_t(held) * bytes_per_block() || held > pool_.num_available()) return std::nullopt;
+  fill_tables_from(s, num_blocks, blocks.data());
   s.tokens.assign(tokens.begin(), tokens.end());
+  const SeqId id = next_seq_id_++;
+  sequences_.emplace(id, std::move(s));
   mark_computed(id, int32_t(tokens.size()));
   ++imports_;
   return id;
+}
+
+PagedSeq KvCache::view(SeqId seq, int32_t num_positions, int32_t layer) const {
+  const Sequence& s = sequence(seq);
+  const int32_t slots = num_positions - s.num_evicted;
+  KVDESK_ASSERT(!s.swapped && slots >= 0 && slots <= s.num_slots());
+  return PagedSeq{s.tables[size_t(groups_.group_of_layer[size_t(layer)])].data(), slots};
 }
 
 PagedSeq KvCache::view(SeqId seq, int32_t num_positions) const {
   const Sequence& s = sequence(seq);
   const int32_t slots = num_positions - s.num_evicted;
   KVDESK_ASSERT(!s.swapped && slots >= 0 && slots <= s.num_slots());
-  return PagedSeq{s.block_table.data(), slots};
+  return PagedSeq{s.tables[0].data(), slots};
 }
 
 // --- statistics --------------------------------------------------------------------------
@@ -320,6 +452,10 @@ KvSnapshot KvCache::snapshot() const {
   snap.bytes_per_block = bytes_per_block();
   snap.pool_bytes = storage_.total_bytes();
   snap.max_context = max_context_;
+  snap.layer_groups = groups_.num_groups;
+  snap.local_layer_groups = groups_.num_groups - groups_.num_global_groups;
+  snap.layers_per_block = groups_.layers_per_block;
+  snap.sliding_window = groups_.window;
   fill_block_stats(snap);
   fill_waste_stats(snap);
   snap.prefix_hits = prefix_hits_;
@@ -343,16 +479,28 @@ void KvCache::fill_block_stats(KvSnapshot& snap) const {
   snap.blocks_total = pool_.num_blocks();
   snap.blocks.assign(size_t(snap.blocks_total), KvBlockInfo{});
   for (const auto& [id, s] : sequences_) {
-    KvSequenceInfo info{id, s.num_slots(), s.block_table, 0, int32_t(s.tokens.size()), s.retention.has_value()};
+    KvSequenceInfo info;
+    info.seq_id = id;
+    info.num_tokens = s.num_slots();
+    info.block_table = s.tables[0];
+    info.tokens_seen = int32_t(s.tokens.size());
+    info.retained = s.retention.has_value();
     if (info.retained) {
       snap.retention_tokens_seen += info.tokens_seen;
       snap.retention_tokens_kept += info.num_tokens;
     }
-    for (size_t i = 0; i < s.block_table.size(); ++i) {
-      KvBlockInfo& block = snap.blocks[size_t(s.block_table[i])];
-      block.filled_tokens = std::max(block.filled_tokens, std::min(B, info.num_tokens - int32_t(i) * B));
-      info.shared_blocks += pool_.ref_count(s.block_table[i]) > 1 ? 1 : 0;
+    for (int32_t g = 0; g < groups_.num_groups; ++g) {
+      const std::vector<int32_t>& table = s.tables[size_t(g)];
+      for (size_t i = 0; i < table.size(); ++i) {
+        if (table[i] < 0) continue;
+        KvBlockInfo& block = snap.blocks[size_t(table[i])];
+        block.filled_tokens = std::max(block.filled_tokens, std::min(B, info.num_tokens - int32_t(i) * B));
+        if (g > 0) info.group_blocks.push_back(table[i]);
+      }
     }
+    for (int32_t block : info.block_table) info.shared_blocks += pool_.ref_count(block) > 1 ? 1 : 0;
+    info.held_blocks = s.swapped ? 0 : count_held(s, int32_t(s.tables[0].size()));
+    info.full_attention_blocks = s.swapped ? 0 : int32_t(s.tables[0].size()) * groups_.num_groups;
     snap.sequences.push_back(std::move(info));
   }
   for (int32_t b = 0; b < snap.blocks_total; ++b) {
@@ -381,7 +529,7 @@ void KvCache::fill_waste_stats(KvSnapshot& snap) const {
   const size_t per_token = snap.bytes_per_token;
   snap.slots_reserved = int64_t(snap.blocks_used) * B;
   snap.internal_waste_tokens = snap.slots_reserved - snap.tokens_stored;
-  snap.internal_waste_bytes = size_t(snap.internal_waste_tokens) * per_token;
+  snap.internal_waste_bytes = size_t(snap.internal_waste_tokens) * snap.bytes_per_block / size_t(B);
   snap.internal_waste_pct = percent(snap.internal_waste_tokens, snap.slots_reserved);
   std::vector<int64_t> live_lengths;
   for (const auto& [id, s] : sequences_) {
@@ -427,20 +575,29 @@ void KvCache::check_sequence(const Sequence& s, std::vector<int32_t>& holders) c
     parent = block_hash_(parent, std::span<const int32_t>(s.tokens).subspan(i * size_t(B), size_t(B)));
     KVDESK_ASSERT(s.chain[i].hash == parent);
   }
+  KVDESK_ASSERT(int32_t(s.tables.size()) == groups_.num_groups);
+  KVDESK_ASSERT(groups_.windowed() ? s.window_first <= groups_.first_needed_block(s.num_computed, B) : s.window_first == 0);
   if (s.swapped) {
-    KVDESK_ASSERT(s.block_table.empty() && s.host.size() == size_t(kv_blocks_for(n, B)) * bytes_per_block());
+    KVDESK_ASSERT(s.host.size() == size_t(count_held(s, kv_blocks_for(n, B))) * bytes_per_block());
+    for (const std::vector<int32_t>& table : s.tables) KVDESK_ASSERT(table.empty());
     return;
   }
-  KVDESK_ASSERT(s.host.empty() && int32_t(s.block_table.size()) == kv_blocks_for(n, B));
-  for (size_t i = 0; i < s.block_table.size(); ++i) {
-    const int32_t b = s.block_table[i];
-    KVDESK_ASSERT(b >= 0 && b < pool_.num_blocks() && pool_.ref_count(b) >= 1);
-    ++holders[size_t(b)];
-    if (!pool_.is_published(b)) continue;
-    const int32_t filled = std::min(B, n - int32_t(i) * B);
-    const std::span<const int32_t> stored = published_tokens(b).first(size_t(filled));
-    KVDESK_ASSERT(std::equal(stored.begin(), stored.end(), s.tokens.begin() + ptrdiff_t(i) * B));
-    if (i < s.chain.size()) KVDESK_ASSERT(s.chain[i].hash == pool_.block_hash(b));
+  KVDESK_ASSERT(s.host.empty());
+  for (int32_t g = 0; g < groups_.num_groups; ++g) {
+    const std::vector<int32_t>& table = s.tables[size_t(g)];
+    KVDESK_ASSERT(int32_t(table.size()) == kv_blocks_for(n, B));
+    for (size_t i = 0; i < table.size(); ++i) {
+      const int32_t b = table[i];
+      KVDESK_ASSERT((b >= 0) == holds(s, g, int32_t(i)));
+      if (b < 0) continue;
+      KVDESK_ASSERT(b < pool_.num_blocks() && pool_.ref_count(b) >= 1);
+      ++holders[size_t(b)];
+      if (!pool_.is_published(b)) continue;
+      const int32_t filled = std::min(B, n - int32_t(i) * B);
+      const std::span<const int32_t> stored = published_tokens(b).first(size_t(filled));
+      KVDESK_ASSERT(std::equal(stored.begin(), stored.end(), s.tokens.begin() + ptrdiff_t(i) * B));
+      if (i < s.chain.size()) KVDESK_ASSERT(group_hash(s.chain[i].hash, g) == pool_.block_hash(b));
+    }
   }
 }
 

@@ -32,6 +32,10 @@ void KvCache::set_retention(SeqId seq, const RetentionOptions& options, int32_t 
     s.retention.reset();
     return;
   }
+  if (groups_.windowed()) {
+    throw Error("KV retention is not available for a model with sliding-window layers: their KV already keeps only the last " +
+                std::to_string(groups_.window) + " tokens");
+  }
   if (storage_.on_device()) {
     throw Error("KV retention is not available with the KV pool in device memory (the CUDA backend); "
                 "use the cpu backend for retention");
@@ -54,6 +58,7 @@ void KvCache::apply_retention(SeqId seq) {
 }
 
 bool KvCache::compact(SeqId seq, const std::vector<std::vector<int32_t>>& kept) {
+  KVDESK_ASSERT(!groups_.windowed());
   Sequence& s = sequence(seq);
   const int32_t B = block_size();
   const int32_t old_slots = s.num_slots();
@@ -73,13 +78,14 @@ bool KvCache::compact(SeqId seq, const std::vector<std::vector<int32_t>>& kept) 
   const int32_t new_blocks = kv_blocks_for(new_slots, B);
   const std::optional<std::vector<int32_t>> table = writable_table(s, first_block, new_blocks);
   if (!table) return false;
-  move_rows(s.block_table, *table, kept, first_block * B);
+  std::vector<int32_t>& old_table = s.tables[0];
+  move_rows(old_table, *table, kept, first_block * B);
   for (int32_t i = first_block; i < new_blocks; ++i) {
-    if ((*table)[size_t(i)] != s.block_table[size_t(i)]) pool_.release(s.block_table[size_t(i)]);
+    if ((*table)[size_t(i)] != old_table[size_t(i)]) pool_.release(old_table[size_t(i)]);
   }
-  const int32_t old_blocks = int32_t(s.block_table.size());
-  for (int32_t i = old_blocks - 1; i >= new_blocks; --i) pool_.release(s.block_table[size_t(i)]);
-  s.block_table = *table;
+  const int32_t old_blocks = int32_t(old_table.size());
+  for (int32_t i = old_blocks - 1; i >= new_blocks; --i) pool_.release(old_table[size_t(i)]);
+  old_table = *table;
   s.num_evicted += old_slots - new_slots;
   s.compacted = true;
   s.chain.resize(std::min(s.chain.size(), size_t(first_block)));
@@ -92,7 +98,7 @@ bool KvCache::compact(SeqId seq, const std::vector<std::vector<int32_t>>& kept) 
 // The first num_blocks entries of s's table, with every block in [first_block, num_blocks)
 // made safe to write: shared ones replaced by fresh blocks, published ones unpublished.
 std::optional<std::vector<int32_t>> KvCache::writable_table(const Sequence& s, int32_t first_block, int32_t num_blocks) {
-  std::vector<int32_t> table(s.block_table.begin(), s.block_table.begin() + num_blocks);
+  std::vector<int32_t> table(s.tables[0].begin(), s.tables[0].begin() + num_blocks);
   int32_t copies = 0;
   for (int32_t i = first_block; i < num_blocks; ++i) copies += pool_.ref_count(table[size_t(i)]) > 1 ? 1 : 0;
   if (copies > pool_.num_available()) return std::nullopt;

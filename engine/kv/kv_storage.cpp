@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "engine/kv/kv_layer_groups.h"
 #include "kernels/check.h"
 
 namespace kvdesk {
@@ -28,7 +29,8 @@ size_t kv_bytes_per_token(const ModelConfig& config, KvType k_type, KvType v_typ
 
 KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout, const KvDevicePoolFactory& device_pool)
     : layout_(layout),
-      num_layers_(config.block_count),
+      slot_of_layer_(kv_layer_groups(config).slot_of_layer),
+      num_layers_(kv_layer_groups(config).layers_per_block),
       num_kv_heads_(config.head_count_kv),
       head_dim_(config.head_dim) {
   KVDESK_ASSERT(layout.block_size > 0 && layout.num_blocks > 0);
@@ -46,9 +48,10 @@ KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout, const Kv
 }
 
 PagedKvLayer KvStorage::layer(int32_t index) const {
+  const int32_t slot = slot_of_layer_[size_t(index)];
   PagedKvLayer l;
-  uint8_t* k = device_ ? device_->k_data(index) : k_[index].get();
-  uint8_t* v = device_ ? device_->v_data(index) : v_[index].get();
+  uint8_t* k = device_ ? device_->k_data(slot) : k_[size_t(slot)].get();
+  uint8_t* v = device_ ? device_->v_data(slot) : v_[size_t(slot)].get();
   l.k = tensor_view(layout_.k_type, k, layout_.block_size, num_kv_heads_, head_dim_);
   l.v = tensor_view(layout_.v_type, v, layout_.block_size, num_kv_heads_, head_dim_);
   l.block_size = layout_.block_size;

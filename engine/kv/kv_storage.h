@@ -1,7 +1,10 @@
-// KvStorage: the bytes behind the paged KV cache. For each layer one K and one V buffer of
-// num_blocks physical blocks, in the storage type chosen when the pool is created. It knows
-// nothing of sequences: KvCache decides which block holds what; KvStorage lays blocks out,
-// hands the kernels a PagedKvLayer view, and copies whole blocks (copy-on-write).
+// KvStorage: the bytes behind the paged KV cache. A block holds K and V of layers_per_block
+// layers (engine/kv/kv_layer_groups.h: every layer, or one group's share of them): one K and
+// one V buffer of num_blocks physical blocks per layer slot, in the storage type chosen when
+// the pool is created. Layer l reads and writes slot slot_of_layer[l] of the blocks its
+// group's table names. It knows nothing of sequences: KvCache decides which block holds what;
+// KvStorage lays blocks out, hands the kernels a PagedKvLayer view, and copies whole blocks
+// (copy-on-write).
 //
 // The bytes live in host memory, or, for the CUDA backend, in a KvDevicePool: the same layout
 // and block ids in device memory. KvCache keeps every decision (allocation, sharing, prefix
@@ -27,10 +30,10 @@ namespace kvdesk {
 // type plus that type's scales (kv_row_bytes).
 size_t kv_bytes_per_token(const ModelConfig& config, KvType k_type, KvType v_type);
 
-// Shape of one pool, as a device pool must lay it out: per layer a K and a V buffer of
+// Shape of one pool, as a device pool must lay it out: per layer slot a K and a V buffer of
 // num_blocks blocks of k_block_bytes (v_block_bytes), in PagedKvTensor's layout.
 struct KvPoolShape {
-  int32_t num_layers = 0;
+  int32_t num_layers = 0;   // layer slots of a block
   int32_t num_blocks = 0;
   size_t k_block_bytes = 0;
   size_t v_block_bytes = 0;
@@ -59,8 +62,9 @@ class KvStorage {
   const KvLayout& layout() const { return layout_; }
   // Whether the bytes are in a device pool: layer() views then hold device pointers.
   bool on_device() const { return device_ != nullptr; }
+  // The view of model layer `index`: its slot of every block.
   PagedKvLayer layer(int32_t index) const;
-  // Bytes of K and V of one block across all layers.
+  // Bytes of K and V of one block across its layer slots.
   size_t bytes_per_block() const;
   size_t total_bytes() const { return bytes_per_block() * size_t(layout_.num_blocks); }
   // Copies every layer's K and V of block src into block dst.
@@ -72,12 +76,13 @@ class KvStorage {
 
  private:
   KvLayout layout_;
-  int32_t num_layers_;
+  std::vector<int32_t> slot_of_layer_;   // [model layers]
+  int32_t num_layers_;                   // layer slots of a block
   int32_t num_kv_heads_;
   int32_t head_dim_;
   size_t k_block_bytes_;
   size_t v_block_bytes_;
-  // Per layer, each [num_blocks][num_kv_heads][block_size][kv_row_bytes(type, head_dim)].
+  // Per layer slot, each [num_blocks][num_kv_heads][block_size][kv_row_bytes(type, head_dim)].
   // In huge pages: a sequence's blocks lie anywhere in the pool (engine/system/huge_page_buffer.h).
   // Empty when device_ holds the bytes.
   std::vector<HugePageBuffer> k_;

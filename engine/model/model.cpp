@@ -284,7 +284,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
       for (int32_t h = 0; h < c.head_count_kv; ++h) {
         ops::rope_rotate(s.k.data() + t * KVD + h * HD, s.rope_cos_sin.data(), rope.n_rot, rope.mode);
       }
-      const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1);
+      const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1, l);
       paged_kv_write(kv_layer, seq, batch.positions[t] - evicted[size_t(t)], s.k.data() + t * KVD, s.v.data() + t * KVD);
     }
 
@@ -309,7 +309,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
       args.out = s.att.data() + t * QD + int64_t(g) * group * HD;
       args.scratch = s.attn_scratch.data() + thread * attn_floats;
       args.numerics = kv.layout().numerics;
-      const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1);
+      const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1, l);
       if (window > 0) args.first_token = std::max(0, seq.num_tokens - window);
       if (observed.offset[size_t(t)] >= 0) {
         args.weights = s.attn_weights.data() + observed.offset[size_t(t)] + int64_t(g) * group * seq.num_tokens;

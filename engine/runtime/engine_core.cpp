@@ -115,7 +115,7 @@ bool EngineCore::fork(RequestId source, RequestId id, const SamplingParams& samp
 
 std::optional<ConversationKv> EngineCore::export_conversation(uint64_t key) const {
   const SeqId seq = scheduler_.newest_parked(key);
-  if (seq < 0 || !kv_->can_fork_prefix(seq)) return std::nullopt;
+  if (seq < 0 || !kv_->can_fork_prefix(seq, kv_->num_computed(seq))) return std::nullopt;
   ConversationKv out;
   out.tokens = kv_->tokens(seq);
   out.blocks = kv_->export_blocks(seq);

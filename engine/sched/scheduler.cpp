@@ -48,7 +48,7 @@ Scheduler::Scheduler(KvCache& kv, const SchedulerLimits& limits) : kv_(&kv), lim
 Scheduler::~Scheduler() = default;
 
 int32_t Scheduler::blocks_for(int64_t tokens) const {
-  return int32_t((tokens + kv_->block_size() - 1) / kv_->block_size());
+  return kv_->blocks_for_sequence(tokens, limits_.step_token_budget);
 }
 
 void Scheduler::add(RequestId id, std::vector<int32_t> tokens, const SequenceRequest& request) {
@@ -178,7 +178,8 @@ StepPlan Scheduler::plan() {
 void Scheduler::swap_in_ready() {
   for (Entry* e : by_priority(Phase::Swapped)) {
     const int32_t slots = kv_->num_slots(e->seq);
-    const int32_t next_token = kv_blocks_for(slots + 1, kv_->block_size()) - kv_blocks_for(slots, kv_->block_size());
+    const int32_t next_token = (kv_blocks_for(slots + 1, kv_->block_size()) - kv_blocks_for(slots, kv_->block_size())) *
+                               kv_->layer_groups().num_groups;
     const int32_t needed = kv_->blocks_to_swap_in(e->seq) + next_token;
     while (needed > kv_->num_available_blocks() && !parked_.empty()) release_parked_lru();
     if (needed > kv_->num_available_blocks()) return;
@@ -305,7 +306,7 @@ bool Scheduler::attach_parked(Entry& e) {
     return true;
   }
   const int32_t branch_point = std::min(shared, int32_t(e.tokens.size()) - 1);
-  if (branch_point == 0 || !kv_->can_fork_prefix(p.seq)) return false;
+  if (branch_point == 0 || !kv_->can_fork_prefix(p.seq, branch_point)) return false;
   e.seq = kv_->fork_prefix(p.seq, branch_point);
   p.last_used = ++use_counter_;
   return true;

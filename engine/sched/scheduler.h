@@ -73,7 +73,8 @@ class Scheduler {
   Scheduler(KvCache& kv, const SchedulerLimits& limits);
   ~Scheduler();
 
-  // Blocks a sequence of `tokens` tokens takes; whether the whole pool can ever hold it.
+  // Blocks a sequence of `tokens` tokens takes at its peak (every layer group, prefill chunks
+  // of the step budget); whether the whole pool can ever hold it.
   int32_t blocks_for(int64_t tokens) const;
   bool fits_pool(int64_t tokens) const { return blocks_for(tokens) <= kv_->num_blocks(); }
 

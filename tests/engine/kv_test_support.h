@@ -65,7 +65,7 @@ inline void compute(KvCache& kv, SeqId seq, int32_t upto) {
         expected_k_row(sig[size_t(p)], l, g, k + g * kTinyHeadDim);
         for (int32_t d = 0; d < kTinyHeadDim; ++d) v[g * kTinyHeadDim + d] = k[g * kTinyHeadDim + d] + 0.5f;
       }
-      paged_kv_write(kv.layer(l), kv.view(seq, p + 1), p - kv.num_evicted(seq), k, v);
+      paged_kv_write(kv.layer(l), kv.view(seq, p + 1, l), p - kv.num_evicted(seq), k, v);
     }
   }
   kv.mark_computed(seq, upto);
@@ -75,15 +75,18 @@ inline void compute(KvCache& kv, SeqId seq, int32_t upto) {
 inline void compute(KvCache& kv, SeqId seq) { compute(kv, seq, kv.num_tokens(seq)); }
 
 // The first computed position whose K or V read back through the block table is not what
-// compute() wrote for this sequence's tokens; -1 when all match.
+// compute() wrote for this sequence's tokens; -1 when all match. Blocks a sliding-window layer
+// let go of are not read.
 inline int32_t first_wrong_position(const KvCache& kv, SeqId seq) {
   const std::vector<uint64_t> sig = prefix_signatures(kv.tokens(seq));
-  const PagedSeq view = kv.view(seq, kv.num_computed(seq));
   float want[kTinyHeadDim];
   float got_k[kTinyHeadDim];
   float got_v[kTinyHeadDim];
-  for (int32_t p = 0; p < view.num_tokens; ++p) {
+  const int32_t computed_slots = kv.num_computed(seq) - kv.num_evicted(seq);
+  for (int32_t p = 0; p < computed_slots; ++p) {
     for (int32_t l = 0; l < kTinyLayers; ++l) {
+      const PagedSeq view = kv.view(seq, kv.num_computed(seq), l);
+      if (view.block_table[p / kv.block_size()] < 0) continue;
       for (int32_t g = 0; g < kTinyKvHeads; ++g) {
         expected_k_row(sig[size_t(p)], l, g, want);
         paged_kv_read_k(kv.layer(l), view, p, g, got_k);

@@ -24,7 +24,8 @@ struct ModelRun {
   ModelRun(std::unique_ptr<Model> loaded, KvCacheConfig config, int threads = 1, int32_t prefill_chunk = 512)
       : model(std::move(loaded)), pool(std::make_unique<ThreadPool>(threads)) {
     if (config.layout.num_blocks == 0) {
-      config.layout.num_blocks = kv_blocks_for(model->config().context_length, config.layout.block_size);
+      config.layout.num_blocks =
+          kv_blocks_for_sequence(model->config(), config.layout.block_size, model->config().context_length, prefill_chunk);
     }
     forward = std::make_unique<CpuForward>(*model, *pool);
     kv = std::make_unique<KvCache>(model->config(), config);

@@ -296,6 +296,20 @@ TEST_CASE("retention's kept vs seen reads as counts and a share, or off", "[ui][
   CHECK(retention_kept_text(kv) == "120 / 480 (25.0%)");
 }
 
+TEST_CASE("the sliding-window line names the local groups and the blocks they save", "[ui][panel_data]") {
+  KvView kv;
+  CHECK(sliding_window_text(kv).empty());
+  kv.layer_groups = 13;
+  kv.local_layer_groups = 11;
+  kv.layers_per_block = 2;
+  kv.sliding_window = 512;
+  CHECK(sliding_window_text(kv) == "Sliding windows: 11 of 13 layer groups (blocks of 2 layers) keep only the last 512 tokens.");
+  kv.window_held_blocks = 1376;
+  kv.window_full_blocks = 6656;
+  CHECK(sliding_window_text(kv) == "Sliding windows: 11 of 13 layer groups (blocks of 2 layers) keep only the last 512 tokens; "
+                                   "conversations hold 1,376 of the 6,656 blocks full attention would take (79.3% saved).");
+}
+
 TEST_CASE("an answer's statistics say how it finished in words", "[ui][panel_data]") {
   CHECK(answer_stats_text(12, 45.06, 30.4, "stop") == "12 tokens, 45.1 tok/s, TTFT 30 ms, finished: end of turn");
   CHECK(finish_words("length") == "finished: length limit");
