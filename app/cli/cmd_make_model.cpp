@@ -56,6 +56,9 @@ Command add_make_model_command(CLI::App& app) {
   cmd->add_option("--sliding-window", s.sliding_window, "gemma2/gemma3: local layers' window (0: 4096 / 512)")
       ->capture_default_str();
   cmd->add_flag("--tied-embeddings", s.tied_embeddings, "No output.weight: logits use token_embd");
+  cmd->add_option("--weight-std", s.weight_std,
+                  "Standard deviation of the random weights (larger: sharper attention, larger logits)")
+      ->capture_default_str();
   cmd->add_option("--seed", s.seed, "Random seed")->capture_default_str();
   cmd->add_option("--name", s.name, "general.name")->capture_default_str();
   cmd->add_option("-o,--output", args->out_path, "Output .gguf")->required();
