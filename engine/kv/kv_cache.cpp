@@ -1,5 +1,5 @@
 // KvCache: block tables over a BlockPool, the prefix cache (chained hashes, token compare,
-// publication serials), copy-on-write, the host tier, and the statistics snapshot.
+// publication serials), copy-on-write, swapping out and in, and the statistics snapshot.
 #include "engine/kv/kv_cache.h"
 
 #include <algorithm>
@@ -235,45 +235,44 @@ const KvCache::Sequence& KvCache::sequence(SeqId seq) const {
   return it->second;
 }
 
-// --- host tier -------------------------------------------------------------------------
+// --- swapping ------------------------------------------------------------------------
 
 // note: swap_in takes fresh blocks and loads every byte back, so a swapped sequence no longer
 // shares its prefix blocks with others (they stay cached for new sequences). Its chain links
 // are kept: blocks it computes later are still published under the right parents.
-size_t KvCache::swap_out(SeqId seq) {
+std::vector<uint8_t> KvCache::swap_out(SeqId seq) {
   Sequence& s = sequence(seq);
   KVDESK_ASSERT(!s.swapped);
   const size_t block_bytes = bytes_per_block();
-  s.host.resize(s.block_table.size() * block_bytes);
+  std::vector<uint8_t> blocks(s.block_table.size() * block_bytes);
   for (size_t i = 0; i < s.block_table.size(); ++i) {
-    storage_.save_block(s.block_table[i], s.host.data() + i * block_bytes);
+    storage_.save_block(s.block_table[i], blocks.data() + i * block_bytes);
   }
+  s.swapped_blocks = int32_t(s.block_table.size());
   release_table(s);
   s.swapped = true;
-  return s.host.size();
+  return blocks;
 }
 
-bool KvCache::swap_in(SeqId seq) {
-  const int32_t blocks = blocks_to_swap_in(seq);
+bool KvCache::swap_in(SeqId seq, std::span<const uint8_t> blocks) {
   Sequence& s = sequence(seq);
-  KVDESK_ASSERT(s.swapped);
-  if (blocks > pool_.num_available()) return false;
-  for (int32_t i = 0; i < blocks; ++i) {
+  KVDESK_ASSERT(s.swapped && blocks.size() == size_t(s.swapped_blocks) * bytes_per_block());
+  if (s.swapped_blocks > pool_.num_available()) return false;
+  for (int32_t i = 0; i < s.swapped_blocks; ++i) {
     const int32_t block = take_block();
-    storage_.load_block(block, s.host.data() + size_t(i) * bytes_per_block());
+    storage_.load_block(block, blocks.data() + size_t(i) * bytes_per_block());
     s.block_table.push_back(block);
   }
-  std::vector<uint8_t>().swap(s.host);
+  s.swapped_blocks = 0;
   s.swapped = false;
   return true;
 }
 
 bool KvCache::is_swapped(SeqId seq) const { return sequence(seq).swapped; }
 
-int32_t KvCache::blocks_to_swap_in(SeqId seq) const {
-  const Sequence& s = sequence(seq);
-  return s.swapped ? int32_t(s.host.size() / bytes_per_block()) : 0;
-}
+int32_t KvCache::blocks_to_swap_in(SeqId seq) const { return sequence(seq).swapped_blocks; }
+
+bool KvCache::is_compacted(SeqId seq) const { return sequence(seq).compacted; }
 
 // --- a sequence's KV as bytes ------------------------------------------------------------
 
@@ -428,10 +427,10 @@ void KvCache::check_sequence(const Sequence& s, std::vector<int32_t>& holders) c
     KVDESK_ASSERT(s.chain[i].hash == parent);
   }
   if (s.swapped) {
-    KVDESK_ASSERT(s.block_table.empty() && s.host.size() == size_t(kv_blocks_for(n, B)) * bytes_per_block());
+    KVDESK_ASSERT(s.block_table.empty() && s.swapped_blocks == kv_blocks_for(n, B));
     return;
   }
-  KVDESK_ASSERT(s.host.empty() && int32_t(s.block_table.size()) == kv_blocks_for(n, B));
+  KVDESK_ASSERT(s.swapped_blocks == 0 && int32_t(s.block_table.size()) == kv_blocks_for(n, B));
   for (size_t i = 0; i < s.block_table.size(); ++i) {
     const int32_t b = s.block_table[i];
     KVDESK_ASSERT(b >= 0 && b < pool_.num_blocks() && pool_.ref_count(b) >= 1);

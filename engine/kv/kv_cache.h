@@ -114,15 +114,18 @@ class KvCache {
   // change, when the pool cannot provide copies of the shared blocks it must write.
   bool compact(SeqId seq, const std::vector<std::vector<int32_t>>& kept);
 
-  // --- host tier (preemption by swapping: offloading) -----------------------
-  // Copies the sequence's blocks to host memory in their stored form and releases them.
-  // Returns the bytes copied. A swapped sequence cannot be appended to or read.
-  size_t swap_out(SeqId seq);
-  // Takes blocks back and restores the exact bytes; false (still swapped) when the pool
-  // cannot provide them yet.
-  bool swap_in(SeqId seq);
+  // --- swapping (the host tier, engine/kv/host_tier.h, keeps the bytes) -----------------
+  // Releases the sequence's blocks and returns their bytes in stored form,
+  // [blocks][bytes_per_block()]. A swapped sequence keeps its tokens but cannot be appended
+  // to or read until swap_in.
+  std::vector<uint8_t> swap_out(SeqId seq);
+  // Takes blocks back and loads blocks (swap_out's bytes for seq) into them; false (still
+  // swapped) when the pool cannot provide them yet.
+  bool swap_in(SeqId seq, std::span<const uint8_t> blocks);
   bool is_swapped(SeqId seq) const;
   int32_t blocks_to_swap_in(SeqId seq) const;
+  // Retention moved the sequence's rows: its blocks no longer match its token prefix.
+  bool is_compacted(SeqId seq) const;
 
   // --- a sequence's KV as bytes (a conversation saved with it) ---------------------------
   // The bytes of seq's blocks in their stored form, [blocks][bytes_per_block()] for its
@@ -162,7 +165,7 @@ class KvCache {
     std::vector<ChainLink> chain;       // [num_computed / block_size]
     int32_t num_computed = 0;
     bool swapped = false;
-    std::vector<uint8_t> host;          // [blocks][bytes_per_block] while swapped
+    int32_t swapped_blocks = 0;         // blocks whose bytes swap_out handed out, while swapped
     int32_t num_evicted = 0;            // positions dropped by retention
     bool compacted = false;             // rows moved: blocks no longer match token prefixes
     std::optional<RetentionState> retention;
