@@ -30,6 +30,7 @@ void draw_legend(const KvView& kv) {
   ImGui::NewLine();
   ImGui::TextDisabled("%s blocks x %d tokens, %s each, pool %s", format_count(kv.blocks_total).c_str(), kv.block_size,
                       format_bytes(kv.bytes_per_block).c_str(), format_bytes(kv.pool_bytes).c_str());
+  ImGui::TextDisabled("%s", host_tier_line(kv.host_tier).c_str());
 }
 
 ImVec2 cell_min(const ImVec2& origin, const BlockGrid& grid, int32_t block) {
