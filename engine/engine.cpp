@@ -219,6 +219,7 @@ void Engine::State::publish_stats(bool force) {
     s.swapped_bytes = sched.swapped_bytes();
     s.swap_ms = sched.swap_ms();
     s.kv = kv->snapshot();
+    s.kv.host_tier = sched.host_tier().stats();
     s.owners = sched.sequence_owners();
     s.activation_bytes = model->scratch_bytes();
     s.memory_available_bytes = available_memory_bytes();

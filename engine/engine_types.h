@@ -79,10 +79,18 @@ enum class PreemptMode : uint8_t {
 };
 const char* preempt_mode_name(PreemptMode mode);
 
+// The host tier's default budget (engine/kv/host_tier.h).
+inline constexpr size_t kDefaultHostTierMib = 512;
+
 struct SchedulerLimits {
   int32_t step_token_budget = 256;  // tokens per forward step: decodes first, then prefill chunks
   int32_t max_running = 32;         // sequences in one batch
   PreemptMode preempt_mode = PreemptMode::Recompute;
+  // Host memory for KV out of the pool: parked conversations moved out of a full pool, and
+  // sequences preempted by swapping. 0: no tier (parked turns are released and swap
+  // preemption recomputes).
+  size_t host_tier_bytes = kDefaultHostTierMib << 20;
+  int32_t host_tier_zstd_level = 0;   // zstd level of the tier's blocks; 0: kept as stored
 };
 
 struct EngineSettings {
@@ -147,6 +155,7 @@ struct ConversationKv {
 struct RequestMetrics {
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;         // prompt tokens whose KV was reused, not computed
+  int32_t host_tier_tokens = 0;      // of those, tokens of a parked turn swapped back from the host tier
   int32_t generated_tokens = 0;
   int32_t preemptions = 0;
   int32_t peak_blocks = 0;           // most KV blocks its sequence held at once

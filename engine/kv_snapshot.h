@@ -61,6 +61,22 @@ struct BlockSizeWhatIf {
   size_t waste_bytes = 0;
 };
 
+// The host tier (engine/kv/host_tier.h): KV blocks of sequences out of the pool, in host
+// memory. Counters are since the tier was created.
+struct HostTierStats {
+  size_t budget_bytes = 0;             // 0: the tier is off
+  int32_t compression_level = 0;       // zstd level of its blocks; 0: kept as stored
+  int32_t entries = 0;                 // sequences held
+  int64_t blocks = 0;                  // their KV blocks
+  size_t stored_bytes = 0;             // those blocks as the pool stores them
+  size_t held_bytes = 0;               // what the tier holds for them (compressed, or stored_bytes)
+  uint64_t swap_outs = 0;              // sequences stored into the tier
+  uint64_t swap_ins = 0;               // sequences loaded back into the pool
+  uint64_t hits = 0;                   // conversation turns that continued from the tier
+  uint64_t drops = 0;                  // entries dropped, least recently used first, for the budget
+  uint64_t refusals = 0;               // sequences the budget could not take (released or recomputed)
+};
+
 struct KvSnapshot {
   KvLayout layout;
   size_t bytes_per_token = 0;          // K + V, all layers, scales included
@@ -112,6 +128,9 @@ struct KvSnapshot {
   int64_t retention_tokens_kept = 0;
   uint64_t retention_compactions = 0;
   uint64_t retention_blocks_freed = 0;
+
+  // Filled by the engine, which owns the tier; empty in KvCache::snapshot().
+  HostTierStats host_tier;
 };
 
 }  // namespace kvdesk

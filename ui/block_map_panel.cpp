@@ -35,6 +35,7 @@ void draw_legend(const KvView& kv) {
     ImGui::TextWrapped("%s", windows.c_str());
     ImGui::PopStyleColor();
   }
+  ImGui::TextDisabled("%s", host_tier_line(kv.host_tier).c_str());
 }
 
 ImVec2 cell_min(const ImVec2& origin, const BlockGrid& grid, int32_t block) {

@@ -1,4 +1,5 @@
 // Memory budget: one bar of weights | activations | KV used | KV cached | KV free | headroom,
+// the host tier's line (KV out of the pool, in host memory),
 // and how many conversations of the model's full context fit in the pool per KV type, with
 // what grouped-query attention saves (the KV arithmetic, see conversations_that_fit).
 #include <imgui.h>
@@ -98,6 +99,7 @@ void draw_memory_budget_panel(const ViewModel& vm) {
   ImGui::Text("KV pool %s: %d blocks used, %d cached, %d free", format_bytes(vm.kv.pool_bytes).c_str(), vm.kv.blocks_used,
               vm.kv.blocks_cached, vm.kv.blocks_free);
   draw_bar(kv_pool_segments(vm.kv));
+  ImGui::TextUnformatted(host_tier_line(vm.kv.host_tier).c_str());
   ImGui::Spacing();
   ImGui::Separator();
   draw_fit_table(vm);

@@ -29,6 +29,17 @@ std::string format_bytes(uint64_t bytes) {
   return buf;
 }
 
+std::string host_tier_line(const HostTierView& t) {
+  if (t.budget_bytes == 0) return "host tier: off";
+  std::string line = "host tier: " + format_count(t.blocks) + " blocks, " + format_bytes(t.stored_bytes) + " of " +
+                     format_bytes(t.budget_bytes);
+  if (t.compression_level > 0) {
+    line += " (zstd " + std::to_string(t.compression_level) + ": " + format_bytes(t.held_bytes) + " held)";
+  }
+  return line + "; " + format_count(int64_t(t.hits)) + " hits, " + format_count(int64_t(t.swap_ins)) + " swap-ins, " +
+         format_count(int64_t(t.drops)) + " drops";
+}
+
 std::string format_count(int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n);
   std::string out;

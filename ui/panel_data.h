@@ -22,6 +22,11 @@ std::string format_bytes(uint64_t bytes);         // "512 B", "1.5 KiB", "2.00 G
 std::string format_count(int64_t n);              // "1,234,567"
 std::string format_percent(double pct);           // "12.3%"
 
+// ----- host tier -------------------------------------------------------------------------
+// "host tier: 12 blocks, 1.50 MiB of 512 MiB (zstd 3: 1.10 MiB held); 4 hits, 5 swap-ins,
+// 0 drops", or "host tier: off".
+std::string host_tier_line(const HostTierView& tier);
+
 // ----- block map -------------------------------------------------------------------------
 struct BlockStyle {
   uint32_t fill = 0;

@@ -74,6 +74,10 @@ void draw_controls(ViewModel& vm, UiActions& actions) {
   if (e.budget_mib < 0) e.budget_mib = 0;
   ImGui::Checkbox("prefix caching", &e.prefix_caching);
   ImGui::SameLine();
+  ImGui::SetNextItemWidth(120);
+  ImGui::InputInt("host tier MiB (next load)", &e.host_tier_mib, 64, 512);
+  if (e.host_tier_mib < 0) e.host_tier_mib = 0;
+  ImGui::SameLine();
   ImGui::BeginDisabled(vm.model.state != ModelState::Loaded);
   if (ImGui::Button("Apply")) actions.push_back({ActionKind::ReconfigureKv});
   ImGui::EndDisabled();

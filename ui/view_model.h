@@ -119,6 +119,19 @@ struct WhatIfView {
   uint64_t waste_bytes = 0;
 };
 
+// The host tier: KV out of the pool (idle conversations, swapped requests) in host memory.
+struct HostTierView {
+  uint64_t budget_bytes = 0;     // 0: off
+  int32_t compression_level = 0; // zstd level; 0: blocks kept as stored
+  int32_t entries = 0;
+  int64_t blocks = 0;
+  uint64_t stored_bytes = 0;     // the blocks as the pool stores them
+  uint64_t held_bytes = 0;       // what the tier holds (compressed, or stored_bytes)
+  uint64_t hits = 0;             // conversation turns that continued from it
+  uint64_t swap_ins = 0;
+  uint64_t drops = 0;
+};
+
 struct KvView {
   bool valid = false;            // false until a model is loaded
   std::string k_type;
@@ -170,6 +183,8 @@ struct KvView {
   int64_t retention_tokens_kept = 0;
   uint64_t retention_compactions = 0;
   uint64_t retention_blocks_freed = 0;
+
+  HostTierView host_tier;
 };
 
 // One KV storage type as the quantization and memory panels compare them.
@@ -221,6 +236,7 @@ struct KvSettingsEdit {
   int32_t block_size = 16;
   int32_t budget_mib = 0;        // 0: the engine's default
   bool prefix_caching = true;
+  int32_t host_tier_mib = 512;   // host memory for KV out of the pool (0: none); at the next model load
 };
 
 struct UiState {

@@ -61,6 +61,8 @@ EngineSettings engine_settings(const ModelArgs& args, const std::string& chat_te
   s.threads = resolve_threads(args.threads);
   s.kv = kv_layout(args);
   s.kv_budget_bytes = size_t(args.kv_budget_mib * 1024.0 * 1024.0);
+  s.scheduler.host_tier_bytes = size_t(args.host_tier_mib * 1024.0 * 1024.0);
+  s.scheduler.host_tier_zstd_level = args.host_tier_zstd;
   return s;
 }
 
@@ -88,6 +90,14 @@ void add_kv_options(CLI::App* cmd, ModelArgs& args) {
   cmd->add_option("--kv-budget-mib", args.kv_budget_mib,
                   "KV pool size in MiB (default: just enough for this run)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--host-tier-mib", args.host_tier_mib,
+                  "host memory in MiB for KV moved out of a full pool: idle conversations and "
+                  "swapped-out requests (0: none; they are dropped and recomputed)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--host-tier-zstd", args.host_tier_zstd, "zstd level of the host tier's blocks (0: kept as stored)")
+      ->check(CLI::Range(0, 19))
+      ->capture_default_str();
 }
 
 void add_retention_options(CLI::App* cmd, RetentionArgs& args) {

@@ -43,6 +43,8 @@ struct ModelArgs {
   int block_size = 16;
   std::string attn_numerics = "exact";
   double kv_budget_mib = 0;     // 0: a pool just big enough for the run
+  double host_tier_mib = double(kDefaultHostTierMib);   // host memory for KV out of the pool; 0: none
+  int host_tier_zstd = 0;       // zstd level of the host tier's blocks; 0: kept as stored
 };
 
 // KV retention (engine/kv/kv_retention.h): --retention POLICY --kv-keep FRACTION|TOKENS.

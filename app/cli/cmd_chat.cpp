@@ -144,11 +144,12 @@ int run_chat(ChatArgs& a) {
   const ConversationId id = choose_conversation(store, a);
   const std::optional<Conversation> c = store.conversation(id);
   const MessageId user = store.add_message({.conversation = id, .parent = c->active_leaf_id, .role = Role::User, .content = a.prompt});
-  const std::string kv_source = restore_kv(engine, store, id);
+  const std::string restored_from = restore_kv(engine, store, id);
   const Request request = make_request(store, id, a);
   const MessageId answer = store.add_message(
       {.conversation = id, .parent = user, .role = Role::Assistant, .content = "", .status = MessageStatus::Streaming});
   const TurnOutcome turn = run_turn(engine, signal, request, !a.json);
+  const std::string kv_source = turn.metrics.host_tier_tokens > 0 ? "host tier" : restored_from;
   const std::string model_name = std::filesystem::path(a.model.model_path).filename().string();
   if (!turn.error.empty()) {
     store.finish_message(answer, turn.text, MessageStatus::Failed, AnswerStats{.model = model_name, .finish_reason = "error"});

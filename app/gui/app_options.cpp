@@ -16,6 +16,9 @@ ParsedOptions parse_app_options(int argc, char** argv) {
   app.add_option("--script-timeout", o.script_timeout_s, "seconds one script line may wait")->check(CLI::PositiveNumber);
   app.add_flag("--frame-stats", o.frame_stats, "print the median and p95 frame time at exit");
   app.add_option("--kv-blocks", o.kv_blocks, "KV pool of exactly N blocks")->check(CLI::NonNegativeNumber);
+  app.add_option("--host-tier-mib", o.host_tier_mib,
+                 "host memory in MiB for KV moved out of a full pool (0: none; default: the setting, 512)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--threads,-t", o.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
   add_backend_option(&app, o.backend);
   app.add_option("--width", o.width, "window width")->check(CLI::Range(320, 8192));

@@ -1,6 +1,6 @@
 // The kvdesk command line: kvdesk [--model PATH] [--db PATH] [--script FILE
-// [--screenshot-dir DIR] [--script-timeout S]] [--frame-stats] [--kv-blocks N] [--threads N]
-// [--backend auto|cpu|cuda].
+// [--screenshot-dir DIR] [--script-timeout S]] [--frame-stats] [--kv-blocks N] [--host-tier-mib N]
+// [--threads N] [--backend auto|cpu|cuda].
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -18,6 +18,7 @@ struct AppOptions {
   double script_timeout_s = 120; // the longest one script line may wait
   bool frame_stats = false;      // print median / p95 frame time at exit
   int32_t kv_blocks = 0;         // > 0: a pool of exactly this many blocks
+  int32_t host_tier_mib = -1;    // >= 0: the host tier's budget, over the setting
   int32_t threads = 0;           // 0: all cores
   BackendRequest backend = BackendRequest::Auto;
   int32_t width = 1280;

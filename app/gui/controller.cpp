@@ -57,6 +57,7 @@ void for_each_kv_setting(ui::KvSettingsEdit& kv, F&& f) {
   f("kv.block_size", kv.block_size);
   f("kv.budget_mib", kv.budget_mib);
   f("kv.prefix_caching", kv.prefix_caching);
+  f("kv.host_tier_mib", kv.host_tier_mib);
 }
 
 constexpr const char* kKTypeKey = "kv.k_type";
@@ -280,6 +281,7 @@ EngineSettings Controller::engine_settings(const std::string& model_path) const 
   s.kv.num_blocks = options_.kv_blocks;
   s.kv_budget_bytes = uint64_t(kv.budget_mib) * kMiB;
   s.prefix_caching = kv.prefix_caching;
+  s.scheduler.host_tier_bytes = uint64_t(options_.host_tier_mib >= 0 ? options_.host_tier_mib : kv.host_tier_mib) * kMiB;
   s.chat_template = vm_.ui.chat_template;
   return s;
 }

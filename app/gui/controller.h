@@ -63,7 +63,7 @@ class Controller {
     store::MessageId message = 0;
     std::string text;
     Clock::time_point last_save;
-    std::string kv_source;   // "pool", "database" or "recomputed (why)"
+    std::string kv_source;   // "pool", "host tier", "database" or "recomputed (why)"
   };
 
   // --- controller.cpp: lifecycle, store <-> view, model and KV settings, statistics ---

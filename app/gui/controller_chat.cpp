@@ -184,7 +184,8 @@ void Controller::on_finished(RequestId id, const Event& e) {
                            e.metrics.decode_tok_s, cancelled ? "user" : finish_reason_name(e.finish)};
   store().finish_message(live.message, live.text,
                          cancelled ? store::MessageStatus::Stopped : store::MessageStatus::Complete, stats);
-  const std::string kv_source = resolve_kv_source(live.conversation, live.kv_source);
+  std::string kv_source = resolve_kv_source(live.conversation, live.kv_source);
+  if (e.metrics.host_tier_tokens > 0) kv_source = "host tier";
   request_kv_save(live.conversation);
   char buf[320];
   std::snprintf(buf, sizeof buf, "TTFT %.0f ms, %.1f tok/s (%d tokens, %d of %d prompt tokens cached; KV from %s)",

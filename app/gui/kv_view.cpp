@@ -54,6 +54,9 @@ void copy_counters(const KvSnapshot& s, ui::KvView& v) {
   v.retention_tokens_kept = s.retention_tokens_kept;
   v.retention_compactions = s.retention_compactions;
   v.retention_blocks_freed = s.retention_blocks_freed;
+  const HostTierStats& t = s.host_tier;
+  v.host_tier = ui::HostTierView{t.budget_bytes, t.compression_level, t.entries, t.blocks, t.stored_bytes,
+                                 t.held_bytes, t.hits, t.swap_ins, t.drops};
 }
 
 }  // namespace

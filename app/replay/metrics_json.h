@@ -7,7 +7,7 @@
 
 namespace kvdesk {
 
-// prompt_tokens, cached_tokens, generated_tokens, preemptions, peak_blocks, queue_ms, ttft_ms,
+// prompt_tokens, cached_tokens, host_tier_tokens, generated_tokens, preemptions, peak_blocks, queue_ms, ttft_ms,
 // prefill_tok_s, decode_tok_s, itl_p50_ms, itl_p95_ms.
 nlohmann::json metrics_json(const RequestMetrics& m);
 

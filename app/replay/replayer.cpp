@@ -147,6 +147,8 @@ ReplaySummary Replayer::summary() const {
   s.prefix_hit_rate = last_stats_.kv.prefix_hit_rate;
   s.preemptions = last_stats_.preemptions;
   s.swapped_bytes = last_stats_.swapped_bytes;
+  s.host_tier_hits = last_stats_.kv.host_tier.hits;
+  s.host_tier_drops = last_stats_.kv.host_tier.drops;
   s.retention_tokens_seen = last_stats_.kv.retention_tokens_seen;
   s.retention_tokens_kept = last_stats_.kv.retention_tokens_kept;
   s.retention_blocks_freed = last_stats_.kv.retention_blocks_freed;
@@ -166,6 +168,7 @@ nlohmann::json Replayer::report_json() const {
       {"ttft_p50_ms", s.ttft_p50_ms}, {"ttft_p95_ms", s.ttft_p95_ms}, {"itl_p50_ms", s.itl_p50_ms},
       {"itl_p95_ms", s.itl_p95_ms}, {"peak_kv_blocks", s.peak_kv_blocks}, {"prefix_hit_rate", s.prefix_hit_rate},
       {"preemptions", s.preemptions}, {"swapped_bytes", s.swapped_bytes},
+      {"host_tier_hits", s.host_tier_hits}, {"host_tier_drops", s.host_tier_drops},
       {"retention_tokens_seen", s.retention_tokens_seen}, {"retention_tokens_kept", s.retention_tokens_kept},
       {"retention_blocks_freed", s.retention_blocks_freed},
   };

@@ -39,6 +39,8 @@ struct ReplaySummary {
   double prefix_hit_rate = 0;
   uint64_t preemptions = 0;
   uint64_t swapped_bytes = 0;
+  uint64_t host_tier_hits = 0;     // turns that continued from the host tier
+  uint64_t host_tier_drops = 0;
 };
 
 class Replayer {

@@ -47,6 +47,13 @@ json sequences_json(const EngineStats& stats) {
   return sequences;
 }
 
+json host_tier_json(const HostTierStats& t) {
+  return {{"budget_bytes", t.budget_bytes}, {"compression_level", t.compression_level}, {"entries", t.entries},
+          {"blocks", t.blocks},           {"stored_bytes", t.stored_bytes},           {"held_bytes", t.held_bytes},
+          {"swap_outs", t.swap_outs},     {"swap_ins", t.swap_ins},                   {"hits", t.hits},
+          {"drops", t.drops},             {"refusals", t.refusals}};
+}
+
 json what_if_json(const KvSnapshot& kv) {
   json what_if = json::array();
   for (const BlockSizeWhatIf& w : kv.what_if) {
@@ -96,6 +103,7 @@ json kv_snapshot_json(const KvSnapshot& kv) {
       {"retention_tokens_kept", kv.retention_tokens_kept},
       {"retention_compactions", kv.retention_compactions},
       {"retention_blocks_freed", kv.retention_blocks_freed},
+      {"host_tier", host_tier_json(kv.host_tier)},
       {"blocks", blocks_json(kv)},
   };
 }

@@ -100,6 +100,17 @@ std::string ServingMetrics::render(const EngineStats& stats, const std::string& 
          labels, double(kv.prefix_hits) * block);
   sample(out, "kvdesk:num_preemptions_total", "Preemptions of running requests.", "counter", labels,
          double(stats.preemptions));
+  const HostTierStats& tier = kv.host_tier;
+  sample(out, "kvdesk:host_tier_blocks", "KV blocks held in the host tier (idle conversations, swapped requests).",
+         "gauge", labels, double(tier.blocks));
+  sample(out, "kvdesk:host_tier_bytes", "Host memory the host tier holds (compressed when zstd is on).", "gauge",
+         labels, double(tier.held_bytes));
+  sample(out, "kvdesk:host_tier_hits_total", "Conversation turns that continued from the host tier.", "counter",
+         labels, double(tier.hits));
+  sample(out, "kvdesk:host_tier_swap_ins_total", "Sequences loaded back from the host tier into the pool.", "counter",
+         labels, double(tier.swap_ins));
+  sample(out, "kvdesk:host_tier_drops_total", "Host tier entries dropped for its budget.", "counter", labels,
+         double(tier.drops));
   std::lock_guard<std::mutex> lock(mutex_);
   sample(out, "kvdesk:prompt_tokens_total", "Prompt tokens of finished requests.", "counter", labels,
          double(prompt_tokens_));

@@ -1,6 +1,6 @@
 // KvCache: block tables (one per layer group) over a BlockPool, the prefix cache (chained
 // hashes, token compare, publication serials), copy-on-write, sliding windows letting go of
-// blocks, the host tier, and the statistics snapshot.
+// blocks, swapping out and in, and the statistics snapshot.
 #include "engine/kv/kv_cache.h"
 
 #include <algorithm>
@@ -292,9 +292,12 @@ SeqId KvCache::fork_prefix(SeqId seq, int32_t num_tokens) {
 }
 
 bool KvCache::can_fork_prefix(SeqId seq, int32_t num_tokens) const {
+  return !sequence(seq).swapped && keeps_prefix(seq, num_tokens);
+}
+
+bool KvCache::keeps_prefix(SeqId seq, int32_t num_tokens) const {
   const Sequence& s = sequence(seq);
-  return !s.swapped && !s.compacted &&
-         (!groups_.windowed() || s.window_first <= groups_.first_needed_block(num_tokens, block_size()));
+  return !s.compacted && (!groups_.windowed() || s.window_first <= groups_.first_needed_block(num_tokens, block_size()));
 }
 
 void KvCache::free_sequence(SeqId seq) {
@@ -338,7 +341,7 @@ const KvCache::Sequence& KvCache::sequence(SeqId seq) const {
   return it->second;
 }
 
-// --- host tier -------------------------------------------------------------------------
+// --- swapping ------------------------------------------------------------------------
 
 // The held blocks of s's first num_blocks logical blocks, each logical block's groups in
 // order: the order of swapped and exported bytes.
@@ -367,32 +370,30 @@ void KvCache::fill_tables_from(Sequence& s, int32_t num_blocks, const uint8_t* b
 // note: swap_in takes fresh blocks and loads every byte back, so a swapped sequence no longer
 // shares its prefix blocks with others (they stay cached for new sequences). Its chain links
 // are kept: blocks it computes later are still published under the right parents.
-size_t KvCache::swap_out(SeqId seq) {
+std::vector<uint8_t> KvCache::swap_out(SeqId seq) {
   Sequence& s = sequence(seq);
   KVDESK_ASSERT(!s.swapped);
-  s.host = export_held(s);
+  std::vector<uint8_t> blocks = export_held(s);
+  s.swapped_blocks = int32_t(blocks.size() / bytes_per_block());
   release_table(s);
   s.swapped = true;
-  return s.host.size();
+  return blocks;
 }
 
-bool KvCache::swap_in(SeqId seq) {
-  const int32_t blocks = blocks_to_swap_in(seq);
+bool KvCache::swap_in(SeqId seq, std::span<const uint8_t> blocks) {
   Sequence& s = sequence(seq);
-  KVDESK_ASSERT(s.swapped);
-  if (blocks > pool_.num_available()) return false;
-  fill_tables_from(s, kv_blocks_for(s.num_slots(), block_size()), s.host.data());
-  std::vector<uint8_t>().swap(s.host);
+  KVDESK_ASSERT(s.swapped && blocks.size() == size_t(s.swapped_blocks) * bytes_per_block());
+  if (s.swapped_blocks > pool_.num_available()) return false;
+  fill_tables_from(s, kv_blocks_for(s.num_slots(), block_size()), blocks.data());
+  s.swapped_blocks = 0;
   s.swapped = false;
   return true;
 }
 
 bool KvCache::is_swapped(SeqId seq) const { return sequence(seq).swapped; }
 
-int32_t KvCache::blocks_to_swap_in(SeqId seq) const {
-  const Sequence& s = sequence(seq);
-  return s.swapped ? int32_t(s.host.size() / bytes_per_block()) : 0;
-}
+int32_t KvCache::blocks_to_swap_in(SeqId seq) const { return sequence(seq).swapped_blocks; }
+
 
 // --- a sequence's KV as bytes ------------------------------------------------------------
 
@@ -578,11 +579,11 @@ void KvCache::check_sequence(const Sequence& s, std::vector<int32_t>& holders) c
   KVDESK_ASSERT(int32_t(s.tables.size()) == groups_.num_groups);
   KVDESK_ASSERT(groups_.windowed() ? s.window_first <= groups_.first_needed_block(s.num_computed, B) : s.window_first == 0);
   if (s.swapped) {
-    KVDESK_ASSERT(s.host.size() == size_t(count_held(s, kv_blocks_for(n, B))) * bytes_per_block());
+    KVDESK_ASSERT(s.swapped_blocks == count_held(s, kv_blocks_for(n, B)));
     for (const std::vector<int32_t>& table : s.tables) KVDESK_ASSERT(table.empty());
     return;
   }
-  KVDESK_ASSERT(s.host.empty());
+  KVDESK_ASSERT(s.swapped_blocks == 0);
   for (int32_t g = 0; g < groups_.num_groups; ++g) {
     const std::vector<int32_t>& table = s.tables[size_t(g)];
     KVDESK_ASSERT(int32_t(table.size()) == kv_blocks_for(n, B));

@@ -109,9 +109,11 @@ class KvCache {
   // <= num_computed(seq), can_fork_prefix). Full blocks are shared, the partly filled last
   // block is copied at the first append.
   SeqId fork_prefix(SeqId seq, int32_t num_tokens);
-  // seq's rows still match its token prefix (no retention compaction), it is not swapped, and
-  // its local groups still hold the window that a branch after num_tokens tokens reads.
+  // seq is not swapped and keeps_prefix(seq, num_tokens).
   bool can_fork_prefix(SeqId seq, int32_t num_tokens) const;
+  // seq's rows still match its token prefix (no retention compaction) and its local groups
+  // still hold the window that a branch after num_tokens tokens reads; in the pool or swapped.
+  bool keeps_prefix(SeqId seq, int32_t num_tokens) const;
   // Drops the sequence's references; its computed full blocks stay cached.
   void free_sequence(SeqId seq);
 
@@ -137,15 +139,17 @@ class KvCache {
   // change, when the pool cannot provide copies of the shared blocks it must write.
   bool compact(SeqId seq, const std::vector<std::vector<int32_t>>& kept);
 
-  // --- host tier (preemption by swapping: offloading) -----------------------
-  // Copies the sequence's blocks to host memory in their stored form and releases them.
-  // Returns the bytes copied. A swapped sequence cannot be appended to or read.
-  size_t swap_out(SeqId seq);
-  // Takes blocks back and restores the exact bytes; false (still swapped) when the pool
-  // cannot provide them yet.
-  bool swap_in(SeqId seq);
+  // --- swapping (the host tier, engine/kv/host_tier.h, keeps the bytes) -----------------
+  // Releases the sequence's blocks and returns their bytes in stored form,
+  // [blocks][bytes_per_block()]. A swapped sequence keeps its tokens but cannot be appended
+  // to or read until swap_in.
+  std::vector<uint8_t> swap_out(SeqId seq);
+  // Takes blocks back and loads blocks (swap_out's bytes for seq) into them; false (still
+  // swapped) when the pool cannot provide them yet.
+  bool swap_in(SeqId seq, std::span<const uint8_t> blocks);
   bool is_swapped(SeqId seq) const;
   int32_t blocks_to_swap_in(SeqId seq) const;
+
 
   // --- a sequence's KV as bytes (a conversation saved with it) ---------------------------
   // The bytes of seq's blocks in their stored form, [blocks][bytes_per_block()] in logical
@@ -191,7 +195,7 @@ class KvCache {
     int32_t num_computed = 0;
     int32_t window_first = 0;           // local groups hold logical blocks from here on
     bool swapped = false;
-    std::vector<uint8_t> host;          // [held blocks][bytes_per_block] while swapped
+    int32_t swapped_blocks = 0;         // blocks whose bytes swap_out handed out, while swapped
     int32_t num_evicted = 0;            // positions dropped by retention
     bool compacted = false;             // rows moved: blocks no longer match token prefixes
     std::optional<RetentionState> retention;

@@ -115,10 +115,12 @@ bool EngineCore::fork(RequestId source, RequestId id, const SamplingParams& samp
 
 std::optional<ConversationKv> EngineCore::export_conversation(uint64_t key) const {
   const SeqId seq = scheduler_.newest_parked(key);
-  if (seq < 0 || !kv_->can_fork_prefix(seq, kv_->num_computed(seq))) return std::nullopt;
+  if (seq < 0) return std::nullopt;
+  std::optional<std::vector<uint8_t>> blocks = scheduler_.parked_blocks(seq);
+  if (!blocks) return std::nullopt;
   ConversationKv out;
   out.tokens = kv_->tokens(seq);
-  out.blocks = kv_->export_blocks(seq);
+  out.blocks = std::move(*blocks);
   return out;
 }
 
@@ -152,6 +154,7 @@ int32_t EngineCore::step(std::vector<Event>& events) {
     live.first_scheduled = now;
     live.metrics.queue_ms = ms_between(live.submitted, now);
     live.metrics.cached_tokens = a.cached_tokens;
+    live.metrics.host_tier_tokens = a.host_tier_tokens;
   }
   if (!plan.chunks.empty()) run_forward(plan, events);
   return plan.num_tokens();

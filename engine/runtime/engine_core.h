@@ -42,8 +42,8 @@ class EngineCore {
   // runs) with other sampling settings; false when the source is unknown.
   bool fork(RequestId source, RequestId id, const SamplingParams& sampling, int32_t max_tokens);
   void release_conversation(uint64_t key) { scheduler_.release_conversation(key); }
-  // The conversation's newest parked turn as tokens and bytes (identity left to the caller);
-  // nullopt when none is parked or retention has compacted it.
+  // The conversation's newest parked turn as tokens and bytes (identity left to the caller),
+  // from the pool or the host tier; nullopt when none is parked or retention has compacted it.
   std::optional<ConversationKv> export_conversation(uint64_t key) const;
   // Parks kv's tokens and blocks as the conversation's newest turn; false, and no change, when
   // the bytes do not match the tokens or the pool cannot hold them now.

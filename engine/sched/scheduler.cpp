@@ -33,6 +33,7 @@ struct Scheduler::Entry {
   uint64_t arrival = 0;
   bool admitted_once = false;
   int32_t peak_blocks = 0;
+  int32_t host_tier_tokens = 0;     // tokens its parked turn brought back from the tier
 
   int32_t remaining(const KvCache& kv) const { return int32_t(tokens.size()) - kv.num_computed(seq); }
 };
@@ -43,7 +44,8 @@ int32_t StepPlan::num_tokens() const {
   return n;
 }
 
-Scheduler::Scheduler(KvCache& kv, const SchedulerLimits& limits) : kv_(&kv), limits_(limits) {}
+Scheduler::Scheduler(KvCache& kv, const SchedulerLimits& limits)
+    : kv_(&kv), limits_(limits), tier_(limits.host_tier_bytes, limits.host_tier_zstd_level) {}
 
 Scheduler::~Scheduler() = default;
 
@@ -88,7 +90,7 @@ void Scheduler::finish(RequestId id, bool park_turn) {
     if (park_turn && e.request.conversation_key != 0 && e.phase == Phase::Running) {
       park(e);
     } else {
-      kv_->free_sequence(e.seq);
+      free_sequence(e.seq);
     }
   }
   entries_.erase(it);
@@ -116,13 +118,18 @@ void Scheduler::adopt_parked(uint64_t key, SeqId seq) {
   park(turn);
 }
 
+std::optional<std::vector<uint8_t>> Scheduler::parked_blocks(SeqId seq) const {
+  if (!kv_->keeps_prefix(seq, kv_->num_computed(seq))) return std::nullopt;
+  return kv_->is_swapped(seq) ? tier_.peek(seq) : kv_->export_blocks(seq);
+}
+
 void Scheduler::detach_all_sequences() {
   for (auto& [id, e] : entries_) {
-    if (e->seq >= 0) kv_->free_sequence(e->seq);
+    if (e->seq >= 0) free_sequence(e->seq);
     e->seq = -1;
     e->phase = Phase::Waiting;
   }
-  for (const Parked& p : parked_) kv_->free_sequence(p.seq);
+  for (const Parked& p : parked_) free_sequence(p.seq);
   parked_.clear();
 }
 
@@ -181,11 +188,9 @@ void Scheduler::swap_in_ready() {
     const int32_t next_token = (kv_blocks_for(slots + 1, kv_->block_size()) - kv_blocks_for(slots, kv_->block_size())) *
                                kv_->layer_groups().num_groups;
     const int32_t needed = kv_->blocks_to_swap_in(e->seq) + next_token;
-    while (needed > kv_->num_available_blocks() && !parked_.empty()) release_parked_lru();
+    while (needed > kv_->num_available_blocks() && evict_parked_lru()) {}
     if (needed > kv_->num_available_blocks()) return;
-    const auto start = Clock::now();
-    if (!kv_->swap_in(e->seq)) return;
-    swap_ms_ += ms_since(start);
+    bring_back(e->seq);
     e->phase = Phase::Running;
   }
 }
@@ -217,7 +222,7 @@ void Scheduler::plan_admissions(int32_t& budget, StepPlan& plan) {
     const bool first = !e->admitted_once;
     if (!admit(*e)) break;
     const int32_t computed = kv_->num_computed(e->seq);
-    if (first) plan.admitted.push_back({e->id, computed});
+    if (first) plan.admitted.push_back({e->id, computed, e->host_tier_tokens});
     const int32_t remaining = e->remaining(*kv_);
     const int32_t n = std::min(remaining, budget);
     plan.chunks.push_back({e->id, e->seq, computed, n, n == remaining});
@@ -260,17 +265,17 @@ bool Scheduler::prefix_in_flight(const Entry& e) const {
 // A waiting request gets a sequence: from a parked turn (attach_parked), else whatever the
 // prefix cache holds of its first full blocks (none when every token must be computed).
 bool Scheduler::admit(Entry& e) {
-  if (e.request.compute_all || !attach_parked(e)) {
+  const Attach attached = e.request.compute_all ? Attach::None : attach_parked(e);
+  if (attached == Attach::Wait) return false;
+  if (attached == Attach::None) {
     e.seq = kv_->create_sequence();
     if (!e.request.compute_all) kv_->attach_cached_prefix(e.seq, e.tokens);
   }
   kv_->set_retention(e.seq, e.request.retention, int32_t(e.tokens.size()));
   const int32_t first_chunk = std::min(e.remaining(*kv_), limits_.step_token_budget);
-  while (kv_->blocks_needed(e.seq, first_chunk) > kv_->num_available_blocks() && !parked_.empty()) {
-    release_parked_lru();
-  }
+  while (kv_->blocks_needed(e.seq, first_chunk) > kv_->num_available_blocks() && evict_parked_lru()) {}
   if (kv_->blocks_needed(e.seq, first_chunk) > kv_->num_available_blocks()) {
-    kv_->free_sequence(e.seq);
+    free_sequence(e.seq);
     e.seq = -1;
     return false;
   }
@@ -283,10 +288,37 @@ bool Scheduler::admit(Entry& e) {
 // equal tokens is equal). Its own conversation's turn that e continues (a strict prefix of
 // e's tokens) is taken over; otherwise e gets a fork truncated where they diverge, leaving
 // at least one token to compute (its logits are needed), and the parked turn stays. A turn
-// compacted by retention can be continued but not forked (its rows no longer match a prefix).
-bool Scheduler::attach_parked(Entry& e) {
-  size_t best = parked_.size();
+// compacted by retention can be continued but not forked (its rows no longer match a prefix),
+// nor one whose sliding windows let go of the blocks the branch point reads.
+// A turn in the host tier comes back into the pool first.
+Scheduler::Attach Scheduler::attach_parked(Entry& e) {
   int32_t shared = 0;
+  const size_t best = best_parked(e, shared);
+  if (best == parked_.size()) return Attach::None;
+  const SeqId held = parked_[best].seq;
+  const bool continues = parked_[best].key == e.request.conversation_key && shared == kv_->num_tokens(held) &&
+                         shared < int32_t(e.tokens.size());
+  const int32_t branch_point = std::min(shared, int32_t(e.tokens.size()) - 1);
+  if (!continues && (branch_point == 0 || !kv_->keeps_prefix(held, branch_point))) return Attach::None;
+  if (kv_->is_swapped(held)) {
+    const Attach back = swap_in_parked(held);
+    if (back != Attach::Attached) return back;
+    e.host_tier_tokens = continues ? shared : branch_point;
+  }
+  const auto p = std::find_if(parked_.begin(), parked_.end(), [&](const Parked& q) { return q.seq == held; });
+  if (continues) {
+    e.seq = held;
+    parked_.erase(p);
+    return Attach::Attached;
+  }
+  e.seq = kv_->fork_prefix(held, branch_point);
+  p->last_used = ++use_counter_;
+  return Attach::Attached;
+}
+
+size_t Scheduler::best_parked(const Entry& e, int32_t& shared) const {
+  size_t best = parked_.size();
+  shared = 0;
   for (size_t i = 0; i < parked_.size(); ++i) {
     const std::vector<int32_t>& held = kv_->tokens(parked_[i].seq);
     const size_t n = std::min(held.size(), e.tokens.size());
@@ -296,29 +328,25 @@ bool Scheduler::attach_parked(Entry& e) {
       shared = common;
     }
   }
-  if (best == parked_.size()) return false;
-  Parked& p = parked_[best];
-  const bool continues = p.key == e.request.conversation_key && shared == kv_->num_tokens(p.seq) &&
-                         shared < int32_t(e.tokens.size());
-  if (continues) {
-    e.seq = p.seq;
-    parked_.erase(parked_.begin() + ptrdiff_t(best));
-    return true;
-  }
-  const int32_t branch_point = std::min(shared, int32_t(e.tokens.size()) - 1);
-  if (branch_point == 0 || !kv_->can_fork_prefix(p.seq, branch_point)) return false;
-  e.seq = kv_->fork_prefix(p.seq, branch_point);
-  p.last_used = ++use_counter_;
-  return true;
+  return best;
+}
+
+// The turn becomes the tier's most recently used entry, so making room drops it last.
+Scheduler::Attach Scheduler::swap_in_parked(SeqId seq) {
+  tier_.touch(seq);
+  auto short_of_room = [&] { return kv_->blocks_to_swap_in(seq) > kv_->num_available_blocks(); };
+  while (tier_.contains(seq) && short_of_room() && evict_parked_lru()) {}
+  if (!tier_.contains(seq)) return Attach::None;   // dropped for room: freed
+  if (short_of_room()) return Attach::Wait;
+  bring_back(seq);
+  tier_.count_hit();
+  return Attach::Attached;
 }
 
 // Frees blocks for the plan: parked turns first, then the lowest-priority newest running
 // sequence (which may be the one that needed the room).
 void Scheduler::make_room(StepPlan& plan) {
-  if (!parked_.empty()) {
-    release_parked_lru();
-    return;
-  }
+  if (evict_parked_lru()) return;
   std::vector<Entry*> running = by_priority(Phase::Running);
   KVDESK_ASSERT(!running.empty());   // add() refused what the whole pool cannot hold
   Entry* victim = running.back();
@@ -326,16 +354,18 @@ void Scheduler::make_room(StepPlan& plan) {
   std::erase_if(plan.chunks, [&](const ScheduledChunk& c) { return c.id == victim->id; });
 }
 
+// Swap mode falls back to recompute when the host tier cannot take the victim.
 void Scheduler::preempt(Entry& victim) {
   ++preemptions_;
   if (limits_.preempt_mode == PreemptMode::Swap) {
-    const auto start = Clock::now();
-    swapped_bytes_ += kv_->swap_out(victim.seq);
-    swap_ms_ += ms_since(start);
-    victim.phase = Phase::Swapped;
-    return;
+    const size_t bytes = kv_->block_table(victim.seq).size() * kv_->bytes_per_block();
+    if (move_to_tier(victim.seq, false)) {
+      swapped_bytes_ += bytes;
+      victim.phase = Phase::Swapped;
+      return;
+    }
   }
-  kv_->free_sequence(victim.seq);
+  free_sequence(victim.seq);
   victim.seq = -1;
   victim.phase = Phase::Waiting;
 }
@@ -354,7 +384,7 @@ void Scheduler::restart(RequestId id, std::vector<int32_t> tokens) {
   Entry& e = *entries_.at(id);
   KVDESK_ASSERT(!tokens.empty());
   e.tokens = std::move(tokens);
-  if (e.seq >= 0) kv_->free_sequence(e.seq);
+  if (e.seq >= 0) free_sequence(e.seq);
   e.seq = -1;
   e.phase = Phase::Waiting;
 }
@@ -374,17 +404,56 @@ void Scheduler::park(Entry& e) {
   parked_.push_back(Parked{key, e.seq, ++use_counter_});
 }
 
-void Scheduler::release_parked_lru() { release_parked(oldest_parked(0)); }
+bool Scheduler::evict_parked_lru() {
+  size_t oldest = parked_.size();
+  for (size_t i = 0; i < parked_.size(); ++i) {
+    if (kv_->is_swapped(parked_[i].seq)) continue;
+    if (oldest == parked_.size() || parked_[i].last_used < parked_[oldest].last_used) oldest = i;
+  }
+  if (oldest == parked_.size()) return false;
+  const SeqId seq = parked_[oldest].seq;
+  if (move_to_tier(seq, true)) return true;
+  const auto p = std::find_if(parked_.begin(), parked_.end(), [&](const Parked& q) { return q.seq == seq; });
+  release_parked(size_t(p - parked_.begin()));
+  return true;
+}
 
 void Scheduler::release_parked(size_t index) {
-  kv_->free_sequence(parked_[index].seq);
+  free_sequence(parked_[index].seq);
   parked_.erase(parked_.begin() + ptrdiff_t(index));
+}
+
+bool Scheduler::move_to_tier(SeqId seq, bool droppable) {
+  if (!tier_.enabled()) return false;
+  const int32_t blocks = int32_t(kv_->block_table(seq).size());
+  const auto start = Clock::now();
+  const HostTier::StoreResult result = tier_.store(seq, kv_->swap_out(seq), blocks, droppable);
+  swap_ms_ += ms_since(start);
+  for (SeqId dropped : result.dropped) {
+    const auto p = std::find_if(parked_.begin(), parked_.end(), [&](const Parked& q) { return q.seq == dropped; });
+    KVDESK_ASSERT(p != parked_.end());
+    kv_->free_sequence(dropped);
+    parked_.erase(p);
+  }
+  return result.stored;
+}
+
+void Scheduler::bring_back(SeqId seq) {
+  const auto start = Clock::now();
+  const bool loaded = kv_->swap_in(seq, tier_.take(seq));
+  KVDESK_ASSERT(loaded);   // the caller made room
+  swap_ms_ += ms_since(start);
+}
+
+void Scheduler::free_sequence(SeqId seq) {
+  if (tier_.contains(seq)) tier_.erase(seq);
+  kv_->free_sequence(seq);
 }
 
 size_t Scheduler::oldest_parked(uint64_t key) const {
   size_t oldest = parked_.size();
   for (size_t i = 0; i < parked_.size(); ++i) {
-    const bool candidate = key == 0 || parked_[i].key == key;
+    const bool candidate = parked_[i].key == key;
     if (candidate && (oldest == parked_.size() || parked_[i].last_used < parked_[oldest].last_used)) oldest = i;
   }
   KVDESK_ASSERT(oldest < parked_.size());
@@ -393,7 +462,9 @@ size_t Scheduler::oldest_parked(uint64_t key) const {
 
 void Scheduler::check_invariants() const {
   kv_->check_invariants();
+  tier_.check_invariants();
   std::vector<SeqId> held;
+  int32_t swapped = 0;
   for (const auto& [id, e] : entries_) {
     KVDESK_ASSERT(e->id == id);
     if (e->phase == Phase::Waiting) {
@@ -402,18 +473,23 @@ void Scheduler::check_invariants() const {
     }
     KVDESK_ASSERT(e->seq >= 0);
     KVDESK_ASSERT(kv_->is_swapped(e->seq) == (e->phase == Phase::Swapped));
+    KVDESK_ASSERT(tier_.contains(e->seq) == (e->phase == Phase::Swapped));
+    swapped += e->phase == Phase::Swapped ? 1 : 0;
     const std::vector<int32_t>& stored = kv_->tokens(e->seq);
     KVDESK_ASSERT(stored.size() <= e->tokens.size() && std::equal(stored.begin(), stored.end(), e->tokens.begin()));
     held.push_back(e->seq);
   }
   for (const Parked& p : parked_) {
     KVDESK_ASSERT(kv_->num_computed(p.seq) == kv_->num_tokens(p.seq));
+    KVDESK_ASSERT(tier_.contains(p.seq) == kv_->is_swapped(p.seq));
+    swapped += kv_->is_swapped(p.seq) ? 1 : 0;
     KVDESK_ASSERT(std::count_if(parked_.begin(), parked_.end(), [&](const Parked& q) { return q.key == p.key; }) <=
                   kMaxParkedBranches);
     held.push_back(p.seq);
   }
   std::sort(held.begin(), held.end());
   KVDESK_ASSERT(std::adjacent_find(held.begin(), held.end()) == held.end());
+  KVDESK_ASSERT(tier_.stats().entries == swapped);
 }
 
 }  // namespace kvdesk

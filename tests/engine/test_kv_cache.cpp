@@ -114,7 +114,8 @@ TEST_CASE("swap_out and swap_in restore the exact bytes", "[engine][kv_cache]") 
   const SeqId a = kv.create_sequence();
   REQUIRE(append_and_compute(kv, a, token_range(3, 37)));   // 3 blocks
   const std::vector<int32_t> tokens = kv.tokens(a);
-  CHECK(kv.swap_out(a) == 3 * kv.bytes_per_block());
+  const std::vector<uint8_t> host = kv.swap_out(a);
+  CHECK(host.size() == 3 * kv.bytes_per_block());
   kv.check_invariants();
   CHECK(kv.is_swapped(a));
   CHECK(kv.blocks_to_swap_in(a) == 3);
@@ -124,12 +125,12 @@ TEST_CASE("swap_out and swap_in restore the exact bytes", "[engine][kv_cache]") 
   // Another sequence overwrites the blocks meanwhile; swap_in must wait for room.
   const SeqId b = kv.create_sequence();
   REQUIRE(append_and_compute(kv, b, token_range(500, 40)));
-  CHECK_FALSE(kv.swap_in(a));
+  CHECK_FALSE(kv.swap_in(a, host));
   CHECK(kv.is_swapped(a));
   kv.check_invariants();
   kv.free_sequence(b);
 
-  REQUIRE(kv.swap_in(a));
+  REQUIRE(kv.swap_in(a, host));
   kv.check_invariants();
   CHECK_FALSE(kv.is_swapped(a));
   CHECK(kv.blocks_to_swap_in(a) == 0);

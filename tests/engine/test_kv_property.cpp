@@ -22,6 +22,7 @@ struct Expected {
   std::vector<int32_t> tokens;
   int32_t computed = 0;
   bool swapped = false;
+  std::vector<uint8_t> host;   // [blocks][bytes per block] swap_out's bytes while swapped
 };
 
 class Harness {
@@ -136,17 +137,19 @@ class Harness {
   void swap_out() {
     const std::optional<SeqId> s = any_sequence(false);
     if (!s) return;
-    const size_t bytes = kv_.swap_out(*s);
-    REQUIRE(bytes == kv_.bytes_per_block() * size_t((model_.at(*s).tokens.size() + size_t(kv_.block_size()) - 1) / size_t(kv_.block_size())));
+    std::vector<uint8_t> bytes = kv_.swap_out(*s);
+    REQUIRE(bytes.size() == kv_.bytes_per_block() * size_t((model_.at(*s).tokens.size() + size_t(kv_.block_size()) - 1) / size_t(kv_.block_size())));
     model_.at(*s).swapped = true;
+    model_.at(*s).host = std::move(bytes);
   }
 
   void swap_in() {
     const std::optional<SeqId> s = any_sequence(true);
     if (!s) return;
     const bool fits = kv_.blocks_to_swap_in(*s) <= kv_.num_available_blocks();
-    REQUIRE(kv_.swap_in(*s) == fits);
+    REQUIRE(kv_.swap_in(*s, model_.at(*s).host) == fits);
     model_.at(*s).swapped = !fits;
+    if (fits) model_.at(*s).host.clear();
   }
 
   // The cache agrees with the model; every held block's ref count is its holders; every

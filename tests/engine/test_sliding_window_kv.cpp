@@ -155,9 +155,11 @@ TEST_CASE("a windowed sequence swaps out and in and saves and restores exactly, 
   const SeqId a = kv.create_sequence();
   for (int32_t n = 0; n < 30; ++n) REQUIRE(append_and_compute(kv, a, {n + 40}));
   const size_t held = size_t(kv.held_blocks(a));
-  CHECK(kv.swap_out(a) == held * kv.bytes_per_block());
+  const std::vector<uint8_t> swapped = kv.swap_out(a);
+  CHECK(swapped.size() == held * kv.bytes_per_block());
+  CHECK(kv.blocks_to_swap_in(a) == int32_t(held));
   kv.check_invariants();
-  REQUIRE(kv.swap_in(a));
+  REQUIRE(kv.swap_in(a, swapped));
   kv.check_invariants();
   CHECK(first_wrong_position(kv, a) == -1);
 

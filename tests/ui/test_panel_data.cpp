@@ -36,6 +36,15 @@ KvView sharing_view() {
 
 }  // namespace
 
+TEST_CASE("the host tier line tells blocks, bytes, budget, compression, hits, swap-ins and drops", "[ui][panel_data]") {
+  CHECK(host_tier_line(HostTierView{}) == "host tier: off");
+  HostTierView t{512ull << 20, 0, 2, 12, 3ull << 20, 3ull << 20, 4, 5, 1};
+  CHECK(host_tier_line(t) == "host tier: 12 blocks, 3.00 MiB of 512 MiB; 4 hits, 5 swap-ins, 1 drops");
+  t.compression_level = 3;
+  t.held_bytes = 1ull << 20;
+  CHECK(host_tier_line(t) == "host tier: 12 blocks, 3.00 MiB of 512 MiB (zstd 3: 1.00 MiB held); 4 hits, 5 swap-ins, 1 drops");
+}
+
 TEST_CASE("format_bytes picks a binary unit with three significant digits", "[ui][panel_data]") {
   CHECK(format_bytes(0) == "0 B");
   CHECK(format_bytes(1023) == "1023 B");
