@@ -335,10 +335,12 @@ void Engine::load_model(const EngineSettings& settings) {
   state_->post([s = state_.get(), settings] { s->load(settings); });
 }
 
-void Engine::reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching) {
-  state_->post([s = state_.get(), kv, kv_budget_bytes, prefix_caching] {
+void Engine::reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching, size_t host_tier_bytes) {
+  state_->post([s = state_.get(), kv, kv_budget_bytes, prefix_caching, host_tier_bytes] {
     if (!s->model) throw Error("no model is loaded");
     s->core->detach_all_sequences();
+    s->core->set_host_tier_budget(host_tier_bytes);
+    s->settings.scheduler.host_tier_bytes = host_tier_bytes;
     try {
       s->create_kv(kv, kv_budget_bytes, prefix_caching);
     } catch (const Error&) {

@@ -47,9 +47,9 @@ class Engine final : public EngineClient {
   // Loads (or replaces) the model; ModelLoaded or Error (request 0) follows. Requests in
   // flight on a replaced model end with an Error event.
   void load_model(const EngineSettings& settings);
-  // Re-creates the KV pool with new KV settings on the loaded model; live requests carry on
-  // (their sequences are re-prefilled). ModelLoaded follows.
-  void reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching);
+  // Re-creates the KV pool and the host tier with new KV settings on the loaded model; live
+  // requests carry on (their sequences are re-prefilled). ModelLoaded follows.
+  void reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching, size_t host_tier_bytes);
   // Renders requests submitted from now on with this chat template (a chat_format_name(), ""
   // for the model's own), for this model and the ones loaded later. An unknown name ends in
   // an Error event (request 0).

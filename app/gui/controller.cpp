@@ -310,7 +310,7 @@ void Controller::open_model(const std::string& path) {
 void Controller::reconfigure_kv() {
   EngineSettings s = engine_settings(vm_.model.path);
   if (s.kv_budget_bytes > 0) s.kv.num_blocks = 0;   // a budget set here wins over --kv-blocks
-  engine_.reconfigure_kv(s.kv, s.kv_budget_bytes, s.prefix_caching);
+  engine_.reconfigure_kv(s.kv, s.kv_budget_bytes, s.prefix_caching, s.scheduler.host_tier_bytes);
   reconfiguring_ = true;
   const ui::KvSettingsEdit& kv = vm_.ui.kv_edit;
   store().set_setting(kKTypeKey, kv.k_type);

@@ -93,6 +93,22 @@ void read_counters(const json& j, KvSnapshot& kv) {
   read(j, "retention_blocks_freed", kv.retention_blocks_freed);
 }
 
+void read_host_tier(const json& j, HostTierStats& t) {
+  if (!j.contains("host_tier") || !j.at("host_tier").is_object()) return;
+  const json& h = j.at("host_tier");
+  read(h, "budget_bytes", t.budget_bytes);
+  read(h, "compression_level", t.compression_level);
+  read(h, "entries", t.entries);
+  read(h, "blocks", t.blocks);
+  read(h, "stored_bytes", t.stored_bytes);
+  read(h, "held_bytes", t.held_bytes);
+  read(h, "swap_outs", t.swap_outs);
+  read(h, "swap_ins", t.swap_ins);
+  read(h, "hits", t.hits);
+  read(h, "drops", t.drops);
+  read(h, "refusals", t.refusals);
+}
+
 }  // namespace
 
 void read_kv_stats_json(const json& j, EngineStats& stats) {
@@ -110,6 +126,7 @@ void read_kv_stats_json(const json& j, EngineStats& stats) {
   read_what_if(j, kv);
   read_blocks(j, kv);
   read_sequences(j, stats);
+  read_host_tier(j, kv.host_tier);
 }
 
 }  // namespace kvdesk::remote

@@ -52,6 +52,7 @@ class EngineCore {
   // again into the new pool, set with set_kv_cache().
   void detach_all_sequences() { scheduler_.detach_all_sequences(); }
   void set_kv_cache(KvCache& kv);
+  void set_host_tier_budget(size_t bytes) { scheduler_.set_host_tier_budget(bytes); }
   // Ends every request with an Error event.
   void fail_all(const std::string& message, std::vector<Event>& events);
 

@@ -133,6 +133,12 @@ void Scheduler::detach_all_sequences() {
   parked_.clear();
 }
 
+void Scheduler::set_host_tier_budget(size_t bytes) {
+  KVDESK_ASSERT(tier_.held_bytes() == 0);
+  limits_.host_tier_bytes = bytes;
+  tier_ = HostTier(bytes, limits_.host_tier_zstd_level);
+}
+
 void Scheduler::clear() {
   detach_all_sequences();
   entries_.clear();

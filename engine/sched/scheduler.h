@@ -112,6 +112,8 @@ class Scheduler {
   void clear();
   // Lets a new KvCache replace the old one (after detach_all_sequences).
   void set_kv_cache(KvCache& kv) { kv_ = &kv; }
+  // A new host tier of this budget (after detach_all_sequences: the old one holds nothing).
+  void set_host_tier_budget(size_t bytes);
 
   StepPlan plan();
   // The forward pass wrote the plan's KV.

@@ -194,6 +194,16 @@ TEST_CASE("kvdesk serve's /v1/kv reads back into the same KV picture", "[remote]
   stats.kv.what_if = {{16, 9, 900}};
   stats.kv.prefix_hit_rate = 0.5;
   stats.kv.cow_copies = 3;
+  stats.kv.layer_groups = 13;
+  stats.kv.local_layer_groups = 11;
+  stats.kv.layers_per_block = 2;
+  stats.kv.sliding_window = 512;
+  stats.kv.sequences[0].held_blocks = 20;
+  stats.kv.sequences[0].full_attention_blocks = 26;
+  stats.kv.sequences[0].group_blocks = {2};
+  stats.kv.host_tier.budget_bytes = 1 << 20;
+  stats.kv.host_tier.blocks = 6;
+  stats.kv.host_tier.hits = 2;
   stats.owners = {{4, 0, 77}};
   EngineStats back;
   remote::read_kv_stats_json(server::kv_stats_json(stats), back);
@@ -214,6 +224,16 @@ TEST_CASE("kvdesk serve's /v1/kv reads back into the same KV picture", "[remote]
   CHECK(back.kv.what_if.size() == 1);
   CHECK(back.kv.prefix_hit_rate == 0.5);
   CHECK(back.kv.cow_copies == 3);
+  CHECK(back.kv.layer_groups == 13);
+  CHECK(back.kv.local_layer_groups == 11);
+  CHECK(back.kv.layers_per_block == 2);
+  CHECK(back.kv.sliding_window == 512);
+  CHECK(back.kv.sequences[0].held_blocks == 20);
+  CHECK(back.kv.sequences[0].full_attention_blocks == 26);
+  CHECK(back.kv.sequences[0].group_blocks == std::vector<int32_t>{2});
+  CHECK(back.kv.host_tier.budget_bytes == 1u << 20);
+  CHECK(back.kv.host_tier.blocks == 6);
+  CHECK(back.kv.host_tier.hits == 2);
 }
 
 TEST_CASE("a remote kvdesk serve answers as the server does, with its KV cache in the statistics", "[remote][serve]") {

@@ -189,7 +189,7 @@ TEST_CASE("the engine exports a parked conversation with its identity and refuse
 
   KvLayout bigger = settings.kv;
   bigger.block_size = 32;
-  engine.reconfigure_kv(bigger, 0, true);
+  engine.reconfigure_kv(bigger, 0, true, settings.scheduler.host_tier_bytes);
   const std::string why = engine.import_conversation(6, *saved).get();
   INFO(why);
   CHECK(why.find("another block size") != std::string::npos);

@@ -177,10 +177,11 @@ TEST_CASE("changing the KV settings mid-stream keeps every answer going", "[engi
   layout.v_type = KvType::F16;
   layout.block_size = 32;
   layout.num_blocks = 40;
-  engine.reconfigure_kv(layout, 0, true);
+  engine.reconfigure_kv(layout, 0, true, size_t(1) << 20);
   REQUIRE(engine.wait_idle(60s));
   Collected c;
   c.take(engine.poll_events());
   CHECK(c.tokens[id] == reference()["generated_ids"].get<std::vector<int32_t>>());
   CHECK(engine.stats().kv.layout.block_size == 32);
+  CHECK(engine.stats().kv.host_tier.budget_bytes == size_t(1) << 20);
 }
