@@ -213,7 +213,7 @@ struct ModelSummary {
   std::string backend_note;            // why (BackendChoice::note); empty when cpu was asked for
   int32_t threads = 1;
   std::string chat_template;           // the family prompts are rendered with (chat_format_name)
-  std::string chat_template_warning;   // non-empty when the model's template was not recognized
+  std::string chat_template_warning;   // non-empty: the model's template was not recognized or not fully read
   DeviceMemoryUse device_memory;       // the CUDA backend's device memory; empty on the CPU
   bool kv_on_device = false;           // the KV pool (EngineStats::kv.pool_bytes) is in device memory
   std::vector<KvTypeCost> kv_types;    // one per KV type, in all_kv_types() order

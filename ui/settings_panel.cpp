@@ -44,7 +44,8 @@ void draw_presets(ViewModel& vm, UiActions& actions) {
 }
 
 // The chat template prompts are rendered with: the model's own (as recognized) or a family
-// chosen by name; a warning when the model's template was not recognized.
+// chosen by name; a warning when the model's template was not recognized or its default
+// system message could not be read.
 void draw_chat_template(ViewModel& vm, UiActions& actions) {
   ImGui::TextUnformatted("Chat template");
   const std::string own = "model's own" + (vm.model.chat_template.empty() || !vm.ui.chat_template.empty()

@@ -87,7 +87,7 @@ struct ModelView {
   int64_t parameters = 0;
   uint64_t weight_bytes = 0;
   std::string chat_template;           // the family prompts are rendered with
-  std::string chat_template_warning;   // the model's template was not recognized
+  std::string chat_template_warning;   // the model's template was not recognized or not fully read
   double loading_seconds = 0;    // while Loading
   std::string error;             // when Failed
   std::vector<std::string> recent;   // most recent first

@@ -274,27 +274,35 @@ std::vector<TextSegment> render_phi4(const std::vector<ChatMessage>& messages) {
   return p.tmpl("<|im_start|>assistant<|im_sep|>").take();
 }
 
-// granite-3.x-instruct (no tools, documents or default system prompt):
+// granite-3.x-instruct (no tools or documents): the system message, the template's default
+// one when the conversation has none, then every other message,
+//   {{- '<|start_of_role|>system<|end_of_role|>' + system_message + '<|end_of_text|>\n' }}
 //   {{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}
 //   ... {{- '<|start_of_role|>assistant<|end_of_role|>' }}
-std::vector<TextSegment> render_granite(const std::vector<ChatMessage>& messages) {
+std::vector<TextSegment> render_granite(const std::vector<ChatMessage>& messages, const std::string& default_system) {
   Prompt p;
+  if (!default_system.empty() && messages.front().role != "system") {
+    p.tmpl("<|start_of_role|>system<|end_of_role|>" + default_system + "<|end_of_text|>\n");
+  }
   for (const ChatMessage& m : messages) {
     p.tmpl("<|start_of_role|>" + m.role + "<|end_of_role|>").content(m.content).tmpl("<|end_of_text|>\n");
   }
   return p.tmpl("<|start_of_role|>assistant<|end_of_role|>").take();
 }
 
-// Mistral v7 / tekken (Mistral-Small-24B-Instruct-2501):
+// Mistral v7 / tekken (Mistral-Small-24B-Instruct-2501), where system_message is the
+// template's default_system_message when the conversation does not start with a system message:
 //   {{- bos_token }} {{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}
 //   user: {{- '[INST]' + message['content'] + '[/INST]' }}
 //   system: {{- '[SYSTEM_PROMPT]' + message['content'] + '[/SYSTEM_PROMPT]' }}
 //   assistant: {{- message['content'] + eos_token }}
-// (a conversation without a system message gets none here; the template's dated default is
-// not reproduced).
-std::vector<TextSegment> render_mistral_v7(const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
+std::vector<TextSegment> render_mistral_v7(const std::vector<ChatMessage>& messages, const std::string& default_system,
+                                           const ChatSpecialTexts& specials) {
   Prompt p;
   p.tmpl(specials.bos);
+  if (!default_system.empty() && messages.front().role != "system") {
+    p.tmpl("[SYSTEM_PROMPT]" + default_system + "[/SYSTEM_PROMPT]");
+  }
   for (const ChatMessage& m : messages) {
     if (m.role == "system") {
       p.tmpl("[SYSTEM_PROMPT]").content(m.content).tmpl("[/SYSTEM_PROMPT]");
@@ -338,6 +346,20 @@ std::string llama3_system_preamble(std::string_view text) {
   return std::string(kKnowledge) + "\nToday Date: " + date + "\n\n";
 }
 
+// Granite and Mistral v7: the family with the default system message its template computes;
+// a warning instead when the template computes it in a way kvdesk cannot follow.
+ChatTemplate with_jinja_default_system(ChatFormat format, std::string_view text) {
+  JinjaDefaultSystem found = jinja_default_system(text);
+  ChatTemplate out{format, std::move(found.text), "", ""};
+  if (!found.unreadable.empty()) {
+    out.warning = "the model's chat template computes its default system message in a way kvdesk cannot follow (" +
+                  found.unreadable +
+                  "); conversations without a system message go without it (add one to match the model's own "
+                  "prompt)";
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* chat_format_name(ChatFormat format) {
@@ -373,16 +395,16 @@ std::vector<std::string> chat_format_names() {
 
 ChatTemplate detect_chat_template(std::string_view t) {
   const auto has = [&](std::string_view s) { return t.find(s) != std::string_view::npos; };
-  if (has("<|im_sep|>")) return {ChatFormat::Phi4, "", "", ""};
-  if (has("<|im_start|>") && has("<think>")) return {ChatFormat::Qwen3, "", "", ""};
-  if (has("<|im_start|>")) return {ChatFormat::ChatML, chatml_default_system(t), "", ""};
-  if (has("<|start_of_role|>")) return {ChatFormat::Granite, "", "", ""};
-  if (has("[SYSTEM_PROMPT]")) return {ChatFormat::MistralV7, "", "", ""};
-  if (has("<|start_header_id|>")) return {ChatFormat::Llama3, "", llama3_system_preamble(t), ""};
-  if (has("<start_of_turn>")) return {ChatFormat::Gemma, "", "", ""};
-  if (has("<|user|>")) return {has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr, "", "", ""};
-  if (has("[INST]")) return {has("<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral, "", "", ""};
-  return {ChatFormat::ChatML, "", "",
+  if (has("<|im_sep|>")) return {ChatFormat::Phi4, {}, "", ""};
+  if (has("<|im_start|>") && has("<think>")) return {ChatFormat::Qwen3, {}, "", ""};
+  if (has("<|im_start|>")) return {ChatFormat::ChatML, DatedText::literal(chatml_default_system(t)), "", ""};
+  if (has("<|start_of_role|>")) return with_jinja_default_system(ChatFormat::Granite, t);
+  if (has("[SYSTEM_PROMPT]")) return with_jinja_default_system(ChatFormat::MistralV7, t);
+  if (has("<|start_header_id|>")) return {ChatFormat::Llama3, {}, llama3_system_preamble(t), ""};
+  if (has("<start_of_turn>")) return {ChatFormat::Gemma, {}, "", ""};
+  if (has("<|user|>")) return {has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr, {}, "", ""};
+  if (has("[INST]")) return {has("<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral, {}, "", ""};
+  return {ChatFormat::ChatML, {}, "",
           "the model's chat template (tokenizer.chat_template) is not one kvdesk knows; using ChatML, which may "
           "not be what this model was trained on (choose another with the chat template setting)"};
 }
@@ -399,15 +421,16 @@ ChatTemplate chat_template_for(const GgufFile& file, std::string_view override_n
   }
   // The model's default system prompt and preamble belong to its own family only.
   if (*format == detected.format) return {*format, detected.default_system, detected.system_preamble, ""};
-  return {*format, "", "", ""};
+  return {*format, {}, "", ""};
 }
 
 std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
-                                     const ChatSpecialTexts& specials) {
+                                     const ChatSpecialTexts& specials, const std::tm& now) {
   check_roles(messages);
+  const std::string default_system = chat_template.default_system.format(now);
   switch (chat_template.format) {
     case ChatFormat::Plain: return render_plain(messages);
-    case ChatFormat::ChatML: return render_chatml(messages, chat_template.default_system);
+    case ChatFormat::ChatML: return render_chatml(messages, default_system);
     case ChatFormat::Llama2: return render_llama2(messages, specials);
     case ChatFormat::Llama3: return render_llama3(messages, chat_template.system_preamble, specials);
     case ChatFormat::Zephyr: return render_zephyr(messages, specials);
@@ -416,8 +439,8 @@ std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const st
     case ChatFormat::Phi3: return render_phi3(messages);
     case ChatFormat::Qwen3: return render_qwen3(messages);
     case ChatFormat::Phi4: return render_phi4(messages);
-    case ChatFormat::Granite: return render_granite(messages);
-    case ChatFormat::MistralV7: return render_mistral_v7(messages, specials);
+    case ChatFormat::Granite: return render_granite(messages, default_system);
+    case ChatFormat::MistralV7: return render_mistral_v7(messages, default_system, specials);
   }
   return render_plain(messages);
 }
@@ -429,9 +452,9 @@ std::string joined_text(const std::vector<TextSegment>& segments) {
 }
 
 std::vector<int32_t> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
-                                 const std::vector<ChatMessage>& messages) {
+                                 const std::vector<ChatMessage>& messages, const std::tm& now) {
   const ChatSpecialTexts specials{tokenizer.piece(tokenizer.bos_id()), tokenizer.piece(tokenizer.eos_id())};
-  const std::vector<TextSegment> prompt = render_chat(chat_template, messages, specials);
+  const std::vector<TextSegment> prompt = render_chat(chat_template, messages, specials, now);
   const bool template_wrote_bos = !specials.bos.empty() && !prompt.empty() && prompt.front().parse_special &&
                                   prompt.front().text.starts_with(specials.bos);
   return tokenizer.encode_segments(prompt, tokenizer.add_bos_default() && !template_wrote_bos);

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/chat/jinja_default_system.h"
 #include "engine/engine_types.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -29,15 +30,17 @@ std::vector<std::string> chat_format_names();
 
 struct ChatTemplate {
   ChatFormat format = ChatFormat::Plain;
-  // ChatML only: the system prompt the template adds when the conversation has none (Qwen:
-  // "You are Qwen, created by Alibaba Cloud. ..."); empty when it adds none.
-  std::string default_system;
+  // ChatML, Granite and Mistral v7: the system message the template writes when the conversation
+  // has none (Qwen: "You are Qwen, created by Alibaba Cloud. ..."; Granite 3.x and Mistral
+  // Small 3: a text with today's date); empty when it writes none.
+  DatedText default_system;
   // Llama 3 only: what Llama 3.1+ templates write at the start of a system turn they always
   // write ("Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n", the date
   // being the template's default date_string); empty for Llama 3.0.
   std::string system_preamble;
-  // Non-empty when the model's template was not recognized and ChatML stands in for it:
-  // front ends show it to the user.
+  // Non-empty when the model's template was not recognized and ChatML stands in for it, or
+  // when its default system message could not be read and conversations without a system
+  // message go without it: front ends show it to the user.
   std::string warning;
 };
 
@@ -45,7 +48,8 @@ struct ChatTemplate {
 // <think>), Phi-4 (<|im_sep|>), Llama 2 (with <<SYS>>), Llama 3 (and 3.1+'s system preamble),
 // Mistral ([INST] without <<SYS>>), Mistral v7 / tekken ([SYSTEM_PROMPT]), Gemma 2/3, Phi-3
 // (<|user|> ... <|end|>), Zephyr (<|user|> ... </s>), Granite (<|start_of_role|>); anything
-// else gives ChatML with a warning.
+// else gives ChatML with a warning. Granite and Mistral v7 get the default system message
+// their template computes (jinja_default_system), or a warning when it cannot be read.
 ChatTemplate detect_chat_template(std::string_view template_text);
 // The file's tokenizer.chat_template, or Plain when it has none. override_name non-empty:
 // that family instead (throws kvdesk::Error naming an unknown name).
@@ -57,10 +61,11 @@ struct ChatSpecialTexts {
   std::string eos;
 };
 
-// The prompt for messages, ending where the assistant's next answer begins. Throws
-// kvdesk::Error for an unknown role or no messages.
+// The prompt for messages, ending where the assistant's next answer begins; now is the time
+// the template's strftime_now() dates show. Throws kvdesk::Error for an unknown role or no
+// messages.
 std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
-                                     const ChatSpecialTexts& specials);
+                                     const ChatSpecialTexts& specials, const std::tm& now = local_now());
 // The segments' texts joined.
 std::string joined_text(const std::vector<TextSegment>& segments);
 
@@ -68,6 +73,6 @@ std::string joined_text(const std::vector<TextSegment>& segments);
 // template's segments only. BOS is added when the vocabulary asks for it
 // (add_bos_default) and the template did not already write it, so never twice.
 std::vector<int32_t> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
-                                 const std::vector<ChatMessage>& messages);
+                                 const std::vector<ChatMessage>& messages, const std::tm& now = local_now());
 
 }  // namespace kvdesk

@@ -11,7 +11,9 @@
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
 #include "engine/lab/gguf_writer.h"
+#include "engine/tokenizer/byte_unicode.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "tests/engine/chat_template_texts.h"
 #include "tests/test_support.h"
 
 using kvdesk::ChatFormat;
@@ -27,10 +29,67 @@ const std::vector<ChatMessage> kWithSystem = {
     {"system", "You are kind."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Again"}};
 
 std::string render(ChatFormat format, const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
-  return kvdesk::joined_text(kvdesk::render_chat(ChatTemplate{format, "", ""}, messages, specials));
+  return kvdesk::joined_text(kvdesk::render_chat(ChatTemplate{format, {}, "", ""}, messages, specials));
 }
 
 const ChatSpecialTexts kSpm{"<s>", "</s>"};
+const ChatSpecialTexts kGraniteSpecials{"<|end_of_text|>", "<|end_of_text|>"};
+
+// 5 April 2025, the day the tests' strftime_now() dates show.
+std::tm april_5_2025() {
+  std::tm date{};
+  date.tm_year = 2025 - 1900;
+  date.tm_mon = 3;
+  date.tm_mday = 5;
+  return date;
+}
+
+std::string render_on_april_5(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                              const ChatSpecialTexts& specials) {
+  return kvdesk::joined_text(kvdesk::render_chat(t, messages, specials, april_5_2025()));
+}
+
+const std::vector<ChatMessage> kSystemAndUser = {{"system", "Be brief."}, {"user", "Hi"}};
+
+// A byte-level BPE vocabulary of the 256 single bytes and the given control tokens (no merges),
+// EOS and BOS among them.
+std::unique_ptr<kvdesk::Tokenizer> byte_vocab_with(const std::string& pre, const std::vector<std::string>& controls,
+                                                   const std::string& bos, const std::string& eos) {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(kvdesk::bytes_to_byte_level(std::string(1, static_cast<char>(b))));
+    types.push_back(1);
+  }
+  const auto id_of = [&](const std::string& piece) {
+    return static_cast<uint32_t>(256 + (std::find(controls.begin(), controls.end(), piece) - controls.begin()));
+  };
+  for (const std::string& piece : controls) {
+    tokens.push_back(piece);
+    types.push_back(3);
+  }
+  const kvdesk::test::TempDir dir;
+  kvdesk::GgufWriter w;
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string("tokenizer.ggml.pre", pre);
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  w.add_int32_array("tokenizer.ggml.token_type", types);
+  w.add_string_array("tokenizer.ggml.merges", {});
+  w.add_uint32("tokenizer.ggml.bos_token_id", id_of(bos));
+  w.add_uint32("tokenizer.ggml.eos_token_id", id_of(eos));
+  w.write(dir.file("vocab.gguf"));
+  return kvdesk::Tokenizer::from_gguf(*kvdesk::GgufFile::open(dir.file("vocab.gguf")));
+}
+
+// The id the template writes right after the assistant's answer `answer` in ids.
+int32_t id_after(const kvdesk::Tokenizer& tok, const std::vector<int32_t>& ids, const std::string& answer) {
+  std::string text;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    text += tok.token_bytes(ids[i]);
+    if (text.ends_with(answer)) return i + 1 < ids.size() ? ids[i + 1] : -1;
+  }
+  return -1;
+}
 
 }  // namespace
 
@@ -51,7 +110,7 @@ TEST_CASE("Qwen's default system prompt comes from the template text when there 
       R"({%- endif %})";
   const ChatTemplate t = kvdesk::detect_chat_template(qwen);
   CHECK(t.format == ChatFormat::ChatML);
-  CHECK(t.default_system == "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+  CHECK(t.default_system.format({}) == "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
   CHECK(t.warning.empty());
   CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kOneTurn, {})) ==
         "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
@@ -187,6 +246,121 @@ TEST_CASE("Mistral v7 / tekken (Mistral-Small-24B-Instruct-2501's template): [SY
         "<s>[SYSTEM_PROMPT]You are kind.[/SYSTEM_PROMPT][INST]Hi[/INST]Hello!</s>[INST]Again[/INST]");
 }
 
+TEST_CASE("Granite 3.1 (granite-3.1 instruct's template as its GGUF carries it): a dated default system message", "[engine][chat]") {
+  const ChatTemplate t = kvdesk::detect_chat_template(kvdesk::test::kGranite31Template);
+  REQUIRE(t.format == ChatFormat::Granite);
+  CHECK(t.warning.empty());
+  // The else branch with no tools, documents or controls: the literal with its real line
+  // breaks, strftime_now('%B %d, %Y'), then " You are a helpful AI assistant.".
+  CHECK(render_on_april_5(t, kOneTurn, kGraniteSpecials) ==
+        "<|start_of_role|>system<|end_of_role|>Knowledge Cutoff Date: April 2024.\nToday's Date: April 05, 2025.\n"
+        "You are Granite, developed by IBM. You are a helpful AI assistant.<|end_of_text|>\n"
+        "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>");
+  // The conversation's own system message replaces it.
+  CHECK(render_on_april_5(t, kSystemAndUser, kGraniteSpecials) ==
+        "<|start_of_role|>system<|end_of_role|>Be brief.<|end_of_text|>\n"
+        "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>");
+}
+
+TEST_CASE("Granite 3.3 (llama.cpp's granite-3.3-2B-Instruct template): the no-tools, no-documents, no-thinking default", "[engine][chat]") {
+  const ChatTemplate t = kvdesk::detect_chat_template(kvdesk::test::kGranite33Template);
+  REQUIRE(t.format == ChatFormat::Granite);
+  CHECK(t.warning.empty());
+  CHECK(render_on_april_5(t, kOneTurn, kGraniteSpecials) ==
+        "<|start_of_role|>system<|end_of_role|>Knowledge Cutoff Date: April 2024. Today's Date: April 05, 2025. "
+        "You are Granite, developed by IBM. You are a helpful AI assistant.<|end_of_text|>\n"
+        "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>");
+  CHECK(render_on_april_5(t, kSystemAndUser, kGraniteSpecials) ==
+        "<|start_of_role|>system<|end_of_role|>Be brief.<|end_of_text|>\n"
+        "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>");
+}
+
+TEST_CASE("Mistral Small 3 (Mistral-Small-24B-Instruct-2501's template): default_system_message with today's date", "[engine][chat]") {
+  const ChatTemplate t = kvdesk::detect_chat_template(kvdesk::test::kMistralSmall3Template);
+  REQUIRE(t.format == ChatFormat::MistralV7);
+  CHECK(t.warning.empty());
+  // today = strftime_now("%Y-%m-%d"); the literal's \n and \" escapes decoded.
+  CHECK(render_on_april_5(t, kOneTurn, kSpm) ==
+        "<s>[SYSTEM_PROMPT]You are Mistral Small 3, a Large Language Model (LLM) created by Mistral AI, a French "
+        "startup headquartered in Paris.\nYour knowledge base was last updated on 2023-10-01. The current date is "
+        "2025-04-05.\n\nWhen you're not sure about some information, you say that you don't have the information "
+        "and don't make up anything.\nIf the user's question is not clear, ambiguous, or does not provide enough "
+        "context for you to accurately answer the question, you do not try to answer it right away and you rather "
+        "ask the user to clarify their request (e.g. \"What are some good restaurants around me?\" => \"Where are "
+        "you?\" or \"When is the next flight to Tokyo\" => \"Where do you travel from?\")[/SYSTEM_PROMPT]"
+        "[INST]Hi[/INST]");
+  CHECK(render_on_april_5(t, kSystemAndUser, kSpm) == "<s>[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]Hi[/INST]");
+  // An override to the same family keeps the model's default; another family drops it.
+  const kvdesk::test::TempDir dir;
+  kvdesk::GgufWriter w;
+  w.add_string("tokenizer.chat_template", std::string(kvdesk::test::kMistralSmall3Template));
+  w.write(dir.file("t.gguf"));
+  const auto file = kvdesk::GgufFile::open(dir.file("t.gguf"));
+  CHECK(kvdesk::chat_template_for(*file, "mistral-v7").default_system.format(april_5_2025()) ==
+        t.default_system.format(april_5_2025()));
+  CHECK(kvdesk::chat_template_for(*file, "chatml").default_system.empty());
+}
+
+TEST_CASE("Default system messages: Python's string escapes, and a line break after a backslash joins the lines", "[engine][chat]") {
+  const std::string v7 =
+      "{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}{%- else %}"
+      "{%- set system_message = 'It\\'s \\\"a\\\\b\\\"\\\n joined\\tby ' + strftime_now('%d/%m') %}{%- endif %}"
+      "{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}";
+  const ChatTemplate t = kvdesk::detect_chat_template(v7);
+  CHECK(t.warning.empty());
+  CHECK(t.default_system.format(april_5_2025()) == "It's \"a\\b\" joined\tby 05/04");
+}
+
+TEST_CASE("A default system message kvdesk cannot compute is left out, with a warning naming the statement", "[engine][chat]") {
+  const std::string head =
+      "{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}{%- else %}";
+  const std::string tail =
+      "{%- endif %}{{- '<|start_of_role|>system<|end_of_role|>' + system_message + '<|end_of_text|>\\n' }}";
+  for (const std::string& branch : {
+           std::string("{%- set system_message = 'Tools: ' + tools | length %}"),          // a filter
+           std::string("{%- set system_message = 'Today: ' + strftime_now(fmt) %}"),       // a format not literal
+           std::string("{%- set system_message = 'A' %}{%- if messages | length > 2 %}"    // a condition on messages
+                       "{%- set system_message = system_message + 'B' %}{%- endif %}"),
+           std::string("{%- set system_message = 'Unknown escape \\x41' %}"),
+       }) {
+    INFO(branch);
+    const ChatTemplate t = kvdesk::detect_chat_template(head + branch + tail);
+    REQUIRE(t.format == ChatFormat::Granite);
+    CHECK(t.default_system.empty());
+    CHECK_THAT(t.warning, Contains("default system message") && Contains("{% "));
+    CHECK(render_on_april_5(t, kOneTurn, kGraniteSpecials) ==
+          "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>");
+  }
+  CHECK_THAT(kvdesk::detect_chat_template(head + "{%- set system_message = 'x' | upper %}" + tail).warning,
+             Contains("{% set system_message = 'x' | upper %}"));
+  // A template whose branch sets no system message has no default and nothing to warn about.
+  const ChatTemplate silent = kvdesk::detect_chat_template(head + "{%- set loop_messages = messages %}" + tail);
+  CHECK(silent.default_system.empty());
+  CHECK(silent.warning.empty());
+}
+
+TEST_CASE("Granite's <|end_of_text|> and Mistral v7's </s>, written after each answer, end generation", "[engine][chat][tokenizer]") {
+  const std::vector<ChatMessage> turns = {{"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Again"}};
+
+  const auto granite = byte_vocab_with("refact", {"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"},
+                                       "<|end_of_text|>", "<|end_of_text|>");
+  const ChatTemplate granite_template = kvdesk::detect_chat_template(kvdesk::test::kGranite31Template);
+  const std::vector<int32_t> granite_ids = kvdesk::encode_chat(*granite, granite_template, turns, april_5_2025());
+  const int32_t end_of_text = id_after(*granite, granite_ids, "Hello!");
+  CHECK(granite->piece(end_of_text) == "<|end_of_text|>");
+  CHECK(granite->is_end_of_generation(end_of_text));
+  CHECK_FALSE(granite->is_end_of_generation(granite_ids.back()));   // <|end_of_role|>
+
+  const auto v7 = byte_vocab_with("tekken", {"<s>", "</s>", "[INST]", "[/INST]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]"},
+                                  "<s>", "</s>");
+  const ChatTemplate v7_template = kvdesk::detect_chat_template(kvdesk::test::kMistralSmall3Template);
+  const std::vector<int32_t> v7_ids = kvdesk::encode_chat(*v7, v7_template, turns, april_5_2025());
+  const int32_t eos = id_after(*v7, v7_ids, "Hello!");
+  CHECK(v7->piece(eos) == "</s>");
+  CHECK(v7->is_end_of_generation(eos));
+  CHECK_FALSE(v7->is_end_of_generation(v7_ids.back()));   // [/INST]
+}
+
 TEST_CASE("Plain joins messages, an assistant message continues the text", "[engine][chat]") {
   CHECK(render(ChatFormat::Plain, {{"user", "Once upon"}, {"assistant", " a time"}, {"user", "The end"}}, kSpm) ==
         "Once upon a time\nThe end");
@@ -195,7 +369,7 @@ TEST_CASE("Plain joins messages, an assistant message continues the text", "[eng
 TEST_CASE("Message contents are never template segments", "[engine][chat]") {
   for (const ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3, ChatFormat::Zephyr,
                              ChatFormat::Mistral, ChatFormat::Gemma, ChatFormat::Phi3}) {
-    const auto segments = kvdesk::render_chat(ChatTemplate{f, "", ""}, {{"user", "<|im_end|></s>"}}, kSpm);
+    const auto segments = kvdesk::render_chat(ChatTemplate{f, {}, "", ""}, {{"user", "<|im_end|></s>"}}, kSpm);
     bool seen = false;
     for (const kvdesk::TextSegment& s : segments) {
       if (s.text.find("<|im_end|></s>") != std::string::npos) {
@@ -247,12 +421,12 @@ TEST_CASE("On stories260K (SentencePiece) Plain encodes exactly like encode(), L
   const auto file = kvdesk::GgufFile::open(kvdesk::test::model_path("stories260K.gguf"));
   const auto tok = kvdesk::Tokenizer::from_gguf(*file);
   const std::vector<ChatMessage> story = {{"user", "Once upon a time"}, {"assistant", " there was"}, {"user", "a cat"}};
-  CHECK(kvdesk::encode_chat(*tok, {ChatFormat::Plain, "", ""}, story) ==
+  CHECK(kvdesk::encode_chat(*tok, {ChatFormat::Plain, {}, "", ""}, story) ==
         tok->encode("Once upon a time there was\na cat", tok->add_bos_default()));
   // Llama 2: the template's <s> and </s> are BOS (1) and EOS (2), written once each here;
   // the typed "</s>" is text.
   const std::vector<int32_t> ids =
-      kvdesk::encode_chat(*tok, {ChatFormat::Llama2, "", ""}, {{"user", "hi </s>"}, {"assistant", "ok"}, {"user", "go"}});
+      kvdesk::encode_chat(*tok, {ChatFormat::Llama2, {}, "", ""}, {{"user", "hi </s>"}, {"assistant", "ok"}, {"user", "go"}});
   CHECK(ids.front() == tok->bos_id());
   CHECK(std::count(ids.begin(), ids.end(), tok->bos_id()) == 2);
   CHECK(std::count(ids.begin(), ids.end(), tok->eos_id()) == 1);
