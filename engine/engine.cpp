@@ -8,6 +8,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "engine/backend/forward_backend.h"
 #include "engine/chat/chat_template.h"
@@ -84,6 +85,12 @@ std::string kv_identity(const std::string& model_hash, const KvLayout& layout, c
          "; block " + std::to_string(layout.block_size) + "; template " + chat_format_name(chat_template.format);
 }
 
+// What stored token ids are valid for: the model (its tokenizer and what it generates) and the
+// chat template that rendered the spans; the KV identity's parts without the pool's layout.
+std::string token_identity(const std::string& model_hash, const ChatTemplate& chat_template) {
+  return "model " + model_hash + "; template " + chat_format_name(chat_template.format);
+}
+
 // "" when the identities match, else the first part ("model ...", "kv ...") that differs.
 std::string identity_mismatch(const std::string& saved, const std::string& current) {
   if (saved == current) return "";
@@ -126,6 +133,9 @@ struct Engine::State {
   std::string model_hash;                    // model_header_hash of the loaded model
   std::vector<KvTypeCost> kv_costs;          // of the loaded model's shape
   std::vector<Event> pending;
+  // Chat requests in flight: their messages' spans, completed with the generated ids as Token
+  // events pass and handed out with the Finished event.
+  std::unordered_map<RequestId, ChatTokens> chat_turns;
   Clock::time_point last_stats;
   uint64_t tokens_at_last_stats = 0;
 
@@ -139,6 +149,7 @@ struct Engine::State {
   }
 
   void run();
+  void track_chat_tokens(Event& e);
   void flush_events();
   void publish_stats(bool force);
   void error_event(RequestId id, const std::string& message) {
@@ -187,8 +198,17 @@ void Engine::State::run() {
   }
 }
 
+void Engine::State::track_chat_tokens(Event& e) {
+  const auto it = chat_turns.find(e.request);
+  if (it == chat_turns.end()) return;
+  if (e.kind == EventKind::Token && e.token >= 0) it->second.answer.push_back(e.token);
+  if (e.kind == EventKind::Finished) e.chat_tokens = std::move(it->second);
+  if (e.kind == EventKind::Finished || e.kind == EventKind::Error) chat_turns.erase(it);
+}
+
 void Engine::State::flush_events() {
   if (pending.empty()) return;
+  for (Event& e : pending) track_chat_tokens(e);
   {
     std::lock_guard<std::mutex> lock(mutex);
     for (Event& e : pending) outbox.push_back(std::move(e));
@@ -299,7 +319,11 @@ void Engine::State::submit(RequestId id, Request request, Clock::time_point subm
     const Tokenizer& tokenizer = model->tokenizer();
     std::vector<int32_t> prompt = request.prompt_tokens;
     if (!request.messages.empty()) {
-      prompt = encode_chat(tokenizer, chat_template, request.messages);
+      const std::string identity = token_identity(model_hash, chat_template);
+      ChatPrompt chat = encode_chat_prompt(tokenizer, chat_template, request.messages, request.message_tokens, identity);
+      prompt = std::move(chat.tokens);
+      chat_turns[id] = ChatTokens{identity, std::move(chat.spans), {}, chat.reused_messages};
+      request.message_tokens.clear();
     } else if (!request.prompt_text.empty()) {
       prompt = tokenizer.encode(request.prompt_text, tokenizer.add_bos_default() && tokenizer.bos_id() >= 0);
       request.prompt_text.clear();

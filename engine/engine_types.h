@@ -123,11 +123,34 @@ struct ChatMessage {
   std::string content;
 };
 
+// A conversation's token sequence is the concatenation of its messages' spans: a message's span
+// is every token the rendered conversation gains with it (for the first message, whatever the
+// template writes before it too: BOS, the system turn), an answer's span the ids the model
+// generated. Spans make a continued conversation token-exact with the KV that holds it. Ids are
+// valid only for the model and chat template named by identity ("model <hash>; template <name>").
+struct MessageTokens {
+  std::string identity;
+  std::vector<int32_t> ids;
+};
+
+// What a finished chat turn (a request with messages) added to its conversation's token sequence.
+struct ChatTokens {
+  std::string identity;                        // the engine's token identity; "" when none was reported
+  std::vector<std::vector<int32_t>> messages;  // [request messages] each one's span; empty: a system
+                                               // message, or not attributable to it alone
+  std::vector<int32_t> answer;                 // the generated ids
+  int32_t reused_messages = 0;                 // messages whose given ids built the prompt
+};
+
 struct Request {
   // One of: tokens (used as they are), messages (rendered with the model's chat template), or
   // plain text (encoded as text, BOS first when the vocabulary asks for it).
   std::vector<int32_t> prompt_tokens;
   std::vector<ChatMessage> messages;
+  // Empty, or one per message: its stored span. The prompt takes a leading run of messages from
+  // their ids when they carry the engine's identity (the rest is rendered text), so a continued
+  // conversation is never re-tokenized.
+  std::vector<MessageTokens> message_tokens;
   std::string prompt_text;
   SamplingParams sampling;
   int32_t max_tokens = 256;         // 0 with LogitsOutput::Prompt: score the prompt, sample nothing
@@ -177,6 +200,7 @@ struct Event {
                                      // ModelLoaded after load_model: the backend's note
   FinishReason finish = FinishReason::Stop;
   RequestMetrics metrics;            // Finished
+  ChatTokens chat_tokens;            // Finished, for a request with messages
   int32_t position = 0;              // Logits: the prompt position of the first row
   std::vector<float> logits;         // Logits: [rows][vocab], rows for position, position + 1, ...
 };

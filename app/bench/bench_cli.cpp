@@ -286,6 +286,21 @@ std::vector<ModeCommand> add_mode_commands(CLI::App& app) {
   add_remote(trace.app, *trace.options);
   commands.push_back(trace);
 
+  ModeCommand resume = make_command(
+      app, "resume", "TTFT of a new turn with the history cold, parked or from the database; bytes per saved conversation");
+  add_knob_flags(resume.app, *resume.knob_flags, {Knob::KvType, Knob::BlockSize, Knob::ChunkSize, Knob::Threads});
+  add_engine(resume.app, *resume.options);
+  resume.app->add_option("--histories", resume.options->histories, "History lengths in tokens")
+      ->delimiter(',')
+      ->capture_default_str();
+  resume.app->add_option("--turn-tokens", resume.options->turn_tokens, "Tokens of the new user turn")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  resume.app->add_option("--kv-types", resume.options->kv_types,
+                         "KV types whose saved bytes are measured, or all (default f16,bf16,fp8_e4m3,int8,int4)")
+      ->delimiter(',');
+  commands.push_back(resume);
+
   ModeCommand ab = make_command(app, "ab", "A/B of one knob: arms alternate A B A B on the same inputs");
   add_ab(ab);
   commands.push_back(ab);

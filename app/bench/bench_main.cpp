@@ -22,15 +22,16 @@ Report run_mode(const std::string& mode, const BenchOptions& o) {
   if (mode == "prefix") return run_prefix(o);
   if (mode == "quality") return run_quality(o);
   if (mode == "trace") return run_trace(o);
+  if (mode == "resume") return run_resume(o);
   return run_ab(o);
 }
 
-// prefix and trace (and ab over them) run requests through the Engine, which takes the chosen
+// prefix, trace and resume (and ab over them) run requests through the Engine, which takes the chosen
 // backend. The other modes time the CPU kernels directly: they report the CPU whatever auto
 // would pick, and refuse an explicit cuda rather than label CPU figures as CUDA ones.
 bool mode_uses_engine(const ModeCommand& command) {
   const std::string& mode = command.mode == "ab" ? command.options->ab_mode : command.mode;
-  return mode == "prefix" || mode == "trace";
+  return mode == "prefix" || mode == "trace" || mode == "resume";
 }
 
 BackendChoice bench_backend(const ModeCommand& command) {

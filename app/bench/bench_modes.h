@@ -28,6 +28,9 @@ Report run_quality(const BenchOptions& options);
 Report run_retention_quality(const BenchOptions& options, Model& model, const std::vector<int32_t>& tokens,
                              const std::string& text_source);
 Report run_trace(const BenchOptions& options);
+// TTFT of a conversation's next turn with its history cold, parked or restored from the database,
+// and the bytes a saved conversation takes per KV type (mode_resume.cpp).
+Report run_resume(const BenchOptions& options);
 Report run_ab(const BenchOptions& options);
 
 using Measure = std::function<Metrics(const Knobs& knobs)>;

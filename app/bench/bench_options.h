@@ -82,6 +82,10 @@ struct BenchOptions {
   int32_t conversations = 0;  // 0: the mode's default (prefix 3, trace 6)
   int32_t turns = 0;          // 0: the mode's default (prefix 3, trace 2)
 
+  // resume: history lengths, and the new turn's length.
+  std::vector<int32_t> histories{256, 1024, 4096};
+  int32_t turn_tokens = 32;
+
   // quality
   std::string text_path;  // empty: assets/quality/tinystories_sample.txt
   int32_t ctx = 0;

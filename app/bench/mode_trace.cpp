@@ -1,7 +1,8 @@
 // kvdesk-bench trace: replays a chat trace (app/replay/trace.h; synthetic from --seed without
 // --trace) through the Engine in real time with the Replayer: requests/s, output tok/s, TTFT and
-// inter-token latency p50/p95, peak KV, prefix hits, preemptions, and with --cost-per-hour the
-// cost per request and per 1K output tokens (machine cost x wall time / work done).
+// inter-token latency p50/p95, peak KV, prefix hits, preemptions, KV copy-on-write copies and
+// forks (branch turns fork parked turns), and with --cost-per-hour the cost per request and per
+// 1K output tokens (machine cost x wall time / work done).
 #include <fstream>
 #include <map>
 
@@ -69,6 +70,8 @@ Metrics replay_once(const BenchOptions& o, const Knobs& k, const std::vector<Tra
                {"peak_kv_mib", peak_kv_mib(o, k, s)},
                {"prefix_hit_rate", s.prefix_hit_rate},
                {"preemptions", double(s.preemptions)},
+               {"cow_copies", double(s.cow_copies)},
+               {"forks", double(s.forks)},
                {"wall_s", s.wall_ms / 1000.0}};
   if (o.cost_per_hour > 0) {
     const double cost = o.cost_per_hour * s.wall_ms / 3.6e6;

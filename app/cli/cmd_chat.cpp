@@ -1,9 +1,11 @@
 // kvdesk-cli chat: one turn of a stored conversation, exactly as the app takes it: the user
-// message is committed, the active branch is rendered as messages (app/chat/chat_history.h)
-// and submitted to the threaded Engine with conversation_key = the conversation's id, and the
-// answer is stored. The conversation's saved KV is imported before the turn (a refusal is
-// reported, and the turn recomputes) and its KV is exported and saved after it, within the
-// store's cap on saved KV. Prints the answer as it streams, or one JSON object with --json.
+// message is committed, the active branch is rendered as messages with their stored token ids
+// (app/chat/chat_history.h) and submitted to the threaded Engine with conversation_key = the
+// conversation's id, and the answer is stored with the token spans the engine reports, so the
+// next turn is token-exact with the KV. The conversation's saved KV is imported before the turn
+// (a refusal is reported, and the turn recomputes) and its KV is exported and saved after it,
+// within the store's cap on saved KV. Prints the answer as it streams, or one JSON object with
+// --json.
 #include <nlohmann/json.hpp>
 
 #include <condition_variable>
@@ -64,7 +66,8 @@ struct TurnOutcome {
   std::vector<int32_t> tokens;
   FinishReason finish = FinishReason::Stop;
   RequestMetrics metrics;
-  std::string error;   // non-empty: the engine failed the request
+  ChatTokens chat_tokens;   // the spans of the turn's messages and the answer's ids
+  std::string error;        // non-empty: the engine failed the request
 };
 
 // The conversation the turn continues: a new one titled after the prompt, or --conversation.
@@ -97,6 +100,7 @@ TurnOutcome run_turn(Engine& engine, EventSignal& signal, const Request& request
       } else if (e.kind == EventKind::Finished) {
         out.finish = e.finish;
         out.metrics = e.metrics;
+        out.chat_tokens = e.chat_tokens;
         return out;
       } else if (e.kind == EventKind::Error) {
         out.error = e.text;
@@ -107,9 +111,9 @@ TurnOutcome run_turn(Engine& engine, EventSignal& signal, const Request& request
   }
 }
 
-Request make_request(ConversationStore& store, ConversationId id, const ChatArgs& a) {
+Request make_request(const chat::ChatTurn& turn, ConversationId id, const ChatArgs& a) {
   Request r;
-  r.messages = chat::chat_messages(*store.conversation(id), store.branch_path(id));
+  chat::set_chat(r, turn);
   r.sampling = a.sampling.params;
   r.max_tokens = a.max_tokens;
   r.conversation_key = uint64_t(id);
@@ -145,7 +149,9 @@ int run_chat(ChatArgs& a) {
   const std::optional<Conversation> c = store.conversation(id);
   const MessageId user = store.add_message({.conversation = id, .parent = c->active_leaf_id, .role = Role::User, .content = a.prompt});
   const std::string restored_from = restore_kv(engine, store, id);
-  const Request request = make_request(store, id, a);
+  const chat::ChatTurn chat = chat::chat_turn(*store.conversation(id), store.branch_path(id));
+  for (const std::string& line : chat.damaged) std::fprintf(stderr, "%s\n", line.c_str());
+  const Request request = make_request(chat, id, a);
   const MessageId answer = store.add_message(
       {.conversation = id, .parent = user, .role = Role::Assistant, .content = "", .status = MessageStatus::Streaming});
   const TurnOutcome turn = run_turn(engine, signal, request, !a.json);
@@ -158,6 +164,7 @@ int run_chat(ChatArgs& a) {
   store.finish_message(answer, turn.text, MessageStatus::Complete,
                        AnswerStats{model_name, turn.metrics.prompt_tokens, turn.metrics.generated_tokens,
                                    turn.metrics.ttft_ms, turn.metrics.decode_tok_s, finish_reason_name(turn.finish)});
+  chat::save_chat_tokens(store, chat, answer, turn.chat_tokens);
   KvSaveResult saved;
   const std::string kv_saved = save_kv(engine, store, id, saved);
 
@@ -173,6 +180,8 @@ int run_chat(ChatArgs& a) {
     j["kv_saved"] = kv_saved;
     j["kv_stored_bytes"] = saved.stored_bytes;
     j["kv_dropped_conversations"] = saved.dropped;
+    j["messages_from_token_ids"] = turn.chat_tokens.reused_messages;
+    j["token_ids_damaged"] = chat.damaged;
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");

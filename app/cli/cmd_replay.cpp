@@ -51,10 +51,11 @@ int run_replay(const ReplayArgs& a) {
     return 0;
   }
   for (const auto& t : report["turns"]) {
-    std::printf("[%s #%d] %d prompt (%d cached) ttft %.1f ms %.1f tok/s: %s\n",
-                t["conversation"].get<std::string>().c_str(), t["turn"].get<int>(), t["prompt_tokens"].get<int>(),
-                t["cached_tokens"].get<int>(), t["ttft_ms"].get<double>(), t["decode_tok_s"].get<double>(),
-                t["text"].get<std::string>().c_str());
+    std::printf("[%s #%d %s] %d prompt (%d cached) ttft %.1f ms %.1f tok/s, %llu CoW copies, %llu forks: %s\n",
+                t["conversation"].get<std::string>().c_str(), t["turn"].get<int>(), t["kind"].get<std::string>().c_str(),
+                t["prompt_tokens"].get<int>(), t["cached_tokens"].get<int>(), t["ttft_ms"].get<double>(),
+                t["decode_tok_s"].get<double>(), t["cow_copies"].get<unsigned long long>(),
+                t["forks"].get<unsigned long long>(), t["text"].get<std::string>().c_str());
   }
   std::printf("summary: %s\n", report["summary"].dump().c_str());
   return 0;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "app/gui/app_options.h"
+#include "app/chat/chat_history.h"
 #include "app/store/conversation_store.h"
 #include "engine/engine.h"
 #include "ui/ui_actions.h"
@@ -64,6 +65,7 @@ class Controller {
     std::string text;
     Clock::time_point last_save;
     std::string kv_source;   // "pool", "host tier", "database" or "recomputed (why)"
+    chat::ChatTurn chat;     // what was submitted: the answer's token spans are stored against it
   };
 
   // --- controller.cpp: lifecycle, store <-> view, model and KV settings, statistics ---
@@ -97,7 +99,7 @@ class Controller {
   void set_system_prompt(const std::string& text);
   // Adds the empty answer under `parent` and submits the branch ending at `parent`.
   void start_answer(store::ConversationId conversation, store::MessageId parent);
-  Request make_request(store::ConversationId conversation, const std::vector<store::Message>& history);
+  Request make_request(store::ConversationId conversation, const chat::ChatTurn& chat);
   void on_event(const Event& event);
   void on_token(RequestId id, const std::string& text);
   void on_finished(RequestId id, const Event& event);

@@ -1,7 +1,8 @@
 // Controller, part 2: conversations, messages and generation. Every user message is
 // committed before its request is submitted; the answer exists in the store (Streaming) from
 // the start, is saved at least every second while tokens arrive and gets its final text,
-// status and statistics when the engine finishes it.
+// status, statistics and token ids (with the spans of the messages before it) when the engine
+// finishes it.
 #include <random>
 
 #include "app/chat/chat_history.h"
@@ -116,19 +117,21 @@ void Controller::start_answer(store::ConversationId conversation, store::Message
                                                        .role = store::Role::Assistant, .content = "",
                                                        .status = store::MessageStatus::Streaming});
   std::string kv_source = restore_kv(conversation);
-  const RequestId id = engine_.submit(make_request(conversation, history));
-  live_[id] = LiveAnswer{conversation, answer, "", Clock::now(), std::move(kv_source)};
+  const std::optional<store::Conversation> c = store().conversation(conversation);
+  if (!c) throw Error("the conversation no longer exists");
+  chat::ChatTurn chat = chat::chat_turn(*c, history);
+  const RequestId id = engine_.submit(make_request(conversation, chat));
+  if (!chat.damaged.empty()) set_status(chat.damaged.front(), true);
+  live_[id] = LiveAnswer{conversation, answer, "", Clock::now(), std::move(kv_source), std::move(chat)};
   last_failure_.clear();
   reload_conversations();
   if (conversation == vm_.chat.conversation_id) reload_chat();
   vm_.ui.scroll_chat_to_bottom = true;
 }
 
-Request Controller::make_request(store::ConversationId conversation, const std::vector<store::Message>& history) {
+Request Controller::make_request(store::ConversationId conversation, const chat::ChatTurn& chat) {
   Request r;
-  const std::optional<store::Conversation> c = store().conversation(conversation);
-  if (!c) throw Error("the conversation no longer exists");
-  r.messages = chat::chat_messages(*c, history);
+  chat::set_chat(r, chat);
   const ui::SamplingView& s = vm_.sampling;
   r.sampling.temperature = s.temperature;
   r.sampling.top_k = s.top_k;
@@ -184,6 +187,7 @@ void Controller::on_finished(RequestId id, const Event& e) {
                            e.metrics.decode_tok_s, cancelled ? "user" : finish_reason_name(e.finish)};
   store().finish_message(live.message, live.text,
                          cancelled ? store::MessageStatus::Stopped : store::MessageStatus::Complete, stats);
+  chat::save_chat_tokens(store(), live.chat, live.message, e.chat_tokens);
   std::string kv_source = resolve_kv_source(live.conversation, live.kv_source);
   if (e.metrics.host_tier_tokens > 0) kv_source = "host tier";
   request_kv_save(live.conversation);

@@ -29,7 +29,7 @@ void wait_for_model(EngineClient& engine) {
 Replayer::Replayer(std::vector<TraceConversation> trace, const RetentionOptions& retention)
     : trace_(std::move(trace)), retention_(retention) {
   for (const TraceConversation& c : trace_) {
-    conversations_.push_back(Conversation{&c, {}, 0, c.turns.empty() ? 0 : c.turns[0].start_ms, 0});
+    conversations_.push_back(Conversation{&c, {}, {}, 0, c.turns.empty() ? 0 : c.turns[0].start_ms, 0});
   }
 }
 
@@ -46,13 +46,16 @@ void Replayer::run(const remote::RemoteOptions& server, const std::atomic<bool>*
 
 void Replayer::play(EngineClient& engine, const std::atomic<bool>* stop) {
   wait_for_model(engine);
+  last_stats_ = engine.stats();
+  first_kv_ = last_stats_.kv;
   start_ = Clock::now();
   while (!done() && !(stop && stop->load())) {
     submit_ready(engine);
-    handle(engine.poll_events());
-    const EngineStats stats = engine.stats();
-    peak_blocks_ = std::max(peak_blocks_, stats.kv.blocks_used);
-    last_stats_ = stats;
+    // Statistics are published before events, so these are at least as new as the events.
+    const std::vector<Event> events = engine.poll_events();
+    last_stats_ = engine.stats();
+    peak_blocks_ = std::max(peak_blocks_, last_stats_.kv.blocks_used);
+    handle(events);
     std::unique_lock<std::mutex> lock(mutex_);
     wake_cv_.wait_for(lock, std::chrono::milliseconds(2), [this] { return woken_; });
     woken_ = false;
@@ -63,6 +66,32 @@ void Replayer::play(EngineClient& engine, const std::atomic<bool>* stop) {
   }
   engine.wait_idle(std::chrono::seconds(10));
   last_stats_ = engine.stats();
+}
+
+// The conversation's branch for turn t, as the app makes it: a Send appends the user message, a
+// Regenerate drops the last answer, an Edit drops user message t.edit_user and everything after
+// it and appends the new text in its place.
+void Replayer::branch(Conversation& c, const TraceTurn& t) {
+  if (c.history.empty() && !t.system.empty()) {
+    c.history.push_back({"system", t.system});
+    c.spans.emplace_back();
+  }
+  if (t.kind == TurnKind::Regenerate) {
+    if (!c.history.empty() && c.history.back().role == "assistant") {
+      c.history.pop_back();
+      c.spans.pop_back();
+    }
+    return;
+  }
+  if (t.kind == TurnKind::Edit) {
+    int32_t users = 0;
+    size_t at = 0;
+    while (at < c.history.size() && !(c.history[at].role == "user" && users++ == t.edit_user)) ++at;
+    c.history.resize(at);
+    c.spans.resize(at);
+  }
+  c.history.push_back({"user", t.user});
+  c.spans.emplace_back();
 }
 
 void Replayer::wake() {
@@ -87,17 +116,18 @@ void Replayer::submit_ready(EngineClient& engine) {
     Conversation& c = conversations_[i];
     if (c.in_flight != 0 || c.next_turn == c.trace->turns.size() || c.ready_at_ms > now) continue;
     const TraceTurn& t = c.trace->turns[c.next_turn];
-    if (c.history.empty() && !t.system.empty()) c.history.push_back({"system", t.system});
-    c.history.push_back({"user", t.user});
+    branch(c, t);
     Request r;
     r.messages = c.history;
+    r.message_tokens = c.spans;
     r.max_tokens = t.max_tokens;
     r.sampling.temperature = t.temperature;
     r.conversation_key = i + 1;
     r.retention = retention_;
     c.in_flight = engine.submit(r);
     conversation_of_[c.in_flight] = i;
-    results_.push_back(TurnResult{c.trace->name, c.next_turn, {}, {}, {}});
+    const KvSnapshot& kv = last_stats_.kv;
+    results_.push_back(TurnResult{c.trace->name, c.next_turn, t.kind, {}, kv.cow_copies, kv.forks, {}, {}});
     result_of_[c.in_flight] = results_.size() - 1;
   }
 }
@@ -113,14 +143,26 @@ void Replayer::handle(const std::vector<Event>& events) {
     } else if (e.kind == EventKind::Error) {
       throw Error("conversation '" + r.conversation + "' turn " + std::to_string(r.turn) + ": " + e.text);
     } else if (e.kind == EventKind::Finished) {
-      r.metrics = e.metrics;
-      Conversation& c = conversations_[it->second];
-      c.history.push_back({"assistant", r.text});
-      c.in_flight = 0;
-      ++c.next_turn;
-      if (c.next_turn < c.trace->turns.size()) c.ready_at_ms = elapsed_ms() + c.trace->turns[c.next_turn].start_ms;
+      finish_turn(conversations_[it->second], r, e);
     }
   }
+}
+
+// The turn's answer joins the history with its ids, and the history's messages take the spans
+// the engine reported; the turn's KV counters become the change since it was submitted.
+void Replayer::finish_turn(Conversation& c, TurnResult& r, const Event& finished) {
+  r.metrics = finished.metrics;
+  r.cow_copies = last_stats_.kv.cow_copies - r.cow_copies;
+  r.forks = last_stats_.kv.forks - r.forks;
+  const ChatTokens& reported = finished.chat_tokens;
+  for (size_t i = 0; i < c.spans.size() && i < reported.messages.size(); ++i) {
+    c.spans[i] = reported.messages[i].empty() ? MessageTokens{} : MessageTokens{reported.identity, reported.messages[i]};
+  }
+  c.history.push_back({"assistant", r.text});
+  c.spans.push_back(reported.answer.empty() ? MessageTokens{} : MessageTokens{reported.identity, reported.answer});
+  c.in_flight = 0;
+  ++c.next_turn;
+  if (c.next_turn < c.trace->turns.size()) c.ready_at_ms = elapsed_ms() + c.trace->turns[c.next_turn].start_ms;
 }
 
 ReplaySummary Replayer::summary() const {
@@ -149,6 +191,8 @@ ReplaySummary Replayer::summary() const {
   s.swapped_bytes = last_stats_.swapped_bytes;
   s.host_tier_hits = last_stats_.kv.host_tier.hits;
   s.host_tier_drops = last_stats_.kv.host_tier.drops;
+  s.cow_copies = last_stats_.kv.cow_copies - first_kv_.cow_copies;
+  s.forks = last_stats_.kv.forks - first_kv_.forks;
   s.retention_tokens_seen = last_stats_.kv.retention_tokens_seen;
   s.retention_tokens_kept = last_stats_.kv.retention_tokens_kept;
   s.retention_blocks_freed = last_stats_.kv.retention_blocks_freed;
@@ -159,7 +203,8 @@ nlohmann::json Replayer::report_json() const {
   nlohmann::json turns = nlohmann::json::array();
   for (const TurnResult& r : results_) {
     nlohmann::json turn = metrics_json(r.metrics);
-    turn.update({{"conversation", r.conversation}, {"turn", r.turn}, {"tokens", r.tokens}, {"text", r.text}});
+    turn.update({{"conversation", r.conversation}, {"turn", r.turn}, {"kind", turn_kind_name(r.kind)},
+                 {"cow_copies", r.cow_copies}, {"forks", r.forks}, {"tokens", r.tokens}, {"text", r.text}});
     turns.push_back(std::move(turn));
   }
   const ReplaySummary s = summary();
@@ -167,7 +212,7 @@ nlohmann::json Replayer::report_json() const {
       {"wall_ms", s.wall_ms}, {"requests_per_s", s.requests_per_s}, {"output_tok_s", s.output_tok_s},
       {"ttft_p50_ms", s.ttft_p50_ms}, {"ttft_p95_ms", s.ttft_p95_ms}, {"itl_p50_ms", s.itl_p50_ms},
       {"itl_p95_ms", s.itl_p95_ms}, {"peak_kv_blocks", s.peak_kv_blocks}, {"prefix_hit_rate", s.prefix_hit_rate},
-      {"preemptions", s.preemptions}, {"swapped_bytes", s.swapped_bytes},
+      {"preemptions", s.preemptions}, {"swapped_bytes", s.swapped_bytes}, {"cow_copies", s.cow_copies}, {"forks", s.forks},
       {"host_tier_hits", s.host_tier_hits}, {"host_tier_drops", s.host_tier_drops},
       {"retention_tokens_seen", s.retention_tokens_seen}, {"retention_tokens_kept", s.retention_tokens_kept},
       {"retention_blocks_freed", s.retention_blocks_freed},

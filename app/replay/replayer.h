@@ -1,6 +1,9 @@
 // Replayer: plays a chat trace in real time, as users would, through the in-process Engine or a
 // remote OpenAI-compatible server (the same workload for both), and reports per-turn and
-// summary figures (the replay JSON of kvdesk-cli and kvdesk-bench trace).
+// summary figures (the replay JSON of kvdesk-cli and kvdesk-bench trace). Turns go the app's
+// way: the history's messages with their token spans, so a regenerate or an edit forks the
+// parked turn exactly where the app's would; the KV's copy-on-write copies and forks are
+// reported per turn and in total.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -19,7 +22,12 @@ namespace kvdesk {
 struct TurnResult {
   std::string conversation;
   size_t turn = 0;
+  TurnKind kind = TurnKind::Send;
   RequestMetrics metrics;
+  // The KV pool's copy-on-write copies and forks from the turn's submission to its end: the
+  // engine's counters, so turns running at the same time count each other's too.
+  uint64_t cow_copies = 0;
+  uint64_t forks = 0;
   std::vector<int32_t> tokens;
   std::string text;
 };
@@ -41,6 +49,8 @@ struct ReplaySummary {
   uint64_t swapped_bytes = 0;
   uint64_t host_tier_hits = 0;     // turns that continued from the host tier
   uint64_t host_tier_drops = 0;
+  uint64_t cow_copies = 0;         // over the whole replay
+  uint64_t forks = 0;
 };
 
 class Replayer {
@@ -59,9 +69,11 @@ class Replayer {
   nlohmann::json report_json() const;
 
  private:
+  // A conversation's current branch. Invariant: history and spans have the same length.
   struct Conversation {
     const TraceConversation* trace;
     std::vector<ChatMessage> history;
+    std::vector<MessageTokens> spans;   // what the engine reported for each history message
     size_t next_turn = 0;
     double ready_at_ms = 0;
     RequestId in_flight = 0;
@@ -72,7 +84,9 @@ class Replayer {
   double elapsed_ms() const;
   bool done() const;
   void submit_ready(EngineClient& engine);
+  static void branch(Conversation& c, const TraceTurn& t);
   void handle(const std::vector<Event>& events);
+  void finish_turn(Conversation& c, TurnResult& r, const Event& finished);
 
   std::vector<TraceConversation> trace_;
   RetentionOptions retention_;
@@ -84,6 +98,7 @@ class Replayer {
   double wall_ms_ = 0;
   int32_t peak_blocks_ = 0;
   EngineStats last_stats_;
+  KvSnapshot first_kv_;   // the pool's counters as the replay started
   std::mutex mutex_;
   std::condition_variable wake_cv_;
   bool woken_ = false;

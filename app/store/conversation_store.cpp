@@ -20,7 +20,20 @@ namespace {
 // The columns read_message() expects, in order; queries alias the messages table as m.
 const std::string kMessageSelect =
     "SELECT m.id, m.conversation_id, m.parent_id, m.role, m.content, m.status, m.created_at, m.updated_at, "
-    "m.model, m.prompt_tokens, m.completion_tokens, m.ttft_ms, m.decode_tok_s, m.finish_reason FROM ";
+    "m.model, m.prompt_tokens, m.completion_tokens, m.ttft_ms, m.decode_tok_s, m.finish_reason, m.token_identity, "
+    "m.token_ids FROM ";
+
+// The message's stored token ids, or why they cannot be used (the text then stands in for them).
+void read_tokens(const Statement& s, Message& m, const std::string& path) {
+  if (s.is_null(15)) return;
+  try {
+    if (s.is_null(14)) throw Error("no identity");
+    m.tokens = MessageTokens{s.column_text(14), decode_token_ids(s.column_blob(15))};
+  } catch (const Error& e) {
+    m.tokens_damaged = path + ": message " + std::to_string(m.id) + ": its stored token ids are damaged (" + e.what() +
+                       "); its text is used instead";
+  }
+}
 
 Message read_message(const Statement& s, const std::string& path) {
   Message m;
@@ -45,6 +58,7 @@ Message read_message(const Statement& s, const std::string& path) {
         .finish_reason = s.column_text(13),
     };
   }
+  read_tokens(s, m, path);
   return m;
 }
 
@@ -149,13 +163,22 @@ void ConversationStore::rename_conversation(ConversationId id, std::string_view 
   if (db_->changes() == 0) require_conversation(id);
 }
 
+// The first messages' token spans hold the system turn as it was rendered: a new system prompt
+// drops them, so the next turn renders those messages from their text.
 void ConversationStore::set_system_prompt(ConversationId id, std::string_view system_prompt) {
+  Transaction tx(*db_);
+  const std::optional<Conversation> c = conversation(id);
+  if (!c) throw Error(path() + ": conversation " + std::to_string(id) + " does not exist (deleted?)");
+  if (c->system_prompt == system_prompt) return;
   db_->prepare("UPDATE conversations SET system_prompt = ?2, updated_at = ?3 WHERE id = ?1")
       .bind(1, id)
       .bind(2, system_prompt)
       .bind(3, unix_time_ms())
       .run();
-  if (db_->changes() == 0) require_conversation(id);
+  db_->prepare("UPDATE messages SET token_identity = NULL, token_ids = NULL WHERE conversation_id = ?1 AND parent_id IS NULL")
+      .bind(1, id)
+      .run();
+  tx.commit();
 }
 
 void ConversationStore::delete_conversation(ConversationId id) {
@@ -207,8 +230,8 @@ Message ConversationStore::require_message(MessageId id) {
 MessageId ConversationStore::insert_message(const Message& m) {
   Statement s = db_->prepare(
       "INSERT INTO messages (conversation_id, parent_id, role, content, status, created_at, updated_at, model, "
-      "prompt_tokens, completion_tokens, ttft_ms, decode_tok_s, finish_reason) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+      "prompt_tokens, completion_tokens, ttft_ms, decode_tok_s, finish_reason, token_identity, token_ids) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
   s.bind(1, m.conversation_id)
       .bind(2, m.parent_id)
       .bind(3, role_name(m.role))
@@ -224,6 +247,7 @@ MessageId ConversationStore::insert_message(const Message& m) {
         .bind(12, m.stats->decode_tok_s)
         .bind(13, m.stats->finish_reason);
   }
+  if (m.tokens) s.bind(14, m.tokens->identity).bind_blob(15, encode_token_ids(m.tokens->ids));
   s.run();
   return db_->last_insert_id();
 }
@@ -254,6 +278,8 @@ MessageId ConversationStore::add_message(const NewMessage& n) {
       .created_at_ms = now,
       .updated_at_ms = now,
       .stats = std::nullopt,
+      .tokens = std::nullopt,
+      .tokens_damaged = {},
   });
   set_leaf_unchecked(n.conversation, id, true);
   tx.commit();
@@ -292,6 +318,19 @@ void ConversationStore::finish_message(MessageId id, std::string_view content, M
       .bind(1, id)
       .bind(2, now)
       .run();
+  tx.commit();
+}
+
+void ConversationStore::set_message_tokens(std::span<const std::pair<MessageId, MessageTokens>> updates) {
+  Transaction tx(*db_);
+  for (const auto& [id, tokens] : updates) {
+    db_->prepare("UPDATE messages SET token_identity = ?2, token_ids = ?3 WHERE id = ?1")
+        .bind(1, id)
+        .bind(2, tokens.identity)
+        .bind_blob(3, encode_token_ids(tokens.ids))
+        .run();
+    if (db_->changes() == 0) require_message(id);
+  }
   tx.commit();
 }
 

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "app/store/sqlite_db.h"
@@ -54,6 +55,7 @@ class ConversationStore {
   // --- conversations (conversation_store.cpp) ---
   ConversationId create_conversation(std::string_view title, std::string_view system_prompt = {});
   void rename_conversation(ConversationId id, std::string_view title);
+  // A changed system prompt drops the root messages' token ids (their spans hold the old one).
   void set_system_prompt(ConversationId id, std::string_view system_prompt);
   void delete_conversation(ConversationId id);   // with its messages and saved KV
   std::optional<Conversation> conversation(ConversationId id);
@@ -71,6 +73,8 @@ class ConversationStore {
   void update_message(MessageId id, std::string_view content, MessageStatus status);
   // The final save of an answer: text, status and what generating it took.
   void finish_message(MessageId id, std::string_view content, MessageStatus status, const AnswerStats& stats);
+  // Stores messages' token ids (their spans of the conversation's token sequence), in one commit.
+  void set_message_tokens(std::span<const std::pair<MessageId, MessageTokens>> updates);
   std::optional<Message> message(MessageId id);
   // The messages from a root to the conversation's active leaf (what the chat shows).
   std::vector<Message> branch_path(ConversationId id);

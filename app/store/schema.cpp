@@ -78,6 +78,13 @@ CREATE TABLE conversation_kv (
   data            BLOB NOT NULL
 );
 )sql"},
+    // Version 2. A message's token ids (its span of the conversation's token sequence, see
+    // MessageTokens) and the model and chat template they are valid for; NULL for rows written
+    // before, whose text stands in for them.
+    {2, R"sql(
+ALTER TABLE messages ADD COLUMN token_identity TEXT;
+ALTER TABLE messages ADD COLUMN token_ids BLOB;
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");

@@ -1,9 +1,13 @@
-// Names of roles and message statuses, as stored in the database and written in exported JSON.
+// Names of roles and message statuses, as stored in the database and written in exported JSON,
+// and the stored form of a message's token ids.
 #include "app/store/store_types.h"
 
 #include <array>
 #include <chrono>
+#include <cstring>
 #include <utility>
+
+#include "engine/error.h"
 
 namespace kvdesk::store {
 namespace {
@@ -44,6 +48,48 @@ std::string_view role_name(Role role) { return name_of(kRoles, role); }
 std::optional<Role> parse_role(std::string_view name) { return parse(kRoles, name); }
 std::string_view status_name(MessageStatus status) { return name_of(kStatuses, status); }
 std::optional<MessageStatus> parse_status(std::string_view name) { return parse(kStatuses, name); }
+
+namespace {
+
+constexpr char kIdsMagic[4] = {'k', 'v', 'T', '1'};
+constexpr size_t kIdsOverhead = sizeof kIdsMagic + 2 * sizeof(uint32_t);
+
+uint32_t fnv1a(const uint8_t* bytes, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; ++i) h = (h ^ bytes[i]) * 16777619u;
+  return h;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_token_ids(const std::vector<int32_t>& ids) {
+  const auto count = uint32_t(ids.size());
+  const size_t id_bytes = ids.size() * sizeof(int32_t);
+  std::vector<uint8_t> out(kIdsOverhead + id_bytes);
+  std::memcpy(out.data(), kIdsMagic, sizeof kIdsMagic);
+  std::memcpy(out.data() + sizeof kIdsMagic, &count, sizeof count);
+  if (id_bytes > 0) std::memcpy(out.data() + sizeof kIdsMagic + sizeof count, ids.data(), id_bytes);
+  const uint32_t hash = fnv1a(out.data() + sizeof kIdsMagic + sizeof count, id_bytes);
+  std::memcpy(out.data() + out.size() - sizeof hash, &hash, sizeof hash);
+  return out;
+}
+
+std::vector<int32_t> decode_token_ids(std::span<const uint8_t> bytes) {
+  if (bytes.size() < kIdsOverhead || std::memcmp(bytes.data(), kIdsMagic, sizeof kIdsMagic) != 0) {
+    throw Error("not a token id blob");
+  }
+  uint32_t count = 0;
+  uint32_t hash = 0;
+  std::memcpy(&count, bytes.data() + sizeof kIdsMagic, sizeof count);
+  std::memcpy(&hash, bytes.data() + bytes.size() - sizeof hash, sizeof hash);
+  const size_t id_bytes = bytes.size() - kIdsOverhead;
+  if (id_bytes != size_t(count) * sizeof(int32_t)) throw Error("truncated or wrong size");
+  const uint8_t* first = bytes.data() + sizeof kIdsMagic + sizeof count;
+  if (fnv1a(first, id_bytes) != hash) throw Error("checksum mismatch");
+  std::vector<int32_t> ids(count);
+  if (id_bytes > 0) std::memcpy(ids.data(), first, id_bytes);
+  return ids;
+}
 
 int64_t unix_time_ms() {
   using namespace std::chrono;

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,18 @@ struct AnswerStats {
   std::string finish_reason;       // "stop", "length", "user", "error", ...
 };
 
+// A message's token ids as stored: its span of the conversation's token sequence (the ids the
+// model generated, for an answer), valid only for the model and chat template named by identity.
+struct MessageTokens {
+  std::string identity;
+  std::vector<int32_t> ids;
+};
+
+// The stored form of token ids: "kvT1", the count (u32), the ids (i32), an FNV-1a hash of the
+// ids' bytes (u32); host byte order. decode throws kvdesk::Error saying what is wrong.
+std::vector<uint8_t> encode_token_ids(const std::vector<int32_t>& ids);
+std::vector<int32_t> decode_token_ids(std::span<const uint8_t> bytes);
+
 // A message in a conversation's tree. parent_id is empty for a root; two messages with the same
 // parent are sibling branches (e.g. an edited user message and the original).
 struct Message {
@@ -53,6 +66,8 @@ struct Message {
   int64_t created_at_ms = 0;       // Unix time in milliseconds
   int64_t updated_at_ms = 0;
   std::optional<AnswerStats> stats;
+  std::optional<MessageTokens> tokens;   // empty: none stored (older rows) or damaged
+  std::string tokens_damaged;            // non-empty: why the stored ids were not usable
 };
 
 struct Conversation {

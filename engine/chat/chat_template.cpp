@@ -3,6 +3,7 @@
 // template segments, message contents into content segments.
 #include "engine/chat/chat_template.h"
 
+#include <algorithm>
 #include <array>
 
 #include "engine/error.h"
@@ -451,13 +452,130 @@ std::string joined_text(const std::vector<TextSegment>& segments) {
   return out;
 }
 
-std::vector<int32_t> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
-                                 const std::vector<ChatMessage>& messages, const std::tm& now) {
-  const ChatSpecialTexts specials{tokenizer.piece(tokenizer.bos_id()), tokenizer.piece(tokenizer.eos_id())};
-  const std::vector<TextSegment> prompt = render_chat(chat_template, messages, specials, now);
+namespace {
+
+constexpr size_t kNoEnd = std::string::npos;
+
+ChatSpecialTexts special_texts(const Tokenizer& tokenizer) {
+  return {tokenizer.piece(tokenizer.bos_id()), tokenizer.piece(tokenizer.eos_id())};
+}
+
+// BOS goes first unless the vocabulary does not ask for it or the template already wrote it.
+bool needs_bos(const Tokenizer& tokenizer, const ChatSpecialTexts& specials, const std::vector<TextSegment>& prompt) {
   const bool template_wrote_bos = !specials.bos.empty() && !prompt.empty() && prompt.front().parse_special &&
                                   prompt.front().text.starts_with(specials.bos);
-  return tokenizer.encode_segments(prompt, tokenizer.add_bos_default() && !template_wrote_bos);
+  return tokenizer.add_bos_default() && !template_wrote_bos;
+}
+
+// Where message i's part of the conversation ends in `full`, the whole conversation's text:
+// after the generation prompt that follows a user or system message, after an answer's own
+// text. kNoEnd when the template does not render the conversation up to there as a prefix of
+// full (a template that moves the system prompt, drops old thinking or trims an answer).
+size_t message_end(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages, size_t i,
+                   const ChatSpecialTexts& specials, const std::tm& now, const std::string& full) {
+  const bool answer = messages[i].role == "assistant";
+  if (answer && i == 0) return kNoEnd;
+  const std::vector<ChatMessage> head_messages(messages.begin(), messages.begin() + ptrdiff_t(answer ? i : i + 1));
+  std::string head = joined_text(render_chat(chat_template, head_messages, specials, now));
+  if (answer) head += messages[i].content;
+  return full.starts_with(head) ? head.size() : kNoEnd;
+}
+
+// The text of segments from offset begin to end, each piece keeping its segment's kind.
+std::vector<TextSegment> slice(const std::vector<TextSegment>& segments, size_t begin, size_t end) {
+  std::vector<TextSegment> out;
+  size_t at = 0;
+  for (const TextSegment& s : segments) {
+    const size_t from = std::max(begin, at);
+    const size_t to = std::min(end, at + s.text.size());
+    if (from < to) out.push_back({s.text.substr(from - at, to - from), s.parse_special});
+    at += s.text.size();
+  }
+  return out;
+}
+
+bool usable(const MessageTokens& stored, const std::string& identity, int32_t vocab_size) {
+  if (stored.identity != identity || stored.ids.empty()) return false;
+  return std::all_of(stored.ids.begin(), stored.ids.end(), [&](int32_t t) { return t >= 0 && t < vocab_size; });
+}
+
+// The leading messages taken from their stored ids, and where their text ends.
+struct IdRun {
+  size_t messages = 0;
+  size_t text_end = 0;
+};
+
+IdRun reusable_run(const Tokenizer& tokenizer, const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
+                   const std::vector<MessageTokens>& stored, const std::string& identity,
+                   const ChatSpecialTexts& specials, const std::tm& now, const std::string& full) {
+  if (stored.size() != messages.size() || identity.empty()) return {};
+  size_t count = 0;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const bool system = messages[i].role == "system";
+    if (system && i == 0) continue;
+    if (system || !usable(stored[i], identity, tokenizer.vocab_size())) break;
+    count = i + 1;
+  }
+  if (count == 0) return {};
+  const size_t end = message_end(chat_template, messages, count - 1, specials, now, full);
+  return end == kNoEnd ? IdRun{} : IdRun{count, end};
+}
+
+// The spans of the messages after the run when the text part splits exactly at their ends:
+// pieces encoded one by one must give the tokens the whole text part gave.
+void attribute_text_part(ChatPrompt& out, const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                         const std::vector<ChatMessage>& messages, const std::vector<TextSegment>& full,
+                         const std::string& text, const std::tm& now, IdRun run, bool bos,
+                         const std::vector<int32_t>& tail) {
+  const ChatSpecialTexts specials = special_texts(tokenizer);
+  std::vector<size_t> owners;
+  for (size_t i = run.messages; i < messages.size(); ++i) {
+    if (messages[i].role != "system") owners.push_back(i);
+  }
+  std::vector<std::vector<int32_t>> pieces;
+  std::vector<int32_t> joined;
+  size_t from = run.text_end;
+  for (size_t i : owners) {
+    const size_t to = message_end(chat_template, messages, i, specials, now, text);
+    if (to == kNoEnd || to < from) return;
+    pieces.push_back(owners.size() == 1 ? tail : tokenizer.encode_segments(slice(full, from, to), bos && pieces.empty()));
+    joined.insert(joined.end(), pieces.back().begin(), pieces.back().end());
+    from = to;
+  }
+  if (owners.empty() || from != text.size() || joined != tail) return;
+  for (size_t k = 0; k < owners.size(); ++k) out.spans[owners[k]] = std::move(pieces[k]);
+}
+
+}  // namespace
+
+std::vector<int32_t> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                 const std::vector<ChatMessage>& messages, const std::tm& now) {
+  const ChatSpecialTexts specials = special_texts(tokenizer);
+  const std::vector<TextSegment> prompt = render_chat(chat_template, messages, specials, now);
+  return tokenizer.encode_segments(prompt, needs_bos(tokenizer, specials, prompt));
+}
+
+ChatPrompt encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                              const std::vector<ChatMessage>& messages, const std::vector<MessageTokens>& stored,
+                              const std::string& identity) {
+  const ChatSpecialTexts specials = special_texts(tokenizer);
+  const std::tm now = local_now();   // one date for every rendering of this prompt
+  const std::vector<TextSegment> full = render_chat(chat_template, messages, specials, now);
+  const std::string text = joined_text(full);
+  const IdRun run = reusable_run(tokenizer, chat_template, messages, stored, identity, specials, now, text);
+  ChatPrompt out;
+  out.spans.resize(messages.size());
+  for (size_t i = 0; i < run.messages; ++i) {
+    if (messages[i].role == "system") continue;
+    out.spans[i] = stored[i].ids;
+    out.tokens.insert(out.tokens.end(), stored[i].ids.begin(), stored[i].ids.end());
+    ++out.reused_messages;
+  }
+  const bool bos = run.messages == 0 && needs_bos(tokenizer, specials, full);
+  const std::vector<int32_t> tail = tokenizer.encode_segments(slice(full, run.text_end, text.size()), bos);
+  out.tokens.insert(out.tokens.end(), tail.begin(), tail.end());
+  attribute_text_part(out, tokenizer, chat_template, messages, full, text, now, run, bos, tail);
+  return out;
 }
 
 }  // namespace kvdesk

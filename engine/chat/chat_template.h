@@ -75,4 +75,21 @@ std::string joined_text(const std::vector<TextSegment>& segments);
 std::vector<int32_t> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                                  const std::vector<ChatMessage>& messages, const std::tm& now = local_now());
 
+// A chat prompt with each message's span of it (MessageTokens in engine_types.h).
+struct ChatPrompt {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<int32_t>> spans;   // [messages] empty: a system message, or not attributable
+  int32_t reused_messages = 0;               // messages whose stored ids the prompt took
+};
+
+// encode_chat that reuses stored spans: the longest leading run of messages whose `stored` ids
+// carry `identity` and are in the vocabulary (a first system message rides in the first span)
+// is taken as ids, provided the template renders the conversation up to the run's end as a
+// prefix of the whole; the rest is the rendered text after that point. `stored` is empty or one
+// per message. Without a usable run the tokens are exactly encode_chat's. The spans of the text
+// part are reported when they are exact: one message, or pieces that encode as the whole does.
+ChatPrompt encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                              const std::vector<ChatMessage>& messages, const std::vector<MessageTokens>& stored,
+                              const std::string& identity);
+
 }  // namespace kvdesk

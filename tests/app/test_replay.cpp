@@ -1,5 +1,5 @@
 // kvdesk-cli replay: a two-conversation trace plays through the engine; later turns reuse
-// their history's KV; a bad line is named.
+// their history's KV; branch turns (regenerate, edit) fork the parked turn; a bad line is named.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -105,4 +105,53 @@ TEST_CASE("replay with h2o retention plays every turn and reports what it kept",
   CHECK(s["retention_tokens_seen"].get<int>() > 0);   // the parked conversation
   CHECK(s["retention_tokens_kept"].get<int>() <= (s["retention_tokens_seen"].get<int>() + 1) / 2);
   CHECK(s["retention_blocks_freed"].get<int>() > 0);
+}
+
+TEST_CASE("replay plays regenerate and edit turns as forks of the parked turn and counts CoW copies", "[app][replay]") {
+  TempDir dir;
+  const std::string trace = dir.file("branches.jsonl");
+  std::ofstream(trace) << R"({"conversation": "a", "user": "Once upon a time", "max_tokens": 12, "arrival_ms": 0}
+{"conversation": "a", "user": "Then", "max_tokens": 12, "after_ms": 0}
+{"conversation": "a", "regenerate": true, "max_tokens": 12, "temperature": 1.5}
+{"conversation": "a", "edit": 1, "user": "Lily ran to the park", "max_tokens": 12}
+)";
+  const auto run = run_cli({"replay", "-m", model_path("stories260K.gguf"), "--trace", trace, "--json", "-t", "2"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  REQUIRE(j["turns"].size() == 4);
+  const auto& first = j["turns"][0];
+  const auto& second = j["turns"][1];
+  const auto& regenerate = j["turns"][2];
+  const auto& edit = j["turns"][3];
+  CHECK(second["kind"] == "send");
+  CHECK(regenerate["kind"] == "regenerate");
+  CHECK(edit["kind"] == "edit");
+  // Regenerate submits the second turn's prompt again and forks its parked turn, computing only
+  // the last prompt token (whose logits it needs).
+  CHECK(regenerate["prompt_tokens"] == second["prompt_tokens"]);
+  CHECK(regenerate["cached_tokens"].get<int>() == regenerate["prompt_tokens"].get<int>() - 1);
+  CHECK(regenerate["forks"].get<uint64_t>() >= 1);
+  CHECK(regenerate.contains("cow_copies"));
+  // The edit replaces the second user message: everything before it (the first turn's prompt
+  // and answer) is shared.
+  CHECK(edit["cached_tokens"].get<int>() >= first["prompt_tokens"].get<int>() + first["generated_tokens"].get<int>());
+  CHECK(edit["cached_tokens"].get<int>() < edit["prompt_tokens"].get<int>());
+  CHECK(edit["forks"].get<uint64_t>() >= 1);
+  CHECK(j["summary"]["forks"].get<uint64_t>() >= 2);
+  CHECK(j["summary"]["cow_copies"].get<uint64_t>() >=
+        regenerate["cow_copies"].get<uint64_t>() + edit["cow_copies"].get<uint64_t>());
+}
+
+TEST_CASE("replay refuses branch turns that have nothing to branch from", "[app][replay]") {
+  const std::string bad = GENERATE(std::string(R"({"conversation": "a", "regenerate": true})"),
+                                   std::string("{\"conversation\": \"a\", \"user\": \"hi\"}\n"
+                                               R"({"conversation": "a", "edit": 1, "user": "ho"})"));
+  TempDir dir;
+  const std::string trace = dir.file("bad.jsonl");
+  std::ofstream(trace) << bad << "\n";
+  const auto run = run_cli({"replay", "-m", model_path("stories260K.gguf"), "--trace", trace});
+  CHECK(run.exit_code == 1);
+  CHECK_THAT(run.err, Catch::Contains("bad.jsonl:") &&
+                          (Catch::Contains("first turn cannot regenerate") || Catch::Contains("names no user message")));
 }

@@ -1,7 +1,13 @@
-// Crash safety: a child process opens the store, saves a user message, then streams an answer
-// with update_message every ~20 ms; the parent SIGKILLs it at seeded random moments. After each
-// kill the database must pass integrity_check, hold every user message the child reported as
-// committed, and hold a prefix of the answer missing at most the last second of generated text.
+// Crash safety: child processes use the store as the app does and the parent SIGKILLs them at
+// seeded random moments, then checks the database file.
+//   Messages: a child saves a user message, then streams an answer with update_message every
+//   ~20 ms. After each kill the database must pass integrity_check, hold every user message the
+//   child reported as committed, and hold a prefix of the answer missing at most the last second
+//   of generated text.
+//   Saved KV: a child saves a conversation's KV over and over (save_kv_capped, as the app does
+//   after each answer), numbered blobs of known bytes. After each kill the conversation's KV is
+//   exactly the last one the child finished saving or the one it was saving, never a mix, and
+//   every message and the other conversation's KV are as they were.
 #include <catch2/catch.hpp>
 #include <signal.h>
 #include <sys/wait.h>
@@ -198,4 +204,137 @@ TEST_CASE("a store killed at random moments keeps committed messages and the str
   CHECK(committed.size() >= kRounds / 2);
   CHECK(rounds_streaming >= kRounds / 3);
   CHECK(rounds_past_a_second >= 1);
+}
+
+namespace {
+
+constexpr int kKvRounds = 16;
+const std::string kKvKeys[2] = {"model a; kv f16/f16; block 16; template plain", "model a; kv q8_0/q8_0; block 16; template plain"};
+
+// Blob n: its size and bytes follow from n alone (part noise, part pattern zstd can shrink), so
+// the parent knows every blob a child may have written.
+std::vector<uint8_t> kv_blob(int64_t n) {
+  std::vector<uint8_t> bytes(size_t(192 * 1024 + (n % 7) * 37 * 1024 + n));
+  std::mt19937 noise{uint32_t(n)};
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = i % 4 == 0 ? uint8_t(noise()) : uint8_t(i * n);
+  return bytes;
+}
+const std::string& kv_key(int64_t n) { return kKvKeys[n % 2]; }
+
+// The child: saves blobs first, first + 1, ... as the conversation's KV until killed. Lines:
+//   B <n>   about to save blob n
+//   D <n>   blob n is saved (committed)
+[[noreturn]] void kv_child_main(const std::string& path, ConversationId conversation, int64_t first, int fd) {
+  try {
+    ConversationStore store = ConversationStore::open(path, StoreOptions{.busy_timeout_ms = 5000});
+    const auto give_up = Clock::now() + std::chrono::seconds(10);
+    for (int64_t n = first; Clock::now() < give_up; ++n) {
+      const std::vector<uint8_t> blob = kv_blob(n);
+      report(fd, "B " + std::to_string(n) + "\n");
+      store.save_kv_capped(conversation, kv_key(n), blob, int64_t(1) << 30);
+      report(fd, "D " + std::to_string(n) + "\n");
+    }
+  } catch (...) {
+    ::_exit(1);
+  }
+  ::_exit(2);
+}
+
+// The last blob the child began and the last it finished (-1: none).
+struct KvRound {
+  int64_t begun = -1;
+  int64_t done = -1;
+};
+
+KvRound run_kv_child_and_kill(const std::string& path, ConversationId conversation, int64_t first,
+                              std::chrono::milliseconds delay) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    kv_child_main(path, conversation, first, fds[1]);
+  }
+  ::close(fds[1]);
+  std::this_thread::sleep_for(delay);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::string lines;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) lines.append(buf, size_t(n));
+  ::close(fds[0]);
+  INFO("the child must die by the kill, not exit (exit code " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ")");
+  REQUIRE(WIFSIGNALED(status));
+  KvRound r;
+  std::istringstream in(lines);
+  std::string kind;
+  int64_t n = 0;
+  while (in >> kind >> n) (kind == "B" ? r.begun : r.done) = n;
+  return r;
+}
+
+// Every message of the conversation as text: what a KV save must never change.
+std::string messages_of(ConversationStore& store, ConversationId id) {
+  std::string out;
+  for (const Message& m : store.load_tree(id).messages) {
+    out += std::to_string(m.id) + "/" + std::string(status_name(m.status)) + "/" + m.content + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a KV save killed at random moments leaves the old KV or the new one, and the messages", "[app][store]") {
+  TempDir dir;
+  const std::string path = dir.file("kvdesk.db");
+  ConversationId conversation = 0;
+  ConversationId other = 0;
+  std::string conversation_messages;
+  std::string other_messages;
+  {
+    ConversationStore store = ConversationStore::open(path);
+    conversation = store.create_conversation("saving", "Be brief.");
+    other = store.create_conversation("bystander");
+    for (ConversationId c : {conversation, other}) {
+      const MessageId u = store.add_message({.conversation = c, .parent = std::nullopt, .content = "question"});
+      store.add_message({.conversation = c, .parent = u, .role = Role::Assistant, .content = "answer"});
+    }
+    store.save_kv(other, kv_key(1000), kv_blob(1000));
+    conversation_messages = messages_of(store, conversation);
+    other_messages = messages_of(store, other);
+  }
+  std::mt19937 rng(20240612);
+  std::uniform_int_distribution<int> delay_ms(5, 400);
+  int64_t saved = -1;      // the blob the database must hold (-1: none yet)
+  int64_t next = 0;
+  int rounds_with_saves = 0;
+  for (int round = 0; round < kKvRounds; ++round) {
+    const KvRound r = run_kv_child_and_kill(path, conversation, next, std::chrono::milliseconds(delay_ms(rng)));
+    INFO("round " << round << ": began " << r.begun << ", finished " << r.done << ", held before " << saved);
+    {
+      Database db(path, OpenMode::ReadWrite, 5000);
+      REQUIRE(db.query_text("PRAGMA integrity_check") == "ok");
+    }
+    ConversationStore store = ConversationStore::open(path);
+    const std::optional<KvBlobInfo> info = store.kv_info(conversation);
+    if (r.done >= 0) saved = r.done;
+    if (!info) {
+      CHECK(saved == -1);
+    } else {
+      const bool holds_begun = r.begun > r.done && info->key == kv_key(r.begun) &&
+                               store.load_kv(conversation, info->key) == kv_blob(r.begun);
+      if (holds_begun) saved = r.begun;
+      REQUIRE(saved >= 0);
+      CHECK(info->key == kv_key(saved));
+      CHECK(store.load_kv(conversation, info->key) == kv_blob(saved));
+    }
+    CHECK(store.load_kv(other, kv_key(1000)) == kv_blob(1000));
+    CHECK(messages_of(store, conversation) == conversation_messages);
+    CHECK(messages_of(store, other) == other_messages);
+    rounds_with_saves += r.done >= 0;
+    next = std::max(r.begun, next) + 1;
+  }
+  CHECK(rounds_with_saves >= kKvRounds / 2);
 }
