@@ -180,7 +180,10 @@ void draw_composer(ViewModel& vm, UiActions& actions) {
 }  // namespace
 
 void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions) {
-  if (vm.chat.conversation_id != 0) draw_header(vm);
+  if (vm.chat.conversation_id != 0) {
+    draw_header(vm);
+    draw_conversation_settings(vm, actions);
+  }
   const float composer_h = ImGui::GetTextLineHeight() * 4 + ImGui::GetStyle().FramePadding.y * 2;
   ImGui::BeginChild("##messages", ImVec2(0, -composer_h - ImGui::GetStyle().ItemSpacing.y));
   if (vm.chat.messages.empty()) {

@@ -78,6 +78,22 @@ CREATE TABLE conversation_kv (
   data            BLOB NOT NULL
 );
 )sql"},
+    // Version 2. A conversation's own generation settings; a NULL column (or no row, as for
+    // every conversation of a version-1 file) means the app's default for that setting.
+    {2, R"sql(
+CREATE TABLE conversation_settings (
+  conversation_id INTEGER PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+  context_length  INTEGER,
+  max_tokens      INTEGER,
+  temperature     REAL,
+  top_p           REAL,
+  top_k           INTEGER,
+  min_p           REAL,
+  seed            INTEGER,
+  kv_retention    TEXT,
+  kv_keep         REAL
+);
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
