@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "ui/panels.h"
+#include "ui/theme_colours.h"
 
 namespace kvdesk::ui {
 namespace {
@@ -112,7 +113,7 @@ void draw_conversation_settings(ViewModel& vm, UiActions& actions) {
   ImGui::SameLine();
   ImGui::TextDisabled("* this conversation's own; others follow Settings");
   if (!s.note.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.8f, 0.3f, 1));
+    ImGui::PushStyleColor(ImGuiCol_Text, text_colour(TextTone::Warning, vm.ui.layout_prefs.theme));
     ImGui::TextWrapped("%s", s.note.c_str());
     ImGui::PopStyleColor();
   }

@@ -9,6 +9,7 @@
 #include "ui/keyboard.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
+#include "ui/theme_colours.h"
 
 namespace kvdesk::ui {
 namespace {
@@ -119,7 +120,7 @@ void draw_status_line(ViewModel& vm) {
   ImGui::TextUnformatted(fit.line.c_str());
   if (!fit.message.empty()) {
     ImGui::SameLine(0, gap);
-    const ImVec4 colour = vm.status.message_is_error ? ImVec4(1.0f, 0.45f, 0.4f, 1) : ImVec4(0.6f, 0.85f, 0.6f, 1);
+    const ImVec4 colour = text_colour(vm.status.message_is_error ? TextTone::Error : TextTone::Good, vm.ui.layout_prefs.theme);
     ImGui::TextColored(colour, "%s", fit.message.c_str());
   }
   if (fit.show_note) {

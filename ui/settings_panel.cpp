@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ui/panels.h"
+#include "ui/theme_colours.h"
 
 namespace kvdesk::ui {
 namespace {
@@ -61,7 +62,7 @@ void draw_chat_template(ViewModel& vm, UiActions& actions) {
     ImGui::EndCombo();
   }
   if (!vm.model.chat_template_warning.empty() && vm.ui.chat_template.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.8f, 0.3f, 1));
+    ImGui::PushStyleColor(ImGuiCol_Text, text_colour(TextTone::Warning, vm.ui.layout_prefs.theme));
     ImGui::TextWrapped("%s", vm.model.chat_template_warning.c_str());
     ImGui::PopStyleColor();
   }
