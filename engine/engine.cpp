@@ -17,6 +17,7 @@
 #include "engine/kv/kv_cache.h"
 #include "engine/kv/kv_type_costs.h"
 #include "engine/model/model.h"
+#include "engine/model/model_info.h"
 #include "engine/runtime/engine_core.h"
 #include "engine/system/memory_limit.h"
 #include "engine/system/thread_pool.h"
@@ -132,6 +133,7 @@ struct Engine::State {
   ChatTemplate chat_template;
   std::string model_hash;                    // model_header_hash of the loaded model
   std::vector<KvTypeCost> kv_costs;          // of the loaded model's shape
+  ModelDescription description;              // of the loaded model
   std::vector<Event> pending;
   // Chat requests in flight: their messages' spans, completed with the generated ids as Token
   // events pass and handed out with the Finished event.
@@ -228,7 +230,7 @@ void Engine::State::publish_stats(bool force) {
                            c.head_count, c.head_count_kv, c.head_dim, model->weights().num_parameters,
                            model->weights().weight_bytes, backend_name(backend.backend), backend.note,
                            pool->num_threads(), chat_format_name(chat_template.format), chat_template.warning,
-                           forward->device_memory(), kv->on_device(), kv_costs};
+                           forward->device_memory(), kv->on_device(), kv_costs, description};
     const Scheduler& sched = core->scheduler();
     s.running = sched.num_running();
     s.waiting = sched.num_waiting();
@@ -275,6 +277,7 @@ void Engine::State::load(const EngineSettings& s) {
     throw;
   }
   kv_costs = kv_type_costs(model->config());
+  description = describe_model(*model, s.tokenizer_path);
   model_hash = model_header_hash(model->file());
   core = std::make_unique<EngineCore>(*model, *forward, *kv, s.scheduler);
   Event e;

@@ -158,6 +158,10 @@ struct Request {
   LogitsOutput logits = LogitsOutput::None;
   ContextPolicy context_policy = ContextPolicy::Stop;
   int32_t sink_tokens = 4;
+  // The most tokens (prompt + answer) this request's sequence may hold; 0, or more than the
+  // model's context length: the model's. Reaching it acts as reaching the model's context:
+  // context_policy says whether the answer stops (ContextFull) or the window slides.
+  int32_t context_limit = 0;
   RetentionOptions retention;        // KV retention of this request's sequence (off by default)
   // Requests with the same non-zero key are turns of one conversation: when one finishes,
   // its sequence is kept ("parked") so the next turn appends only its new tokens.
@@ -222,6 +226,26 @@ struct KvTypeCost {
   double nmse = 0;                 // round-trip error on unit Gaussian rows of head_dim
 };
 
+// The weights of one tensor role ("attn_q", "ffn_down", "token_embd": the GGUF tensor name
+// without "blk.N." and ".weight") stored in one type, over every layer.
+struct WeightTypeGroup {
+  std::string group;
+  std::string type;                // ggml type name: "q4_K", "f16", ...
+  int32_t tensors = 0;
+  uint64_t bytes = 0;
+};
+
+// What a model file is, beyond ModelSummary's headline figures (engine/model/model_info.h).
+struct ModelDescription {
+  int32_t embedding_length = 0;
+  int32_t feed_forward_length = 0;
+  int32_t vocab_size = 0;
+  std::string tokenizer_kind;          // "SentencePiece", "byte-level BPE (pre llama-bpe)", ...
+  int32_t sliding_window = 0;          // tokens a local layer attends to; 0: no local layers
+  int32_t local_layers = 0;            // layers limited to the sliding window
+  std::vector<WeightTypeGroup> weight_types;   // by group, then type
+};
+
 struct ModelSummary {
   std::string path;
   std::string name;
@@ -241,6 +265,7 @@ struct ModelSummary {
   DeviceMemoryUse device_memory;       // the CUDA backend's device memory; empty on the CPU
   bool kv_on_device = false;           // the KV pool (EngineStats::kv.pool_bytes) is in device memory
   std::vector<KvTypeCost> kv_types;    // one per KV type, in all_kv_types() order
+  ModelDescription description;
 };
 
 // Who holds a KV sequence: a live request, or a conversation's parked last turn.

@@ -10,17 +10,18 @@
 #include "ui/markdown_view.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
+#include "ui/theme_colours.h"
 
 namespace kvdesk::ui {
 namespace {
 
-ImVec4 role_colour(MessageRole role) {
+ImVec4 role_colour(MessageRole role, Theme theme) {
   switch (role) {
-    case MessageRole::User: return ImVec4(0.55f, 0.75f, 1.0f, 1);
-    case MessageRole::Assistant: return ImVec4(0.6f, 0.9f, 0.6f, 1);
-    case MessageRole::System: return ImVec4(0.8f, 0.8f, 0.5f, 1);
+    case MessageRole::User: return text_colour(TextTone::User, theme);
+    case MessageRole::Assistant: return text_colour(TextTone::Assistant, theme);
+    case MessageRole::System: return text_colour(TextTone::System, theme);
   }
-  return ImVec4(1, 1, 1, 1);
+  return text_colour(TextTone::System, theme);
 }
 
 bool contains(const std::vector<int64_t>& ids, int64_t id) {
@@ -86,7 +87,7 @@ void draw_edit_box(ViewModel& vm, const MessageView& m, UiActions& actions) {
 void draw_message(ViewModel& vm, MessageView& m, bool last, const Fonts& fonts, UiActions& actions) {
   ImGui::PushID(static_cast<int>(m.id));
   ImGui::AlignTextToFramePadding();
-  ImGui::TextColored(role_colour(m.role), "%s", role_label(m.role));
+  ImGui::TextColored(role_colour(m.role, vm.ui.layout_prefs.theme), "%s", role_label(m.role));
   if (const char* state = state_label(m.state); *state) {
     ImGui::SameLine();
     ImGui::TextDisabled("(%s)", state);
@@ -180,7 +181,10 @@ void draw_composer(ViewModel& vm, UiActions& actions) {
 }  // namespace
 
 void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions) {
-  if (vm.chat.conversation_id != 0) draw_header(vm);
+  if (vm.chat.conversation_id != 0) {
+    draw_header(vm);
+    draw_conversation_settings(vm, actions);
+  }
   const float composer_h = ImGui::GetTextLineHeight() * 4 + ImGui::GetStyle().FramePadding.y * 2;
   ImGui::BeginChild("##messages", ImVec2(0, -composer_h - ImGui::GetStyle().ItemSpacing.y));
   if (vm.chat.messages.empty()) {

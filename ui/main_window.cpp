@@ -1,5 +1,6 @@
 // The main window: one borderless window filling the viewport. Model bar and menu on top;
-// below it three columns (conversations | chat | KV panels as tabs) and a status line.
+// below it three columns (conversations | chat | side panels as tabs) whose borders drag (the
+// shares are remembered, vm.ui.layout_prefs) and a status line.
 #include <imgui.h>
 
 #include <algorithm>
@@ -8,16 +9,18 @@
 #include "ui/keyboard.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
+#include "ui/theme_colours.h"
 
 namespace kvdesk::ui {
 namespace {
 
-constexpr Panel kPanels[] = {Panel::Settings, Panel::Blocks, Panel::Fragmentation, Panel::Sharing,
+constexpr Panel kPanels[] = {Panel::Settings, Panel::Model, Panel::Blocks, Panel::Fragmentation, Panel::Sharing,
                              Panel::Quantization, Panel::Memory, Panel::Plots};
 
 const char* panel_title(Panel panel) {
   switch (panel) {
     case Panel::Settings: return "Settings";
+    case Panel::Model: return "Model";
     case Panel::Blocks: return "Blocks";
     case Panel::Fragmentation: return "Waste";
     case Panel::Sharing: return "Sharing";
@@ -31,6 +34,7 @@ const char* panel_title(Panel panel) {
 void draw_panel(Panel panel, ViewModel& vm, TextureCache& textures, UiActions& actions) {
   switch (panel) {
     case Panel::Settings: draw_settings_panel(vm, actions); break;
+    case Panel::Model: draw_model_info_panel(vm); break;
     case Panel::Blocks: draw_block_map_panel(vm, textures); break;
     case Panel::Fragmentation: draw_fragmentation_panel(vm); break;
     case Panel::Sharing: draw_sharing_panel(vm); break;
@@ -60,6 +64,13 @@ void draw_menu_bar(ViewModel& vm, UiActions& actions) {
         vm.ui.panel_requested = true;
       }
     }
+    ImGui::Separator();
+    for (Theme theme : {Theme::Dark, Theme::Light}) {
+      const std::string label = theme == Theme::Dark ? "Dark theme" : "Light theme";
+      if (ImGui::MenuItem(label.c_str(), nullptr, vm.ui.layout_prefs.theme == theme)) {
+        actions.push_back({ActionKind::SetTheme, 0, theme_name(theme)});
+      }
+    }
     ImGui::EndMenu();
   }
   ImGui::EndMenuBar();
@@ -82,6 +93,18 @@ void draw_side_tabs(ViewModel& vm, TextureCache& textures, UiActions& actions) {
   vm.ui.panel_requested = false;
 }
 
+// A bar as wide as the gap between two columns; dragging it moves their border with the mouse,
+// changing `share` (of `total` width; `direction` -1 when the share lies right of the bar).
+void column_splitter(const char* id, float height, float total, float direction, float& share, float low, float high) {
+  ImGui::SameLine(0, 0);
+  ImGui::InvisibleButton(id, ImVec2(ImGui::GetStyle().ItemSpacing.x, height));
+  if (ImGui::IsItemActive() || ImGui::IsItemHovered()) ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeEW);
+  if (ImGui::IsItemActive() && total > 0) {
+    share = std::clamp(share + direction * ImGui::GetIO().MouseDelta.x / total, low, high);
+  }
+  ImGui::SameLine(0, 0);
+}
+
 float text_width(std::string_view text) { return ImGui::CalcTextSize(text.data(), text.data() + text.size()).x; }
 
 // The status line, the last action's outcome and the font note, fitted so none overlaps
@@ -97,7 +120,7 @@ void draw_status_line(ViewModel& vm) {
   ImGui::TextUnformatted(fit.line.c_str());
   if (!fit.message.empty()) {
     ImGui::SameLine(0, gap);
-    const ImVec4 colour = vm.status.message_is_error ? ImVec4(1.0f, 0.45f, 0.4f, 1) : ImVec4(0.6f, 0.85f, 0.6f, 1);
+    const ImVec4 colour = text_colour(vm.status.message_is_error ? TextTone::Error : TextTone::Good, vm.ui.layout_prefs.theme);
     ImGui::TextColored(colour, "%s", fit.message.c_str());
   }
   if (fit.show_note) {
@@ -153,6 +176,7 @@ void draw_modal(ViewModel& vm) {
 const char* panel_name(Panel panel) {
   switch (panel) {
     case Panel::Settings: return "settings";
+    case Panel::Model: return "model";
     case Panel::Blocks: return "blocks";
     case Panel::Fragmentation: return "fragmentation";
     case Panel::Sharing: return "sharing";
@@ -168,6 +192,22 @@ std::optional<Panel> panel_from_name(std::string_view name) {
     if (name == panel_name(p)) return p;
   }
   return std::nullopt;
+}
+
+const char* theme_name(Theme theme) { return theme == Theme::Light ? "light" : "dark"; }
+
+std::optional<Theme> theme_from_name(std::string_view name) {
+  if (name == "dark") return Theme::Dark;
+  if (name == "light") return Theme::Light;
+  return std::nullopt;
+}
+
+void apply_theme(Theme theme) {
+  if (theme == Theme::Light) {
+    ImGui::StyleColorsLight();
+  } else {
+    ImGui::StyleColorsDark();
+  }
 }
 
 UiActions draw_main_window(ViewModel& vm, const Fonts& fonts, TextureCache& textures) {
@@ -189,18 +229,19 @@ UiActions draw_main_window(ViewModel& vm, const Fonts& fonts, TextureCache& text
   const ImGuiStyle& style = ImGui::GetStyle();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float height = avail.y - ImGui::GetFrameHeightWithSpacing();
-  const float left = std::max(180.0f, avail.x * 0.17f);
-  const float right = std::max(380.0f, avail.x * 0.42f);
+  WindowLayout& prefs = vm.ui.layout_prefs;
+  const float left = std::max(180.0f, avail.x * prefs.left_share);
+  const float right = std::max(380.0f, avail.x * prefs.right_share);
   const float middle = std::max(200.0f, avail.x - left - right - 2 * style.ItemSpacing.x);
 
   ImGui::BeginChild("##left", ImVec2(left, height), true);
   draw_conversation_list_panel(vm, actions);
   ImGui::EndChild();
-  ImGui::SameLine();
+  column_splitter("##split_left", height, avail.x, 1, prefs.left_share, kMinLeftShare, kMaxLeftShare);
   ImGui::BeginChild("##chat", ImVec2(middle, height), true);
   draw_chat_panel(vm, fonts, actions);
   ImGui::EndChild();
-  ImGui::SameLine();
+  column_splitter("##split_right", height, avail.x, -1, prefs.right_share, kMinRightShare, kMaxRightShare);
   ImGui::BeginChild("##kv", ImVec2(0, height), true);
   draw_side_tabs(vm, textures, actions);
   ImGui::EndChild();

@@ -8,12 +8,13 @@
 
 #include "ui/panel_data.h"
 #include "ui/panels.h"
+#include "ui/theme_colours.h"
 
 namespace kvdesk::ui {
 namespace {
 
 // What the engine says about the model, shortened with "..." to the width left (whole on hover).
-void draw_model_state(const ModelView& m, LayoutReport& report) {
+void draw_model_state(const ModelView& m, Theme theme, LayoutReport& report) {
   switch (m.state) {
     case ModelState::None:
       ImGui::TextDisabled("no model open");
@@ -38,7 +39,7 @@ void draw_model_state(const ModelView& m, LayoutReport& report) {
       break;
     }
     case ModelState::Failed:
-      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1), "failed: %s", m.error.c_str());
+      ImGui::TextColored(text_colour(TextTone::Error, theme), "failed: %s", m.error.c_str());
       break;
   }
 }
@@ -69,7 +70,7 @@ void draw_model_bar(ViewModel& vm, UiActions& actions) {
     ImGui::EndCombo();
   }
   ImGui::SameLine();
-  draw_model_state(vm.model, vm.ui.layout);
+  draw_model_state(vm.model, vm.ui.layout_prefs.theme, vm.ui.layout);
 }
 
 }  // namespace kvdesk::ui

@@ -398,6 +398,11 @@ StatusBarFit fit_status_bar(const std::string& line, const std::string& message,
   return fit;
 }
 
+int32_t context_limit(const ViewModel& vm) {
+  const int32_t own = vm.chat.conversation_id != 0 ? vm.chat.settings.values.context_length : 0;
+  return own > 0 && own < vm.model.context_length ? own : vm.model.context_length;
+}
+
 std::string status_line(const ViewModel& vm) {
   const ModelView& m = vm.model;
   switch (m.state) {
@@ -412,7 +417,7 @@ std::string status_line(const ViewModel& vm) {
   }
   std::string line = (m.name.empty() ? m.path : m.name) + " | " + m.backend + " x" + std::to_string(m.threads) +
                      " threads | context " + std::to_string(vm.chat.context_used) + " / " +
-                     std::to_string(m.context_length);
+                     std::to_string(context_limit(vm));
   if (!vm.status.last_answer.empty()) line += " | last answer: " + vm.status.last_answer;
   return line;
 }

@@ -144,6 +144,9 @@ const char* state_label(MessageState state);   // "" for Complete
 std::string answer_stats_text(int64_t tokens, double tok_s, double ttft_ms, const std::string& finish_reason);
 std::string finish_words(const std::string& finish_reason);   // "finished: end of turn", ...
 
+// The tokens the selected conversation may hold: its context length within the model's.
+int32_t context_limit(const ViewModel& vm);
+
 // The status line: model, backend, context used / limit, the last answer's TTFT and tok/s.
 std::string status_line(const ViewModel& vm);
 

@@ -20,7 +20,9 @@ void draw_model_bar(ViewModel& vm, UiActions& actions);
 void draw_file_prompt(ViewModel& vm, UiActions& actions);
 void draw_conversation_list_panel(ViewModel& vm, UiActions& actions);
 void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions);
+void draw_conversation_settings(ViewModel& vm, UiActions& actions);
 void draw_settings_panel(ViewModel& vm, UiActions& actions);
+void draw_model_info_panel(const ViewModel& vm);
 void draw_block_map_panel(const ViewModel& vm, TextureCache& textures);
 void draw_fragmentation_panel(ViewModel& vm);
 void draw_sharing_panel(const ViewModel& vm);
@@ -28,9 +30,14 @@ void draw_quantization_panel(ViewModel& vm, UiActions& actions);
 void draw_memory_budget_panel(const ViewModel& vm);
 void draw_time_plots_panel(const ViewModel& vm);
 
-// Tab names of the KV side panels: "settings", "blocks", "fragmentation", "sharing",
+// Tab names of the side panels: "settings", "model", "blocks", "fragmentation", "sharing",
 // "quantization", "memory", "plots" (what scripts' open_panel takes).
 const char* panel_name(Panel panel);
 std::optional<Panel> panel_from_name(std::string_view name);
+
+const char* theme_name(Theme theme);   // "dark", "light"
+std::optional<Theme> theme_from_name(std::string_view name);
+// Sets ImGui's colours to the theme (call between frames).
+void apply_theme(Theme theme);
 
 }  // namespace kvdesk::ui

@@ -3,7 +3,10 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include <algorithm>
+
 #include "ui/panels.h"
+#include "ui/theme_colours.h"
 
 namespace kvdesk::ui {
 namespace {
@@ -60,16 +63,23 @@ void draw_chat_template(ViewModel& vm, UiActions& actions) {
     ImGui::EndCombo();
   }
   if (!vm.model.chat_template_warning.empty() && vm.ui.chat_template.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.8f, 0.3f, 1));
+    ImGui::PushStyleColor(ImGuiCol_Text, text_colour(TextTone::Warning, vm.ui.layout_prefs.theme));
     ImGui::TextWrapped("%s", vm.model.chat_template_warning.c_str());
     ImGui::PopStyleColor();
   }
 }
 
+// The app's defaults: what a conversation uses where it sets nothing itself.
 void draw_sampling(ViewModel& vm, UiActions& actions) {
-  ImGui::TextUnformatted("Sampling");
+  ImGui::TextUnformatted("Defaults for conversations (a conversation's own settings win)");
   SamplingView& s = vm.sampling;
   bool changed = false;
+  ImGui::SetNextItemWidth(200);
+  ImGui::InputInt("context length (0: the model's)", &s.context_length, 64, 512);
+  if (ImGui::IsItemDeactivatedAfterEdit()) {
+    s.context_length = s.context_length <= 0 ? 0 : std::max(s.context_length, kMinConversationContext);
+    changed = true;
+  }
   ImGui::SetNextItemWidth(200);
   ImGui::SliderFloat("temperature (0: greedy)", &s.temperature, 0.0f, 2.0f, "%.2f");
   changed |= ImGui::IsItemDeactivatedAfterEdit();
@@ -102,6 +112,16 @@ void draw_sampling(ViewModel& vm, UiActions& actions) {
   if (changed) actions.push_back({ActionKind::SetSampling});
 }
 
+void draw_theme(ViewModel& vm, UiActions& actions) {
+  ImGui::TextUnformatted("Theme");
+  for (Theme theme : {Theme::Dark, Theme::Light}) {
+    ImGui::SameLine();
+    if (ImGui::RadioButton(theme_name(theme), vm.ui.layout_prefs.theme == theme)) {
+      actions.push_back({ActionKind::SetTheme, 0, theme_name(theme)});
+    }
+  }
+}
+
 }  // namespace
 
 void draw_settings_panel(ViewModel& vm, UiActions& actions) {
@@ -115,6 +135,9 @@ void draw_settings_panel(ViewModel& vm, UiActions& actions) {
   ImGui::Spacing();
   ImGui::Separator();
   draw_sampling(vm, actions);
+  ImGui::Spacing();
+  ImGui::Separator();
+  draw_theme(vm, actions);
 }
 
 }  // namespace kvdesk::ui

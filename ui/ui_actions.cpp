@@ -16,6 +16,7 @@ const char* action_name(ActionKind kind) {
     case ActionKind::EditResend: return "edit and resend";
     case ActionKind::SwitchBranch: return "switch branch";
     case ActionKind::SetSystemPrompt: return "set system prompt";
+    case ActionKind::SetConversationSettings: return "set conversation settings";
     case ActionKind::SavePreset: return "save preset";
     case ActionKind::ApplyPreset: return "apply preset";
     case ActionKind::DeletePreset: return "delete preset";
@@ -25,6 +26,7 @@ const char* action_name(ActionKind kind) {
     case ActionKind::SetChatTemplate: return "set chat template";
     case ActionKind::ExportConversation: return "export conversation";
     case ActionKind::ImportConversation: return "import conversation";
+    case ActionKind::SetTheme: return "set theme";
     case ActionKind::Quit: return "quit";
   }
   return "?";

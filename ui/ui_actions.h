@@ -20,6 +20,7 @@ enum class ActionKind : uint8_t {
   EditResend,           // id: the user message edited, text: its new content (a sibling branch)
   SwitchBranch,         // id: the sibling message to show
   SetSystemPrompt,      // text
+  SetConversationSettings,   // the view model's chat.settings (its own fields) for the selected one
   SavePreset,           // text: name, text2: system prompt
   ApplyPreset,          // id
   DeletePreset,         // id
@@ -29,6 +30,7 @@ enum class ActionKind : uint8_t {
   SetChatTemplate,      // text: a chat template name, "" for the model's own
   ExportConversation,   // the selected one; text: "md" or "json", text2: the file's path
   ImportConversation,   // text: the path of a JSON export; the import is selected
+  SetTheme,             // text: "dark" or "light"
   Quit,
 };
 

@@ -36,22 +36,13 @@ struct ConversationSummary {
   bool generating = false;
 };
 
-struct ChatView {
-  int64_t conversation_id = 0;   // 0: no conversation selected
-  std::string title;
-  std::string system_prompt;     // edited in place; committed by a SetSystemPrompt action
-  std::vector<MessageView> messages;   // the active branch, root first
-  bool generating = false;
-  int32_t context_used = 0;      // tokens of the conversation's KV sequence, when known
-};
-
-struct PresetView {
-  int64_t id = 0;
-  std::string name;
-  std::string system_prompt;
-};
+// The generation settings a conversation can set for itself, in the order the chat panel shows them.
+enum class SettingField : uint8_t { ContextLength, MaxTokens, Temperature, TopP, TopK, MinP, Seed, Retention, KvKeep };
+inline constexpr size_t kSettingFieldCount = 9;
+inline constexpr int32_t kMinConversationContext = 16;   // the smallest context length a conversation may set
 
 struct SamplingView {
+  int32_t context_length = 0;     // tokens the prompt and answer may take together; 0: the model's
   float temperature = 0.7f;
   int32_t top_k = 40;
   float top_p = 0.95f;
@@ -64,6 +55,34 @@ struct SamplingView {
   float kv_keep = 0.5f;            // KV retention budget: share of the tokens seen, (0, 1]
 };
 
+// The selected conversation's settings as the chat panel edits them. `values` are what its
+// answers use: its own where own[field] is set, the app's defaults (Settings) elsewhere.
+struct ConversationSettingsView {
+  SamplingView values;
+  bool own[kSettingFieldCount] = {};
+  int32_t model_context = 0;      // the loaded model's context length; 0: no model
+  std::string note;               // stored values that were out of range (the default is used)
+
+  bool is_own(SettingField f) const { return own[size_t(f)]; }
+  void set_own(SettingField f, bool value) { own[size_t(f)] = value; }
+};
+
+struct ChatView {
+  int64_t conversation_id = 0;   // 0: no conversation selected
+  std::string title;
+  std::string system_prompt;     // edited in place; committed by a SetSystemPrompt action
+  std::vector<MessageView> messages;   // the active branch, root first
+  bool generating = false;
+  int32_t context_used = 0;      // tokens of the conversation's KV sequence, when known
+  ConversationSettingsView settings;
+};
+
+struct PresetView {
+  int64_t id = 0;
+  std::string name;
+  std::string system_prompt;
+};
+
 // The KV retention policies the settings panel offers, in SamplingView::retention order.
 inline constexpr const char* kRetentionPolicyNames[] = {"none", "sinks", "h2o", "snapkv"};
 
@@ -71,6 +90,14 @@ inline constexpr const char* kRetentionPolicyNames[] = {"none", "sinks", "h2o", 
 // Model
 // ---------------------------------------------------------------------------------------
 enum class ModelState : uint8_t { None, Loading, Loaded, Failed };
+
+// The weights of one tensor role stored in one type ("attn_q", "q4_K", 8 tensors, bytes).
+struct WeightTypeView {
+  std::string group;
+  std::string type;
+  int32_t tensors = 0;
+  uint64_t bytes = 0;
+};
 
 struct ModelView {
   ModelState state = ModelState::None;
@@ -88,6 +115,13 @@ struct ModelView {
   uint64_t weight_bytes = 0;
   std::string chat_template;           // the family prompts are rendered with
   std::string chat_template_warning;   // the model's template was not recognized or not fully read
+  int32_t embedding_length = 0;
+  int32_t feed_forward_length = 0;
+  int32_t vocab_size = 0;
+  std::string tokenizer_kind;
+  int32_t sliding_window = 0;          // 0: every layer attends to the whole context
+  int32_t local_layers = 0;
+  std::vector<WeightTypeView> weight_types;
   double loading_seconds = 0;    // while Loading
   std::string error;             // when Failed
   std::vector<std::string> recent;   // most recent first
@@ -228,7 +262,7 @@ struct StatusView {
 // ---------------------------------------------------------------------------------------
 // What the user is typing and choosing: owned by the window between frames.
 // ---------------------------------------------------------------------------------------
-enum class Panel : uint8_t { Settings, Blocks, Fragmentation, Sharing, Quantization, Memory, Plots };
+enum class Panel : uint8_t { Settings, Model, Blocks, Fragmentation, Sharing, Quantization, Memory, Plots };
 
 struct KvSettingsEdit {
   std::string k_type = "f16";
@@ -238,6 +272,22 @@ struct KvSettingsEdit {
   bool prefix_caching = true;
   int32_t host_tier_mib = 512;   // host memory for KV out of the pool (0: none); at the next model load
 };
+
+enum class Theme : uint8_t { Dark, Light };
+
+// The window's arrangement, remembered across restarts: its size, the columns' shares of its
+// width (conversations on the left, the side panels on the right; the chat takes the rest)
+// and the colours.
+struct WindowLayout {
+  int32_t width = 1280;
+  int32_t height = 800;
+  float left_share = 0.17f;
+  float right_share = 0.42f;
+  Theme theme = Theme::Dark;
+};
+
+inline constexpr float kMinLeftShare = 0.08f, kMaxLeftShare = 0.40f;
+inline constexpr float kMinRightShare = 0.20f, kMaxRightShare = 0.60f;
 
 struct UiState {
   std::string composer;
@@ -253,6 +303,7 @@ struct UiState {
   Panel panel = Panel::Settings;
   bool panel_requested = false;  // select `panel` on the next frame (scripts, menus)
   KvSettingsEdit kv_edit;
+  WindowLayout layout_prefs;
   std::string chat_template;                  // the user's choice; "": the model's own
   std::vector<std::string> chat_templates;    // the names offered
   std::vector<int32_t> block_sizes;           // the KV block sizes offered

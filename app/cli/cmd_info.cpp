@@ -12,6 +12,7 @@
 #include "app/command_line.h"
 #include "engine/chat/chat_template.h"
 #include "engine/kv/kv_layer_groups.h"
+#include "engine/model/model_info.h"
 #include "kernels/dot.h"
 #include "kernels/ops.h"
 
@@ -56,8 +57,7 @@ nlohmann::json kv_capacity_json(const ModelConfig& c, const InfoArgs& a) {
 // with every layer keeping every token, and as the pool holds it, local layers keeping only
 // the blocks their window reads (engine/kv/kv_layer_groups.h).
 nlohmann::json sliding_window_json(const ModelConfig& c, int32_t context, int32_t block_size) {
-  int32_t local_layers = 0;
-  for (int32_t l = 0; l < c.block_count; ++l) local_layers += c.is_local_layer(l) ? 1 : 0;
+  const int32_t local_layers = local_layer_count(c);
   const KvLayerGroups groups = kv_layer_groups(c);
   const uint64_t full = kv_bytes_per_token(c, KvType::F16, KvType::F16) * uint64_t(kv_blocks_for(context, block_size)) *
                         uint64_t(block_size);
@@ -91,8 +91,7 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Dev
                          const InfoArgs& a) {
   const ModelConfig& c = m.config();
   const ChatTemplate chat = chat_template_for(m.file(), "");
-  std::map<std::string, int> type_counts;
-  for (const GgufTensorInfo& t : m.file().tensors()) ++type_counts[std::string(ggml_type_info(t.type).name)];
+  const std::map<std::string, int> type_counts = tensor_type_counts(m.file());
   nlohmann::json kv = nlohmann::json::object();
   for (KvType t : all_kv_types()) kv[kv_type_name(t)] = {{"bytes_per_token", kv_bytes_per_token(c, t, t)}};
   return {
@@ -120,6 +119,7 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Dev
       {"qkv_bias", m.weights().layers.front().bq != nullptr},
       {"rms_eps", c.rms_eps},
       {"vocab_size", c.vocab_size},
+      {"tokenizer", tokenizer_kind(m.file(), a.model.tokenizer_path)},
       {"sliding_window_kv", sliding_window_json(c, a.context > 0 ? a.context : c.context_length, a.model.block_size)},
       {"tied_output", m.weights().tied_output},
       {"tensor_types", type_counts},
@@ -152,7 +152,7 @@ void print_text(const nlohmann::json& j) {
   for (const char* key : {"backend", "cpu_isa", "cpu_isa_detected", "name", "context_length", "embedding_length", "block_count",
                           "feed_forward_length", "head_count", "head_count_kv", "head_dim",
                           "rope_dimension_count", "rope_freq_base", "rope_freq_scale", "rope_mode",
-                          "rope_freqs", "qkv_bias", "rms_eps", "vocab_size",
+                          "rope_freqs", "qkv_bias", "rms_eps", "vocab_size", "tokenizer",
                           "tied_output", "parameters", "weight_bytes", "chat_template", "sliding_window_kv"}) {
     std::printf("  %-22s %s\n", key, j[key].dump().c_str());
   }

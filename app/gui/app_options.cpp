@@ -24,6 +24,7 @@ ParsedOptions parse_app_options(int argc, char** argv) {
   app.add_option("--width", o.width, "window width")->check(CLI::Range(320, 8192));
   app.add_option("--height", o.height, "window height")->check(CLI::Range(240, 8192));
   parsed.exit_code = parse_command_line(app, "kvdesk", argc, argv);
+  o.size_given = app.count("--width") + app.count("--height") > 0;
   return parsed;
 }
 

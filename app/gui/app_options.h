@@ -23,6 +23,7 @@ struct AppOptions {
   BackendRequest backend = BackendRequest::Auto;
   int32_t width = 1280;
   int32_t height = 800;
+  bool size_given = false;       // --width or --height: this size, not the remembered one
 };
 
 // Returns the options, or the process exit code when parsing ended the run (--help: 0,

@@ -1,4 +1,4 @@
-// Controller, part 1: starting up (store, preferences, model), the action dispatcher,
+// Controller, part 1: starting up (store, preferences, remembered layout, model), the action dispatcher,
 // store -> view reloads, model and KV settings, and the statistics the KV panels draw.
 // Conversations, messages and generation are in controller_chat.cpp.
 #include "app/gui/controller.h"
@@ -10,6 +10,7 @@
 #include "app/gui/kv_view.h"
 #include "engine/error.h"
 #include "ui/panel_data.h"
+#include "ui/panels.h"
 
 namespace kvdesk::gui {
 namespace {
@@ -40,6 +41,7 @@ void read_setting(store::ConversationStore& store, const char* key, T& value) {
 // and saving.
 template <class F>
 void for_each_sampling_setting(ui::SamplingView& p, F&& f) {
+  f("sampling.context_length", p.context_length);
   f("sampling.temperature", p.temperature);
   f("sampling.top_k", p.top_k);
   f("sampling.top_p", p.top_p);
@@ -63,6 +65,20 @@ void for_each_kv_setting(ui::KvSettingsEdit& kv, F&& f) {
 constexpr const char* kKTypeKey = "kv.k_type";
 constexpr const char* kVTypeKey = "kv.v_type";
 constexpr const char* kChatTemplateKey = "chat.template";
+constexpr const char* kWindowWidthKey = "window.width";
+constexpr const char* kWindowHeightKey = "window.height";
+constexpr const char* kLeftShareKey = "layout.left_share";
+constexpr const char* kRightShareKey = "layout.right_share";
+constexpr const char* kPanelKey = "layout.panel";
+constexpr const char* kThemeKey = "ui.theme";
+constexpr int64_t kMinWindowSide = 200;
+constexpr int64_t kMaxWindowSide = 8192;
+
+// Also false for NaN.
+template <class T>
+bool in_range(T value, T low, T high) {
+  return value >= low && value <= high;
+}
 
 template <class T>
 std::string setting_text(T value) {
@@ -98,6 +114,7 @@ void Controller::start(const AppOptions& options) {
   options_ = options;
   open_store(options.db_path.empty() ? store::default_database_path().string() : options.db_path);
   load_preferences();
+  load_layout();
   reload_conversations();
   if (!vm_.conversations.empty()) select(vm_.conversations.front().id);
   std::string model = options.model_path;
@@ -140,6 +157,7 @@ void Controller::load_preferences() {
   for_each_kv_setting(kv, read);
   p.retention = std::clamp(p.retention, 0, int32_t(std::size(ui::kRetentionPolicyNames)) - 1);
   p.kv_keep = std::clamp(p.kv_keep, 0.05f, 1.0f);
+  p.context_length = std::max(p.context_length, 0);
   if (auto t = s.setting(kKTypeKey); t && kv_type_from_name(*t)) kv.k_type = *t;
   if (auto t = s.setting(kVTypeKey); t && kv_type_from_name(*t)) kv.v_type = *t;
   vm_.ui.chat_templates = chat_template_names();
@@ -149,6 +167,48 @@ void Controller::load_preferences() {
   for (const store::Preset& preset : s.list_presets()) vm_.presets.push_back({preset.id, preset.name, preset.system_prompt});
   vm_.model.recent.clear();
   for (const store::RecentModel& m : s.recent_models()) vm_.model.recent.push_back(m.path);
+}
+
+void Controller::load_layout() {
+  store::ConversationStore& s = store();
+  int64_t width = 0, height = 0;
+  ui::WindowLayout saved;
+  read_setting(s, kWindowWidthKey, width);
+  read_setting(s, kWindowHeightKey, height);
+  read_setting(s, kLeftShareKey, saved.left_share);
+  read_setting(s, kRightShareKey, saved.right_share);
+  ui::WindowLayout& layout = vm_.ui.layout_prefs;
+  layout = ui::WindowLayout{};
+  if (in_range(width, kMinWindowSide, kMaxWindowSide)) layout.width = int32_t(width);
+  if (in_range(height, kMinWindowSide, kMaxWindowSide)) layout.height = int32_t(height);
+  if (in_range(saved.left_share, ui::kMinLeftShare, ui::kMaxLeftShare)) layout.left_share = saved.left_share;
+  if (in_range(saved.right_share, ui::kMinRightShare, ui::kMaxRightShare)) layout.right_share = saved.right_share;
+  if (auto name = s.setting(kThemeKey); name && ui::theme_from_name(*name)) layout.theme = *ui::theme_from_name(*name);
+  if (auto name = s.setting(kPanelKey); name && ui::panel_from_name(*name)) {
+    vm_.ui.panel = *ui::panel_from_name(*name);
+    vm_.ui.panel_requested = true;
+  }
+}
+
+void Controller::remember_layout(int32_t width, int32_t height) {
+  const ui::WindowLayout& layout = vm_.ui.layout_prefs;
+  try {
+    store().set_setting(kWindowWidthKey, std::to_string(width));
+    store().set_setting(kWindowHeightKey, std::to_string(height));
+    store().set_setting(kLeftShareKey, std::to_string(layout.left_share));
+    store().set_setting(kRightShareKey, std::to_string(layout.right_share));
+    store().set_setting(kPanelKey, ui::panel_name(vm_.ui.panel));
+    store().set_setting(kThemeKey, ui::theme_name(layout.theme));
+  } catch (const Error& e) {
+    set_status(std::string("the window's layout was not saved: ") + e.what(), true);
+  }
+}
+
+void Controller::set_theme(const std::string& name) {
+  const std::optional<ui::Theme> theme = ui::theme_from_name(name);
+  if (!theme) throw Error("unknown theme '" + name + "' (dark or light)");
+  vm_.ui.layout_prefs.theme = *theme;
+  store().set_setting(kThemeKey, name);
 }
 
 bool Controller::apply(const ui::UiAction& a) {
@@ -166,6 +226,7 @@ bool Controller::apply(const ui::UiAction& a) {
       case ActionKind::EditResend: edit_resend(a.id, a.text); break;
       case ActionKind::SwitchBranch: switch_branch(a.id); break;
       case ActionKind::SetSystemPrompt: set_system_prompt(a.text); break;
+      case ActionKind::SetConversationSettings: set_conversation_settings(); break;
       case ActionKind::SavePreset: store().create_preset(a.text, a.text2); load_preferences(); break;
       case ActionKind::ApplyPreset:
         for (const ui::PresetView& p : vm_.presets) {
@@ -173,12 +234,16 @@ bool Controller::apply(const ui::UiAction& a) {
         }
         break;
       case ActionKind::DeletePreset: store().delete_preset(a.id); load_preferences(); break;
-      case ActionKind::SetSampling: save_sampling(); break;
+      case ActionKind::SetSampling:
+        save_sampling();
+        reload_conversation_settings();
+        break;
       case ActionKind::OpenModel: open_model(a.text); break;
       case ActionKind::ReconfigureKv: reconfigure_kv(); break;
       case ActionKind::SetChatTemplate: set_chat_template(a.text); break;
       case ActionKind::ExportConversation: export_conversation(a.text, a.text2); break;
       case ActionKind::ImportConversation: import_conversation(a.text); break;
+      case ActionKind::SetTheme: set_theme(a.text); break;
       case ActionKind::Quit: quit_ = true; break;
     }
     return true;
@@ -233,6 +298,7 @@ void Controller::reload_chat() {
   }
   chat.title = c->title;
   chat.system_prompt = c->system_prompt;
+  reload_conversation_settings();
   chat.generating = live_request_of(c->id).has_value();
   for (const store::Message& m : store().branch_path(c->id)) {
     ui::MessageView v;
@@ -341,6 +407,7 @@ void Controller::refresh_stats() {
   vm_.kv = make_kv_view(stats.kv, stats.prefix_caching, sequence_owners(stats.owners, titles));
   vm_.engine = make_engine_view(stats);
   fill_model_view(stats.model, vm_.model);
+  vm_.chat.settings.model_context = vm_.model.context_length;
   if (vm_.kv_types.empty()) vm_.kv_types = kv_type_costs(stats.model);
   vm_.memory = {stats.model.weight_bytes, stats.activation_bytes, stats.memory_available_bytes};
   vm_.chat.context_used = 0;

@@ -52,6 +52,10 @@ class Controller {
   // a second); streaming answers saved when a second has passed.
   void update();
 
+  // Saves the window's arrangement (vm.ui.layout_prefs with this size, the open tab) for the
+  // next start; call once, as the window closes.
+  void remember_layout(int32_t width, int32_t height);
+
   bool quit_requested() const { return quit_; }
   bool streaming() const { return !live_.empty(); }
   // Whether the last finished answer failed (for scripts), with the engine's message.
@@ -71,6 +75,8 @@ class Controller {
   // --- controller.cpp: lifecycle, store <-> view, model and KV settings, statistics ---
   void open_store(const std::string& path);
   void load_preferences();
+  void load_layout();   // the window's remembered arrangement; bad values: the defaults
+  void set_theme(const std::string& name);
   void reload_conversations();
   void reload_chat();
   void select(store::ConversationId id);
@@ -97,6 +103,9 @@ class Controller {
   void switch_branch(store::MessageId id);
   void stop();
   void set_system_prompt(const std::string& text);
+  // The selected conversation's own settings (vm.chat.settings) saved, then read back.
+  void set_conversation_settings();
+  void reload_conversation_settings();
   // Adds the empty answer under `parent` and submits the branch ending at `parent`.
   void start_answer(store::ConversationId conversation, store::MessageId parent);
   Request make_request(store::ConversationId conversation, const chat::ChatTurn& chat);

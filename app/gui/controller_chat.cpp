@@ -7,6 +7,7 @@
 
 #include "app/chat/chat_history.h"
 #include "app/gui/controller.h"
+#include "app/gui/conversation_settings.h"
 #include "engine/error.h"
 
 namespace kvdesk::gui {
@@ -43,6 +44,22 @@ void Controller::remove(store::ConversationId id) {
   reload_conversations();
   if (id == vm_.chat.conversation_id) select(vm_.conversations.empty() ? 0 : vm_.conversations.front().id);
   set_status("conversation deleted", false);
+}
+
+void Controller::set_conversation_settings() {
+  if (vm_.chat.conversation_id == 0) throw Error("select or start a conversation first");
+  store().set_conversation_settings(vm_.chat.conversation_id, own_settings(vm_.chat.settings));
+  reload_conversation_settings();
+}
+
+void Controller::reload_conversation_settings() {
+  if (vm_.chat.conversation_id == 0) {
+    vm_.chat.settings = ui::ConversationSettingsView{};
+    return;
+  }
+  vm_.chat.settings = resolve_conversation_settings(store().conversation_settings(vm_.chat.conversation_id),
+                                                    vm_.sampling, vm_.model.context_length);
+  if (!vm_.chat.settings.note.empty()) set_status("conversation settings: " + vm_.chat.settings.note, true);
 }
 
 void Controller::set_system_prompt(const std::string& text) {
@@ -132,17 +149,9 @@ void Controller::start_answer(store::ConversationId conversation, store::Message
 Request Controller::make_request(store::ConversationId conversation, const chat::ChatTurn& chat) {
   Request r;
   chat::set_chat(r, chat);
-  const ui::SamplingView& s = vm_.sampling;
-  r.sampling.temperature = s.temperature;
-  r.sampling.top_k = s.top_k;
-  r.sampling.top_p = s.top_p;
-  r.sampling.min_p = s.min_p;
-  r.sampling.repeat_penalty = s.repeat_penalty;
-  r.sampling.seed = s.seed != 0 ? uint64_t(s.seed) : std::random_device{}();   // 0: a new seed each answer
-  r.max_tokens = s.max_tokens;
-  r.context_policy = s.slide_context ? ContextPolicy::SinkWindow : ContextPolicy::Stop;
-  r.retention.policy = parse_retention_policy(ui::kRetentionPolicyNames[s.retention]);
-  r.retention.budget.fraction = s.kv_keep;
+  const ui::ConversationSettingsView settings =
+      resolve_conversation_settings(store().conversation_settings(conversation), vm_.sampling, vm_.model.context_length);
+  apply_generation_settings(settings.values, vm_.model.context_length, std::random_device{}(), r);
   r.conversation_key = uint64_t(conversation);
   return r;
 }

@@ -104,6 +104,15 @@ void fill_model_view(const ModelSummary& m, ui::ModelView& view) {
   view.weight_bytes = m.weight_bytes;
   view.chat_template = m.chat_template;
   view.chat_template_warning = m.chat_template_warning;
+  const ModelDescription& d = m.description;
+  view.embedding_length = d.embedding_length;
+  view.feed_forward_length = d.feed_forward_length;
+  view.vocab_size = d.vocab_size;
+  view.tokenizer_kind = d.tokenizer_kind;
+  view.sliding_window = d.sliding_window;
+  view.local_layers = d.local_layers;
+  view.weight_types.clear();
+  for (const WeightTypeGroup& g : d.weight_types) view.weight_types.push_back({g.group, g.type, g.tensors, g.bytes});
 }
 
 ui::EngineView make_engine_view(const EngineStats& stats) {

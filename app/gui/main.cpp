@@ -55,13 +55,19 @@ ui::Fonts init_imgui(GLFWwindow* window) {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
-  io.IniFilename = nullptr;   // the layout is fixed; nothing to remember
+  io.IniFilename = nullptr;   // the layout is remembered in the database (Controller::remember_layout)
   ImGui::StyleColorsDark();
   ImGui::GetStyle().WindowRounding = 0;
   ui::Fonts fonts = ui::load_fonts(17.0f);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330");
   return fonts;
+}
+
+// The size the window had when kvdesk last closed, unless --width / --height ask for another.
+void restore_window_size(GLFWwindow* window, const gui::AppOptions& options, const ui::WindowLayout& layout) {
+  if (options.size_given || (layout.width == options.width && layout.height == options.height)) return;
+  glfwSetWindowSize(window, layout.width, layout.height);
 }
 
 struct Frame {
@@ -72,6 +78,9 @@ struct Frame {
   gui::Script* script;
   gui::GlTextureCache textures;
   gui::ScriptFrameRequest request;
+  int resize_width = 0;   // a script's resize in progress: the size asked for
+  int resize_height = 0;
+  ui::Theme theme = ui::Theme::Dark;   // the colours ImGui has now
   int exit_code = 0;
   bool done = false;
 };
@@ -88,6 +97,22 @@ void step_script(Frame& f) {
       f.done = true;
       return;
   }
+}
+
+// A script's resize: asked of the window once, done when the window reports the new size.
+void resize_if_asked(Frame& f) {
+  if (f.request.resize_width > 0) {
+    f.resize_width = f.request.resize_width;
+    f.resize_height = f.request.resize_height;
+    f.request.resize_width = f.request.resize_height = 0;
+    glfwSetWindowSize(f.window, f.resize_width, f.resize_height);
+  }
+  if (f.resize_width == 0) return;
+  int width = 0, height = 0;
+  glfwGetWindowSize(f.window, &width, &height);
+  if (width != f.resize_width || height != f.resize_height) return;
+  f.resize_width = f.resize_height = 0;
+  f.request.resize_done = true;
 }
 
 void capture_if_asked(Frame& f, int width, int height) {
@@ -107,6 +132,11 @@ double run_frame(Frame& f) {
   const auto start = Clock::now();
   f.controller.update();                                   // 5a. engine events, statistics
   step_script(f);                                          // 5b. scripted actions
+  resize_if_asked(f);
+  if (f.vm.ui.layout_prefs.theme != f.theme) {
+    f.theme = f.vm.ui.layout_prefs.theme;
+    ui::apply_theme(f.theme);
+  }
   ImGui_ImplOpenGL3_NewFrame();                            // 5c. draw the panels
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
@@ -150,6 +180,7 @@ int run(const gui::AppOptions& options) {
     // 4. Controller: database, preferences, model. Its engine wakes the loop on events.
     gui::Controller controller(vm, [] { glfwPostEmptyEvent(); });
     controller.start(options);
+    restore_window_size(window, options, vm.ui.layout_prefs);
     Frame frame{window, vm, fonts, controller, script ? &*script : nullptr, {}, {}};
     // 5. Frame loop.
     auto last_start = Clock::now() - kMinFrameInterval;
@@ -168,6 +199,9 @@ int run(const gui::AppOptions& options) {
       }
     }
     exit_code = frame.exit_code;
+    int width = 0, height = 0;
+    glfwGetWindowSize(window, &width, &height);
+    controller.remember_layout(width, height);
   }
   // 6. Shutdown (the controller, and with it the engine thread, is gone by now).
   if (options.frame_stats) {

@@ -3,11 +3,16 @@
 // frames so the window has laid itself out before anything is captured.
 #include "app/gui/script.h"
 
+#include <climits>
+#include <cstdio>
 #include <fstream>
+#include <optional>
+#include <utility>
 #include <set>
 
 #include "engine/error.h"
 #include "ui/keyboard.h"
+#include "ui/model_info.h"
 #include "ui/panels.h"
 
 namespace kvdesk::gui {
@@ -18,21 +23,53 @@ constexpr int kSettleFrames = 3;
 const std::set<std::string>& known_commands() {
   static const std::set<std::string> commands = {
       "new_chat", "system", "send", "wait_answer", "regenerate", "edit_last", "stop", "wait_model",
-      "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "layout_report", "key", "export", "import", "quit"};
+      "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "layout_report", "key", "export", "import", "set_context", "set_max_tokens", "model_info", "resize", "quit"};
   return commands;
 }
 
 const std::set<std::string>& commands_with_argument() {
   static const std::set<std::string> commands = {"system", "send", "edit_last", "sleep", "open_panel",
                                                  "select_conversation", "screenshot", "kv_type",
-                                                 "layout_report", "key", "export", "import"};
+                                                 "layout_report", "key", "export", "import", "set_context",
+                                                 "set_max_tokens", "resize"};
   return commands;
+}
+
+// A decimal number in [1, 2^31).
+bool positive_number(const std::string& text) {
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  const long long value = std::stoll(text);
+  return value >= 1 && value <= INT32_MAX;
+}
+
+// "W H" with each in [200, 8192].
+std::optional<std::pair<int, int>> window_size(const std::string& text) {
+  const size_t space = text.find(' ');
+  if (space == std::string::npos) return std::nullopt;
+  const std::string w = text.substr(0, space), h = text.substr(space + 1);
+  if (!positive_number(w) || !positive_number(h)) return std::nullopt;
+  const int width = std::stoi(w), height = std::stoi(h);
+  if (width < 200 || height < 200 || width > 8192 || height > 8192) return std::nullopt;
+  return std::pair{width, height};
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   if (!out.flush()) throw Error("cannot write '" + path + "'");
+}
+
+// Sets one of the selected conversation's own settings as its field in the chat panel would.
+ui::UiAction conversation_setting(ui::ViewModel& vm, ui::SettingField field, int32_t value) {
+  if (vm.chat.conversation_id == 0) throw Error("no conversation is selected (new_chat first)");
+  ui::ConversationSettingsView& s = vm.chat.settings;
+  if (field == ui::SettingField::ContextLength) {
+    s.values.context_length = value;
+  } else {
+    s.values.max_tokens = value;
+  }
+  s.set_own(field, true);
+  return {ui::ActionKind::SetConversationSettings};
 }
 
 }  // namespace
@@ -60,6 +97,12 @@ Script Script::load(const std::string& path, const std::string& screenshot_dir, 
     }
     if (line.command == "key" && !ui::parse_key_chord(line.argument)) {
       throw Error(where + "'" + line.argument + "' is not a key chord (e.g. ctrl+n, shift+enter, esc)");
+    }
+    if ((line.command == "set_context" || line.command == "set_max_tokens") && !positive_number(line.argument)) {
+      throw Error(where + "'" + line.command + "' needs a whole number above 0, not '" + line.argument + "'");
+    }
+    if (line.command == "resize" && !window_size(line.argument)) {
+      throw Error(where + "resize needs a width and a height in pixels: resize W H (each 200 to 8192)");
     }
     if (line.command == "export" && line.argument.find(' ') == std::string::npos) {
       throw Error(where + "export needs a format and a path: export md|json PATH");
@@ -158,6 +201,12 @@ Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewMo
       return act({ActionKind::ExportConversation, 0, arg.substr(0, space), arg.substr(space + 1)});
     }
     if (c == "import") return act({ActionKind::ImportConversation, 0, arg});
+    if (c == "set_context" || c == "set_max_tokens") {
+      return act(conversation_setting(vm, c == "set_context" ? ui::SettingField::ContextLength : ui::SettingField::MaxTokens,
+                                      std::stoi(arg)));
+    }
+    if (c == "model_info") return show_model_info(line, vm);
+    if (c == "resize") return resize_window(*window_size(arg), frame);
     if (c == "layout_report") {
       write_text_file(screenshot_dir_ + "/" + arg, vm.ui.layout.text());
       return Outcome::Next;
@@ -180,6 +229,33 @@ Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewMo
   }
   fail(line, "unknown command");
   return Outcome::Wait;
+}
+
+// Opens the Model tab once the model is loaded; prints its text, and writes it to ARG beside the
+// screenshots when the line names a file.
+Script::Outcome Script::show_model_info(const Line& line, ui::ViewModel& vm) {
+  if (wait_for_model(vm) == Outcome::Wait || vm.model.weight_types.empty()) return Outcome::Wait;
+  vm.ui.panel = ui::Panel::Model;
+  vm.ui.panel_requested = true;
+  const std::string text = ui::model_info_text(vm);
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+  if (!line.argument.empty()) write_text_file(screenshot_dir_ + "/" + line.argument, text);
+  return Outcome::Next;
+}
+
+// Asks the frame loop for the new window size, then waits until the window has it.
+Script::Outcome Script::resize_window(std::pair<int, int> size, ScriptFrameRequest& frame) {
+  if (!resize_requested_) {
+    resize_requested_ = true;
+    frame.resize_width = size.first;
+    frame.resize_height = size.second;
+    frame.resize_done = false;
+    return Outcome::Wait;
+  }
+  if (!frame.resize_done) return Outcome::Wait;
+  resize_requested_ = false;
+  return Outcome::Next;
 }
 
 // The chord is held down for one frame (the panels see it pressed), then let go; the actions it

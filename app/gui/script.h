@@ -5,11 +5,16 @@
 // kv_type NAME (K and V storage type; the pool is re-created), layout_report NAME.txt (the last
 // frame's widths needed vs had, ui/layout_report.h, beside the screenshots), key CHORD (pressed
 // for one frame, as ui/shortcuts.h spells it: ctrl+n, shift+enter, esc), export md|json PATH (the
-// selected conversation), import PATH (a JSON export, then selected), quit.
+// selected conversation), import PATH (a JSON export, then selected), set_context N and
+// set_max_tokens N (the selected conversation's own context length and max new tokens, as
+// its Conversation settings would set them), model_info [NAME.txt] (opens the Model tab once the
+// model is loaded, prints its text, and writes it beside the screenshots when named), resize W H
+// (the window's size in screen pixels, waited for), quit.
 // Blank lines and lines starting with # are skipped. A failing line ends the run.
 #pragma once
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/gui/controller.h"
@@ -23,6 +28,9 @@ struct ScriptFrameRequest {
   std::string screenshot_path;   // non-empty: save the back buffer here, then clear it
   bool screenshot_done = false;
   std::string screenshot_error;
+  int resize_width = 0;          // > 0: set the window to this size, then set resize_done
+  int resize_height = 0;
+  bool resize_done = false;
 };
 
 class Script {
@@ -50,6 +58,8 @@ class Script {
   Outcome run(const Line& line, Controller& controller, ui::ViewModel& vm, ScriptFrameRequest& frame);
   Outcome wait_for_model(const ui::ViewModel& vm);
   Outcome press_key(const ui::KeyChord& chord);
+  Outcome show_model_info(const Line& line, ui::ViewModel& vm);
+  Outcome resize_window(std::pair<int, int> size, ScriptFrameRequest& frame);
   void fail(const Line& line, const std::string& why);
 
   std::string path_;
@@ -62,6 +72,7 @@ class Script {
   int settle_frames_ = 0;
   bool screenshot_requested_ = false;
   bool key_down_ = false;
+  bool resize_requested_ = false;
   std::string failure_;
 };
 

@@ -80,6 +80,47 @@ AnswerStats stats_from_json(const json& j, const std::string& where) {
   };
 }
 
+// Only the settings the conversation has; the others are left to the importing app's defaults.
+json settings_to_json(const ConversationSettings& s) {
+  json j = json::object();
+  const auto put = [&](const char* key, const auto& value) {
+    if (value) j[key] = *value;
+  };
+  put("context_length", s.context_length);
+  put("max_tokens", s.max_tokens);
+  put("temperature", s.temperature);
+  put("top_p", s.top_p);
+  put("top_k", s.top_k);
+  put("min_p", s.min_p);
+  put("seed", s.seed);
+  put("kv_retention", s.kv_retention);
+  put("kv_keep", s.kv_keep);
+  return j;
+}
+
+// Types are checked here; ranges where the settings are used (an odd value falls back to the default).
+ConversationSettings settings_from_json(const json& j) {
+  const std::string where = "settings";
+  if (!j.is_object()) bad(where, "must be an object");
+  const auto integer = [&](const char* key) -> std::optional<int64_t> {
+    return j.contains(key) ? std::optional(int_field(j, key, where)) : std::nullopt;
+  };
+  const auto number = [&](const char* key) -> std::optional<double> {
+    return j.contains(key) ? std::optional(number_field(j, key, where)) : std::nullopt;
+  };
+  return ConversationSettings{
+      .context_length = integer("context_length"),
+      .max_tokens = integer("max_tokens"),
+      .temperature = number("temperature"),
+      .top_p = number("top_p"),
+      .top_k = integer("top_k"),
+      .min_p = number("min_p"),
+      .seed = integer("seed"),
+      .kv_retention = j.contains("kv_retention") ? std::optional(text_field(j, "kv_retention", where)) : std::nullopt,
+      .kv_keep = number("kv_keep"),
+  };
+}
+
 Message message_from_json(const json& j, size_t index) {
   const std::string where = "message #" + std::to_string(index);
   if (!j.is_object()) bad(where, "must be an object");
@@ -171,7 +212,7 @@ json conversation_to_json(const ConversationTree& tree) {
   const Conversation& c = tree.conversation;
   json messages = json::array();
   for (const Message& m : tree.messages) messages.push_back(message_to_json(m));
-  return {{"format", kConversationFormat},
+  json out = {{"format", kConversationFormat},
           {"version", kConversationFormatVersion},
           {"id", c.id},
           {"title", c.title},
@@ -180,6 +221,8 @@ json conversation_to_json(const ConversationTree& tree) {
           {"updated_at_ms", c.updated_at_ms},
           {"active_leaf_id", c.active_leaf_id ? json(*c.active_leaf_id) : json(nullptr)},
           {"messages", std::move(messages)}};
+  if (!tree.settings.empty()) out["settings"] = settings_to_json(tree.settings);
+  return out;
 }
 
 ConversationTree conversation_from_json(const json& j) {
@@ -204,6 +247,7 @@ ConversationTree conversation_from_json(const json& j) {
   std::vector<Message> parsed;
   for (size_t i = 0; i < messages.size(); ++i) parsed.push_back(message_from_json(messages[i], i));
   tree.messages = parents_first(std::move(parsed));
+  if (j.contains("settings") && !j["settings"].is_null()) tree.settings = settings_from_json(j["settings"]);
   if (c.active_leaf_id) {
     bool found = false;
     for (const Message& m : tree.messages) found = found || m.id == *c.active_leaf_id;

@@ -398,7 +398,8 @@ ConversationTree ConversationStore::load_tree(ConversationId id) {
   static const std::string sql = kMessageSelect + "messages m WHERE m.conversation_id = ?1 ORDER BY m.id";
   Statement s = db_->prepare(sql);
   s.bind(1, id);
-  return ConversationTree{.conversation = std::move(*c), .messages = read_messages(s, path())};
+  return ConversationTree{.conversation = std::move(*c), .messages = read_messages(s, path()),
+                          .settings = conversation_settings(id)};
 }
 
 ConversationId ConversationStore::import_conversation(const ConversationTree& tree) {
@@ -437,6 +438,7 @@ ConversationId ConversationStore::import_conversation(const ConversationTree& tr
     }
     set_leaf_unchecked(id, leaf->second, false);
   }
+  write_settings(id, tree.settings);
   tx.commit();
   return id;
 }

@@ -63,6 +63,11 @@ class ConversationStore {
   // (on any branch) contains it, ignoring ASCII case.
   std::vector<Conversation> list_conversations(std::string_view search = {});
 
+  // A conversation's own settings (no row: all empty). Numbers stored as anything but numbers
+  // (a hand-edited file) read as empty. Setting all-empty settings removes the row.
+  ConversationSettings conversation_settings(ConversationId id);
+  void set_conversation_settings(ConversationId id, const ConversationSettings& settings);
+
   // --- messages and branches (conversation_store.cpp) ---
   // Adds a message and makes it the conversation's active leaf; committed when it returns, so a
   // user message is safe before generation starts (it survives a crash of kvdesk; with WAL and
@@ -127,6 +132,7 @@ class ConversationStore {
   Message require_message(MessageId id);
   MessageId insert_message(const Message& m);
   void set_leaf_unchecked(ConversationId id, std::optional<MessageId> leaf, bool touch);
+  void write_settings(ConversationId id, const ConversationSettings& settings);   // inside a transaction
 
   std::unique_ptr<Database> db_;
 };

@@ -85,6 +85,22 @@ CREATE TABLE conversation_kv (
 ALTER TABLE messages ADD COLUMN token_identity TEXT;
 ALTER TABLE messages ADD COLUMN token_ids BLOB;
 )sql"},
+    // Version 3. A conversation's own generation settings; a NULL column (or no row, as for
+    // every conversation of an older file) means the app's default for that setting.
+    {3, R"sql(
+CREATE TABLE conversation_settings (
+  conversation_id INTEGER PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+  context_length  INTEGER,
+  max_tokens      INTEGER,
+  temperature     REAL,
+  top_p           REAL,
+  top_k           INTEGER,
+  min_p           REAL,
+  seed            INTEGER,
+  kv_retention    TEXT,
+  kv_keep         REAL
+);
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");

@@ -79,10 +79,29 @@ struct Conversation {
   int64_t updated_at_ms = 0;                 // last rename, new message or finished answer
 };
 
+// A conversation's own generation settings. An empty value means "the app's default" (what
+// Settings holds), so conversations saved before these existed keep behaving as they did.
+// The store keeps what it is given; ranges are checked where the settings are used.
+struct ConversationSettings {
+  std::optional<int64_t> context_length;   // tokens the prompt and answer together may take
+  std::optional<int64_t> max_tokens;
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int64_t> top_k;
+  std::optional<double> min_p;
+  std::optional<int64_t> seed;
+  std::optional<std::string> kv_retention;  // a retention policy name ("none", "h2o", ...)
+  std::optional<double> kv_keep;            // share of the tokens the retention policy keeps
+
+  bool empty() const { return *this == ConversationSettings{}; }
+  bool operator==(const ConversationSettings&) const = default;
+};
+
 // A whole conversation: every message of every branch, parents before children.
 struct ConversationTree {
   Conversation conversation;
   std::vector<Message> messages;
+  ConversationSettings settings;
 };
 
 struct Preset {

@@ -55,13 +55,16 @@ void EngineCore::set_kv_cache(KvCache& kv) {
 }
 
 void EngineCore::add(RequestId id, const Request& request, std::vector<int32_t> prompt, Clock::time_point submitted) {
-  const int32_t context = model_.config().context_length;
+  const int32_t context = context_of(request);
   const bool scoring = request.logits == LogitsOutput::Prompt;
   if (prompt.empty()) throw Error("the prompt is empty");
   if (request.max_tokens < (scoring ? 0 : 1)) throw Error("max_tokens must be at least 1");
+  if (request.context_limit < 0) throw Error("context_limit must be 0 (the model's) or more");
   if (request.context_policy == ContextPolicy::Stop && int32_t(prompt.size()) >= context + (scoring ? 1 : 0)) {
-    throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens; the model's context is " +
-                std::to_string(context) + " (use the sink-window context policy to keep going)");
+    const std::string whose = context < model_.config().context_length ? "the request's context limit is "
+                                                                        : "the model's context is ";
+    throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens; " + whose + std::to_string(context) +
+                " (use the sink-window context policy to keep going)");
   }
   const int64_t most_tokens = std::min<int64_t>(int64_t(prompt.size()) + request.max_tokens, context);
   if (!scheduler_.fits_pool(most_tokens)) {
@@ -243,7 +246,7 @@ void EngineCore::accept_token(Live& live, int32_t token, std::vector<Event>& eve
   events.push_back(std::move(e));
   if (live.generated >= live.request.max_tokens) {
     finish(live, FinishReason::Length, events);
-  } else if (int32_t(scheduler_.tokens(live.id).size()) > model_.config().context_length) {
+  } else if (int32_t(scheduler_.tokens(live.id).size()) > context_of(live.request)) {
     if (live.request.context_policy == ContextPolicy::Stop) {
       finish(live, FinishReason::ContextFull, events);
     } else {
@@ -283,7 +286,7 @@ void EngineCore::finish(Live& live, FinishReason reason, std::vector<Event>& eve
 // RoPE position stays inside the model's trained range. The sinks' blocks come back from the
 // prefix cache; the window is recomputed once per half-context of generation.
 void EngineCore::slide_window(Live& live) {
-  const int32_t context = model_.config().context_length;
+  const int32_t context = context_of(live.request);
   const int32_t sinks = std::clamp(live.request.sink_tokens, 0, context / 4);
   const int32_t recent = context / 2 - sinks;
   const std::vector<int32_t>& tokens = scheduler_.tokens(live.id);
@@ -291,6 +294,11 @@ void EngineCore::slide_window(Live& live) {
   kept.insert(kept.end(), tokens.end() - recent, tokens.end());
   live.prompt_tokens = std::min<int32_t>(live.prompt_tokens, int32_t(kept.size()));
   scheduler_.restart(live.id, std::move(kept));
+}
+
+int32_t EngineCore::context_of(const Request& request) const {
+  const int32_t model_context = model_.config().context_length;
+  return request.context_limit > 0 ? std::min(request.context_limit, model_context) : model_context;
 }
 
 }  // namespace kvdesk

@@ -72,6 +72,8 @@ class EngineCore {
   void accept_token(Live& live, int32_t token, std::vector<Event>& events);
   void finish(Live& live, FinishReason reason, std::vector<Event>& events);
   void slide_window(Live& live);
+  // The tokens the request's sequence may hold: its context_limit within the model's context.
+  int32_t context_of(const Request& request) const;
 
   Model& model_;
   ForwardBackend& forward_;

@@ -9,10 +9,12 @@
 #include "app/chat/chat_history.h"
 #include "app/replay/replayer.h"
 #include "app/store/conversation_store.h"
+#include "app/store/schema.h"
 #include "app/store/sqlite_db.h"
 #include "engine/engine.h"
 #include "engine/gguf/gguf_reader.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "tests/app/old_database.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk;
@@ -187,12 +189,7 @@ TEST_CASE("a version 1 database opens, migrates and its messages fall back to th
     const store::MessageId u = store.add_message({.conversation = id, .parent = std::nullopt, .content = kFirst});
     store.add_message({.conversation = id, .parent = u, .role = store::Role::Assistant, .content = kAnswer});
   }
-  {
-    store::Database raw(db, store::OpenMode::ReadWrite, 1000);
-    raw.exec("ALTER TABLE messages DROP COLUMN token_ids");
-    raw.exec("ALTER TABLE messages DROP COLUMN token_identity");
-    raw.exec("PRAGMA user_version = 1");
-  }
+  test::downgrade_to_version_1(db);
   store::ConversationStore store = store::ConversationStore::open(db);
   const std::vector<store::Message> branch = store.branch_path(id);
   REQUIRE(branch.size() == 2);
@@ -207,7 +204,7 @@ TEST_CASE("a version 1 database opens, migrates and its messages fall back to th
   const std::pair<store::MessageId, store::MessageTokens> update{branch[1].id, {"model x; template plain", {5, 6, 7}}};
   store.set_message_tokens({&update, 1});
   CHECK(store.message(branch[1].id)->tokens->ids == std::vector<int32_t>{5, 6, 7});
-  CHECK(store::Database(db, store::OpenMode::ReadOnly, 1000).query_int("PRAGMA user_version") == 2);
+  CHECK(store::Database(db, store::OpenMode::ReadOnly, 1000).query_int("PRAGMA user_version") == store::kSchemaVersion);
 }
 
 TEST_CASE("a new system prompt drops the first message's ids, whose span holds the old one", "[app][store][tokens]") {

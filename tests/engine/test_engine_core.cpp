@@ -202,6 +202,37 @@ TEST_CASE("at the context limit the sink-window policy keeps generating", "[engi
   CHECK(b.tokens[1].size() == 100);
 }
 
+TEST_CASE("a request's own context limit acts as the model's context would", "[engine][scheduler]") {
+  Bench b(64);
+  const std::vector<int32_t> prompt = b.encode("Once upon a time");
+  Request stop;
+  stop.context_limit = 24;
+  Request slide = stop;
+  slide.context_policy = ContextPolicy::SinkWindow;
+  Request above_model;
+  above_model.context_limit = 4096;
+  std::vector<int32_t> near_model_context = prompt;
+  while (near_model_context.size() < 500) near_model_context.push_back(prompt[near_model_context.size() % 4 + 1]);
+  b.add(1, prompt, 100, stop);
+  b.add(2, prompt, 100, slide);
+  b.add(3, near_model_context, 100, above_model);
+  b.run();
+  CHECK(b.finished[1].finish == FinishReason::ContextFull);
+  CHECK(prompt.size() + b.tokens[1].size() == 24 + 1);
+  CHECK(b.finished[2].finish == FinishReason::Length);
+  CHECK(b.tokens[2].size() == 100);
+  CHECK(b.finished[3].finish == FinishReason::ContextFull);
+  CHECK(b.tokens[3].size() == 512 - 500 + 1);
+
+  std::vector<int32_t> too_long = prompt;
+  while (too_long.size() < 24) too_long.push_back(prompt[1]);
+  CHECK_THROWS_WITH(b.add(4, too_long, 10, stop),
+                    Catch::Contains("the prompt has 24 tokens; the request's context limit is 24"));
+  Request negative;
+  negative.context_limit = -1;
+  CHECK_THROWS_WITH(b.add(5, prompt, 10, negative), Catch::Contains("context_limit must be 0"));
+}
+
 TEST_CASE("a conversation's next turn appends only its new tokens", "[engine][scheduler]") {
   Bench b(64);
   Request r;

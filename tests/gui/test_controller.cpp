@@ -190,3 +190,56 @@ TEST_CASE("a conversation's KV is saved when its answer finishes and restored af
   REQUIRE(pump(c, [&] { return !c.streaming(); }));
   CHECK_THAT(vm.status.last_answer, Catch::Contains("KV from pool"));
 }
+
+TEST_CASE("the window's size, column split, open tab and theme are remembered", "[gui][controller][layout]") {
+  test::TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  gui::AppOptions options;
+  options.db_path = db;
+  {
+    ui::ViewModel vm;
+    gui::Controller c{vm, {}};
+    c.start(options);
+    CHECK(vm.ui.layout_prefs.width == 1280);
+    CHECK(vm.ui.layout_prefs.theme == ui::Theme::Dark);
+    vm.ui.layout_prefs.left_share = 0.3f;
+    vm.ui.layout_prefs.right_share = 0.25f;
+    vm.ui.panel = ui::Panel::Memory;
+    REQUIRE(c.apply({ActionKind::SetTheme, 0, "light"}));
+    CHECK_FALSE(c.apply({ActionKind::SetTheme, 0, "purple"}));
+    CHECK(vm.ui.layout_prefs.theme == ui::Theme::Light);
+    c.remember_layout(1000, 640);
+  }
+  {
+    ui::ViewModel vm;
+    gui::Controller c{vm, {}};
+    c.start(options);
+    CHECK(vm.ui.layout_prefs.width == 1000);
+    CHECK(vm.ui.layout_prefs.height == 640);
+    CHECK(vm.ui.layout_prefs.left_share == Approx(0.3f));
+    CHECK(vm.ui.layout_prefs.right_share == Approx(0.25f));
+    CHECK(vm.ui.layout_prefs.theme == ui::Theme::Light);
+    CHECK(vm.ui.panel == ui::Panel::Memory);
+    CHECK(vm.ui.panel_requested);
+  }
+  {
+    store::ConversationStore s = store::ConversationStore::open(db);
+    s.set_setting("window.width", "-5");
+    s.set_setting("window.height", "99999999999");
+    s.set_setting("layout.left_share", "nan");
+    s.set_setting("layout.right_share", "wide");
+    s.set_setting("layout.panel", "nonsense");
+    s.set_setting("ui.theme", "purple");
+  }
+  ui::ViewModel vm;
+  gui::Controller c{vm, {}};
+  c.start(options);
+  const ui::WindowLayout defaults;
+  CHECK(vm.ui.layout_prefs.width == defaults.width);
+  CHECK(vm.ui.layout_prefs.height == defaults.height);
+  CHECK(vm.ui.layout_prefs.left_share == defaults.left_share);
+  CHECK(vm.ui.layout_prefs.right_share == defaults.right_share);
+  CHECK(vm.ui.layout_prefs.theme == ui::Theme::Dark);
+  CHECK(vm.ui.panel == ui::Panel::Settings);
+  CHECK(vm.status.modal.empty());
+}

@@ -386,3 +386,125 @@ TEST_CASE("keyboard shortcuts work in the real window", "[gui][keyboard]") {
   REQUIRE(path.size() == 2);
   CHECK(s.siblings(path[1].id).size() == 2);   // Ctrl+R: a second answer
 }
+
+TEST_CASE("scripts set a conversation's context and max tokens, show the model and resize the window",
+          "[gui][script][settings]") {
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  {
+    store::ConversationStore s = store::ConversationStore::open(db);
+    s.set_setting("sampling.max_tokens", "200");
+    s.set_setting("sampling.slide_context", "0");
+  }
+  write_file(dir.file("s.txt"),
+             "wait_model\n"
+             "new_chat\nset_max_tokens 4\nsend Once upon a time\nwait_answer\n"
+             "new_chat\nset_context 32\nsend Once upon a time\nwait_answer\n"
+             "model_info model.txt\nresize 1024 700\nscreenshot small.png\nquit\n");
+  const AppRun run = run_kvdesk({"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script",
+                                 dir.file("s.txt"), "--screenshot-dir", dir.path().string()});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+
+  store::ConversationStore s = store::ConversationStore::open(db);
+  const std::vector<store::Conversation> conversations = s.list_conversations();
+  REQUIRE(conversations.size() == 2);
+  const store::Conversation& capped_context = conversations[0];
+  const store::Conversation& capped_length = conversations[1];
+  CHECK(s.conversation_settings(capped_length.id).max_tokens == 4);
+  CHECK_FALSE(s.conversation_settings(capped_length.id).context_length.has_value());
+  CHECK(s.conversation_settings(capped_context.id).context_length == 32);
+  const store::Message short_answer = s.branch_path(capped_length.id).back();
+  REQUIRE(short_answer.stats.has_value());
+  CHECK(short_answer.stats->completion_tokens == 4);
+  const store::Message full_answer = s.branch_path(capped_context.id).back();
+  REQUIRE(full_answer.stats.has_value());
+  CHECK(full_answer.stats->finish_reason == "context_full");
+  CHECK(full_answer.stats->prompt_tokens + full_answer.stats->completion_tokens <= 33);
+
+  const std::string info = read_all(dir.file("model.txt"));
+  CHECK(run.out.find(info) != std::string::npos);
+  CHECK(info.find("architecture: llama") != std::string::npos);
+  CHECK(info.find("vocabulary: 512") != std::string::npos);
+  CHECK(info.find("tokenizer: SentencePiece") != std::string::npos);
+  CHECK(info.find("Weight types\n  attn_k: ") != std::string::npos);
+  CHECK(info.find("KV bytes per token (K + V, all layers)\n  f32: ") != std::string::npos);
+
+  int w = 0, h = 0, channels = 0;
+  unsigned char* pixels = stbi_load(dir.file("small.png").c_str(), &w, &h, &channels, 3);
+  REQUIRE(pixels != nullptr);
+  stbi_image_free(pixels);
+  CHECK(w == 1024);
+  CHECK(h == 700);
+}
+
+TEST_CASE("bad numbers in settings and resize lines fail before the window opens", "[gui][script][settings]") {
+  TempDir dir;
+  const std::pair<const char*, const char*> cases[] = {
+      {"set_context 0\n", "'set_context' needs a whole number above 0, not '0'"},
+      {"set_max_tokens lots\n", "'set_max_tokens' needs a whole number above 0, not 'lots'"},
+      {"resize 10 10\n", "resize needs a width and a height in pixels"},
+      {"resize 800\n", "resize needs a width and a height in pixels"},
+  };
+  for (const auto& [script, message] : cases) {
+    write_file(dir.file("bad.txt"), script);
+    const AppRun run = run_kvdesk({"--db", dir.file("db"), "--script", dir.file("bad.txt")});
+    INFO(script << run.err);
+    CHECK(run.exit_code == 1);
+    CHECK(run.err.find(std::string("bad.txt:1: ") + message) != std::string::npos);
+  }
+}
+
+namespace {
+
+struct Picture {
+  int width = 0;
+  int height = 0;
+  double mean = 0;   // of every channel of every pixel, 0..255
+};
+
+Picture read_picture(const std::string& path) {
+  Picture p;
+  int channels = 0;
+  unsigned char* pixels = stbi_load(path.c_str(), &p.width, &p.height, &channels, 3);
+  REQUIRE(pixels != nullptr);
+  const size_t n = size_t(p.width) * size_t(p.height) * 3;
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += pixels[i];
+  stbi_image_free(pixels);
+  p.mean = sum / double(n);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the window's size, open tab and theme come back after a restart", "[gui][session][layout]") {
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  write_file(dir.file("first.txt"), "resize 1000 700\nopen_panel memory\nscreenshot dark.png\nquit\n");
+  const AppRun first = run_kvdesk({"--db", db, "--script", dir.file("first.txt"), "--screenshot-dir", dir.path().string()});
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  {
+    store::ConversationStore s = store::ConversationStore::open(db);
+    CHECK(s.setting("window.width") == "1000");
+    CHECK(s.setting("window.height") == "700");
+    CHECK(s.setting("layout.panel") == "memory");
+    s.set_setting("ui.theme", "light");
+  }
+  write_file(dir.file("second.txt"), "screenshot light.png\nquit\n");
+  const AppRun second =
+      run_kvdesk({"--db", db, "--script", dir.file("second.txt"), "--screenshot-dir", dir.path().string()});
+  INFO(second.err);
+  REQUIRE(second.exit_code == 0);
+  const Picture dark = read_picture(dir.file("dark.png"));
+  const Picture light = read_picture(dir.file("light.png"));
+  CHECK(dark.width == 1000);
+  CHECK(light.width == 1000);
+  CHECK(light.height == 700);
+  CHECK(dark.mean < 100);
+  CHECK(light.mean > 150);
+  store::ConversationStore s = store::ConversationStore::open(db);
+  CHECK(s.setting("layout.panel") == "memory");
+  CHECK(s.setting("ui.theme") == "light");
+}

@@ -291,6 +291,11 @@ TEST_CASE("the status line names the model, the context and the last answer", "[
   CHECK(line.find("cpu") != std::string::npos);
   CHECK(line.find("37 / 512") != std::string::npos);
   CHECK(line.find("TTFT 12 ms") != std::string::npos);
+  vm.chat.conversation_id = 3;
+  vm.chat.settings.values.context_length = 64;
+  CHECK(status_line(vm).find("37 / 64") != std::string::npos);
+  vm.chat.settings.values.context_length = 4096;
+  CHECK(status_line(vm).find("37 / 512") != std::string::npos);
   vm.model.state = ModelState::Failed;
   vm.model.error = "bad magic";
   CHECK(status_line(vm).find("bad magic") != std::string::npos);

@@ -13,7 +13,7 @@ using namespace kvdesk::ui;
 
 namespace {
 
-constexpr Panel kAllPanels[] = {Panel::Settings, Panel::Blocks, Panel::Fragmentation, Panel::Sharing,
+constexpr Panel kAllPanels[] = {Panel::Settings, Panel::Model, Panel::Blocks, Panel::Fragmentation, Panel::Sharing,
                                 Panel::Quantization, Panel::Memory, Panel::Plots};
 
 // The renderer's side of the panels' images, without GL: makes the pixels when asked and
@@ -378,4 +378,41 @@ TEST_CASE("in the composer Enter sends and Shift+Enter breaks the line", "[ui][h
   CHECK(actions[0].kind == ActionKind::Send);
   CHECK(actions[0].text == "first\nsecond");
   CHECK(vm.ui.composer.empty());
+}
+
+namespace {
+
+// Draws only the chat's Conversation settings, opened, in a window of its own; returns the
+// actions and the vertices drawn.
+std::pair<UiActions, int> draw_open_conversation_settings(ViewModel& vm) {
+  ImGui::NewFrame();
+  ImGui::Begin("settings test");
+  ImGui::SetNextItemOpen(true);
+  UiActions actions;
+  draw_conversation_settings(vm, actions);
+  ImGui::End();
+  ImGui::Render();
+  return {actions, ImGui::GetDrawData()->TotalVtxCount};
+}
+
+}  // namespace
+
+TEST_CASE("conversation settings draw opened, with own values and a note, asking nothing", "[ui][headless][settings]") {
+  HeadlessImGui imgui;
+  ViewModel vm;
+  vm.chat.conversation_id = 4;
+  const int plain = draw_open_conversation_settings(vm).second;
+  ConversationSettingsView& s = vm.chat.settings;
+  s.model_context = 512;
+  s.values.context_length = 64;
+  s.values.retention = 2;
+  s.set_own(SettingField::ContextLength, true);
+  s.set_own(SettingField::Retention, true);
+  s.note = "temperature -3 is out of range (0 to 5): the app's default is used";
+  const auto [actions, vertices] = draw_open_conversation_settings(vm);
+  CHECK(actions.empty());
+  CHECK(vertices > plain);   // the KV keep slider and the note
+  CHECK(s.values.context_length == 64);
+  CHECK(s.is_own(SettingField::ContextLength));
+  CHECK_FALSE(s.is_own(SettingField::Temperature));
 }
