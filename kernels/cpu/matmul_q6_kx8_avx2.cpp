@@ -2,7 +2,8 @@
 // group of 8 rows x C activation rows, one output row per 32-bit lane. Quants stay unsigned
 // (q in 0..63) for maddubs, so only two maddubs may share an s16 sum (4 products of at most
 // 63 x 127: 32004 < 2^15); each such pair meets its 16-value sub-block's scale in one madd. The
-// -32 offset is paid once per super-block and act row: 32 * sum_i scales[i] * bsums[i], madds
+// tile walks 16-value sub-blocks, 4 weight vectors live (walking 32-value quarters, 8 live, spilled
+// and ran at 0.7x the ggml-layout kernel). The -32 offset is paid once per super-block and act row: 32 * sum_i scales[i] * bsums[i], madds
 // over pairs of sub-blocks. Built with AVX2 flags, reached only through the ISA tables.
 #include <cstring>
 
@@ -14,8 +15,8 @@
 namespace kvdesk {
 namespace {
 
-// Activation rows per tile: 8 weight vectors + 4 int32 accumulators + an s16 sum, a product and
-// a broadcast fill the 16 ymm registers; the float accumulators change once per super-block.
+// Activation rows per tile: 4 weight vectors + 4 int32 accumulators + two s16 sums, products and
+// broadcasts fit the 16 ymm registers; the float accumulators change once per super-block.
 constexpr int kTileActs = 4;
 // Weight bytes of a row block that stays in L2 while the whole batch streams past it.
 constexpr size_t kRowBlockBytes = 256 * 1024;
@@ -49,14 +50,18 @@ ALWAYS_INLINE Q6_KScales unpack_scales(const BlockQ6_Kx8& b) {
   return out;
 }
 
-// The 32 values at 128h + 32k as 8 vectors of 4 values x 8 rows: w[c] holds values 4c .. 4c + 3.
-ALWAYS_INLINE void unpack_quarter(const BlockQ6_Kx8& b, int h, int k, __m256i (&w)[8]) {
+// Sub-block i (the 16 values at 16i = 128h + 32k + 16 half) as 4 vectors of 4 values x 8 rows:
+// w[c] holds values 4c .. 4c + 3 of the sub-block.
+ALWAYS_INLINE void unpack_sub_block(const BlockQ6_Kx8& b, int i, __m256i (&w)[4]) {
+  const int h = i / 8;
+  const int k = i % 8 / 2;
+  const int half = i % 2;
   const __m256i nibble = _mm256_set1_epi8(15);
   const __m256i top = _mm256_set1_epi8(0x30);
-  const uint8_t* low_chunks = b.ql + 256 * (2 * h + (k & 1));
-  const uint8_t* high_chunks = b.qh + 256 * h;
-#pragma GCC unroll 8
-  for (int c = 0; c < 8; ++c) {
+  const uint8_t* low_chunks = b.ql + 256 * (2 * h + (k & 1)) + 128 * half;
+  const uint8_t* high_chunks = b.qh + 256 * h + 128 * half;
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
     const __m256i low = load_256(low_chunks + 32 * c);
     const __m256i high = load_256(high_chunks + 32 * c);
     // bits 2k, 2k + 1 of qh to bits 4, 5
@@ -67,18 +72,14 @@ ALWAYS_INLINE void unpack_quarter(const BlockQ6_Kx8& b, int h, int k, __m256i (&
   }
 }
 
-// Per row lane: the scaled sums of the quarter's two 16-value sub-blocks (scales sc0, sc1) with
-// act values a[0..31].
-ALWAYS_INLINE __m256i quarter_dot(const __m256i (&w)[8], const int8_t* a, __m256i sc0, __m256i sc1) {
-  __m256i sum = _mm256_setzero_si256();
-#pragma GCC unroll 4
-  for (int pair = 0; pair < 4; ++pair) {
-    const int c = 2 * pair;
-    const __m256i isum = _mm256_add_epi16(_mm256_maddubs_epi16(w[c], broadcast_4_bytes(a + 4 * c)),
-                                          _mm256_maddubs_epi16(w[c + 1], broadcast_4_bytes(a + 4 * c + 4)));
-    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(isum, pair < 2 ? sc0 : sc1));
-  }
-  return sum;
+// Per row lane: scales[i] * the sub-block's 16 products with act values a[0..15], in two s16
+// sums of two maddubs each.
+ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[4], const int8_t* a, __m256i scale) {
+  const __m256i first = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], broadcast_4_bytes(a)),
+                                         _mm256_maddubs_epi16(w[1], broadcast_4_bytes(a + 4)));
+  const __m256i second = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], broadcast_4_bytes(a + 8)),
+                                          _mm256_maddubs_epi16(w[3], broadcast_4_bytes(a + 12)));
+  return _mm256_add_epi32(_mm256_madd_epi16(first, scale), _mm256_madd_epi16(second, scale));
 }
 
 // Per row lane: 32 * sum_i scales[i] * bsums[i], the -32 offset of every quant.
@@ -104,15 +105,12 @@ ALWAYS_INLINE void super_step(const BlockQ6_Kx8& b, const char* acts, size_t a_s
     a[t] = reinterpret_cast<const BlockQ8K*>(acts + t * a_stride) + j;
     iacc[t] = _mm256_setzero_si256();
   }
+#pragma GCC unroll 16
+  for (int i = 0; i < kSubBlocks; ++i) {
+    __m256i w[4];
+    unpack_sub_block(b, i, w);
 #pragma GCC unroll 8
-  for (int quarter = 0; quarter < 8; ++quarter) {
-    __m256i w[8];
-    unpack_quarter(b, quarter / 4, quarter % 4, w);
-#pragma GCC unroll 8
-    for (int t = 0; t < C; ++t) {
-      const __m256i dot = quarter_dot(w, a[t]->qs + 32 * quarter, sc.scale[2 * quarter], sc.scale[2 * quarter + 1]);
-      iacc[t] = _mm256_add_epi32(iacc[t], dot);
-    }
+    for (int t = 0; t < C; ++t) iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 16 * i, sc.scale[i]));
   }
   const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
 #pragma GCC unroll 8
