@@ -81,12 +81,12 @@ void matmul_q4_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void matmul_q4_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q6_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q6_K rows.
 void matmul_q6_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
-}
+}  // namespace ref
 
 // Internal to the repacking: the 8 Q4_K rows of one group, super-blocks [blocks] each (ggml
 // layout in `rows`), into `group` (kernels/weight_repack_q4_k.cpp).
 void interleave_q4_k_group(const BlockQ4_K* rows, int64_t blocks, BlockQ4_Kx8* group);
 // The same for Q6_K (kernels/weight_repack_q6_k.cpp).
-void interleave_q6_k_group(const BlockQ6_K* rows, int64_t blocks, BlockQ6_Kx8* group);  // namespace ref
+void interleave_q6_k_group(const BlockQ6_K* rows, int64_t blocks, BlockQ6_Kx8* group);
 
 }  // namespace kvdesk
