@@ -30,8 +30,10 @@ ActFormat act_format_for(GgmlType weight_type) {
     // The K-quants meet BlockQ8K: one act scale per 256-value super-block, so the sub-block
     // scales multiply integers and the super-block converts to float once.
     case GgmlType::Q4_K:
+    case GgmlType::Q4_Kx8:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return ActFormat::Q8K;
+    case GgmlType::Q6_K:
+    case GgmlType::Q6_Kx8: return ActFormat::Q8K;
     default: KVDESK_ASSERT(!"act_format_for: type is not computable");
   }
   return ActFormat::F32;

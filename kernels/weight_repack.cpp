@@ -1,4 +1,5 @@
-// Repacking Q4_0 rows into Q4_0x8 groups, and the scalar truth of products over that layout.
+// Repacking rows into interleaved groups (Q4_0x8 here, Q4_Kx8 and Q6_Kx8 in
+// weight_repack_q4_k.cpp, weight_repack_q6_k.cpp), and the scalar truth of products over Q4_0x8.
 #include "kernels/weight_repack.h"
 
 #include <cstring>
@@ -47,21 +48,42 @@ float dot_q4_0x8_row(const BlockQ4_0x8* group, int r, const BlockQ8Act* a, int64
   return static_cast<float>(sum);
 }
 
+// The group's 8 rows (ggml layout in `rows`, blocks [blocks] each) into its interleaved layout.
+void interleave_any_group(GgmlType type, const uint8_t* rows, int64_t blocks, uint8_t* group) {
+  switch (type) {
+    case GgmlType::Q4_0:
+      return interleave_group(reinterpret_cast<const BlockQ4_0*>(rows), blocks, reinterpret_cast<BlockQ4_0x8*>(group));
+    case GgmlType::Q4_K:
+      return interleave_q4_k_group(reinterpret_cast<const BlockQ4_K*>(rows), blocks,
+                                   reinterpret_cast<BlockQ4_Kx8*>(group));
+    case GgmlType::Q6_K:
+      return interleave_q6_k_group(reinterpret_cast<const BlockQ6_K*>(rows), blocks,
+                                   reinterpret_cast<BlockQ6_Kx8*>(group));
+    default: KVDESK_ASSERT(!"interleave_any_group: no interleaved layout for the type");
+  }
+}
+
 }  // namespace
 
 GgmlType repacked_type(GgmlType type, int64_t rows) {
-  return type == GgmlType::Q4_0 && rows % kInterleavedRows == 0 ? GgmlType::Q4_0x8 : type;
+  if (rows % kInterleavedRows != 0) return type;
+  switch (type) {
+    case GgmlType::Q4_0: return GgmlType::Q4_0x8;
+    case GgmlType::Q4_K: return GgmlType::Q4_Kx8;
+    case GgmlType::Q6_K: return GgmlType::Q6_Kx8;
+    default: return type;
+  }
 }
 
 void repack_rows(GgmlType type, void* data, int64_t rows, int64_t n) {
   if (repacked_type(type, rows) == type) return;
-  const int64_t blocks = n / kQ4_0BlockValues;
+  const int64_t blocks = n / ggml_type_info(type).block_values;
   const size_t group_bytes = kInterleavedRows * ggml_row_bytes(type, n);
-  std::vector<BlockQ4_0> rows_copy(static_cast<size_t>(kInterleavedRows * blocks));  // [8][blocks]
+  std::vector<uint8_t> rows_copy(group_bytes);  // [8][row bytes], the group in ggml's layout
   for (int64_t g = 0; g < rows / kInterleavedRows; ++g) {
     uint8_t* group = static_cast<uint8_t*>(data) + static_cast<size_t>(g) * group_bytes;
     std::memcpy(rows_copy.data(), group, group_bytes);
-    interleave_group(rows_copy.data(), blocks, reinterpret_cast<BlockQ4_0x8*>(group));
+    interleave_any_group(type, rows_copy.data(), blocks, group);
   }
 }
 

@@ -10,6 +10,10 @@
 //     qs[32 * c + 4 * r + k] = that row's qs[4c + k]    (c < 4, k < 4)
 // so chunk c, masked to low nibbles, is values 4c .. 4c + 3 of rows 0..7 (one int32 lane each),
 // and its high nibbles values 16 + 4c .. 16 + 4c + 3.
+//
+// Q4_Kx8 and Q6_Kx8 (kernels/weight_repack_q4_k.cpp, weight_repack_q6_k.cpp): Q4_K and Q6_K
+// rows interleaved the same way, one block per super-block of 8 rows, the matrix again keeping
+// its size.
 #pragma once
 #include <cstdint>
 
@@ -26,6 +30,42 @@ struct BlockQ4_0x8 {
 };
 static_assert(sizeof(BlockQ4_0x8) == kInterleavedRows * sizeof(BlockQ4_0));
 
+// Super-block j of a Q4_Kx8 row group holds super-block j of its 8 rows (each 256 values in 8
+// sub-blocks s of 32, value 32s + l = fp16(d) * sc[s] * q - fp16(dmin) * m[s]):
+//     d[r], dmin[r]            = that row's d, dmin
+//     qs[32 * (8p + c) + 4r + k] = that row's qs[32p + 4c + k]   (pair p < 4, chunk c < 8, k < 4)
+// so chunk 8p + c, masked to low nibbles, is values 4c .. 4c + 3 of sub-block 2p of rows 0..7
+// (one int32 lane each), its high nibbles the same values of sub-block 2p + 1.
+// The 128 six-bit scales and mins are numbered v = 8s + r for sc[s] of row r and 64 + 8s + r for
+// m[s]; their low 4 bits are nibbles of scale_low (v < 64 low, v >= 64 high nibble of byte
+// v % 64) and their high 2 bits bits 2k, 2k + 1 of scale_high[v % 32] (k = v / 32), so four
+// vector shifts and masks unpack all of them.
+constexpr int kQ4_KScaleValues = 128;
+struct BlockQ4_Kx8 {
+  uint16_t d[kInterleavedRows];                          // [8] row scales of sc, IEEE half
+  uint16_t dmin[kInterleavedRows];                       // [8] row scales of m, IEEE half
+  uint8_t scale_low[kQ4_KScaleValues / 2];               // [64] low 4 bits of the 128 values
+  uint8_t scale_high[kQ4_KScaleValues / 4];              // [32] high 2 bits, 4 values a byte
+  uint8_t qs[kInterleavedRows * kQK_K / 2];              // [4 pairs][8 chunks][8 rows][4 bytes]
+};
+static_assert(sizeof(BlockQ4_Kx8) == kInterleavedRows * sizeof(BlockQ4_K));
+
+// Super-block j of a Q6_Kx8 row group holds super-block j of its 8 rows (value
+// v = 128h + 32k + l = fp16(d) * scales[v / 16] * (q - 32), q = low 4 bits | high 2 bits << 4):
+//     ql[32 * (8p + c) + 4r + k'] = that row's ql[32p + 4c + k']   (p = 2h + (k & 1), chunk c < 8)
+//     qh[32 * (8h + c) + 4r + k'] = that row's qh[32h + 4c + k']
+//     scales[8i + r]             = that row's scales[i]             (16-value sub-block i)
+//     d[r]                       = that row's d
+// so chunk 8p + c of ql, low nibbles for k < 2 and high for k >= 2, with bits 2k, 2k + 1 of
+// chunk 8h + c of qh, is values 4c .. 4c + 3 of the 32 at 128h + 32k of rows 0..7.
+struct BlockQ6_Kx8 {
+  uint8_t ql[kInterleavedRows * kQK_K / 2];    // [4 pairs][8 chunks][8 rows][4 bytes]
+  uint8_t qh[kInterleavedRows * kQK_K / 4];    // [2 halves][8 chunks][8 rows][4 bytes]
+  int8_t scales[kInterleavedRows * kQK_K / 16];  // [16 sub-blocks][8 rows]
+  uint16_t d[kInterleavedRows];                // [8] row scales, IEEE half
+};
+static_assert(sizeof(BlockQ6_Kx8) == kInterleavedRows * sizeof(BlockQ6_K));
+
 // The interleaved layout a matrix of `type` takes for the AVX2 GEMM, or `type` itself when there
 // is none or the shape does not fit it (rows not a multiple of 8).
 GgmlType repacked_type(GgmlType type, int64_t rows);
@@ -37,6 +77,16 @@ void repack_rows(GgmlType type, void* data, int64_t rows, int64_t n);
 namespace ref {
 // matmul_rows for a Q4_0x8 matrix: row_begin and row_end multiples of 8 (or row_end == rows).
 void matmul_q4_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for a Q4_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q4_K rows.
+void matmul_q4_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for a Q6_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q6_K rows.
+void matmul_q6_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 }  // namespace ref
+
+// Internal to the repacking: the 8 Q4_K rows of one group, super-blocks [blocks] each (ggml
+// layout in `rows`), into `group` (kernels/weight_repack_q4_k.cpp).
+void interleave_q4_k_group(const BlockQ4_K* rows, int64_t blocks, BlockQ4_Kx8* group);
+// The same for Q6_K (kernels/weight_repack_q6_k.cpp).
+void interleave_q6_k_group(const BlockQ6_K* rows, int64_t blocks, BlockQ6_Kx8* group);
 
 }  // namespace kvdesk

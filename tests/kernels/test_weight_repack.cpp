@@ -1,6 +1,6 @@
-// Q4_0x8 (kernels/weight_repack.h): repacking keeps every product bit for bit in the scalar twin,
-// the SIMD GEMM over it matches ref for decode and prefill batches on row-group ranges, and
-// shapes without whole groups keep ggml's layout.
+// Q4_0x8 and Q4_Kx8 (kernels/weight_repack.h): repacking keeps every product bit for bit in the
+// scalar twins, the SIMD GEMMs over them match ref for decode and prefill batches on row-group
+// ranges, and shapes without whole groups keep ggml's layout and its kernels.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -19,35 +19,37 @@ using namespace kvdesk;
 
 namespace {
 
-// W[rows][n] in Q4_0 and its repacked copy, A[batch][n] prepared for Q4_0.
+// W[rows][n] in a file type (Q4_0 unless named) and its repacked copy, A[batch][n] prepared for it.
 struct Problem {
+  GgmlType base;
   int64_t rows, n, batch;
-  std::vector<uint8_t> q4_0;
+  std::vector<uint8_t> ggml;
   std::vector<uint8_t> repacked;
   std::vector<uint8_t> acts;
 
-  Problem(int64_t rows_, int64_t n_, int64_t batch_) : rows(rows_), n(n_), batch(batch_) {
-    const size_t w_row = ggml_row_bytes(GgmlType::Q4_0, n);
-    const size_t a_row = act_row_bytes(GgmlType::Q4_0, n);
+  Problem(int64_t rows_, int64_t n_, int64_t batch_, GgmlType base_ = GgmlType::Q4_0)
+      : base(base_), rows(rows_), n(n_), batch(batch_) {
+    const size_t w_row = ggml_row_bytes(base, n);
+    const size_t a_row = act_row_bytes(base, n);
     const std::vector<float> w = test::random_values(rows * n, 1);
     const std::vector<float> a = test::random_values(batch * n, 2);
-    q4_0.resize(w_row * static_cast<size_t>(rows));
+    ggml.resize(w_row * static_cast<size_t>(rows));
     acts.resize(a_row * static_cast<size_t>(batch));
     for (int64_t r = 0; r < rows; ++r) {
-      ref::quantize_row(GgmlType::Q4_0, &w[static_cast<size_t>(r * n)], &q4_0[w_row * static_cast<size_t>(r)], n);
+      ref::quantize_row(base, &w[static_cast<size_t>(r * n)], &ggml[w_row * static_cast<size_t>(r)], n);
     }
     for (int64_t b = 0; b < batch; ++b) {
-      ref::prepare_act_row(GgmlType::Q4_0, &a[static_cast<size_t>(b * n)], &acts[a_row * static_cast<size_t>(b)], n);
+      ref::prepare_act_row(base, &a[static_cast<size_t>(b * n)], &acts[a_row * static_cast<size_t>(b)], n);
     }
-    repacked = q4_0;
-    repack_rows(GgmlType::Q4_0, repacked.data(), rows, n);
+    repacked = ggml;
+    repack_rows(base, repacked.data(), rows, n);
   }
 
   // y[batch][ld_y] over rows [row_begin, row_end), NaN elsewhere.
   std::vector<float> run(void (*matmul)(const MatmulArgs&, int64_t, int64_t), GgmlType type, int64_t ld_y,
                          int64_t row_begin, int64_t row_end) const {
     std::vector<float> y(static_cast<size_t>(batch * ld_y), std::numeric_limits<float>::quiet_NaN());
-    const void* w = type == GgmlType::Q4_0 ? q4_0.data() : repacked.data();
+    const void* w = type == base ? ggml.data() : repacked.data();
     matmul(MatmulArgs{type, w, n, acts.data(), batch, y.data(), ld_y}, row_begin, row_end);
     return y;
   }
@@ -114,4 +116,81 @@ TEST_CASE("SIMD Q4_0x8 matmul matches ref across several L2 row blocks", "[kerne
     const std::vector<float> got = p.run(cpu::matmul_rows, GgmlType::Q4_0x8, rows, 0, rows);
     CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-10);
   });
+}
+
+// The K-quant file types with an interleaved layout.
+constexpr GgmlType kKQuantBases[] = {GgmlType::Q4_K, GgmlType::Q6_K};
+
+TEST_CASE("Q4_Kx8 / Q6_Kx8 are chosen only for whole groups of 8 rows; other shapes keep ggml's bytes",
+          "[kernels][repack]") {
+  CHECK(repacked_type(GgmlType::Q4_K, 64) == GgmlType::Q4_Kx8);
+  CHECK(repacked_type(GgmlType::Q6_K, 64) == GgmlType::Q6_Kx8);
+  CHECK(repacked_type(GgmlType::Q5_K, 64) == GgmlType::Q5_K);
+  for (GgmlType base : kKQuantBases) {
+    const GgmlType packed = repacked_type(base, 8);
+    INFO("type " << ggml_type_info(base).name);
+    CHECK(repacked_type(base, 60) == base);
+    CHECK(ggml_row_bytes(packed, 512) == ggml_row_bytes(base, 512));
+    CHECK(act_row_bytes(packed, 512) == act_row_bytes(base, 512));
+    CHECK_FALSE(ggml_type_info(packed).in_files);
+    const Problem p(60, 512, 1, base);
+    CHECK(p.repacked == p.ggml);
+  }
+}
+
+TEST_CASE("the Q4_Kx8 / Q6_Kx8 scalar twins equal ref Q4_K / Q6_K bit for bit", "[kernels][repack]") {
+  for (GgmlType base : kKQuantBases) {
+    INFO("type " << ggml_type_info(base).name);
+    const Problem p(24, 768, 3, base);
+    const std::vector<float> want = p.run(ref::matmul_rows, base, 24, 0, 24);
+    const std::vector<float> got = p.run(ref::matmul_rows, repacked_type(base, 24), 24, 0, 24);
+    for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == want[i]);
+  }
+}
+
+TEST_CASE("SIMD Q4_Kx8 / Q6_Kx8 matmuls match ref for decode and prefill batches on group ranges",
+          "[kernels][repack]") {
+  const int64_t rows = 48, ld_y = 50, row_begin = 8, row_end = 40;
+  for (GgmlType base : kKQuantBases) {
+    for (int64_t n : {256, 2304}) {
+      for (int64_t batch : {1, 2, 3, 4, 5, 17}) {
+        const Problem p(rows, n, batch, base);
+        const GgmlType packed = repacked_type(base, rows);
+        const std::vector<float> want = p.run(ref::matmul_rows, base, ld_y, row_begin, row_end);
+        test::for_each_simd_isa([&](CpuIsa isa) {
+          INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name << " n " << n << " batch " << batch);
+          const std::vector<float> got = p.run(cpu::matmul_rows, packed, ld_y, row_begin, row_end);
+          CHECK(relative_error(got, want, batch, ld_y, row_begin, row_end) < 1e-10);
+        });
+      }
+    }
+  }
+}
+
+TEST_CASE("SIMD Q4_Kx8 / Q6_Kx8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
+  const int64_t rows = 160, n = 5632, batch = 6;
+  for (GgmlType base : kKQuantBases) {
+    const Problem p(rows, n, batch, base);
+    const std::vector<float> want = p.run(ref::matmul_rows, base, rows, 0, rows);
+    test::for_each_simd_isa([&](CpuIsa isa) {
+      INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name);
+      const std::vector<float> got = p.run(cpu::matmul_rows, repacked_type(base, rows), rows, 0, rows);
+      CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-10);
+    });
+  }
+}
+
+TEST_CASE("Q4_K / Q6_K rows not a multiple of 8 stay on the ggml-layout kernels", "[kernels][repack]") {
+  const int64_t rows = 60, n = 512, batch = 5;
+  for (GgmlType base : kKQuantBases) {
+    const Problem p(rows, n, batch, base);
+    const GgmlType kept = repacked_type(base, rows);
+    REQUIRE(kept == base);
+    const std::vector<float> want = p.run(ref::matmul_rows, base, rows, 0, rows);
+    test::for_each_simd_isa([&](CpuIsa isa) {
+      INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name);
+      const std::vector<float> got = p.run(cpu::matmul_rows, kept, rows, 0, rows);
+      CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-10);
+    });
+  }
 }

@@ -1,0 +1,174 @@
+// AVX2 GEMM over Q6_Kx8 weights (kernels/weight_repack.h) x Q8K activation rows. A tile is one
+// group of 8 rows x C activation rows, one output row per 32-bit lane. Quants stay unsigned
+// (q in 0..63) for maddubs, so only two maddubs may share an s16 sum (4 products of at most
+// 63 x 127: 32004 < 2^15); each such pair meets its 16-value sub-block's scale in one madd. The
+// tile walks 16-value sub-blocks, 4 weight vectors live (walking 32-value quarters, 8 live, spilled
+// and ran at 0.7x the ggml-layout kernel). The -32 offset is paid once per super-block and act row: 32 * sum_i scales[i] * bsums[i], madds
+// over pairs of sub-blocks. Built with AVX2 flags, reached only through the ISA tables.
+#include <cstring>
+
+#include "kernels/check.h"
+#include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/simd_prelude.h"
+#include "kernels/weight_repack.h"
+
+namespace kvdesk {
+namespace {
+
+// Activation rows per tile: 4 weight vectors + 4 int32 accumulators + two s16 sums, products and
+// broadcasts fit the 16 ymm registers; the float accumulators change once per super-block.
+constexpr int kTileActs = 4;
+// Weight bytes of a row block that stays in L2 while the whole batch streams past it.
+constexpr size_t kRowBlockBytes = 256 * 1024;
+constexpr int kSubBlocks = 16;
+
+// A super-block's scales, unpacked for the 8 rows.
+struct Q6_KScales {
+  __m256i scale[kSubBlocks];      // [16 sub-blocks][16] s16: scales[i] of row r in lanes 2r, 2r + 1
+  __m256i pairs[kSubBlocks / 2];  // [8 pairs q][16] s16: scales[2q] of row r in lane 2r, scales[2q + 1] in 2r + 1
+};
+
+ALWAYS_INLINE __m256i broadcast_4_bytes(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm256_set1_epi32(v);
+}
+
+ALWAYS_INLINE Q6_KScales unpack_scales(const BlockQ6_Kx8& b) {
+  // bytes 8h .. 8h + 7 (one sub-block's 8 rows) each twice; bytes i and 8 + i side by side
+  const __m128i dup[2] = {_mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+                          _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)};
+  const __m128i zip = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  Q6_KScales out;
+#pragma GCC unroll 8
+  for (int q = 0; q < kSubBlocks / 2; ++q) {
+    const __m128i two = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales + 16 * q));
+    out.scale[2 * q] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(two, dup[0]));
+    out.scale[2 * q + 1] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(two, dup[1]));
+    out.pairs[q] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(two, zip));
+  }
+  return out;
+}
+
+// Sub-block i (the 16 values at 16i = 128h + 32k + 16 half) as 4 vectors of 4 values x 8 rows:
+// w[c] holds values 4c .. 4c + 3 of the sub-block.
+ALWAYS_INLINE void unpack_sub_block(const BlockQ6_Kx8& b, int i, __m256i (&w)[4]) {
+  const int h = i / 8;
+  const int k = i % 8 / 2;
+  const int half = i % 2;
+  const __m256i nibble = _mm256_set1_epi8(15);
+  const __m256i top = _mm256_set1_epi8(0x30);
+  const uint8_t* low_chunks = b.ql + 256 * (2 * h + (k & 1)) + 128 * half;
+  const uint8_t* high_chunks = b.qh + 256 * h + 128 * half;
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m256i low = load_256(low_chunks + 32 * c);
+    const __m256i high = load_256(high_chunks + 32 * c);
+    // bits 2k, 2k + 1 of qh to bits 4, 5
+    const __m256i moved = k < 2 ? _mm256_slli_epi16(high, 4 - 2 * k)
+                                : (k == 2 ? high : _mm256_srli_epi16(high, 2));
+    w[c] = _mm256_or_si256(_mm256_and_si256(k < 2 ? low : _mm256_srli_epi16(low, 4), nibble),
+                           _mm256_and_si256(moved, top));
+  }
+}
+
+// Per row lane: scales[i] * the sub-block's 16 products with act values a[0..15], in two s16
+// sums of two maddubs each.
+ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[4], const int8_t* a, __m256i scale) {
+  const __m256i first = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], broadcast_4_bytes(a)),
+                                         _mm256_maddubs_epi16(w[1], broadcast_4_bytes(a + 4)));
+  const __m256i second = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], broadcast_4_bytes(a + 8)),
+                                          _mm256_maddubs_epi16(w[3], broadcast_4_bytes(a + 12)));
+  return _mm256_add_epi32(_mm256_madd_epi16(first, scale), _mm256_madd_epi16(second, scale));
+}
+
+// Per row lane: 32 * sum_i scales[i] * bsums[i], the -32 offset of every quant.
+ALWAYS_INLINE __m256i offset_dot(const Q6_KScales& sc, const BlockQ8K& a) {
+  __m256i dot = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int q = 0; q < kSubBlocks / 2; ++q) {
+    int32_t pair;
+    std::memcpy(&pair, a.bsums + 2 * q, sizeof(pair));
+    dot = _mm256_add_epi32(dot, _mm256_madd_epi16(sc.pairs[q], _mm256_set1_epi32(pair)));
+  }
+  return _mm256_slli_epi32(dot, 5);
+}
+
+// Super-block j of the group against super-block j of every act row.
+template <int C>
+ALWAYS_INLINE void super_step(const BlockQ6_Kx8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
+  const Q6_KScales sc = unpack_scales(b);
+  const BlockQ8K* a[C];
+  __m256i iacc[C];
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) {
+    a[t] = reinterpret_cast<const BlockQ8K*>(acts + t * a_stride) + j;
+    iacc[t] = _mm256_setzero_si256();
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < kSubBlocks; ++i) {
+    __m256i w[4];
+    unpack_sub_block(b, i, w);
+#pragma GCC unroll 8
+    for (int t = 0; t < C; ++t) iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 16 * i, sc.scale[i]));
+  }
+  const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) {
+    const __m256i unbiased = _mm256_sub_epi32(iacc[t], offset_dot(sc, *a[t]));
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(unbiased), _mm256_mul_ps(d, _mm256_broadcast_ss(&a[t]->d)), acc[t]);
+  }
+}
+
+// y[t * ld_y + r] for the group's 8 rows r and act rows t < C, over all super-blocks.
+template <int C>
+void tile(const BlockQ6_Kx8* group, const char* acts, size_t a_stride, int64_t blocks, float* y, int64_t ld_y) {
+  __m256 acc[C];
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < blocks; ++j) super_step<C>(group[j], acts, a_stride, j, acc);
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) _mm256_storeu_ps(y + t * ld_y, acc[t]);
+}
+
+// Groups [g_begin, g_end) against act rows [c, c + C).
+template <int C>
+void run_groups(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c) {
+  const int64_t blocks = args.n / kQK_K;
+  const auto* groups = static_cast<const BlockQ6_Kx8*>(args.weights);
+  const char* acts = static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride;
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    tile<C>(groups + g * blocks, acts, a_stride, blocks, args.y + c * args.ld_y + g * kInterleavedRows, args.ld_y);
+  }
+}
+
+// The act rows [c, batch) fewer than kTileActs, in one narrower tile.
+void run_rest(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c) {
+  switch (args.batch - c) {
+    case 1: return run_groups<1>(args, a_stride, g_begin, g_end, c);
+    case 2: return run_groups<2>(args, a_stride, g_begin, g_end, c);
+    case 3: return run_groups<3>(args, a_stride, g_begin, g_end, c);
+    default: return;
+  }
+}
+
+}  // namespace
+
+// Row groups in L2-sized blocks; inside each, act rows kTileActs at a time walk the groups.
+// Batch 1 (decode) streams the groups, one contiguous run of memory.
+void matmul_q6_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  KVDESK_ASSERT(args.weight_type == GgmlType::Q6_Kx8 && row_begin % kInterleavedRows == 0 &&
+                row_end % kInterleavedRows == 0);
+  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
+  const size_t group_bytes = kInterleavedRows * ggml_row_bytes(GgmlType::Q6_K, args.n);
+  const int64_t block_groups = group_bytes < kRowBlockBytes ? static_cast<int64_t>(kRowBlockBytes / group_bytes) : 1;
+  const int64_t g_end = row_end / kInterleavedRows;
+  for (int64_t gb = row_begin / kInterleavedRows; gb < g_end; gb += block_groups) {
+    const int64_t ge = g_end - gb < block_groups ? g_end : gb + block_groups;
+    int64_t c = 0;
+    for (; c + kTileActs <= args.batch; c += kTileActs) run_groups<kTileActs>(args, a_stride, gb, ge, c);
+    run_rest(args, a_stride, gb, ge, c);
+  }
+}
+
+}  // namespace kvdesk

@@ -1,0 +1,89 @@
+// Q6_K rows into Q6_Kx8 groups (layout in kernels/weight_repack.h), and the scalar truth of
+// products over that layout: it reads every quant and scale back out of the interleaved bytes
+// and sums them exactly as ref::vec_dot does for Q6_K, so the two agree bit for bit.
+#include <cstring>
+
+#include "kernels/check.h"
+#include "kernels/dot.h"
+#include "kernels/fp16.h"
+#include "kernels/weight_repack.h"
+
+namespace kvdesk {
+namespace {
+
+constexpr int kChunks = 8;        // chunks of 4 bytes per row in a 32-byte run
+constexpr int kChunkBytes = 4;    // bytes of one row in a chunk
+constexpr int kSubBlocks = 16;    // 16-value sub-blocks of a super-block
+
+// Run `run` of a row (32 bytes at 32 * run) into chunks 8 * run .. 8 * run + 7 of `out`.
+void interleave_run(const uint8_t* row_bytes, int run, int r, uint8_t* out) {
+  for (int c = 0; c < kChunks; ++c) {
+    std::memcpy(&out[32 * (kChunks * run + c) + kChunkBytes * r], &row_bytes[32 * run + kChunkBytes * c], kChunkBytes);
+  }
+}
+
+void interleave_block(const BlockQ6_K* in, int64_t stride, BlockQ6_Kx8& out) {
+  for (int r = 0; r < kInterleavedRows; ++r) {
+    const BlockQ6_K& row = in[r * stride];
+    out.d[r] = row.d;
+    for (int i = 0; i < kSubBlocks; ++i) out.scales[kInterleavedRows * i + r] = row.scales[i];
+    for (int run = 0; run < 4; ++run) interleave_run(row.ql, run, r, out.ql);
+    for (int run = 0; run < 2; ++run) interleave_run(row.qh, run, r, out.qh);
+  }
+}
+
+// Byte l (< 32) of run `run` of row r in interleaved bytes.
+uint8_t run_byte(const uint8_t* bytes, int run, int r, int l) {
+  return bytes[32 * (kChunks * run + l / kChunkBytes) + kChunkBytes * r + l % kChunkBytes];
+}
+
+// q (0..63) of value v = 128h + 32k + l of row r.
+int q6_kx8_value(const BlockQ6_Kx8& b, int r, int v) {
+  const int h = v / 128;
+  const int k = v % 128 / 32;
+  const int l = v % 32;
+  const uint8_t low = run_byte(b.ql, 2 * h + (k & 1), r, l);
+  const uint8_t high = run_byte(b.qh, h, r, l);
+  return ((k < 2 ? low : low >> 4) & 15) | ((high >> (2 * k)) & 3) << 4;
+}
+
+// Row r of the group against one act row, as ref's dot_q6_k.
+float dot_q6_kx8_row(const BlockQ6_Kx8* group, int r, const BlockQ8K* a, int64_t blocks) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < blocks; ++j) {
+    const BlockQ6_Kx8& b = group[j];
+    int32_t scaled = 0;
+    for (int i = 0; i < kSubBlocks; ++i) {
+      int32_t dot = 0;
+      for (int v = 16 * i; v < 16 * (i + 1); ++v) dot += (q6_kx8_value(b, r, v) - 32) * a[j].qs[v];
+      scaled += b.scales[kInterleavedRows * i + r] * dot;
+    }
+    sum += static_cast<double>(fp16_to_fp32(b.d[r]) * a[j].d) * scaled;
+  }
+  return static_cast<float>(sum);
+}
+
+}  // namespace
+
+void interleave_q6_k_group(const BlockQ6_K* rows, int64_t blocks, BlockQ6_Kx8* group) {
+  for (int64_t j = 0; j < blocks; ++j) interleave_block(rows + j, blocks, group[j]);
+}
+
+namespace ref {
+
+void matmul_q6_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  KVDESK_ASSERT(args.weight_type == GgmlType::Q6_Kx8 && row_begin % kInterleavedRows == 0);
+  const int64_t blocks = args.n / kQK_K;
+  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
+  const auto* groups = static_cast<const BlockQ6_Kx8*>(args.weights);
+  for (int64_t b = 0; b < args.batch; ++b) {
+    const auto* a = reinterpret_cast<const BlockQ8K*>(static_cast<const char*>(args.acts) + b * a_stride);
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      const BlockQ6_Kx8* group = groups + (r / kInterleavedRows) * blocks;
+      args.y[b * args.ld_y + r] = dot_q6_kx8_row(group, static_cast<int>(r % kInterleavedRows), a, blocks);
+    }
+  }
+}
+
+}  // namespace ref
+}  // namespace kvdesk
