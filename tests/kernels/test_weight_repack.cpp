@@ -121,7 +121,7 @@ TEST_CASE("SIMD Q4_0x8 matmul matches ref across several L2 row blocks", "[kerne
 // The K-quant file types with an interleaved layout.
 constexpr GgmlType kKQuantBases[] = {GgmlType::Q4_K, GgmlType::Q6_K};
 
-TEST_CASE("Q4_Kx8 / Q6_Kx8 are chosen only for whole groups of 8 rows; other shapes keep ggml's bytes",
+TEST_CASE("Q4_Kx8 / Q6_Kx8 are chosen only for whole groups of 8 rows, other shapes keep ggml's bytes",
           "[kernels][repack]") {
   CHECK(repacked_type(GgmlType::Q4_K, 64) == GgmlType::Q4_Kx8);
   CHECK(repacked_type(GgmlType::Q6_K, 64) == GgmlType::Q6_Kx8);
