@@ -7,19 +7,13 @@
 // over pairs of sub-blocks. Built with AVX2 flags, reached only through the ISA tables.
 #include <cstring>
 
-#include "kernels/check.h"
-#include "kernels/cpu/dot_isa.h"
-#include "kernels/cpu/simd_prelude.h"
-#include "kernels/weight_repack.h"
+#include "kernels/cpu/interleaved_gemm_avx2.h"
 
 namespace kvdesk {
 namespace {
 
-// Activation rows per tile: 4 weight vectors + 4 int32 accumulators + two s16 sums, products and
+// kTileActs (4) act rows per tile: 4 weight vectors + 4 int32 accumulators + two s16 sums, products and
 // broadcasts fit the 16 ymm registers; the float accumulators change once per super-block.
-constexpr int kTileActs = 4;
-// Weight bytes of a row block that stays in L2 while the whole batch streams past it.
-constexpr size_t kRowBlockBytes = 256 * 1024;
 constexpr int kSubBlocks = 16;
 
 // A super-block's scales, unpacked for the 8 rows.
@@ -27,12 +21,6 @@ struct Q6_KScales {
   __m256i scale[kSubBlocks];      // [16 sub-blocks][16] s16: scales[i] of row r in lanes 2r, 2r + 1
   __m256i pairs[kSubBlocks / 2];  // [8 pairs q][16] s16: scales[2q] of row r in lane 2r, scales[2q + 1] in 2r + 1
 };
-
-ALWAYS_INLINE __m256i broadcast_4_bytes(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm256_set1_epi32(v);
-}
 
 ALWAYS_INLINE Q6_KScales unpack_scales(const BlockQ6_Kx8& b) {
   // bytes 8h .. 8h + 7 (one sub-block's 8 rows) each twice; bytes i and 8 + i side by side
@@ -120,55 +108,22 @@ ALWAYS_INLINE void super_step(const BlockQ6_Kx8& b, const char* acts, size_t a_s
   }
 }
 
-// y[t * ld_y + r] for the group's 8 rows r and act rows t < C, over all super-blocks.
-template <int C>
-void tile(const BlockQ6_Kx8* group, const char* acts, size_t a_stride, int64_t blocks, float* y, int64_t ld_y) {
-  __m256 acc[C];
-#pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < blocks; ++j) super_step<C>(group[j], acts, a_stride, j, acc);
-#pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) _mm256_storeu_ps(y + t * ld_y, acc[t]);
-}
-
-// Groups [g_begin, g_end) against act rows [c, c + C).
-template <int C>
-void run_groups(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c) {
-  const int64_t blocks = args.n / kQK_K;
-  const auto* groups = static_cast<const BlockQ6_Kx8*>(args.weights);
-  const char* acts = static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride;
-  for (int64_t g = g_begin; g < g_end; ++g) {
-    tile<C>(groups + g * blocks, acts, a_stride, blocks, args.y + c * args.ld_y + g * kInterleavedRows, args.ld_y);
+// The kernel as interleaved_matmul runs it.
+struct Q6_Kx8Kernel {
+  using Block = BlockQ6_Kx8;
+  static constexpr GgmlType kType = GgmlType::Q6_Kx8;
+  static constexpr GgmlType kRowType = GgmlType::Q6_K;
+  static constexpr int64_t kBlockValues = kQK_K;
+  template <int C>
+  ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
+    super_step<C>(b, acts, a_stride, j, acc);
   }
-}
-
-// The act rows [c, batch) fewer than kTileActs, in one narrower tile.
-void run_rest(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c) {
-  switch (args.batch - c) {
-    case 1: return run_groups<1>(args, a_stride, g_begin, g_end, c);
-    case 2: return run_groups<2>(args, a_stride, g_begin, g_end, c);
-    case 3: return run_groups<3>(args, a_stride, g_begin, g_end, c);
-    default: return;
-  }
-}
+};
 
 }  // namespace
 
-// Row groups in L2-sized blocks; inside each, act rows kTileActs at a time walk the groups.
-// Batch 1 (decode) streams the groups, one contiguous run of memory.
 void matmul_q6_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  KVDESK_ASSERT(args.weight_type == GgmlType::Q6_Kx8 && row_begin % kInterleavedRows == 0 &&
-                row_end % kInterleavedRows == 0);
-  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
-  const size_t group_bytes = kInterleavedRows * ggml_row_bytes(GgmlType::Q6_K, args.n);
-  const int64_t block_groups = group_bytes < kRowBlockBytes ? static_cast<int64_t>(kRowBlockBytes / group_bytes) : 1;
-  const int64_t g_end = row_end / kInterleavedRows;
-  for (int64_t gb = row_begin / kInterleavedRows; gb < g_end; gb += block_groups) {
-    const int64_t ge = g_end - gb < block_groups ? g_end : gb + block_groups;
-    int64_t c = 0;
-    for (; c + kTileActs <= args.batch; c += kTileActs) run_groups<kTileActs>(args, a_stride, gb, ge, c);
-    run_rest(args, a_stride, gb, ge, c);
-  }
+  interleaved_matmul<Q6_Kx8Kernel>(args, row_begin, row_end);
 }
 
 }  // namespace kvdesk

@@ -1,0 +1,92 @@
+// Internal, included only by the AVX2 GEMMs over 8-row interleaved weights (kernels/
+// weight_repack.h): the loops they share. A tile is one group of 8 rows x C activation rows;
+// its accumulators hold one output row per float lane, stored as 8 floats with no horizontal
+// sum. Row groups go in L2-sized blocks, and inside each block the act rows walk the groups
+// kTileActs at a time, so batch 1 (decode) streams the groups as one contiguous run.
+//
+// A kernel K supplies:
+//   using Block;                                 one block of the group's 8 rows
+//   static constexpr GgmlType kType;             the interleaved type
+//   static constexpr GgmlType kRowType;          ggml's type of the rows before interleaving
+//   static constexpr int64_t kBlockValues;       values per row in one block
+//   template <int C> static void step(const Block&, const char* acts, size_t a_stride,
+//                                     int64_t j, __m256 (&acc)[C]);   block j x every act row
+// and sizes its step so that kTileActs act rows fit the 16 ymm registers.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/check.h"
+#include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/simd_prelude.h"
+#include "kernels/weight_repack.h"
+
+namespace kvdesk {
+namespace {
+
+constexpr int kTileActs = 4;
+// Weight bytes of a row block that stays in L2 while the whole batch streams past it.
+constexpr size_t kRowBlockBytes = 256 * 1024;
+
+// Four activation bytes in every 32-bit lane: the operand one maddubs pairs with a chunk of
+// 4 values x 8 rows.
+ALWAYS_INLINE __m256i broadcast_4_bytes(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm256_set1_epi32(v);
+}
+
+// y[t * ld_y + r] for the group's 8 rows r and act rows t < C, over all blocks.
+template <class K, int C>
+void interleaved_tile(const typename K::Block* group, const char* acts, size_t a_stride, int64_t blocks, float* y,
+                      int64_t ld_y) {
+  __m256 acc[C];
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < blocks; ++j) K::template step<C>(group[j], acts, a_stride, j, acc);
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) _mm256_storeu_ps(y + t * ld_y, acc[t]);
+}
+
+// Groups [g_begin, g_end) against act rows [c, c + C).
+template <class K, int C>
+void interleaved_groups(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c) {
+  const int64_t blocks = args.n / K::kBlockValues;
+  const auto* groups = static_cast<const typename K::Block*>(args.weights);
+  const char* acts = static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride;
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    interleaved_tile<K, C>(groups + g * blocks, acts, a_stride, blocks, args.y + c * args.ld_y + g * kInterleavedRows,
+                           args.ld_y);
+  }
+}
+
+// The act rows [c, batch) fewer than kTileActs, in one narrower tile.
+template <class K>
+void interleaved_rest(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c) {
+  switch (args.batch - c) {
+    case 1: return interleaved_groups<K, 1>(args, a_stride, g_begin, g_end, c);
+    case 2: return interleaved_groups<K, 2>(args, a_stride, g_begin, g_end, c);
+    case 3: return interleaved_groups<K, 3>(args, a_stride, g_begin, g_end, c);
+    default: return;
+  }
+}
+
+// Rows [row_begin, row_end) (whole groups) of y = W x acts.
+template <class K>
+void interleaved_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  KVDESK_ASSERT(args.weight_type == K::kType && row_begin % kInterleavedRows == 0 && row_end % kInterleavedRows == 0);
+  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
+  const size_t group_bytes = kInterleavedRows * ggml_row_bytes(K::kRowType, args.n);
+  const int64_t block_groups = group_bytes < kRowBlockBytes ? static_cast<int64_t>(kRowBlockBytes / group_bytes) : 1;
+  const int64_t g_end = row_end / kInterleavedRows;
+  for (int64_t gb = row_begin / kInterleavedRows; gb < g_end; gb += block_groups) {
+    const int64_t ge = g_end - gb < block_groups ? g_end : gb + block_groups;
+    int64_t c = 0;
+    for (; c + kTileActs <= args.batch; c += kTileActs) interleaved_groups<K, kTileActs>(args, a_stride, gb, ge, c);
+    interleaved_rest<K>(args, a_stride, gb, ge, c);
+  }
+}
+
+}  // namespace
+}  // namespace kvdesk
