@@ -37,10 +37,7 @@ size_t KvCache::bytes_per_token() const {
   return bytes_per_block() * size_t(groups_.num_groups) / size_t(block_size());
 }
 int32_t KvCache::blocks_for_sequence(int64_t tokens, int32_t chunk_tokens) const {
-  const int64_t logical = kv_blocks_for(tokens, block_size());
-  const int64_t local_peak =
-      std::min<int64_t>(logical, kv_blocks_for(int64_t(groups_.window) - 1 + chunk_tokens, block_size()) + 1);
-  return int32_t(logical * groups_.num_global_groups + local_peak * (groups_.num_groups - groups_.num_global_groups));
+  return groups_.blocks_for_sequence(tokens, block_size(), chunk_tokens);
 }
 int32_t KvCache::num_blocks() const { return pool_.num_blocks(); }
 int32_t KvCache::num_available_blocks() const { return pool_.num_available(); }

@@ -54,11 +54,14 @@ size_t kv_bytes_per_block(const ModelConfig& c, KvType k_type, KvType v_type, in
   return per_layer_token * size_t(kv_layer_groups(c).layers_per_block) * size_t(block_size);
 }
 
-int32_t kv_blocks_for_sequence(const ModelConfig& c, int32_t block_size, int64_t tokens, int32_t chunk_tokens) {
-  const KvLayerGroups g = kv_layer_groups(c);
+int32_t KvLayerGroups::blocks_for_sequence(int64_t tokens, int32_t block_size, int32_t chunk_tokens) const {
   const int64_t logical = kv_blocks_for(tokens, block_size);
-  const int64_t local_peak = std::min<int64_t>(logical, kv_blocks_for(int64_t(g.window) - 1 + chunk_tokens, block_size) + 1);
-  return int32_t(logical * g.num_global_groups + local_peak * (g.num_groups - g.num_global_groups));
+  const int64_t local_peak = std::min<int64_t>(logical, kv_blocks_for(int64_t(window) - 1 + chunk_tokens, block_size) + 1);
+  return int32_t(logical * num_global_groups + local_peak * (num_groups - num_global_groups));
+}
+
+int32_t kv_blocks_for_sequence(const ModelConfig& c, int32_t block_size, int64_t tokens, int32_t chunk_tokens) {
+  return kv_layer_groups(c).blocks_for_sequence(tokens, block_size, chunk_tokens);
 }
 
 }  // namespace kvdesk

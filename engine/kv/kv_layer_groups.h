@@ -33,6 +33,10 @@ struct KvLayerGroups {
   int32_t first_needed_block(int32_t computed, int32_t block_size) const;
   // Whether a local group holds logical block `index` of a sequence with `computed` positions.
   bool holds(int32_t group, int32_t index, int32_t computed, int32_t block_size) const;
+  // Pool blocks one sequence of `tokens` positions holds at its peak, its prefill computed in
+  // chunks of at most chunk_tokens: every global group one per logical block, every local
+  // group at most the blocks one window and one chunk span.
+  int32_t blocks_for_sequence(int64_t tokens, int32_t block_size, int32_t chunk_tokens) const;
 };
 
 // The grouping of c's layers. One group unless c has both global and sliding-window layers
@@ -42,9 +46,7 @@ KvLayerGroups kv_layer_groups(const ModelConfig& c);
 // Bytes of one pool block: layers_per_block layers' K and V rows for block_size tokens.
 size_t kv_bytes_per_block(const ModelConfig& c, KvType k_type, KvType v_type, int32_t block_size);
 
-// Pool blocks one sequence of `tokens` positions holds at its peak, its prefill computed in
-// chunks of at most chunk_tokens: every global group one per logical block, every local group
-// at most the blocks one window and one chunk span.
+// The same for c's grouping (KvLayerGroups::blocks_for_sequence).
 int32_t kv_blocks_for_sequence(const ModelConfig& c, int32_t block_size, int64_t tokens, int32_t chunk_tokens);
 
 }  // namespace kvdesk
