@@ -144,7 +144,6 @@ struct KvSequenceView {
   std::string label;             // conversation title, or "seq N"
   int32_t num_tokens = 0;
   std::vector<int32_t> block_table;   // [blocks] physical ids in logical order (layer group 0's)
-  std::vector<int32_t> group_blocks;  // the blocks of its other layer groups (sliding windows)
 };
 
 struct WhatIfView {

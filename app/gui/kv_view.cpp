@@ -73,7 +73,6 @@ ui::KvView make_kv_view(const KvSnapshot& snapshot, bool prefix_caching, const S
     seq.seq_id = s.seq_id;
     seq.num_tokens = s.num_tokens;
     seq.block_table = s.block_table;
-    seq.group_blocks = s.group_blocks;
     view.window_held_blocks += s.held_blocks;
     view.window_full_blocks += s.full_attention_blocks;
     const auto it = owners.find(s.seq_id);

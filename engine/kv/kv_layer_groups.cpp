@@ -24,10 +24,6 @@ int32_t KvLayerGroups::first_needed_block(int32_t computed, int32_t block_size) 
   return std::max(0, computed + 1 - window) / block_size;
 }
 
-bool KvLayerGroups::holds(int32_t group, int32_t index, int32_t computed, int32_t block_size) const {
-  return !is_local(group) || index >= first_needed_block(computed, block_size);
-}
-
 KvLayerGroups kv_layer_groups(const ModelConfig& c) {
   KvLayerGroups g;
   g.group_of_layer.assign(size_t(c.block_count), 0);

@@ -31,8 +31,6 @@ struct KvLayerGroups {
   // The first logical block a local group still needs once positions [0, computed) have
   // their KV: the next query, at position `computed`, reads keys from computed + 1 - window.
   int32_t first_needed_block(int32_t computed, int32_t block_size) const;
-  // Whether a local group holds logical block `index` of a sequence with `computed` positions.
-  bool holds(int32_t group, int32_t index, int32_t computed, int32_t block_size) const;
   // Pool blocks one sequence of `tokens` positions holds at its peak, its prefill computed in
   // chunks of at most chunk_tokens: every global group one per logical block, every local
   // group at most the blocks one window and one chunk span.
