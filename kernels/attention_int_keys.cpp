@@ -1,6 +1,7 @@
 // The query quantizer of the integer key scores and their scalar twin (attention_int_keys.h).
 #include "kernels/attention_int_keys.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -14,9 +15,12 @@ float quantize_query(const float* q, int32_t head_dim, int16_t* c) {
   for (int32_t i = 0; i < head_dim; ++i) amax = std::fmax(amax, std::fabs(q[i]));
   const float scale = amax / float(kQueryCodeMax);
   const float inverse = amax > 0 ? float(kQueryCodeMax) / amax : 0.0f;
+  // Nearest, halves away from zero, by a truncating conversion (no libm call per value);
+  // |q * inverse| <= kQueryCodeMax, up to the rounding of inverse.
   for (int32_t i = 0; i < head_dim; ++i) {
-    const float x = std::nearbyint(q[i] * inverse);
-    c[i] = int16_t(std::fmax(-float(kQueryCodeMax), std::fmin(float(kQueryCodeMax), x)));
+    const float x = q[i] * inverse;
+    const int32_t code = int32_t(x + (x < 0 ? -0.5f : 0.5f));
+    c[i] = int16_t(std::clamp(code, -kQueryCodeMax, kQueryCodeMax));
   }
   return scale;
 }

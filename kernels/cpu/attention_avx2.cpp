@@ -77,6 +77,13 @@ struct Avx2 {
   static void istore(uint32_t* p, IVec v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
   static IVec low_nibbles(IVec w) { return _mm256_and_si256(w, _mm256_set1_epi8(15)); }
   static IVec high_nibbles(IVec w) { return _mm256_and_si256(_mm256_srli_epi32(w, 4), _mm256_set1_epi8(15)); }
+  // 8 words of (f16 s, f16 m) -> s and m as f32: each half of the words packed to 8 u16.
+  static void f16_pairs(const uint32_t* p, Vec& s, Vec& m) {
+    const __m256i w = iload(p);
+    const __m256i lo = _mm256_and_si256(w, _mm256_set1_epi32(0xFFFF)), hi = _mm256_srli_epi32(w, 16);
+    s = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
+    m = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
+  }
   static KeyChunk key_chunk(const uint32_t* p) {
     const __m256i t = iload(p);
     return {_mm256_and_si256(t, _mm256_set1_epi32(0x00FF00FF)), _mm256_srli_epi16(t, 8)};

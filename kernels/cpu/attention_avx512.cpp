@@ -76,6 +76,12 @@ struct Avx512 {
   static IVec low_nibbles(IVec w) { return _mm512_and_si512(w, _mm512_set1_epi8(15)); }
   static IVec high_nibbles(IVec w) { return _mm512_and_si512(_mm512_srli_epi32(w, 4), _mm512_set1_epi8(15)); }
   static KeyChunk key_chunk(const uint32_t* p) { return iload(p); }
+  // 16 words of (f16 s, f16 m) -> s and m as f32.
+  static void f16_pairs(const uint32_t* p, Vec& s, Vec& m) {
+    const __m512i w = iload(p);
+    s = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w));
+    m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16)));
+  }
   // out[k][r] = 32-bit word k of rows[r] + offset, k in 0..3: 128-bit lane i of z[a] is row
   // a + 4i, and a 4 x 4 transpose of words inside the lanes puts row a + 4i at lane 4i + a.
   static void transpose_words4(const uint8_t* const* rows, size_t offset, uint32_t* out) {

@@ -25,16 +25,19 @@
 namespace kvdesk {
 namespace {
 
-// Scale groups of an int8 / int4 row, and their (s, m) as f32 for every row of a tile:
-// scales[g * W + r] = s_g of row r, scales[(G + g) * W + r] = m_g; 0 past the tile's rows.
+// The (s, m) of every scale group of a tile's int8 / int4 rows as f32 vectors over the rows:
+// scales[g * W + r] = s_g of row r, scales[(G + g) * W + r] = m_g. Lanes past the tile's rows
+// repeat row 0 (their key scores are masked, their softmax weights 0).
 template <class Isa>
 void tile_group_scales(const uint8_t* const* rows, int32_t n, int32_t groups, float* scales) {
   constexpr int W = Isa::kLanes;
-  for (int32_t r = 0; r < W; ++r) {
-    for (int32_t g = 0; g < groups; ++g) {
-      scales[g * W + r] = r < n ? f16_at(rows[r] + 4 * g) : 0.0f;
-      scales[(groups + g) * W + r] = r < n ? f16_at(rows[r] + 4 * g + 2) : 0.0f;
-    }
+  alignas(64) uint32_t pairs[W];
+  for (int32_t g = 0; g < groups; ++g) {
+    for (int32_t r = 0; r < W; ++r) std::memcpy(&pairs[r], rows[r < n ? r : 0] + 4 * g, sizeof(uint32_t));
+    typename Isa::Vec s, m;
+    Isa::f16_pairs(pairs, s, m);
+    Isa::store(scales + g * W, s);
+    Isa::store(scales + (groups + g) * W, m);
   }
 }
 

@@ -3,7 +3,6 @@
 // GroupJob is one kv head with its query heads and its share of the float scratch.
 #pragma once
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/cpu/attention_isa.h"
 
@@ -60,13 +59,6 @@ void for_head_tiles(int32_t heads, Args&&... args) {
   if (heads - h >= 4) Step<4>::run(h, args...), h += 4;
   if (heads - h >= 2) Step<2>::run(h, args...), h += 2;
   if (heads - h >= 1) Step<1>::run(h, args...);
-}
-
-// The f16 at p as f32 (F16C).
-inline float f16_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return _cvtsh_ss(h);
 }
 
 }  // namespace
