@@ -34,6 +34,7 @@ struct Avx2 {
   }
   static float reduce_add(Vec v) { return hsum(v); }
   static float reduce_max(Vec v) { return hmax(v); }
+  static bool any_above(Vec v, float x) { return _mm256_movemask_ps(_mm256_cmp_ps(v, set1(x), _CMP_GT_OQ)) != 0; }
 
   // parts[8][8] -> lane r = sum of parts[r][0..8): pairs, quads, then the two 128-bit halves.
   static Vec transpose_sum(const float* parts) {

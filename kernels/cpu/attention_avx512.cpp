@@ -30,6 +30,7 @@ struct Avx512 {
   }
   static float reduce_add(Vec v) { return _mm512_reduce_add_ps(v); }
   static float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
+  static bool any_above(Vec v, float x) { return _mm512_cmp_ps_mask(v, set1(x), _CMP_GT_OQ) != 0; }
 
   // parts[16][16] -> lane r = sum of parts[r][0..16): pairs, quads, then 128-bit lanes.
   static Vec transpose_sum(const float* parts) {

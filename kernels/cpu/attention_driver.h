@@ -9,7 +9,8 @@
 //      int8 / int4 keys are not dequantized: integer dot products with the quantized query,
 //      tokens in lanes (attention_int_phases.h).
 //   2. softmax m' = max(m, max_r s);  acc *= e^(m - m');  p = e^(s - m');  l = l e^(m - m') + sum p
-//      (the online softmax of ref::, one step per tile instead of per token)
+//      (the online softmax of ref::, one step per tile instead of per token; l is kept per lane
+//      and added across lanes once at the end)
 //   3. values  acc[h] += sum_r p[h][r] * row_scale_v[r] * V[r]   each V vector dequantized once
 //      per tile of up to 8 heads whose accumulators stay in registers. int8 / int4 values fold
 //      their group scale into p and their min into one sum per group (attention_int_phases.h).
@@ -173,11 +174,13 @@ void softmax_tile(const GroupJob& job) {
   constexpr int W = Isa::kLanes;
   for (int32_t h = 0; h < job.heads; ++h) {
     const typename Isa::Vec s = Isa::load(job.p + h * W);
-    const float tile_max = Isa::reduce_max(s);
+    // Past the first tiles the running max rarely moves: one compare skips the reduction.
+    const float tile_max = Isa::any_above(s, job.m[h]) ? Isa::reduce_max(s) : job.m[h];
+    float* l_lanes = job.l_lanes + h * W;
     if (tile_max > job.m[h]) {
-      if (job.l[h] != 0.0f) {
+      if (job.m[h] != -INFINITY) {
         const float alpha = std::exp(job.m[h] - tile_max);
-        job.l[h] *= alpha;
+        Isa::store(l_lanes, Isa::mul(Isa::load(l_lanes), Isa::set1(alpha)));
         float* acc = job.acc + h * job.d;
         for (int32_t c = 0; c < job.d; c += W) Isa::store(acc + c, Isa::mul(Isa::load(acc + c), Isa::set1(alpha)));
         rescale_min_terms<Isa>(job, h, alpha);
@@ -185,7 +188,7 @@ void softmax_tile(const GroupJob& job) {
       job.m[h] = tile_max;
     }
     const typename Isa::Vec p = exp_nonpositive<Isa>(Isa::add(s, Isa::set1(-job.m[h])));
-    job.l[h] += Isa::reduce_add(p);
+    Isa::store(l_lanes, Isa::add(Isa::load(l_lanes), p));
     Isa::store(job.p + h * W, p);
   }
 }
@@ -299,7 +302,8 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
 }
 
 // Group g's share of the scratch: parts [8][W][W] shared by all groups, then for every query
-// head p [num_heads][W], acc [num_heads][d], m [num_heads], l [num_heads]; then the int8 / int4
+// head p [num_heads][W], acc [num_heads][d], m [num_heads], l [num_heads], l_lanes
+// [num_heads][W]; then the int8 / int4
 // parts (IntParts), shared (sized for the widest ISA) and per query head; group g owns the
 // heads [g * G, (g + 1) * G).
 template <class Isa>
@@ -312,15 +316,17 @@ GroupJob group_job(const PagedKvLayer& layer, const AttentionArgs& args, int32_t
   float* acc = p + int64_t(num_heads) * W;
   float* m = acc + int64_t(num_heads) * d;
   float* l = m + num_heads;
+  float* l_lanes = l + num_heads;
   float* weights = args.weights ? args.weights + h0 * num_tokens : nullptr;
   return GroupJob{args.q + h0 * d,  args.out + h0 * d, group_heads, d,       args.scale, args.scratch,
-                  p + h0 * W,       acc + h0 * d,      m + h0,      l + h0,  weights,    num_tokens,
-                  int_parts(layer, l + num_heads, num_heads, h0)};
+                  p + h0 * W,       acc + h0 * d,      m + h0,      l + h0,  l_lanes + h0 * W,
+                  weights,          num_tokens,        int_parts(layer, l_lanes + int64_t(num_heads) * kSimdMaxLanes, num_heads, h0)};
 }
 
 template <class Isa>
 void start_group(const GroupJob& job, const PagedKvLayer& layer) {
-  for (int32_t h = 0; h < job.heads; ++h) job.m[h] = -INFINITY, job.l[h] = 0.0f;
+  for (int32_t h = 0; h < job.heads; ++h) job.m[h] = -INFINITY;
+  std::memset(job.l_lanes, 0, sizeof(float) * size_t(job.heads) * Isa::kLanes);
   std::memset(job.acc, 0, sizeof(float) * size_t(job.heads) * size_t(job.d));
   if (int_key_scores(layer.k.type, job.d)) prepare_int_query<Isa>(job, layer.k.type);
   if (job.ints.value_groups) {
@@ -332,6 +338,7 @@ template <class Isa>
 void finish_group(const GroupJob& job, const PagedKvLayer& layer, int32_t first_token) {
   constexpr int W = Isa::kLanes;
   if (job.ints.value_groups) add_value_min_terms<Isa>(job, layer.v.type);
+  for (int32_t h = 0; h < job.heads; ++h) job.l[h] = Isa::reduce_add(Isa::load(job.l_lanes + h * W));
   for (int32_t h = 0; h < job.heads; ++h) {
     const typename Isa::Vec inv_l = Isa::set1(1.0f / job.l[h]);
     for (int32_t c = 0; c < job.d; c += W) {

@@ -29,10 +29,10 @@ constexpr int64_t simd_int_head_floats(int32_t head_dim) {
 
 // Scratch of the SIMD kernels: partial dot vectors of one head tile ([8][lanes][lanes]), then
 // per query head the tile's weights [lanes], its accumulator [head_dim], running max and sum,
-// then the int8 / int4 parts, shared and per head.
+// the sum by lane [lanes], then the int8 / int4 parts, shared and per head.
 constexpr int64_t simd_scratch_floats(int32_t num_heads, int32_t head_dim) {
   return int64_t(kSimdMaxHeadTile) * kSimdMaxLanes * kSimdMaxLanes +
-         int64_t(num_heads) * (kSimdMaxLanes + head_dim + 2) + simd_int_shared_floats(head_dim) +
+         int64_t(num_heads) * (2 * kSimdMaxLanes + head_dim + 2) + simd_int_shared_floats(head_dim) +
          int64_t(num_heads) * simd_int_head_floats(head_dim);
 }
 

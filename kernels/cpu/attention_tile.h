@@ -44,7 +44,8 @@ struct GroupJob {
   float* p;         // [heads][W]             scores, then softmax weights, of one tile
   float* acc;       // [heads][d]
   float* m;         // [heads] running max
-  float* l;         // [heads] running sum
+  float* l;         // [heads] the sum, from l_lanes at the end
+  float* l_lanes;   // [heads][W] running sum of the weights, by lane
   float* weights;   // [heads][num_tokens] or nullptr: raw scores, then softmax weights
   int32_t num_tokens;
   IntParts ints;
