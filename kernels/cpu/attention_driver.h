@@ -290,7 +290,7 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
   const int32_t k_groups = kv_row_scales(layer.k.type, d);
   const int32_t v_groups = int_values(layer.v.type) ? kv_row_scales(layer.v.type, d) : 0;
   return IntParts{reinterpret_cast<int16_t*>(query_codes),
-                  reinterpret_cast<const uint32_t*>(q_chunks) + h0 * (d / 2),
+                  reinterpret_cast<uint32_t*>(q_chunks) + h0 * (d / 2),
                   q_scales + h0,
                   q_sums + h0 * k_groups,
                   reinterpret_cast<uint32_t*>(base),

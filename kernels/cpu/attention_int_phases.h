@@ -49,9 +49,9 @@ void prepare_int_query(const GroupJob& job, KvType k_type) {
   const int32_t d = job.d;
   const int32_t group = kv_row_group(k_type, d);
   const int32_t groups = kv_row_scales(k_type, d);
-  uint32_t* q_chunks = const_cast<uint32_t*>(job.ints.q_chunks);
-  float* q_scales = const_cast<float*>(job.ints.q_scales);
-  float* q_sums = const_cast<float*>(job.ints.q_sums);
+  uint32_t* q_chunks = job.ints.q_chunks;
+  float* q_scales = job.ints.q_scales;
+  float* q_sums = job.ints.q_sums;
   for (int32_t h = 0; h < job.heads; ++h) {
     q_scales[h] = quantize_query(job.q + h * d, d, codes) * job.scale;
     for (int32_t k = 0; k < d / 4; ++k) {

@@ -22,9 +22,9 @@ struct RowTile {
 // in the chunk order of attention_int_keys.h; Gk and Gv are the K and V rows' scale groups.
 struct IntParts {
   int16_t* query_codes;      // [d]                one head's query codes while quantizing (shared)
-  const uint32_t* q_chunks;  // [heads][d / 4][2]  the quantized query, as the ISA multiplies it
-  const float* q_scales;     // [heads]            sq * the attention scale
-  const float* q_sums;       // [heads][Gk]        C_g: the query codes' sum over each key group
+  uint32_t* q_chunks;        // [heads][d / 4][2]  the quantized query, as the ISA multiplies it
+  float* q_scales;           // [heads]            sq * the attention scale
+  float* q_sums;             // [heads][Gk]        C_g: the query codes' sum over each key group
   uint32_t* key_chunks;      // [d / 4][W]         the tile's key codes, chunk-major (shared)
   float* key_scales;         // [2][Gk][W]         the tile rows' key s_g, then m_g (shared)
   float* value_scales;       // [2][Gv][W]         the tile rows' value s_g, then m_g (shared)
