@@ -231,8 +231,8 @@ TEST_CASE("paged attention over shuffled blocks equals contiguous attention for 
   }
 }
 
-// The SIMD kernels' integer key scores against the float reference: within the query's
-// rounding (query_rounding_bounds), and not equal (the integer path did run).
+// The integer key scores (their scalar twin, which the SIMD kernels equal) against the float
+// reference: within the query's rounding (query_rounding_bounds), and not equal (it did run).
 TEST_CASE("integer key scores stay within the query rounding of float attention", "[kernels][attention]") {
   const KvType type = GENERATE(KvType::INT8, KvType::INT4);
   const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({
@@ -312,10 +312,12 @@ TEST_CASE("cpu paged attention equals the reference for every kv type shape and 
       {KvType::INT4, KvType::INT4}, {KvType::INT8, KvType::INT4}, {KvType::F16, KvType::FP8_E4M3}}));
   const int block_size = GENERATE(8, 16, 32, 64);
   // heads, kv heads, head dim, tokens: GQA 1/2/4/8, MQA, odd groups (head tiles 4+2, 2+1),
-  // lengths that are not multiples of any block size.
+  // lengths that are not multiples of any block size; head dims 40, 48, 72 end int8 / int4
+  // rows with a shorter group and key chunks that are not a multiple of four words.
   const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({
       {4, 4, 64, 37}, {8, 4, 64, 130}, {16, 4, 128, 37}, {32, 4, 64, 130}, {8, 1, 128, 100},
-      {32, 1, 64, 75}, {6, 1, 64, 50}, {3, 1, 8, 19}, {8, 4, 8, 69}, {2, 2, 8, 1}, {16, 2, 128, 1000}}));
+      {32, 1, 64, 75}, {6, 1, 64, 50}, {3, 1, 8, 19}, {8, 4, 8, 69}, {2, 2, 8, 1}, {16, 2, 128, 1000},
+      {6, 1, 40, 33}, {4, 2, 48, 40}, {8, 1, 72, 20}}));
   const uint32_t seed = uint32_t(heads * 7919 + d * 31 + n + block_size);
   const Problem p = random_problem(seed, heads, kv_heads, d, n);
   const PagedKv kv(p, k_type, v_type, block_size, seed);
