@@ -7,10 +7,13 @@
 
 namespace kvdesk::ui {
 
+float usable_content_scale(float content_scale) {
+  return std::isnan(content_scale) ? 1.0f : std::clamp(content_scale, kMinContentScale, kMaxContentScale);
+}
+
 float font_pixels(float content_scale, float setting) {
   const float size = std::isnan(setting) ? kDefaultFontSize : std::clamp(setting, kMinFontSize, kMaxFontSize);
-  const float scale = std::isnan(content_scale) ? 1.0f : std::clamp(content_scale, kMinContentScale, kMaxContentScale);
-  return std::round(size * scale);
+  return std::round(size * usable_content_scale(content_scale));
 }
 
 bool valid_font_size(float setting) { return setting >= kMinFontSize && setting <= kMaxFontSize; }

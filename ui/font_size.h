@@ -12,6 +12,9 @@ inline constexpr float kMaxFontSize = 32.0f;
 inline constexpr float kMinContentScale = 0.5f;
 inline constexpr float kMaxContentScale = 4.0f;
 
+// The content scale used: clamped to the range above, NaN: 1.
+float usable_content_scale(float content_scale);
+
 // Whole pixels: `setting` (clamped to [kMinFontSize, kMaxFontSize], NaN: the default) times
 // `content_scale` (clamped to the range above, NaN: 1), rounded to the nearest pixel.
 float font_pixels(float content_scale, float setting);

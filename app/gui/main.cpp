@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -74,13 +75,24 @@ GLFWwindow* create_window(const gui::AppOptions& options) {
   return window;
 }
 
+// ImGui's sizes (padding, spacing, scrollbars) at the monitor's content scale, as the fonts are;
+// the colours, which the theme sets, are kept.
+void scale_style(float content_scale) {
+  ImGuiStyle& style = ImGui::GetStyle();
+  ImGuiStyle scaled;
+  std::copy(std::begin(style.Colors), std::end(style.Colors), std::begin(scaled.Colors));
+  scaled.WindowRounding = 0;
+  scaled.ScaleAllSizes(content_scale);
+  style = scaled;
+}
+
 void init_imgui(GLFWwindow* window) {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
   io.IniFilename = nullptr;   // the layout is remembered in the database (Controller::remember_layout)
   ImGui::StyleColorsDark();
-  ImGui::GetStyle().WindowRounding = 0;
+  scale_style(1.0f);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330");
 }
@@ -95,7 +107,8 @@ struct Frame {
   GLFWwindow* window;
   ui::ViewModel& vm;
   ui::Fonts& fonts;
-  float font_pixels;   // the size the fonts were built at
+  float font_pixels;     // the size the fonts were built at
+  float style_scale;     // the content scale ImGui's sizes are scaled to
   gui::Controller& controller;
   gui::Script* script;
   WindowEvents& events;
@@ -163,10 +176,16 @@ void capture_if_asked(Frame& f, int width, int height) {
   f.request.screenshot_done = true;
 }
 
-// The fonts at the size the settings and the monitor ask for now: the atlas is rebuilt and its GL
-// texture made again here, between frames, never between NewFrame and Render (ImGui 1.86 reads
-// the atlas while a frame is open). The Korean atlas takes about a second to build.
+// The fonts at the size the settings and the monitor ask for now, and ImGui's sizes at the
+// monitor's scale: the atlas is rebuilt and its GL texture made again here, between frames,
+// never between NewFrame and Render (ImGui 1.86 reads the atlas while a frame is open). The
+// Korean atlas takes about a second to build.
 void rebuild_fonts_if_needed(Frame& f) {
+  const float scale = ui::usable_content_scale(f.events.content_scale);
+  if (scale != f.style_scale) {
+    scale_style(scale);
+    f.style_scale = scale;
+  }
   const float pixels = ui::font_pixels(f.events.content_scale, f.vm.ui.layout_prefs.font_size);
   if (pixels == f.font_pixels) return;
   ImGui::GetIO().Fonts->Clear();
@@ -246,7 +265,7 @@ int run(const gui::AppOptions& options) {
     const float font_pixels = ui::font_pixels(events.content_scale, vm.ui.layout_prefs.font_size);
     ui::Fonts fonts = ui::load_fonts(font_pixels);
     vm.status.font_note = fonts.note;
-    Frame frame{window, vm, fonts, font_pixels, controller, script ? &*script : nullptr, events, {}, {}};
+    Frame frame{window, vm, fonts, font_pixels, 1.0f, controller, script ? &*script : nullptr, events, {}, {}};
     // 5. Frame loop.
     auto last_start = Clock::now() - kMinFrameInterval;
     while (!frame.done) {

@@ -24,6 +24,9 @@ TEST_CASE("font sizes and scales out of bounds are clamped, never used as they a
   CHECK(font_pixels(NAN, 17.0f) == 17.0f);
   CHECK(font_pixels(0.0f, 17.0f) == std::round(17.0f * kMinContentScale));
   CHECK(font_pixels(100.0f, 17.0f) == 17.0f * kMaxContentScale);
+  CHECK(usable_content_scale(1.5f) == 1.5f);
+  CHECK(usable_content_scale(NAN) == 1.0f);
+  CHECK(usable_content_scale(9.0f) == kMaxContentScale);
   CHECK(valid_font_size(17.0f));
   CHECK_FALSE(valid_font_size(9.5f));
   CHECK_FALSE(valid_font_size(NAN));
