@@ -23,7 +23,7 @@ constexpr int kSettleFrames = 3;
 const std::set<std::string>& known_commands() {
   static const std::set<std::string> commands = {
       "new_chat", "system", "send", "wait_answer", "regenerate", "edit_last", "stop", "wait_model",
-      "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "layout_report", "key", "export", "import", "set_context", "set_max_tokens", "model_info", "resize", "drop", "expect_status", "delete_message", "continue_last", "font_size", "quit"};
+      "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "layout_report", "key", "export", "import", "set_context", "set_max_tokens", "model_info", "resize", "drop", "expect_status", "delete_message", "continue_last", "font_size", "cancel_load", "quit"};
   return commands;
 }
 
@@ -220,6 +220,7 @@ Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewMo
     }
     if (c == "model_info") return show_model_info(line, vm);
     if (c == "font_size") return act({ActionKind::SetFontSize, 0, arg});
+    if (c == "cancel_load") return act({ActionKind::CancelModelLoad});
     if (c == "drop") {
       frame.drop_path = arg;
       return Outcome::Next;

@@ -14,7 +14,8 @@
 // line to contain TEXT; fails saying what it holds at the timeout), delete_message N (the Nth
 // message shown, 1 = the first, with the replies under it), continue_last (the last answer, which
 // must have stopped at its token limit, carried on), font_size N (the Settings font size, pixels
-// at a content scale of 1: the fonts are rebuilt before the next frame), quit.
+// at a content scale of 1: the fonts are rebuilt before the next frame), cancel_load (the model
+// being loaded, as its Cancel button; fails when none is), quit.
 // Blank lines and lines starting with # are skipped. A failing line ends the run.
 #pragma once
 #include <chrono>
