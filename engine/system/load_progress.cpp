@@ -2,6 +2,7 @@
 #include "engine/system/load_progress.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace kvdesk {
 namespace {
