@@ -15,6 +15,8 @@ const char* action_name(ActionKind kind) {
     case ActionKind::Regenerate: return "regenerate";
     case ActionKind::EditResend: return "edit and resend";
     case ActionKind::SwitchBranch: return "switch branch";
+    case ActionKind::DeleteMessage: return "delete message";
+    case ActionKind::ContinueAnswer: return "continue answer";
     case ActionKind::SetSystemPrompt: return "set system prompt";
     case ActionKind::SetConversationSettings: return "set conversation settings";
     case ActionKind::SavePreset: return "save preset";
@@ -22,11 +24,13 @@ const char* action_name(ActionKind kind) {
     case ActionKind::DeletePreset: return "delete preset";
     case ActionKind::SetSampling: return "set sampling";
     case ActionKind::OpenModel: return "open model";
+    case ActionKind::CancelModelLoad: return "cancel model load";
     case ActionKind::ReconfigureKv: return "reconfigure KV";
     case ActionKind::SetChatTemplate: return "set chat template";
     case ActionKind::ExportConversation: return "export conversation";
     case ActionKind::ImportConversation: return "import conversation";
     case ActionKind::SetTheme: return "set theme";
+    case ActionKind::SetFontSize: return "set font size";
     case ActionKind::Quit: return "quit";
   }
   return "?";

@@ -9,7 +9,13 @@
 // set_max_tokens N (the selected conversation's own context length and max new tokens, as
 // its Conversation settings would set them), model_info [NAME.txt] (opens the Model tab once the
 // model is loaded, prints its text, and writes it beside the screenshots when named), resize W H
-// (the window's size in screen pixels, waited for), quit.
+// (the window's size in screen pixels, waited for), drop PATH (a file dropped on the window: the
+// frame loop hands it to the same callback GLFW calls), expect_status TEXT (waits for the status
+// line to contain TEXT; fails saying what it holds at the timeout), delete_message N (the Nth
+// message shown, 1 = the first, with the replies under it), continue_last (the last answer, which
+// must have stopped at its token limit, carried on), font_size N (the Settings font size, pixels
+// at a content scale of 1: the fonts are rebuilt before the next frame), cancel_load (the model
+// being loaded, as its Cancel button; fails when none is), quit.
 // Blank lines and lines starting with # are skipped. A failing line ends the run.
 #pragma once
 #include <chrono>
@@ -31,6 +37,7 @@ struct ScriptFrameRequest {
   int resize_width = 0;          // > 0: set the window to this size, then set resize_done
   int resize_height = 0;
   bool resize_done = false;
+  std::string drop_path;         // non-empty: dropped on the window in this frame, then cleared
 };
 
 class Script {
@@ -59,6 +66,7 @@ class Script {
   Outcome wait_for_model(const ui::ViewModel& vm);
   Outcome press_key(const ui::KeyChord& chord);
   Outcome show_model_info(const Line& line, ui::ViewModel& vm);
+  Outcome expect_status(const std::string& text, const ui::ViewModel& vm);
   Outcome resize_window(std::pair<int, int> size, ScriptFrameRequest& frame);
   void fail(const Line& line, const std::string& why);
 
