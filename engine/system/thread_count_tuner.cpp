@@ -1,76 +1,68 @@
-// ThreadCountTuner: baseline window, candidate window, verdict, settled spell, and again.
+// ThreadCountTuner: settled spell, probe with the two counts taking turns, verdict, and again.
 #include "engine/system/thread_count_tuner.h"
+
+#include <algorithm>
 
 namespace kvdesk {
 
 ThreadCountTuner::ThreadCountTuner(int max_threads)
     : max_threads_(max_threads < 1 ? 1 : max_threads), chosen_(max_threads_), candidate_(max_threads_) {
-  if (max_threads_ == 1) {
-    phase_ = Phase::Settled;
-  } else {
-    start_probe();
-  }
+  if (max_threads_ > 1) start_probe();
 }
 
 void ThreadCountTuner::record(LoopSignature signature, double seconds) {
   if (max_threads_ == 1) return;
-  ++phase_loops_;
-  phase_seconds_ += seconds;
-  switch (phase_) {
-    case Phase::Baseline:
-      record_baseline(signature, seconds);
-      break;
-    case Phase::Candidate:
-      record_candidate(signature, seconds);
-      break;
-    case Phase::Settled:
-      if (phase_seconds_ >= kSettledSeconds) start_probe();
-      break;
+  if (probing_) {
+    record_probe(signature, seconds);
+    return;
   }
+  settled_seconds_ += seconds;
+  if (settled_seconds_ >= settled_due_) start_probe();
 }
 
-void ThreadCountTuner::record_baseline(LoopSignature signature, double seconds) {
-  Timing& t = baseline_[signature];
-  t.seconds += seconds;
-  ++t.loops;
-  if (phase_loops_ < kWindowLoops || phase_seconds_ < kWindowSeconds) return;
-  phase_ = Phase::Candidate;
-  phase_loops_ = 0;
-  phase_seconds_ = 0;
-}
-
-void ThreadCountTuner::record_candidate(LoopSignature signature, double seconds) {
-  const auto it = baseline_.find(signature);
-  if (it != baseline_.end()) {
-    ++matched_loops_;
-    matched_candidate_seconds_ += seconds;
-    matched_baseline_seconds_ += it->second.seconds / it->second.loops;
+void ThreadCountTuner::record_probe(LoopSignature signature, double seconds) {
+  const int arm = on_candidate_ ? 1 : 0;
+  ArmTimes& t = probe_[signature];
+  t.seconds[arm] += seconds;
+  ++t.loops[arm];
+  arm_seconds_[arm] += seconds;
+  if (++loops_in_turn_ == kSwitchLoops) {
+    on_candidate_ = !on_candidate_;
+    loops_in_turn_ = 0;
   }
-  if (phase_loops_ < kWindowLoops || phase_seconds_ < kWindowSeconds) return;
-  finish_probe();
+  if (arm_seconds_[0] >= kArmSeconds && arm_seconds_[1] >= kArmSeconds) finish_probe();
 }
 
-// The verdict: the candidate replaces the chosen count only when enough of its loops could be
-// compared and they were faster by the margin; otherwise the chosen count stays until the next
-// probe.
+// The verdict: each signature both counts ran weighs in with the loops it has at both, at each
+// count's mean time; the candidate replaces the chosen count only when enough loops could be
+// compared and it was faster by the margin.
 void ThreadCountTuner::finish_probe() {
-  if (matched_loops_ >= kMinMatchedLoops && matched_candidate_seconds_ < matched_baseline_seconds_ * (1 - kMargin)) {
-    chosen_ = candidate_;
+  double chosen_total = 0, candidate_total = 0;
+  int matched = 0;
+  for (const auto& [signature, t] : probe_) {
+    const int weight = std::min(t.loops[0], t.loops[1]);
+    if (weight == 0) continue;
+    matched += weight;
+    chosen_total += weight * t.seconds[0] / t.loops[0];
+    candidate_total += weight * t.seconds[1] / t.loops[1];
   }
-  phase_ = Phase::Settled;
-  phase_loops_ = 0;
-  phase_seconds_ = 0;
+  if (matched >= kMinMatchedLoops && candidate_total < chosen_total * (1 - kMargin)) {
+    chosen_ = candidate_;
+    settled_due_ = kFirstSettledSeconds;
+  } else {
+    settled_due_ = std::min(2 * settled_due_, kMaxSettledSeconds);
+  }
+  probing_ = false;
+  settled_seconds_ = 0;
 }
 
 void ThreadCountTuner::start_probe() {
   candidate_ = next_candidate();
-  baseline_.clear();
-  matched_loops_ = 0;
-  matched_candidate_seconds_ = 0;
-  matched_baseline_seconds_ = 0;
-  phase_ = Phase::Baseline;
-  phase_loops_ = 0;
-  phase_seconds_ = 0;
+  probe_.clear();
+  probing_ = true;
+  on_candidate_ = false;
+  loops_in_turn_ = 0;
+  arm_seconds_[0] = arm_seconds_[1] = 0;
 }
 
 int ThreadCountTuner::next_candidate() {

@@ -1,13 +1,16 @@
 // ThreadCountTuner: how many of a pool's threads the next parallel loop should use, chosen by
 // measurement. On a machine where another process holds a core, a helper thread loses its
 // core for milliseconds at a time and every loop it holds a chunk of waits for it: then fewer
-// threads are faster. The tuner keeps a chosen count, and every kSettledSeconds of loop time
-// probes a neighbouring count (one fewer or one more, in turn) against it: a baseline window at
-// the chosen count, then a candidate window at the neighbour, compared over loops of equal
-// signature only (a decode step repeats the same matmul loops layer after layer), so a change
-// of workload between the windows cannot pass for a change of speed. The candidate is kept when
-// it is faster by more than kMargin; so the count drops when a core is taken and climbs back
-// when it is freed. It only sees the times it is given, so tests inject them.
+// threads are faster. The tuner keeps a chosen count and now and then probes a neighbouring
+// count (one fewer or one more, in turn) against it: during a probe the two counts take turns
+// every kSwitchLoops loops, so a slow spell of the machine falls on both alike, and they are
+// compared over loops of equal signature only (a decode step repeats the same matmul loops
+// layer after layer), so a change of workload cannot pass for a change of speed. The candidate
+// is kept when it is faster by more than kMargin. A probe that keeps the chosen count doubles
+// the time to the next one (up to kMaxSettledSeconds), one that changes it starts over at
+// kFirstSettledSeconds: on a steady machine probes cost little, and the count drops when a
+// core is taken and climbs back when it is freed. The tuner only sees the times it is given,
+// so tests inject them.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -24,13 +27,15 @@ struct LoopSignature {
 
 class ThreadCountTuner {
  public:
-  // Loop time a window needs (and loops it needs) before its verdict counts.
-  static constexpr double kWindowSeconds = 0.02;
-  static constexpr int kWindowLoops = 32;
-  // Loops of the candidate window that must match a baseline loop for a verdict.
+  // Loop time each of the two counts needs before a probe's verdict.
+  static constexpr double kArmSeconds = 0.05;
+  // Loops in a row at one count during a probe.
+  static constexpr int kSwitchLoops = 8;
+  // Loops that both counts ran (by signature) needed for a verdict.
   static constexpr int kMinMatchedLoops = 16;
-  // Loop time at the chosen count between probes.
-  static constexpr double kSettledSeconds = 1.0;
+  // Loop time at the chosen count between probes: the first, and at most.
+  static constexpr double kFirstSettledSeconds = 0.5;
+  static constexpr double kMaxSettledSeconds = 4.0;
   // How much faster the candidate must be to replace the chosen count.
   static constexpr double kMargin = 0.03;
 
@@ -39,7 +44,7 @@ class ThreadCountTuner {
 
   int max_threads() const { return max_threads_; }
   // The count the next loop runs at.
-  int threads() const { return phase_ == Phase::Candidate ? candidate_ : chosen_; }
+  int threads() const { return probing_ && on_candidate_ ? candidate_ : chosen_; }
   // The count the tuner settles on between probes.
   int chosen_threads() const { return chosen_; }
 
@@ -47,15 +52,13 @@ class ThreadCountTuner {
   void record(LoopSignature signature, double seconds);
 
  private:
-  enum class Phase { Baseline, Candidate, Settled };
-
-  struct Timing {
-    double seconds = 0;
-    int loops = 0;
+  // A probe's loop time per signature at [0] the chosen and [1] the candidate count.
+  struct ArmTimes {
+    double seconds[2] = {0, 0};
+    int loops[2] = {0, 0};
   };
 
-  void record_baseline(LoopSignature signature, double seconds);
-  void record_candidate(LoopSignature signature, double seconds);
+  void record_probe(LoopSignature signature, double seconds);
   void finish_probe();
   void start_probe();
   int next_candidate();
@@ -64,18 +67,16 @@ class ThreadCountTuner {
   int chosen_;
   int candidate_;
   bool probe_fewer_next_ = true;  // probes alternate between one fewer and one more thread
-  Phase phase_ = Phase::Baseline;
+  bool probing_ = false;
 
-  // The current phase's loop count and loop time.
-  int phase_loops_ = 0;
-  double phase_seconds_ = 0;
-  // Baseline window: loop time per signature at the chosen count.
-  std::map<LoopSignature, Timing> baseline_;
-  // Candidate window: the loops whose signature the baseline saw, their time at the candidate
-  // count and the baseline's mean time for the same loops.
-  int matched_loops_ = 0;
-  double matched_candidate_seconds_ = 0;
-  double matched_baseline_seconds_ = 0;
+  // Settled: loop time since the last probe, and how much is due before the next one.
+  double settled_seconds_ = 0;
+  double settled_due_ = kFirstSettledSeconds;
+  // Probe: whose turn it is, for how many loops so far, and the times per count.
+  bool on_candidate_ = false;
+  int loops_in_turn_ = 0;
+  double arm_seconds_[2] = {0, 0};
+  std::map<LoopSignature, ArmTimes> probe_;
 };
 
 }  // namespace kvdesk

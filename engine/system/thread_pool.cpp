@@ -2,6 +2,8 @@
 // pull task indices until none are left, wait until every task is done, close the loop.
 #include "engine/system/thread_pool.h"
 
+#include <bit>
+
 namespace kvdesk {
 namespace {
 
@@ -21,7 +23,6 @@ bool is_open(uint64_t generation) { return (generation & 1) != 0; }
 
 ThreadPool::ThreadPool(int num_threads)
     : num_threads_(num_threads < 1 ? 1 : num_threads),
-      tuner_(num_threads_),
       wake_(std::make_unique<std::condition_variable[]>(size_t(num_threads_))) {
   for (int i = 1; i < num_threads_; ++i) {
     workers_.emplace_back([this, i] { worker_main(i); });
@@ -44,14 +45,20 @@ void ThreadPool::parallel_for(int64_t num_tasks, const Task& task, int64_t total
     for (int64_t i = 0; i < num_tasks; ++i) task(i, 0);
     return;
   }
-  const int threads = tuner_.threads();
+  ThreadCountTuner& tuner = tuner_for(total_work);
+  const int threads = tuner.threads();
   const Clock::time_point start = Clock::now();
   if (threads == 1) {
     for (int64_t i = 0; i < num_tasks; ++i) task(i, 0);
   } else {
     run_loop(num_tasks, task, threads);
   }
-  tuner_.record(LoopSignature{num_tasks, total_work}, std::chrono::duration<double>(Clock::now() - start).count());
+  tuner.record(LoopSignature{num_tasks, total_work}, std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+ThreadCountTuner& ThreadPool::tuner_for(int64_t total_work) {
+  const int size_class = std::bit_width(static_cast<uint64_t>(total_work)) / 2;
+  return tuners_.try_emplace(size_class, num_threads_).first->second;
 }
 
 void ThreadPool::run_loop(int64_t num_tasks, const Task& task, int threads) {

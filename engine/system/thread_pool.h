@@ -4,8 +4,9 @@
 // chunks) and ends when every task has run, not when every helper has come and gone: a helper
 // the OS has not run yet does not hold the loop up. The caller waits for the last tasks
 // spinning briefly, then asleep, so its core is free for a helper that lost its own. How many
-// threads a loop uses is measured (ThreadCountTuner): with another process busy on a core,
-// fewer threads can be faster, and the count climbs back when the core is free. Which thread
+// threads a loop uses is measured (ThreadCountTuner), per size class of loop: with another
+// process busy on a core, fewer threads can be faster for the small loops of decode while
+// prefill's large ones still gain, and the count climbs back when the core is free. Which thread
 // runs a task never changes what the task computes, so results do not depend on the count.
 // Workers spin briefly between loops, then sleep, so the hundreds of loops of one decode step
 // do not pay a kernel wake-up each.
@@ -15,6 +16,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -34,8 +36,6 @@ class ThreadPool {
   // The most threads a loop may use: thread indices are below it, per-thread scratch and
   // chunking are sized by it.
   int num_threads() const { return num_threads_; }
-  // The count the pool settles on now (ThreadCountTuner), for reports.
-  int chosen_threads() const { return tuner_.chosen_threads(); }
 
   // Calls task(i, thread_index) for every i in [0, num_tasks) and returns when all are done.
   // Not reentrant: one loop at a time, from one caller thread. total_work (any unit, e.g.
@@ -53,8 +53,11 @@ class ThreadPool {
   void wait_for_new_generation(int thread_index, uint64_t seen, std::chrono::steady_clock::time_point spin_until);
   bool join_loop(uint64_t generation, int thread_index);
 
+  ThreadCountTuner& tuner_for(int64_t total_work);
+
   int num_threads_;
-  ThreadCountTuner tuner_;  // the caller's alone
+  // One tuner per size class of loop (total work within a factor of 4), the caller's alone.
+  std::map<int, ThreadCountTuner> tuners_;
   std::vector<std::thread> workers_;
 
   // One loop's state. generation_ is odd while a loop is open and even between loops. The
