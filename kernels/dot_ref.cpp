@@ -18,6 +18,7 @@ ActFormat act_format_for(GgmlType weight_type) {
     // (Q2_K, Q3_K: two per act block, told apart per int32 lane) or 32 values (IQ4_XS), meet
     // BlockQ8Act: one act scale per weight scale.
     case GgmlType::Q8_0:
+    case GgmlType::Q8_0x8:
     case GgmlType::Q4_0:
     case GgmlType::Q4_0x8:
     case GgmlType::Q4_1:

@@ -32,7 +32,7 @@ constexpr std::array kTypes = {
     Row{30, {"bf16", 1, 2, true}},       Row{34, {"tq1_0", 256, 54, false}},
     Row{35, {"tq2_0", 256, 66, false}},
     Row{1000, {"q4_0x8", 32, 18, true, false}},  Row{1001, {"q4_kx8", 256, 144, true, false}},
-    Row{1002, {"q6_kx8", 256, 210, true, false}},
+    Row{1002, {"q6_kx8", 256, 210, true, false}}, Row{1003, {"q8_0x8", 32, 34, true, false}},
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Repacking rows into interleaved groups (Q4_0x8 here, Q4_Kx8 and Q6_Kx8 in
-// weight_repack_q4_k.cpp, weight_repack_q6_k.cpp), and the scalar truth of products over Q4_0x8.
+// Repacking rows into interleaved groups (Q4_0x8 here, Q4_Kx8, Q6_Kx8 and Q8_0x8 in
+// weight_repack_q4_k.cpp, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp), and the scalar truth of products over Q4_0x8.
 #include "kernels/weight_repack.h"
 
 #include <cstring>
@@ -59,6 +59,9 @@ void interleave_any_group(GgmlType type, const uint8_t* rows, int64_t blocks, ui
     case GgmlType::Q6_K:
       return interleave_q6_k_group(reinterpret_cast<const BlockQ6_K*>(rows), blocks,
                                    reinterpret_cast<BlockQ6_Kx8*>(group));
+    case GgmlType::Q8_0:
+      return interleave_q8_0_group(reinterpret_cast<const BlockQ8_0*>(rows), blocks,
+                                   reinterpret_cast<BlockQ8_0x8*>(group));
     default: KVDESK_ASSERT(!"interleave_any_group: no interleaved layout for the type");
   }
 }
@@ -71,6 +74,7 @@ GgmlType repacked_type(GgmlType type, int64_t rows) {
     case GgmlType::Q4_0: return GgmlType::Q4_0x8;
     case GgmlType::Q4_K: return GgmlType::Q4_Kx8;
     case GgmlType::Q6_K: return GgmlType::Q6_Kx8;
+    case GgmlType::Q8_0: return GgmlType::Q8_0x8;
     default: return type;
   }
 }

@@ -11,9 +11,9 @@
 // so chunk c, masked to low nibbles, is values 4c .. 4c + 3 of rows 0..7 (one int32 lane each),
 // and its high nibbles values 16 + 4c .. 16 + 4c + 3.
 //
-// Q4_Kx8 and Q6_Kx8 (kernels/weight_repack_q4_k.cpp, weight_repack_q6_k.cpp): Q4_K and Q6_K
-// rows interleaved the same way, one block per super-block of 8 rows, the matrix again keeping
-// its size.
+// Q4_Kx8, Q6_Kx8 and Q8_0x8 (kernels/weight_repack_q4_k.cpp, weight_repack_q6_k.cpp,
+// weight_repack_q8_0.cpp): Q4_K, Q6_K and Q8_0 rows interleaved the same way, one block per
+// block (super-block) of 8 rows, the matrix again keeping its size.
 #pragma once
 #include <cstdint>
 
@@ -66,6 +66,16 @@ struct BlockQ6_Kx8 {
 };
 static_assert(sizeof(BlockQ6_Kx8) == kInterleavedRows * sizeof(BlockQ6_K));
 
+// Block j of a Q8_0x8 row group holds block j of its 8 rows (value i = fp16(d) * qs[i]):
+//     d[r]                   = that row's d
+//     qs[32 * c + 4 * r + k] = that row's qs[4c + k]    (c < 8, k < 4)
+// so chunk c is values 4c .. 4c + 3 of rows 0..7, one int32 lane each.
+struct BlockQ8_0x8 {
+  uint16_t d[kInterleavedRows];                         // [8] row scales, IEEE half
+  int8_t qs[kInterleavedRows * kQ8_0BlockValues];       // [8 chunks][8 rows][4 bytes]
+};
+static_assert(sizeof(BlockQ8_0x8) == kInterleavedRows * sizeof(BlockQ8_0));
+
 // The interleaved layout a matrix of `type` takes for the AVX2 GEMM, or `type` itself when there
 // is none or the shape does not fit it (rows not a multiple of 8).
 GgmlType repacked_type(GgmlType type, int64_t rows);
@@ -81,6 +91,8 @@ void matmul_q4_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void matmul_q4_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q6_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q6_K rows.
 void matmul_q6_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for a Q8_0x8 matrix, equal bit for bit to ref::matmul_rows on the Q8_0 rows.
+void matmul_q8_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 }  // namespace ref
 
 // Internal to the repacking: the 8 Q4_K rows of one group, super-blocks [blocks] each (ggml
@@ -88,5 +100,7 @@ void matmul_q6_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void interleave_q4_k_group(const BlockQ4_K* rows, int64_t blocks, BlockQ4_Kx8* group);
 // The same for Q6_K (kernels/weight_repack_q6_k.cpp).
 void interleave_q6_k_group(const BlockQ6_K* rows, int64_t blocks, BlockQ6_Kx8* group);
+// The same for Q8_0 (kernels/weight_repack_q8_0.cpp).
+void interleave_q8_0_group(const BlockQ8_0* rows, int64_t blocks, BlockQ8_0x8* group);
 
 }  // namespace kvdesk

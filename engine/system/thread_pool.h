@@ -1,16 +1,28 @@
 // ThreadPool: a persistent set of workers for data-parallel loops inside one forward pass.
 // The calling thread is worker 0, so a pool of N threads starts N-1 helpers. A loop hands
 // out task indices through one atomic counter (dynamic scheduling: a slow core takes fewer
-// chunks). Workers spin briefly between loops, then sleep, so the hundreds of loops of one
-// decode step do not pay a kernel wake-up each.
+// chunks) and ends when every task has run, not when every helper has come and gone: a helper
+// the OS has not run yet does not hold the loop up. The caller waits for the last tasks
+// spinning briefly, then asleep, so its core is free for a helper that lost its own. How many
+// threads a loop uses is measured (ThreadCountTuner), per size class of loop: with another
+// process busy on a core, fewer threads can be faster for the small loops of decode while
+// prefill's large ones still gain, and the count climbs back when the core is free. Which thread
+// runs a task never changes what the task computes, so results do not depend on the count.
+// Workers spin briefly between loops, then sleep, so the hundreds of loops of one decode step
+// do not pay a kernel wake-up each.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "engine/system/thread_count_tuner.h"
 
 namespace kvdesk {
 
@@ -21,6 +33,8 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
+  // The most threads a loop may use: thread indices are below it, per-thread scratch and
+  // chunking are sized by it.
   int num_threads() const { return num_threads_; }
 
   // Calls task(i, thread_index) for every i in [0, num_tasks) and returns when all are done.
@@ -32,22 +46,38 @@ class ThreadPool {
   void parallel_for(int64_t num_tasks, const Task& task, int64_t total_work = kMinParallelWork);
 
  private:
-  void worker_main(int thread_index);
+  void run_loop(int64_t num_tasks, const Task& task, int threads);
   void run_tasks(int thread_index);
+  void wait_until_done(int64_t num_tasks);
+  void worker_main(int thread_index);
+  void wait_for_new_generation(int thread_index, uint64_t seen, std::chrono::steady_clock::time_point spin_until);
+  bool join_loop(uint64_t generation, int thread_index);
+
+  ThreadCountTuner& tuner_for(int64_t total_work);
 
   int num_threads_;
+  // One tuner per size class of loop (total work within a factor of 4), the caller's alone.
+  std::map<int, ThreadCountTuner> tuners_;
   std::vector<std::thread> workers_;
 
-  // One loop's state. generation_ changes when a new loop is published; workers that saw the
-  // old value pick it up. pending_workers_ counts helpers still inside run_tasks.
+  // One loop's state. generation_ is odd while a loop is open and even between loops. The
+  // caller writes task_, num_tasks_ and loop_threads_ only while the generation is even and no
+  // helper is inside (helpers_inside_ == 0). A helper counts itself inside before it checks
+  // that the generation it woke for is still open, and the caller closes the generation before
+  // it checks that none is inside, so a late helper either sees the loop closed or is waited
+  // for: it never reads the next loop's state half written, nor claims its tasks.
   const Task* task_ = nullptr;
   int64_t num_tasks_ = 0;
+  int loop_threads_ = 0;  // helpers with index below it take part
   std::atomic<int64_t> next_task_{0};
+  std::atomic<int64_t> done_tasks_{0};
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_workers_{0};
+  std::atomic<int> helpers_inside_{0};
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;
-  std::condition_variable wake_;
+  // One per thread index (0 unused): a loop wakes only the helpers it uses.
+  std::unique_ptr<std::condition_variable[]> wake_;
+  std::condition_variable all_done_;  // the caller sleeps here when tasks outlast its spin
 };
 
 }  // namespace kvdesk

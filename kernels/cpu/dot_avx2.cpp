@@ -218,6 +218,7 @@ using SubBlock = SubBlockKernel<F, Avx2Dot, 4, 2, 3>;
 using Avx2Table = KernelTable<
     Serves<GgmlType::F32, FloatKernel<F32Format>>, Serves<GgmlType::F16, FloatKernel<F16Format>>,
     Serves<GgmlType::BF16, FloatKernel<Bf16Format>>, Serves<GgmlType::Q8_0, QuantKernel<Q8_0Format>>,
+    Interleaved<GgmlType::Q8_0x8, &matmul_q8_0x8_avx2>,
     Serves<GgmlType::Q4_0, QuantKernel<Q4_0Format>>, Interleaved<GgmlType::Q4_0x8, &matmul_q4_0x8_avx2>,
     Serves<GgmlType::Q4_1, SubBlock<Q4_1Format>>,
     Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>,

@@ -26,6 +26,8 @@ void matmul_q4_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 // Q4_Kx8 and Q6_Kx8 x Q8K the same way (kernels/cpu/matmul_q4_kx8_avx2.cpp, matmul_q6_kx8_avx2.cpp).
 void matmul_q4_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 void matmul_q6_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// Q8_0x8 x Q8Act the same way (kernels/cpu/matmul_q8_0x8_avx2.cpp).
+void matmul_q8_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 
 // The table of cpu_isa_active(); set once at startup, changed only by cpu_isa_force.
 const IsaKernels& cpu_isa_kernels();

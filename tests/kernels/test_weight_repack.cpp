@@ -1,4 +1,4 @@
-// Q4_0x8 and Q4_Kx8 (kernels/weight_repack.h): repacking keeps every product bit for bit in the
+// Q4_0x8, Q8_0x8, Q4_Kx8 and Q6_Kx8 (kernels/weight_repack.h): repacking keeps every product bit for bit in the
 // scalar twins, the SIMD GEMMs over them match ref for decode and prefill batches on row-group
 // ranges, and shapes without whole groups keep ggml's layout and its kernels.
 #include <catch2/catch.hpp>
@@ -76,45 +76,90 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 
 }  // namespace
 
-TEST_CASE("Q4_0x8 is chosen only for whole groups of 8 Q4_0 rows", "[kernels][repack]") {
+// The 32-value block file types with an interleaved layout.
+constexpr GgmlType kBlock32Bases[] = {GgmlType::Q4_0, GgmlType::Q8_0};
+
+TEST_CASE("Q4_0x8 / Q8_0x8 are chosen only for whole groups of 8 Q4_0 / Q8_0 rows", "[kernels][repack]") {
   CHECK(repacked_type(GgmlType::Q4_0, 64) == GgmlType::Q4_0x8);
-  CHECK(repacked_type(GgmlType::Q4_0, 60) == GgmlType::Q4_0);
-  CHECK(repacked_type(GgmlType::Q8_0, 64) == GgmlType::Q8_0);
-  CHECK(ggml_row_bytes(GgmlType::Q4_0x8, 256) == ggml_row_bytes(GgmlType::Q4_0, 256));
-  CHECK_FALSE(ggml_type_info(GgmlType::Q4_0x8).in_files);
+  CHECK(repacked_type(GgmlType::Q8_0, 64) == GgmlType::Q8_0x8);
+  CHECK(repacked_type(GgmlType::Q4_1, 64) == GgmlType::Q4_1);
+  for (GgmlType base : kBlock32Bases) {
+    const GgmlType packed = repacked_type(base, 8);
+    INFO("type " << ggml_type_info(base).name);
+    CHECK(repacked_type(base, 60) == base);
+    CHECK(ggml_row_bytes(packed, 256) == ggml_row_bytes(base, 256));
+    CHECK(act_row_bytes(packed, 256) == act_row_bytes(base, 256));
+    CHECK_FALSE(ggml_type_info(packed).in_files);
+    const Problem p(60, 256, 1, base);
+    CHECK(p.repacked == p.ggml);
+  }
 }
 
-TEST_CASE("the Q4_0x8 scalar twin equals ref Q4_0 bit for bit", "[kernels][repack]") {
-  const Problem p(24, 160, 3);
-  const std::vector<float> want = p.run(ref::matmul_rows, GgmlType::Q4_0, 24, 0, 24);
-  const std::vector<float> got = p.run(ref::matmul_rows, GgmlType::Q4_0x8, 24, 0, 24);
-  for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == want[i]);
+TEST_CASE("the Q4_0x8 / Q8_0x8 scalar twins equal ref Q4_0 / Q8_0 bit for bit", "[kernels][repack]") {
+  for (GgmlType base : kBlock32Bases) {
+    INFO("type " << ggml_type_info(base).name);
+    const Problem p(24, 160, 3, base);
+    const std::vector<float> want = p.run(ref::matmul_rows, base, 24, 0, 24);
+    const std::vector<float> got = p.run(ref::matmul_rows, repacked_type(base, 24), 24, 0, 24);
+    for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == want[i]);
+  }
 }
 
-TEST_CASE("SIMD Q4_0x8 matmul matches ref for decode and prefill batches on group ranges", "[kernels][repack]") {
+TEST_CASE("SIMD Q4_0x8 / Q8_0x8 matmuls match ref for decode and prefill batches on group ranges",
+          "[kernels][repack]") {
   // rows [8, 40) of 48 (groups 1..4), ld_y 50: the rows outside stay untouched.
   const int64_t rows = 48, ld_y = 50, row_begin = 8, row_end = 40;
-  for (int64_t n : {96, 4128}) {
-    for (int64_t batch : {1, 2, 3, 4, 5, 17}) {
-      const Problem p(rows, n, batch);
-      const std::vector<float> want = p.run(ref::matmul_rows, GgmlType::Q4_0, ld_y, row_begin, row_end);
-      test::for_each_simd_isa([&](CpuIsa isa) {
-        INFO("isa " << cpu_isa_name(isa) << " n " << n << " batch " << batch);
-        const std::vector<float> got = p.run(cpu::matmul_rows, GgmlType::Q4_0x8, ld_y, row_begin, row_end);
-        CHECK(relative_error(got, want, batch, ld_y, row_begin, row_end) < 1e-10);
-      });
+  for (GgmlType base : kBlock32Bases) {
+    for (int64_t n : {96, 4128}) {
+      for (int64_t batch : {1, 2, 3, 4, 5, 17}) {
+        const Problem p(rows, n, batch, base);
+        const std::vector<float> want = p.run(ref::matmul_rows, base, ld_y, row_begin, row_end);
+        test::for_each_simd_isa([&](CpuIsa isa) {
+          INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name << " n " << n << " batch " << batch);
+          const std::vector<float> got = p.run(cpu::matmul_rows, repacked_type(base, rows), ld_y, row_begin, row_end);
+          CHECK(relative_error(got, want, batch, ld_y, row_begin, row_end) < 1e-10);
+        });
+      }
     }
   }
 }
 
-TEST_CASE("SIMD Q4_0x8 matmul matches ref across several L2 row blocks", "[kernels][repack]") {
+TEST_CASE("SIMD Q4_0x8 / Q8_0x8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
   const int64_t rows = 160, n = 4128, batch = 6;
-  const Problem p(rows, n, batch);
-  const std::vector<float> want = p.run(ref::matmul_rows, GgmlType::Q4_0, rows, 0, rows);
+  for (GgmlType base : kBlock32Bases) {
+    const Problem p(rows, n, batch, base);
+    const std::vector<float> want = p.run(ref::matmul_rows, base, rows, 0, rows);
+    test::for_each_simd_isa([&](CpuIsa isa) {
+      INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name);
+      const std::vector<float> got = p.run(cpu::matmul_rows, repacked_type(base, rows), rows, 0, rows);
+      CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-10);
+    });
+  }
+}
+
+TEST_CASE("Q8_0x8 keeps the extreme quants exact: -128 weights against +-127 activations", "[kernels][repack]") {
+  // Every weight -128 or 127 and every activation +-127: the largest pair sums maddubs sees.
+  const int64_t rows = 16, n = 256, batch = 5;
+  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::Q8_0, n) * rows);
+  auto* w = reinterpret_cast<BlockQ8_0*>(ggml.data());
+  for (int64_t b = 0; b < rows * n / kQ8_0BlockValues; ++b) {
+    w[b].d = 0x3c00;  // 1.0
+    for (int i = 0; i < kQ8_0BlockValues; ++i) w[b].qs[i] = static_cast<int8_t>((b + i) % 3 == 0 ? 127 : -128);
+  }
+  std::vector<float> x(static_cast<size_t>(batch * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = i % 5 == 0 ? -1.0f : 1.0f;
+  std::vector<uint8_t> acts(act_row_bytes(GgmlType::Q8_0, n) * batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    ref::prepare_act_row(GgmlType::Q8_0, &x[static_cast<size_t>(b * n)], &acts[act_row_bytes(GgmlType::Q8_0, n) * b], n);
+  }
+  std::vector<uint8_t> repacked = ggml;
+  repack_rows(GgmlType::Q8_0, repacked.data(), rows, n);
+  std::vector<float> want(static_cast<size_t>(batch * rows)), got(want.size());
+  ref::matmul_rows(MatmulArgs{GgmlType::Q8_0, ggml.data(), n, acts.data(), batch, want.data(), rows}, 0, rows);
   test::for_each_simd_isa([&](CpuIsa isa) {
     INFO("isa " << cpu_isa_name(isa));
-    const std::vector<float> got = p.run(cpu::matmul_rows, GgmlType::Q4_0x8, rows, 0, rows);
-    CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-10);
+    cpu::matmul_rows(MatmulArgs{GgmlType::Q8_0x8, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
+    CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
   });
 }
 

@@ -1,0 +1,82 @@
+// ThreadCountTuner: how many of a pool's threads the next parallel loop should use, chosen by
+// measurement. On a machine where another process holds a core, a helper thread loses its
+// core for milliseconds at a time and every loop it holds a chunk of waits for it: then fewer
+// threads are faster. The tuner keeps a chosen count and now and then probes a neighbouring
+// count (one fewer or one more, in turn) against it: during a probe the two counts take turns
+// every kSwitchLoops loops, so a slow spell of the machine falls on both alike, and they are
+// compared over loops of equal signature only (a decode step repeats the same matmul loops
+// layer after layer), so a change of workload cannot pass for a change of speed. The candidate
+// is kept when it is faster by more than kMargin. A probe that keeps the chosen count doubles
+// the time to the next one (up to kMaxSettledSeconds), one that changes it starts over at
+// kFirstSettledSeconds: on a steady machine probes cost little, and the count drops when a
+// core is taken and climbs back when it is freed. The tuner only sees the times it is given,
+// so tests inject them.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <utility>
+
+namespace kvdesk {
+
+// What makes two loops comparable: the same number of tasks over the same amount of work.
+struct LoopSignature {
+  int64_t num_tasks = 0;
+  int64_t work = 0;
+  auto operator<=>(const LoopSignature&) const = default;
+};
+
+class ThreadCountTuner {
+ public:
+  // Loop time each of the two counts needs before a probe's verdict.
+  static constexpr double kArmSeconds = 0.05;
+  // Loops in a row at one count during a probe.
+  static constexpr int kSwitchLoops = 8;
+  // Loops that both counts ran (by signature) needed for a verdict.
+  static constexpr int kMinMatchedLoops = 16;
+  // Loop time at the chosen count between probes: the first, and at most.
+  static constexpr double kFirstSettledSeconds = 0.5;
+  static constexpr double kMaxSettledSeconds = 4.0;
+  // How much faster the candidate must be to replace the chosen count.
+  static constexpr double kMargin = 0.03;
+
+  // Starts at max_threads (at least 1) with a probe.
+  explicit ThreadCountTuner(int max_threads);
+
+  int max_threads() const { return max_threads_; }
+  // The count the next loop runs at.
+  int threads() const { return probing_ && on_candidate_ ? candidate_ : chosen_; }
+  // The count the tuner settles on between probes.
+  int chosen_threads() const { return chosen_; }
+
+  // A loop with this signature ran at threads() and took `seconds`.
+  void record(LoopSignature signature, double seconds);
+
+ private:
+  // A probe's loop time per signature at [0] the chosen and [1] the candidate count.
+  struct ArmTimes {
+    double seconds[2] = {0, 0};
+    int loops[2] = {0, 0};
+  };
+
+  void record_probe(LoopSignature signature, double seconds);
+  void finish_probe();
+  void start_probe();
+  int next_candidate();
+
+  int max_threads_;
+  int chosen_;
+  int candidate_;
+  bool probe_fewer_next_ = true;  // probes alternate between one fewer and one more thread
+  bool probing_ = false;
+
+  // Settled: loop time since the last probe, and how much is due before the next one.
+  double settled_seconds_ = 0;
+  double settled_due_ = kFirstSettledSeconds;
+  // Probe: whose turn it is, for how many loops so far, and the times per count.
+  bool on_candidate_ = false;
+  int loops_in_turn_ = 0;
+  double arm_seconds_[2] = {0, 0};
+  std::map<LoopSignature, ArmTimes> probe_;
+};
+
+}  // namespace kvdesk
