@@ -21,6 +21,7 @@
 #include "engine/runtime/engine_core.h"
 #include "engine/system/memory_limit.h"
 #include "engine/system/thread_pool.h"
+#include "kernels/hadamard.h"
 
 namespace kvdesk {
 namespace {
@@ -79,11 +80,22 @@ std::string model_header_hash(const GgufFile& file) {
   return model_hash;
 }
 
-// What a saved KV is valid for: the model, the pool's KV types and block size, and the chat
-// template that rendered the tokens. Readable, so a refusal can name the part that differs.
+// The rows' rotation part of a KV identity ("; rotation hadamard/none"), "" when neither K nor V
+// is stored rotated (kernels/hadamard.h), so KV of the unrotated types saved before rows were rotated
+// stays valid while int8 / int4 KV of an unrotated build is refused rather than read wrongly.
+std::string rotation_identity(const KvLayout& layout) {
+  if (!kv_type_rotated(layout.k_type) && !kv_type_rotated(layout.v_type)) return "";
+  const auto name = [](KvType type) { return kv_type_rotated(type) ? "hadamard" : "none"; };
+  return std::string("; rotation ") + name(layout.k_type) + "/" + name(layout.v_type);
+}
+
+// What a saved KV is valid for: the model, the pool's KV types, their rows' rotation and block
+// size, and the chat template that rendered the tokens. Readable, so a refusal can name the part
+// that differs.
 std::string kv_identity(const std::string& model_hash, const KvLayout& layout, const ChatTemplate& chat_template) {
   return "model " + model_hash + "; kv " + kv_type_name(layout.k_type) + "/" + kv_type_name(layout.v_type) +
-         "; block " + std::to_string(layout.block_size) + "; template " + chat_format_name(chat_template.format);
+         rotation_identity(layout) + "; block " + std::to_string(layout.block_size) + "; template " +
+         chat_format_name(chat_template.format);
 }
 
 // What stored token ids are valid for: the model (its tokenizer and what it generates) and the
@@ -100,7 +112,8 @@ std::string identity_mismatch(const std::string& saved, const std::string& curre
   const size_t part = current.rfind("; ", at);
   const size_t begin = part == std::string::npos ? 0 : part + 2;
   const std::string part_name = current.substr(begin, current.find(' ', begin) - begin);
-  const std::string what = part_name == "kv" ? "KV type" : part_name == "block" ? "block size"
+  const std::string what = part_name == "kv" ? "KV type" : part_name == "rotation" ? "KV row rotation"
+                         : part_name == "block" ? "block size"
                          : part_name == "template" ? "chat template" : "model";
   return "the saved KV was made with another " + what + " (saved: " + saved + "; now: " + current + ")";
 }

@@ -18,6 +18,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device.h"
+#include "kernels/hadamard.h"
 
 namespace kvdesk {
 namespace {
@@ -379,9 +380,17 @@ void CudaForward::run_chunk(const Step& step, int32_t first, int32_t n, KvCache&
     // 3. RoPE, then K/V into the sequences' blocks at each token's slot.
     cuda::rope(q, positions, n, c.head_count, c.head_dim, rope);
     cuda::rope(k, positions, n, c.head_count_kv, c.head_dim, rope);
+    //    An int8 or int4 K or V type stores rotated rows (kernels/hadamard.h), as the CPU forward.
+    if (kv_type_rotated(kv.layout().k_type)) {
+      cuda::hadamard_rotate_rows(q, int64_t(n) * c.head_count, c.head_dim);
+      cuda::hadamard_rotate_rows(k, int64_t(n) * c.head_count_kv, c.head_dim);
+    }
+    if (kv_type_rotated(kv.layout().v_type)) cuda::hadamard_rotate_rows(v, int64_t(n) * c.head_count_kv, c.head_dim);
     cuda::paged_kv_append(kv_layer, seqs, slots, n, k, v);
-    // 4. Causal attention: one query row per token over its sequence's slots [0, slot].
+    // 4. Causal attention: one query row per token over its sequence's slots [0, slot]; the
+    //    output of rotated V rows turned back.
     cuda::paged_attention(kv_layer, seqs, n, max_tokens, args, plan);
+    if (kv_type_rotated(kv.layout().v_type)) cuda::hadamard_rotate_rows(att, int64_t(n) * c.head_count, c.head_dim);
     // 5. x += att Wo.
     gemv(lw.wo, att, n, tmp);
     cuda::add_in_place(x, tmp, int64_t(n) * D);
