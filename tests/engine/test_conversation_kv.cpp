@@ -196,10 +196,10 @@ TEST_CASE("the engine exports a parked conversation with its identity and refuse
   CHECK_FALSE(engine.export_conversation(6).get().has_value());
 }
 
-// int8 rows are stored Hadamard-rotated (kernels/hadamard.h), so int8 KV saved by a build that
-// stored them plain (its identity has no rotation part) would read as wrong keys: it is refused,
-// naming the rotation, while the rotated identity imports.
-TEST_CASE("saved int8 kv names its rows' rotation and kv of unrotated rows is refused", "[engine][engine_thread][conversation_kv]") {
+// int8 keys are stored smoothed and Hadamard-rotated, values rotated (engine/model/key_smoothing.h,
+// kernels/hadamard.h), so int8 KV saved by a build that stored plain rows (its identity has no
+// scheme part) would read as wrong keys: it is refused, naming the scheme, while its own imports.
+TEST_CASE("saved int8 kv names its rows' scheme and kv of plain rows is refused", "[engine][engine_thread][conversation_kv]") {
   using namespace std::chrono_literals;
   EngineSettings settings;
   settings.model_path = model_path("stories260K.gguf");
@@ -219,13 +219,13 @@ TEST_CASE("saved int8 kv names its rows' rotation and kv of unrotated rows is re
   const std::optional<ConversationKv> saved = engine.export_conversation(4).get();
   REQUIRE(saved.has_value());
   INFO(saved->identity);
-  CHECK(saved->identity.find("; kv int8/int8; rotation hadamard/hadamard; block 16;") != std::string::npos);
+  CHECK(saved->identity.find("; kv int8/int8; scheme k=mean+hadamard v=hadamard; block 16;") != std::string::npos);
   CHECK(engine.import_conversation(5, *saved).get().empty());
 
-  ConversationKv unrotated = *saved;
-  const std::string rotation = "; rotation hadamard/hadamard";
-  unrotated.identity.erase(unrotated.identity.find(rotation), rotation.size());
-  const std::string why = engine.import_conversation(6, unrotated).get();
+  ConversationKv plain = *saved;
+  const std::string scheme = "; scheme k=mean+hadamard v=hadamard";
+  plain.identity.erase(plain.identity.find(scheme), scheme.size());
+  const std::string why = engine.import_conversation(6, plain).get();
   INFO(why);
-  CHECK(why.find("another KV row rotation") != std::string::npos);
+  CHECK(why.find("another KV row scheme") != std::string::npos);
 }
