@@ -267,6 +267,7 @@ void Controller::update() {
   }
   save_streaming_answers();
   save_ready_kv();
+  import_loaded_kv();
   const auto now = Clock::now();
   if (vm_.model.state == ui::ModelState::Loading) {
     vm_.model.loading_seconds = std::chrono::duration<double>(now - model_load_started_).count();
@@ -330,6 +331,7 @@ void Controller::select(store::ConversationId id) {
   vm_.ui.editing_message = 0;
   vm_.ui.scroll_chat_to_bottom = true;
   reload_chat();
+  prefetch_kv(id);
 }
 
 // ---------------------------------------------------------------------------------------

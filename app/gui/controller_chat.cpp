@@ -165,16 +165,18 @@ void Controller::on_event(const Event& e) {
     case EventKind::ModelLoaded:
       last_stats_steps_ = 0;
       vm_.kv_types.clear();
-      kv_in_pool_.clear();   // a new pool parks nothing yet
+      kv_in_pool_.clear();   // a new pool parks nothing yet, and holds no import made before it
+      std::erase_if(kv_imports_, [this](const auto& import) { return !live_request_of(import.first); });
       if (reconfiguring_) {
         reconfiguring_ = false;
         set_status("KV pool re-created", false);
-        break;
+      } else {
+        vm_.model.state = ui::ModelState::Loaded;
+        store().note_model_opened(vm_.model.path);
+        load_preferences();
+        set_status(e.text.empty() ? "model loaded" : "model loaded; " + e.text, false);
       }
-      vm_.model.state = ui::ModelState::Loaded;
-      store().note_model_opened(vm_.model.path);
-      load_preferences();
-      set_status(e.text.empty() ? "model loaded" : "model loaded; " + e.text, false);
+      prefetch_kv(vm_.chat.conversation_id);
       break;
   }
 }
