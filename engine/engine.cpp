@@ -16,12 +16,14 @@
 #include "engine/gguf/gguf_reader.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/kv/kv_type_costs.h"
+#include "engine/model/key_smoothing.h"
 #include "engine/model/model.h"
 #include "engine/model/model_info.h"
 #include "engine/runtime/engine_core.h"
 #include "engine/system/load_progress.h"
 #include "engine/system/memory_limit.h"
 #include "engine/system/thread_pool.h"
+#include "kernels/hadamard.h"
 
 namespace kvdesk {
 namespace {
@@ -80,11 +82,27 @@ std::string model_header_hash(const GgufFile& file) {
   return model_hash;
 }
 
-// What a saved KV is valid for: the model, the pool's KV types and block size, and the chat
-// template that rendered the tokens. Readable, so a refusal can name the part that differs.
-std::string kv_identity(const std::string& model_hash, const KvLayout& layout, const ChatTemplate& chat_template) {
+// The rows' scheme part of a KV identity ("; scheme k=mean+hadamard v=hadamard"): what a K type
+// stores besides its format, the model's mean key subtracted (engine/model/key_smoothing.h) and
+// the Hadamard rotation (kernels/hadamard.h), and a V type's rotation. "" when neither applies,
+// so f32 / f16 / bf16 KV saved before these schemes stays valid, while quantized KV of a build
+// that stored plain rows is refused rather than read wrongly.
+std::string scheme_identity(const KvLayout& layout, const ModelConfig& config) {
+  const bool smoothed = kv_keys_smoothed(layout, config);
+  if (!smoothed && !kv_type_rotated(layout.k_type) && !kv_type_rotated(layout.v_type)) return "";
+  std::string k = smoothed ? "mean" : "";
+  if (kv_type_rotated(layout.k_type)) k += k.empty() ? "hadamard" : "+hadamard";
+  return "; scheme k=" + (k.empty() ? std::string("plain") : k) + " v=" + (kv_type_rotated(layout.v_type) ? "hadamard" : "plain");
+}
+
+// What a saved KV is valid for: the model, the pool's KV types, their rows' scheme and block
+// size, and the chat template that rendered the tokens. Readable, so a refusal can name the part
+// that differs.
+std::string kv_identity(const std::string& model_hash, const KvLayout& layout, const ModelConfig& config,
+                        const ChatTemplate& chat_template) {
   return "model " + model_hash + "; kv " + kv_type_name(layout.k_type) + "/" + kv_type_name(layout.v_type) +
-         "; block " + std::to_string(layout.block_size) + "; template " + chat_format_name(chat_template.format);
+         scheme_identity(layout, config) + "; block " + std::to_string(layout.block_size) + "; template " +
+         chat_format_name(chat_template.format);
 }
 
 // What stored token ids are valid for: the model (its tokenizer and what it generates) and the
@@ -101,7 +119,8 @@ std::string identity_mismatch(const std::string& saved, const std::string& curre
   const size_t part = current.rfind("; ", at);
   const size_t begin = part == std::string::npos ? 0 : part + 2;
   const std::string part_name = current.substr(begin, current.find(' ', begin) - begin);
-  const std::string what = part_name == "kv" ? "KV type" : part_name == "block" ? "block size"
+  const std::string what = part_name == "kv" ? "KV type" : part_name == "scheme" ? "KV row scheme"
+                         : part_name == "block" ? "block size"
                          : part_name == "template" ? "chat template" : "model";
   return "the saved KV was made with another " + what + " (saved: " + saved + "; now: " + current + ")";
 }
@@ -463,7 +482,7 @@ std::future<std::optional<ConversationKv>> Engine::export_conversation(uint64_t 
   state_->post([s = state_.get(), conversation_key, promise] {
     std::optional<ConversationKv> kv;
     if (s->core) kv = s->core->export_conversation(conversation_key);
-    if (kv) kv->identity = kv_identity(s->model_hash, s->kv->layout(), s->chat_template);
+    if (kv) kv->identity = kv_identity(s->model_hash, s->kv->layout(), s->model->config(), s->chat_template);
     promise->set_value(std::move(kv));
   });
   return result;
@@ -477,7 +496,7 @@ std::future<std::string> Engine::import_conversation(uint64_t conversation_key, 
       promise->set_value("no model is loaded");
       return;
     }
-    std::string why = identity_mismatch(kv.identity, kv_identity(s->model_hash, s->kv->layout(), s->chat_template));
+    std::string why = identity_mismatch(kv.identity, kv_identity(s->model_hash, s->kv->layout(), s->model->config(), s->chat_template));
     if (why.empty() && !s->core->import_conversation(conversation_key, kv)) {
       why = "the saved KV does not match its tokens or the KV pool has no room for it now";
     }

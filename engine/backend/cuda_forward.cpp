@@ -9,15 +9,19 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
+#include <thread>
 
 #include "engine/backend/cuda_kv_pool.h"
 #include "engine/backend/device_memory.h"
 #include "engine/error.h"
+#include "engine/model/key_smoothing.h"
 #include "engine/model/model.h"
+#include "engine/system/thread_pool.h"
 #include "kernels/check.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device.h"
+#include "kernels/hadamard.h"
 
 namespace kvdesk {
 namespace {
@@ -259,6 +263,18 @@ int32_t CudaForward::max_kv_blocks(size_t bytes_per_block) const {
       .kv_blocks;
 }
 
+// The model's mean keys, measured by the CPU forward (once per model) on a pool of this
+// machine's threads, negated for add_bias.
+void CudaForward::upload_key_means() {
+  ThreadPool pool(int(std::max(1u, std::thread::hardware_concurrency())));
+  const std::vector<float>& means = model_.key_means(pool);
+  if (means.empty()) return;
+  std::vector<float> negated(means.size());
+  for (size_t i = 0; i < means.size(); ++i) negated[i] = -means[i];
+  negated_key_means_ = cuda::DeviceAllocation(negated.size() * sizeof(float), "mean keys");
+  cuda::copy_to_device(negated_key_means_.get(), negated.data(), negated.size() * sizeof(float));
+}
+
 void CudaForward::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits) {
   const ModelConfig& c = model_.config();
   const int32_t T = batch.size();
@@ -266,6 +282,7 @@ void CudaForward::forward(const ForwardBatch& batch, KvCache& kv, std::vector<fl
   if (kv.layout().numerics != AttentionNumerics::Exact) {
     throw Error("the CUDA backend computes attention with exact numerics only; use --attn-numerics exact");
   }
+  if (kv_keys_smoothed(kv.layout(), c) && negated_key_means_.size() == 0) upload_key_means();
   // Host side: each distinct sequence's block table once, and each token's slot.
   std::vector<int32_t> tables;               // the batch's sequences' block tables, concatenated
   std::map<SeqId, size_t> table_offset;      // sequence -> its table's offset in tables
@@ -379,9 +396,21 @@ void CudaForward::run_chunk(const Step& step, int32_t first, int32_t n, KvCache&
     // 3. RoPE, then K/V into the sequences' blocks at each token's slot.
     cuda::rope(q, positions, n, c.head_count, c.head_dim, rope);
     cuda::rope(k, positions, n, c.head_count_kv, c.head_dim, rope);
+    //    As the CPU forward: a quantized K type stores k minus the layer's mean key
+    //    (engine/model/key_smoothing.h), an int8 or int4 K or V type rotated rows (kernels/hadamard.h).
+    if (negated_key_means_.size() > 0 && kv_keys_smoothed(kv.layout(), c)) {
+      add_bias(k, floats(negated_key_means_) + size_t(l) * size_t(KVD), n, KVD);
+    }
+    if (kv_type_rotated(kv.layout().k_type)) {
+      cuda::hadamard_rotate_rows(q, int64_t(n) * c.head_count, c.head_dim);
+      cuda::hadamard_rotate_rows(k, int64_t(n) * c.head_count_kv, c.head_dim);
+    }
+    if (kv_type_rotated(kv.layout().v_type)) cuda::hadamard_rotate_rows(v, int64_t(n) * c.head_count_kv, c.head_dim);
     cuda::paged_kv_append(kv_layer, seqs, slots, n, k, v);
-    // 4. Causal attention: one query row per token over its sequence's slots [0, slot].
+    // 4. Causal attention: one query row per token over its sequence's slots [0, slot]; the
+    //    output of rotated V rows turned back.
     cuda::paged_attention(kv_layer, seqs, n, max_tokens, args, plan);
+    if (kv_type_rotated(kv.layout().v_type)) cuda::hadamard_rotate_rows(att, int64_t(n) * c.head_count, c.head_dim);
     // 5. x += att Wo.
     gemv(lw.wo, att, n, tmp);
     cuda::add_in_place(x, tmp, int64_t(n) * D);

@@ -9,11 +9,13 @@
 
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
+#include "engine/model/key_smoothing.h"
 #include "engine/system/load_progress.h"
 #include "engine/system/memory_limit.h"
 #include "engine/system/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/dot.h"
+#include "kernels/hadamard.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/quantize.h"
@@ -172,6 +174,22 @@ void finish_logits(const ModelConfig& c, float* logits, int64_t n) {
   if (c.final_logit_softcap > 0) ops::softcap(logits, n, c.final_logit_softcap);
 }
 
+// y[i] -= x[i], i in [0, n).
+void subtract(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] -= x[i];
+}
+
+// One token's q [heads][head_dim], k and v [kv heads][head_dim] into the rotated space of the
+// KV types that store rotated rows (kernels/hadamard.h): q with k, since q·k = Hq·Hk; v alone,
+// its attention output turned back after attention.
+void rotate_for_kv(const KvLayout& layout, float* q, float* k, float* v, const ModelConfig& c) {
+  if (kv_type_rotated(layout.k_type)) {
+    hadamard_rotate_rows(q, c.head_count, c.head_dim);
+    hadamard_rotate_rows(k, c.head_count_kv, c.head_dim);
+  }
+  if (kv_type_rotated(layout.v_type)) hadamard_rotate_rows(v, c.head_count_kv, c.head_dim);
+}
+
 // After a layer's attention: each observed token's weights into its sequence's scores, in
 // batch order (one thread; tokens of one sequence add to the same rows).
 void add_observed_attention(const ObservedAttention& observed, const ForwardBatch& batch, const KvCache& kv,
@@ -233,8 +251,16 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   return m;
 }
 
+const std::vector<float>& Model::key_means(ThreadPool& pool) const {
+  std::call_once(key_means_measured_, [&] { key_means_ = measure_key_means(*this, pool); });
+  return key_means_;
+}
+
 void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
-                    std::vector<float>& logits) {
+                    std::vector<float>& logits) const {
+  // First, before the scratch is in use: measuring the mean keys runs a forward of its own.
+  const std::vector<float>* key_means = kv_keys_smoothed(kv.layout(), config_) ? &this->key_means(pool) : nullptr;
+  if (key_means && key_means->empty()) key_means = nullptr;
   const ModelConfig& c = config_;
   const ModelWeights& w = weights_;
   Scratch& s = *scratch_;
@@ -285,7 +311,9 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
 
     // 3. RoPE on q and k heads (one set of angles per token), then K/V of every token into
     //    its sequence's blocks, at slot position - evicted (KV retention keeps K with the RoPE
-    //    of its original position).
+    //    of its original position). A quantized K type stores k minus the layer's mean key
+    //    (engine/model/key_smoothing.h); an int8 or int4 K or V type stores its rows rotated
+    //    (kernels/hadamard.h): q and k (or v) turn by the same H here.
     for (int64_t t = 0; t < T; ++t) {
       ops::rope_angles(batch.positions[t], rope, s.rope_cos_sin.data());
       for (int32_t h = 0; h < c.head_count; ++h) {
@@ -294,6 +322,8 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
       for (int32_t h = 0; h < c.head_count_kv; ++h) {
         ops::rope_rotate(s.k.data() + t * KVD + h * HD, s.rope_cos_sin.data(), rope.n_rot, rope.mode);
       }
+      if (key_means) subtract(s.k.data() + t * KVD, key_means->data() + l * KVD, KVD);
+      rotate_for_kv(kv.layout(), s.q.data() + t * QD, s.k.data() + t * KVD, s.v.data() + t * KVD, c);
       const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1, l);
       paged_kv_write(kv_layer, seq, batch.positions[t] - evicted[size_t(t)], s.k.data() + t * KVD, s.v.data() + t * KVD);
     }
@@ -327,6 +357,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
       cpu::paged_attention(one_head, seq, args);
     }, attention_macs);
     add_observed_attention(observed, batch, kv, l, c.head_count_kv, group, s.attn_weights);
+    if (kv_type_rotated(kv.layout().v_type)) hadamard_rotate_rows(s.att.data(), T * c.head_count, HD);
 
     // 5. x += att Wo (through the block's post norm and residual scale, where present).
     run_matmuls(pool, T, {{&lw.wo, s.att.data(), s.tmp.data()}}, s.acts);

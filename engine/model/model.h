@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -58,9 +59,14 @@ class Model {
   // Bytes of the activation buffers the forward pass holds (they grow to the largest batch).
   size_t scratch_bytes() const;
 
-  // logits receives [batch.num_logit_rows()][vocab], in batch order.
+  // logits receives [batch.num_logit_rows()][vocab], in batch order. Const: it changes only the
+  // activation scratch (one forward at a time) and, at the first smoothed KV, the mean keys.
   void forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
-               std::vector<float>& logits);
+               std::vector<float>& logits) const;
+
+  // The mean key of every layer [layers][kv_dim] that smoothed KV types subtract
+  // (engine/model/key_smoothing.h), measured with pool at the first call.
+  const std::vector<float>& key_means(ThreadPool& pool) const;
 
  private:
   Model() = default;
@@ -71,6 +77,8 @@ class Model {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Scratch> scratch_;
+  mutable std::once_flag key_means_measured_;
+  mutable std::vector<float> key_means_;   // [layers][kv_dim], empty until measured
 };
 
 }  // namespace kvdesk

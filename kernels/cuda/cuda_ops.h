@@ -1,5 +1,5 @@
 // Host-callable launchers of the CUDA kernels of one Llama-style forward step besides
-// attention: row operations (rms_norm, rope, swiglu, residual add), embedding rows, the
+// attention: row operations (rms_norm, rope, Hadamard rotation, swiglu, residual add), embedding rows, the
 // dequantizing GEMV of the projections, and greedy argmax. Same formulas as kernels/ops.h,
 // ref::dequantize_row and the greedy sampler; every pointer in device memory. Plain C++:
 // includes no CUDA header. All launches go to the default stream and return without waiting;
@@ -25,6 +25,9 @@ void rms_norm(const float* x, const float* w, float* y, int32_t rows, int32_t n,
 // [tokens]); p.freq_factors, when set, is a device array [n_rot / 2]. n_rot even, <= head_dim.
 void rope(float* x, const int32_t* positions, int32_t tokens, int32_t heads, int32_t head_dim,
           const ops::RopeParams& p);
+
+// x [rows][n] = H x[r] in place: kernels/hadamard.h's rotation of KV rows, bit for bit.
+void hadamard_rotate_rows(float* x, int64_t rows, int32_t n);
 
 // h[i] = silu(gate[i]) * up[i], i in [0, n).
 void swiglu(const float* gate, const float* up, float* h, int64_t n);

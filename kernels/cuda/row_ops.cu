@@ -1,5 +1,6 @@
 // Row kernels of the forward step (see cuda_ops.h): rms_norm and argmax run one CTA per row
-// with a block reduction; rope one CTA per (token, head) with a thread per rotated pair;
+// with a block reduction; rope one CTA per (token, head) with a thread per rotated pair; the
+// Hadamard rotation a thread per block of a row;
 // swiglu and the residual add one thread per value. The math is row_ops.cuh's.
 #include <cuda_runtime.h>
 
@@ -46,6 +47,11 @@ __global__ void rope_kernel(float* x, const int32_t* positions, int32_t heads, i
     const float theta = rope_theta(position, p, theta_scale, i);
     rope_pair(head[rope_first(p.mode, i)], head[rope_second(p.mode, p.n_rot, i)], cosf(theta), sinf(theta));
   }
+}
+
+__global__ void hadamard_kernel(float* x, int64_t num_blocks, int32_t b) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < num_blocks) hadamard_block_in_place(x + i * b, b);
 }
 
 __global__ void swiglu_kernel(const float* gate, const float* up, float* h, int64_t n) {
@@ -101,6 +107,15 @@ void rope(float* x, const int32_t* positions, int32_t tokens, int32_t heads, int
   const unsigned threads = unsigned(p.n_rot / 2 < 128 ? (p.n_rot / 2 + 31) / 32 * 32 : 128);
   rope_kernel<<<dim3(unsigned(tokens), unsigned(heads)), threads>>>(x, positions, heads, head_dim, p, rope_theta_scale(p));
   check_last_error("CUDA rope");
+}
+
+void hadamard_rotate_rows(float* x, int64_t rows, int32_t n) {
+  require(rows >= 0 && n > 0, "CUDA hadamard: need n > 0 (got " + std::to_string(n) + ")");
+  if (rows == 0) return;
+  const int32_t b = n & -n;   // hadamard_block(n): the largest power of two dividing n
+  const int64_t num_blocks = rows * (n / b);
+  hadamard_kernel<<<element_blocks(num_blocks), kElementThreads>>>(x, num_blocks, b);
+  check_last_error("CUDA hadamard");
 }
 
 void swiglu(const float* gate, const float* up, float* h, int64_t n) {

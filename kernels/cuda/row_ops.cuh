@@ -1,4 +1,4 @@
-// The per-element math of the CUDA row kernels (rms_norm, rope, swiglu, argmax), as
+// The per-element math of the CUDA row kernels (rms_norm, rope, hadamard, swiglu, argmax), as
 // __host__ __device__ functions a host compiler also builds, so host tests compare it with
 // kernels/ops.h and the greedy sampler on machines without a GPU. The kernels of row_ops.cu
 // only add the threads and the reductions around these.
@@ -49,6 +49,23 @@ KVDESK_HOST_DEVICE inline void rope_pair(float& a, float& b, float c, float s) {
   const float a0 = a, b0 = b;
   a = a0 * c - b0 * s;
   b = a0 * s + b0 * c;
+}
+
+// hadamard_rotate_rows' butterfly over one block of b values (b a power of two; kernels/hadamard.h),
+// in the same order and with the same 1/sqrt(b), so a rotated row equals the CPU's bit for bit.
+KVDESK_HOST_DEVICE inline void hadamard_block_in_place(float* x, int32_t b) {
+  for (int32_t half = 1; half < b; half *= 2) {
+    for (int32_t start = 0; start < b; start += 2 * half) {
+      for (int32_t i = start; i < start + half; ++i) {
+        const float lo = x[i];
+        const float hi = x[i + half];
+        x[i] = lo + hi;
+        x[i + half] = lo - hi;
+      }
+    }
+  }
+  const float norm = 1.0f / sqrtf(float(b));
+  for (int32_t i = 0; i < b; ++i) x[i] *= norm;
 }
 
 // The greedy sampler's pick (Sampler::sample at temperature 0): the first index of the largest

@@ -195,3 +195,37 @@ TEST_CASE("the engine exports a parked conversation with its identity and refuse
   CHECK(why.find("another block size") != std::string::npos);
   CHECK_FALSE(engine.export_conversation(6).get().has_value());
 }
+
+// int8 keys are stored smoothed and Hadamard-rotated, values rotated (engine/model/key_smoothing.h,
+// kernels/hadamard.h), so int8 KV saved by a build that stored plain rows (its identity has no
+// scheme part) would read as wrong keys: it is refused, naming the scheme, while its own imports.
+TEST_CASE("saved int8 kv names its rows' scheme and kv of plain rows is refused", "[engine][engine_thread][conversation_kv]") {
+  using namespace std::chrono_literals;
+  EngineSettings settings;
+  settings.model_path = model_path("stories260K.gguf");
+  settings.threads = 2;
+  settings.kv.num_blocks = 64;
+  settings.kv.k_type = KvType::INT8;
+  settings.kv.v_type = KvType::INT8;
+  Engine engine;
+  engine.load_model(settings);
+  Request r;
+  r.messages = {{"user", "Once upon a time"}};
+  r.max_tokens = 12;
+  r.stop_at_eos = false;
+  r.conversation_key = 4;
+  engine.submit(r);
+  REQUIRE(engine.wait_idle(60s));
+  const std::optional<ConversationKv> saved = engine.export_conversation(4).get();
+  REQUIRE(saved.has_value());
+  INFO(saved->identity);
+  CHECK(saved->identity.find("; kv int8/int8; scheme k=mean+hadamard v=hadamard; block 16;") != std::string::npos);
+  CHECK(engine.import_conversation(5, *saved).get().empty());
+
+  ConversationKv plain = *saved;
+  const std::string scheme = "; scheme k=mean+hadamard v=hadamard";
+  plain.identity.erase(plain.identity.find(scheme), scheme.size());
+  const std::string why = engine.import_conversation(6, plain).get();
+  INFO(why);
+  CHECK(why.find("another KV row scheme") != std::string::npos);
+}

@@ -1,7 +1,8 @@
 // The per-element math of the CUDA row kernels (kernels/cuda/row_ops.cuh) run on the host:
-// rms_norm, rope (Normal and NeoX, partial rotary, Llama 3 frequency factors, linear scaling)
-// and swiglu give kernels/ops.h's floats bit for bit, and the argmax rule reduced in any order
-// picks the greedy sampler's token (ties, NaN, infinities). Needs no GPU.
+// rms_norm, rope (Normal and NeoX, partial rotary, Llama 3 frequency factors, linear scaling),
+// the Hadamard rotation of KV rows and swiglu give kernels/ops.h's and kernels/hadamard.h's
+// floats bit for bit, and the argmax rule reduced in any order picks the greedy sampler's token
+// (ties, NaN, infinities). Needs no GPU.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "engine/runtime/sampler.h"
 #include "kernels/cuda/row_ops.cuh"
+#include "kernels/hadamard.h"
 #include "kernels/ops.h"
 #include "tests/gpu/gpu_test_support.h"
 
@@ -84,6 +86,18 @@ TEST_CASE("CUDA rope math equals ops::rope_angles + rope_rotate", "[cuda_codec][
         }
       }
     }
+  }
+}
+
+TEST_CASE("CUDA hadamard math equals hadamard_rotate_rows", "[cuda_codec][row_ops]") {
+  for (int32_t head_dim : {8, 64, 80, 96, 128}) {
+    const int32_t rows = 5;
+    std::vector<float> want = normal_values(size_t(rows * head_dim), uint32_t(head_dim)), got = want;
+    hadamard_rotate_rows(want.data(), rows, head_dim);
+    const int32_t b = hadamard_block(head_dim);
+    for (int32_t block = 0; block < rows * head_dim / b; ++block) cuda::hadamard_block_in_place(got.data() + block * b, b);
+    INFO("head dim " << head_dim);
+    CHECK(got == want);
   }
 }
 
