@@ -1,11 +1,13 @@
-// The model bar: a path field, Open, the recent models, and what the engine says about the
-// model (loading for N s, loaded with its shape, or why it failed).
+// The model bar: a path field, Open, the recent models, a remote server instead (ui/remote_picker.cpp),
+// where the app serves over HTTP, and what the engine says about the model (loading for N s,
+// loaded with its shape, or why it failed).
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
 #include <cstdio>
 #include <string_view>
 
+#include "ui/kv_report.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
 #include "ui/theme_colours.h"
@@ -70,6 +72,13 @@ void draw_model_bar(ViewModel& vm, UiActions& actions) {
     ImGui::EndCombo();
   }
   ImGui::SameLine();
+  draw_remote_picker(vm, actions);
+  ImGui::SameLine();
+  if (vm.serve.on) {
+    ImGui::TextDisabled("HTTP %s (%d running, %d waiting)", vm.serve.url.c_str(), vm.serve.running, vm.serve.waiting);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", serving_line(vm.serve).c_str());
+    ImGui::SameLine();
+  }
   draw_model_state(vm.model, vm.ui.layout_prefs.theme, vm.ui.layout);
 }
 

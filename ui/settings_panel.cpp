@@ -137,6 +137,9 @@ void draw_settings_panel(ViewModel& vm, UiActions& actions) {
   draw_sampling(vm, actions);
   ImGui::Spacing();
   ImGui::Separator();
+  draw_serve_settings(vm, actions);
+  ImGui::Spacing();
+  ImGui::Separator();
   draw_theme(vm, actions);
 }
 

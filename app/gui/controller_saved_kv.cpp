@@ -4,6 +4,7 @@
 // for the exports still pending. A conversation the engine does not hold (the app restarted,
 // another model was loaded) gets its saved KV imported before its next turn: the engine takes
 // commands in order, so the import lands before the turn without the UI thread waiting.
+// A remote server keeps its KV to itself: nothing is exported or imported while chatting there.
 #include "app/chat/saved_kv.h"
 #include "app/gui/controller.h"
 #include "engine/error.h"
@@ -16,10 +17,11 @@ bool is_ready(const auto& future) { return future.wait_for(std::chrono::seconds(
 }  // namespace
 
 std::string Controller::restore_kv(store::ConversationId conversation) {
+  if (engine_.is_remote()) return "the server (its own cache)";
   if (kv_in_pool_.contains(conversation)) return "pool";
   chat::SavedKv saved = chat::load_saved_kv(store(), conversation);
   if (!saved.kv) return "recomputed (" + saved.why_not + ")";
-  kv_imports_[conversation] = engine_.import_conversation(uint64_t(conversation), std::move(*saved.kv));
+  kv_imports_[conversation] = engine_.local().import_conversation(uint64_t(conversation), std::move(*saved.kv));
   return "database";
 }
 
@@ -32,8 +34,9 @@ std::string Controller::resolve_kv_source(store::ConversationId conversation, co
 }
 
 void Controller::request_kv_save(store::ConversationId conversation) {
+  if (engine_.is_remote()) return;
   kv_in_pool_.insert(conversation);
-  kv_exports_[conversation] = engine_.export_conversation(uint64_t(conversation));
+  kv_exports_[conversation] = engine_.local().export_conversation(uint64_t(conversation));
 }
 
 void Controller::save_ready_kv() {

@@ -9,10 +9,16 @@
 // set_max_tokens N (the selected conversation's own context length and max new tokens, as
 // its Conversation settings would set them), model_info [NAME.txt] (opens the Model tab once the
 // model is loaded, prints its text, and writes it beside the screenshots when named), resize W H
-// (the window's size in screen pixels, waited for), quit.
+// (the window's size in screen pixels, waited for), serve on PORT [NAME.txt] (serve over HTTP at
+// the address in Settings on PORT, 0 for any free one, and write the URL it listens on beside the
+// screenshots) and serve off, wait_served N (until the HTTP server has ended N requests),
+// connect URL [KEY] (chat through that server), kv_report NAME.txt (the KV panels' figures as
+// text, ui/kv_report.h, beside the screenshots; with a remote server, once its statistics were
+// read again after the line began), quit.
 // Blank lines and lines starting with # are skipped. A failing line ends the run.
 #pragma once
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +66,8 @@ class Script {
   Outcome press_key(const ui::KeyChord& chord);
   Outcome show_model_info(const Line& line, ui::ViewModel& vm);
   Outcome resize_window(std::pair<int, int> size, ScriptFrameRequest& frame);
+  Outcome serve(const std::string& argument, Controller& controller, ui::ViewModel& vm);
+  Outcome write_kv_report(const std::string& name, const ui::ViewModel& vm);
   void fail(const Line& line, const std::string& why);
 
   std::string path_;
@@ -73,6 +81,7 @@ class Script {
   bool screenshot_requested_ = false;
   bool key_down_ = false;
   bool resize_requested_ = false;
+  std::optional<uint64_t> stats_reads_at_start_;   // kv_report: the remote's reads when the line began
   std::string failure_;
 };
 
