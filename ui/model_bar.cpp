@@ -28,9 +28,14 @@ void draw_model_state(const ModelView& m, Theme theme, LayoutReport& report) {
     }
     case ModelState::Loaded: {
       char buf[512];
-      std::snprintf(buf, sizeof buf, "%s (%s)  %s params, %d layers, %d/%d heads (q/kv), ctx %d, %s", m.name.c_str(),
-                    m.architecture.c_str(), format_count(m.parameters).c_str(), m.layers, m.heads, m.kv_heads,
-                    m.context_length, format_bytes(m.weight_bytes).c_str());
+      if (m.backend == "remote") {   // a server tells its model's name and context, not its shape
+        std::snprintf(buf, sizeof buf, "%s on the server %s, ctx %s", m.name.c_str(), m.path.c_str(),
+                      m.context_length > 0 ? std::to_string(m.context_length).c_str() : "not told");
+      } else {
+        std::snprintf(buf, sizeof buf, "%s (%s)  %s params, %d layers, %d/%d heads (q/kv), ctx %d, %s", m.name.c_str(),
+                      m.architecture.c_str(), format_count(m.parameters).c_str(), m.layers, m.heads, m.kv_heads,
+                      m.context_length, format_bytes(m.weight_bytes).c_str());
+      }
       const float width = ImGui::GetContentRegionAvail().x;
       const std::string shown = elide_to_width(buf, width, [](std::string_view t) {
         return ImGui::CalcTextSize(t.data(), t.data() + t.size()).x;

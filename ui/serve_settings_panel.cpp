@@ -27,15 +27,12 @@ void draw_serve_settings(ViewModel& vm, UiActions& actions) {
   ImGui::EndDisabled();
   bool on = vm.serve.on;
   if (ImGui::Checkbox("serve", &on)) actions.push_back({ActionKind::ServeHttp, on ? 1 : 0});
-  ImGui::SameLine();
   if (vm.serve.on) {
-    ImGui::TextUnformatted(serving_line(vm.serve).c_str());
+    ImGui::TextWrapped("%s", serving_line(vm.serve).c_str());
   } else if (!vm.serve.error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, text_colour(TextTone::Error, vm.ui.layout_prefs.theme));
     ImGui::TextWrapped("%s", vm.serve.error.c_str());
     ImGui::PopStyleColor();
-  } else {
-    ImGui::TextDisabled("off");
   }
 }
 
