@@ -43,6 +43,11 @@ std::string serving_line(const ServeView& serve) {
          std::to_string(serve.waiting) + " waiting, " + std::to_string(serve.served) + " served";
 }
 
+const char* no_block_map_note(const ViewModel& vm) {
+  return vm.remote.connected ? "This server shows no block map: its own KV figures are in the Blocks tab."
+                             : "No KV cache yet: open a model.";
+}
+
 std::string kv_report_text(const ViewModel& vm) {
   std::string out = "engine: " + (vm.remote.connected ? "remote " + vm.remote.url : std::string("in-process")) + "\n";
   out += "model: " + (vm.model.name.empty() ? vm.model.path : vm.model.name) + "\n";

@@ -19,6 +19,10 @@ std::vector<std::pair<std::string, std::string>> server_stats_rows(const ServerS
 // "serving on URL: 1 running, 0 waiting, 3 served", or "" when the app does not serve.
 std::string serving_line(const ServeView& serve);
 
+// What a KV panel says when there is no block map to draw: no model yet, or a server that does
+// not show its blocks (its own figures are above the block map).
+const char* no_block_map_note(const ViewModel& vm);
+
 // The engine the chat runs on, its KV pool's blocks and sequences, and a remote's own figures.
 std::string kv_report_text(const ViewModel& vm);
 

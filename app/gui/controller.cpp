@@ -455,9 +455,36 @@ void Controller::refresh_stats() {
 void Controller::sample_plots(const EngineStats& stats) {
   ui::TimeSeriesView& t = vm_.plots;
   t.sample_seconds = std::chrono::duration<float>(kPlotInterval).count();
+  if (engine_.is_remote()) {
+    if (stats.server) sample_server_plots(stats, *stats.server);   // none before it answered
+    return;
+  }
   ui::push_sample(t.tokens_per_s, float(stats.tokens_per_s), kPlotSamples);
   ui::push_sample(t.blocks_used, float(stats.kv.blocks_used), kPlotSamples);
   ui::push_sample(t.hit_rate, float(stats.kv.prefix_hit_rate * 100.0), kPlotSamples);
+}
+
+// A server's plots from its own figures: tokens per second from its generated-token total, blocks
+// and hit rate from its block map or its /metrics. A figure it does not expose adds no sample
+// (the plot stays empty rather than drawing a line at zero).
+void Controller::sample_server_plots(const EngineStats& stats, const ServerStats& server) {
+  ui::TimeSeriesView& t = vm_.plots;
+  if (server.generation_tokens) {
+    if (last_server_generated_) {
+      const double per_second = (*server.generation_tokens - *last_server_generated_) / double(t.sample_seconds);
+      ui::push_sample(t.tokens_per_s, float(std::max(per_second, 0.0)), kPlotSamples);
+    }
+    last_server_generated_ = server.generation_tokens;
+  }
+  if (stats.kv.blocks_total > 0) {
+    ui::push_sample(t.blocks_used, float(stats.kv.blocks_used), kPlotSamples);
+    ui::push_sample(t.hit_rate, float(stats.kv.prefix_hit_rate * 100.0), kPlotSamples);
+    return;
+  }
+  if (server.kv_usage && server.num_blocks) {
+    ui::push_sample(t.blocks_used, float(*server.kv_usage * *server.num_blocks), kPlotSamples);
+  }
+  if (server.prefix_hit_rate) ui::push_sample(t.hit_rate, float(*server.prefix_hit_rate * 100.0), kPlotSamples);
 }
 
 void Controller::set_status(const std::string& message, bool error) {

@@ -92,6 +92,7 @@ class Controller {
   void save_sampling();
   void refresh_stats();
   void sample_plots(const EngineStats& stats);
+  void sample_server_plots(const EngineStats& stats, const ServerStats& server);
   EngineSettings engine_settings(const std::string& model_path) const;
   void set_chat_template(const std::string& name);
   store::ConversationStore& store();
@@ -164,6 +165,7 @@ class Controller {
   Clock::time_point last_stats_;
   Clock::time_point last_plot_sample_;
   uint64_t last_stats_steps_ = 0;
+  std::optional<double> last_server_generated_;   // the remote server's generated tokens at the last plot sample
   // Conversations whose KV the engine holds parked since the model loaded (answered or imported).
   std::set<store::ConversationId> kv_in_pool_;
   std::map<store::ConversationId, std::future<std::string>> kv_imports_;

@@ -114,6 +114,8 @@ void Controller::connect_remote(const std::string& url, const std::string& api_k
   vm_.remote = ui::RemoteView{};
   vm_.remote.connected = true;
   vm_.remote.url = url;
+  vm_.plots = ui::TimeSeriesView{};
+  last_server_generated_.reset();
   kv_in_pool_.clear();
   model_load_started_ = Clock::now();
   remote_models_ = std::async(std::launch::async, remote::list_server_models, url, api_key);

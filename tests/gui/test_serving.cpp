@@ -2,7 +2,8 @@
 // serves its own engine over HTTP while it chats, and an HTTP client gets the CLI's greedy
 // answer; a taken port or an open host without a key is a message, not a crash. Remote: the
 // window chats through a `kvdesk-cli serve` on loopback, its panels showing that server's KV,
-// and what only the in-process engine does is refused with a note.
+// and what only the in-process engine does is refused with a note; a stand-in llama-server
+// (no block map, fewer figures) shows what it does not expose as unavailable.
 #include <catch2/catch.hpp>
 #include <httplib.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "tests/app/serve_process.h"
 #include "tests/gui/app_run.h"
 #include "tests/test_support.h"
+#include "ui/kv_report.h"
 
 using namespace kvdesk;
 using nlohmann::json;
@@ -264,4 +266,82 @@ TEST_CASE("with a remote server, what only the in-process engine does is refused
   REQUIRE(controller.apply({ActionKind::Send, 0, "And then?"}));
   REQUIRE(pump(controller, [&] { return !controller.streaming(); }));
   CHECK(vm.chat.messages.back().state == ui::MessageState::Complete);
+}
+
+namespace {
+
+// A stand-in for llama-server on loopback: one model, its /metrics from the recorded fixture
+// (usage and tokens, no prefix-cache or block figures) and a fixed streamed answer.
+class FakeLlamaServer {
+ public:
+  FakeLlamaServer() {
+    const std::string metrics = read_all(test::source_path("tests/app/fixtures/metrics/llama_server.txt"));
+    REQUIRE_FALSE(metrics.empty());
+    http_.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(R"({"object": "list", "data": [{"id": "fake-llama"}]})", "application/json");
+    });
+    http_.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) { res.set_content(metrics, "text/plain"); });
+    http_.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
+      const auto chunk = [](const std::string& delta) {
+        return "data: " + json{{"choices", {{{"index", 0}, {"delta", {{"content", delta}}}}}}}.dump() + "\n\n";
+      };
+      res.set_content(chunk("Hello") + chunk(" there") +
+                          "data: " + json{{"choices", {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "stop"}}}}}.dump() +
+                          "\n\ndata: " + json{{"choices", json::array()}, {"usage", {{"prompt_tokens", 7}, {"completion_tokens", 2}}}}.dump() +
+                          "\n\ndata: [DONE]\n\n",
+                      "text/event-stream");
+    });
+    port_ = http_.bind_to_any_port("127.0.0.1");
+    REQUIRE(port_ > 0);
+    thread_ = std::thread([this] { http_.listen_after_bind(); });
+    while (!http_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~FakeLlamaServer() {
+    http_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  httplib::Server http_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("a server without a block map shows its own figures, the ones it does not expose unavailable", "[gui][remote]") {
+  FakeLlamaServer server;
+  TempDir dir;
+  ui::ViewModel vm;
+  gui::Controller controller{vm, {}};
+  gui::AppOptions options;
+  options.db_path = dir.file("kvdesk.db");
+  options.remote_url = server.url();
+  controller.start(options);
+  REQUIRE(pump(controller, [&] { return vm.model.state == ui::ModelState::Loaded && vm.remote.stats_read; }));
+  CHECK(vm.model.name == "fake-llama");
+  CHECK_FALSE(vm.kv.valid);
+
+  REQUIRE(controller.apply({ActionKind::NewChat}));
+  REQUIRE(controller.apply({ActionKind::Send, 0, "Hi"}));
+  REQUIRE(pump(controller, [&] { return !controller.streaming(); }));
+  REQUIRE(vm.chat.messages.size() == 2);
+  CHECK(vm.chat.messages[1].text == "Hello there");
+  CHECK(vm.chat.messages[1].state == ui::MessageState::Complete);
+
+  const std::string report = ui::kv_report_text(vm);
+  INFO(report);
+  CHECK(report_value(report, "blocks: ") == "unavailable");
+  CHECK(report_value(report, "server server: ") == "llama-server");
+  CHECK(report_value(report, "server KV cache used: ") == "63.0%");
+  CHECK(report_value(report, "server KV tokens: ") == "2581");
+  CHECK(report_value(report, "server prefix cache hit rate: ") == "unavailable");
+  CHECK(report_value(report, "server preemptions: ") == "unavailable");
+  CHECK(report_value(report, "server blocks: ") == "unavailable");
+  CHECK(vm.plots.hit_rate.empty());      // not exposed: no samples, not a line at zero
+  CHECK(vm.plots.blocks_used.empty());
+
+  store::ConversationStore s = store::ConversationStore::open(dir.file("kvdesk.db"));
+  CHECK(s.list_conversations().front().engine == server.url());
 }
