@@ -35,6 +35,7 @@ struct ConversationSummary {
   int64_t id = 0;
   std::string title;
   bool generating = false;
+  std::string engine;            // where its answers come from: "in-process" or a server's URL; "": unknown
 };
 
 // The generation settings a conversation can set for itself, in the order the chat panel shows them.

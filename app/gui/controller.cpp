@@ -290,7 +290,7 @@ void Controller::update() {
 void Controller::reload_conversations() {
   vm_.conversations.clear();
   for (const store::Conversation& c : store().list_conversations(vm_.ui.search)) {
-    vm_.conversations.push_back({c.id, c.title, live_request_of(c.id).has_value()});
+    vm_.conversations.push_back({c.id, c.title, live_request_of(c.id).has_value(), c.engine});
   }
 }
 

@@ -246,6 +246,8 @@ TEST_CASE("with a remote server, what only the in-process engine does is refused
   REQUIRE(controller.apply({ActionKind::Stop}));
   REQUIRE(pump(controller, [&] { return !controller.streaming(); }));
   CHECK(vm.chat.messages[1].state == ui::MessageState::Stopped);
+  REQUIRE(vm.conversations.size() == 1);
+  CHECK(vm.conversations[0].engine == url);   // the list's tooltip says where its answers come from
 
   CHECK_FALSE(controller.apply({ActionKind::ReconfigureKv}));
   CHECK(vm.status.message.find("the KV pool is the server's") != std::string::npos);
