@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/attention_int_keys.h"
 #include "kernels/check.h"
 #include "kernels/cpu/attention_isa.h"
 #include "kernels/dot.h"
@@ -24,8 +25,8 @@ uint8_t* row_ptr(const PagedKvTensor& t, const PagedSeq& seq, int32_t block_size
 
 float round_to_fp16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
 
-// ref:: keeps q, one row and the accumulator of one head.
-int64_t ref_scratch_floats(int32_t head_dim) { return 3 * int64_t(head_dim); }
+// ref:: keeps q, one row, the accumulator and the quantized query (int16) of one head.
+int64_t ref_scratch_floats(int32_t head_dim) { return 4 * int64_t(head_dim); }
 
 }  // namespace
 
@@ -53,8 +54,11 @@ void paged_kv_read_v(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos
 }
 
 namespace ref {
+namespace {
 
-void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
+// Both references: scores from dequantized key rows, or (int_keys) from integer dot products
+// of the quantized query with the key codes, as cpu:: computes them (attention_int_keys.h).
+void attend(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args, bool int_keys) {
   const int32_t d = layer.head_dim;
   KVDESK_ASSERT(seq.num_tokens > 0 && args.num_heads % layer.num_kv_heads == 0);
   KVDESK_ASSERT(args.first_token >= 0 && args.first_token < seq.num_tokens);
@@ -65,17 +69,23 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const Atten
   float* q = args.scratch;           // [d]
   float* row = args.scratch + d;     // [d]
   float* acc = args.scratch + 2 * d; // [d]
+  int16_t* codes = reinterpret_cast<int16_t*>(args.scratch + 3 * d);  // [d] the quantized q
   for (int32_t h = 0; h < args.num_heads; ++h) {
     const int32_t g = h / group;
     for (int32_t i = 0; i < d; ++i) q[i] = round_q ? round_to_fp16(args.q[h * d + i]) : args.q[h * d + i];
     for (int32_t i = 0; i < d; ++i) acc[i] = 0;
+    const float q_scale = int_keys ? quantize_query(q, d, codes) : 0.0f;
     float running_max = -INFINITY;
     float running_sum = 0;
     for (int32_t j = args.first_token; j < seq.num_tokens; ++j) {
-      paged_kv_read_k(layer, seq, j, g, row);
       float s = 0;
-      for (int32_t i = 0; i < d; ++i) s += q[i] * row[i];
-      s *= args.scale;
+      if (int_keys) {
+        s = int_key_dot(layer.k.type, row_ptr(layer.k, seq, layer.block_size, j, g), codes, d) * (q_scale * args.scale);
+      } else {
+        paged_kv_read_k(layer, seq, j, g, row);
+        for (int32_t i = 0; i < d; ++i) s += q[i] * row[i];
+        s *= args.scale;
+      }
       if (args.softcap > 0) s = args.softcap * std::tanh(s / args.softcap);
       if (args.weights) args.weights[int64_t(h) * seq.num_tokens + j] = s;
       float acc_scale = 1.0f;   // e^(m - m')
@@ -101,6 +111,16 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const Atten
       for (int32_t j = args.first_token; j < seq.num_tokens; ++j) w[j] = std::exp(w[j] - running_max) / running_sum;
     }
   }
+}
+
+}  // namespace
+
+void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
+  attend(layer, seq, args, false);
+}
+
+void paged_attention_int_keys(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
+  attend(layer, seq, args, int_key_scores(layer.k.type, layer.head_dim));
 }
 
 }  // namespace ref

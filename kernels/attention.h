@@ -48,13 +48,19 @@ void paged_kv_read_v(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos
 namespace ref {
 // The truth: one key at a time, each row dequantized to f32, std::exp.
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
+// The scalar twin of cpu::'s SIMD kernels: as paged_attention, except that scores over int8 /
+// int4 keys (head_dim a multiple of 8) come from the query quantized to 14 bits and integer
+// dot products with the key codes (kernels/attention_int_keys.h).
+void paged_attention_int_keys(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
 }
 
 namespace cpu {
-// SIMD (AVX-512 or AVX2, chosen at run time), same result as ref:: up to f32 rounding. Per kv
-// head it runs that head's whole group of query heads, so each K/V row is loaded and
-// dequantized once for the group. Falls back to ref:: for LlamaCpp numerics over f16 K/V, for
-// soft-capped scores and for head dims that are not a multiple of 8.
+// SIMD (AVX-512 or AVX2, chosen at run time), same result as ref::paged_attention_int_keys up
+// to f32 rounding, so the same as ref::paged_attention up to f32 rounding for float and fp8
+// keys and up to the query's 14-bit rounding for int8 / int4 keys. Per kv head it runs that
+// head's whole group of query heads, so each K/V row is loaded once for the group. Falls back
+// to ref::paged_attention for LlamaCpp numerics over f16 K/V, for soft-capped scores and for
+// head dims that are not a multiple of 8.
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
 }
 

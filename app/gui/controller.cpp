@@ -273,6 +273,7 @@ void Controller::update() {
   save_streaming_answers();
   save_ready_kv();
   refresh_remote_models();
+  import_loaded_kv();
   const auto now = Clock::now();
   if (vm_.model.state == ui::ModelState::Loading) {
     vm_.model.loading_seconds = std::chrono::duration<double>(now - model_load_started_).count();
@@ -337,6 +338,7 @@ void Controller::select(store::ConversationId id) {
   vm_.ui.editing_message = 0;
   vm_.ui.scroll_chat_to_bottom = true;
   reload_chat();
+  prefetch_kv(id);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -386,21 +388,22 @@ void Controller::open_model(const std::string& path) {
 void Controller::on_model_loaded(const std::string& note) {
   last_stats_steps_ = 0;
   vm_.kv_types.clear();
-  kv_in_pool_.clear();   // a new pool parks nothing yet
+  kv_in_pool_.clear();   // a new pool parks nothing yet, and holds no import made before it
+  std::erase_if(kv_imports_, [this](const auto& import) { return !live_request_of(import.first); });
   if (reconfiguring_) {
     reconfiguring_ = false;
     set_status("KV pool re-created", false);
-    return;
-  }
-  vm_.model.state = ui::ModelState::Loaded;
-  if (engine_.is_remote()) {
+  } else if (engine_.is_remote()) {
+    vm_.model.state = ui::ModelState::Loaded;
     fill_model_view(engine_.chat().stats().model, vm_.model);
     set_status(note, false);
-    return;
+  } else {
+    vm_.model.state = ui::ModelState::Loaded;
+    store().note_model_opened(vm_.model.path);
+    load_preferences();
+    set_status(note.empty() ? "model loaded" : "model loaded; " + note, false);
   }
-  store().note_model_opened(vm_.model.path);
-  load_preferences();
-  set_status(note.empty() ? "model loaded" : "model loaded; " + note, false);
+  prefetch_kv(vm_.chat.conversation_id);
 }
 
 void Controller::reconfigure_kv() {

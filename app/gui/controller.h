@@ -28,6 +28,7 @@
 #include "app/gui/chat_engine.h"
 #include "app/gui/http_serving.h"
 #include "app/chat/chat_history.h"
+#include "app/chat/saved_kv.h"
 #include "app/remote/model_list.h"
 #include "app/store/conversation_store.h"
 #include "engine/engine.h"
@@ -141,6 +142,13 @@ class Controller {
   void set_status(const std::string& message, bool error);
 
   // --- controller_saved_kv.cpp: conversations' KV kept in the store between runs ---
+  // Starts loading the conversation's saved KV in the background when the engine does not hold
+  // it; update() imports it once loaded, so its next turn finds the KV already in the engine.
+  void prefetch_kv(store::ConversationId conversation);
+  void import_loaded_kv();
+  bool wants_kv_import(store::ConversationId conversation) const;
+  // The conversation's saved KV: a background load's result (waited for), else loaded now.
+  chat::SavedKv take_saved_kv(store::ConversationId conversation);
   // Imports the conversation's saved KV unless the engine holds it; says where its KV comes from.
   std::string restore_kv(store::ConversationId conversation);
   // The import's refusal, if any, once the turn it preceded has finished.
@@ -169,6 +177,7 @@ class Controller {
   // Conversations whose KV the engine holds parked since the model loaded (answered or imported).
   std::set<store::ConversationId> kv_in_pool_;
   std::map<store::ConversationId, std::future<std::string>> kv_imports_;
+  std::map<store::ConversationId, std::future<chat::SavedKv>> kv_loads_;
   std::map<store::ConversationId, std::future<std::optional<ConversationKv>>> kv_exports_;
 };
 

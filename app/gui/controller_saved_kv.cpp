@@ -2,9 +2,11 @@
 // the engine exports the conversation's parked KV (the future is ready within one engine step)
 // and update() saves it once ready, so the UI thread never waits on the engine; closing waits
 // for the exports still pending. A conversation the engine does not hold (the app restarted,
-// another model was loaded) gets its saved KV imported before its next turn: the engine takes
-// commands in order, so the import lands before the turn without the UI thread waiting.
-// A remote server keeps its KV to itself: nothing is exported or imported while chatting there.
+// another model was loaded) gets its saved KV loaded in the background as soon as it is opened
+// and imported when loaded, so the user's next turn finds it in the engine; a turn sent before
+// the load is done waits for it, and the engine takes commands in order, so the import always
+// lands before the turn.
+// A remote server keeps its KV to itself: nothing is loaded, exported or imported while chatting there.
 #include "app/chat/saved_kv.h"
 #include "app/gui/controller.h"
 #include "engine/error.h"
@@ -16,10 +18,46 @@ bool is_ready(const auto& future) { return future.wait_for(std::chrono::seconds(
 
 }  // namespace
 
+void Controller::prefetch_kv(store::ConversationId conversation) {
+  if (conversation == 0 || !wants_kv_import(conversation) || kv_loads_.contains(conversation)) return;
+  if (!store().kv_info(conversation)) return;
+  kv_loads_[conversation] = chat::load_saved_kv_async(store().path(), conversation);
+}
+
+void Controller::import_loaded_kv() {
+  for (auto it = kv_loads_.begin(); it != kv_loads_.end();) {
+    if (!is_ready(it->second)) {
+      ++it;
+      continue;
+    }
+    const store::ConversationId conversation = it->first;
+    chat::SavedKv saved = it->second.get();
+    it = kv_loads_.erase(it);
+    if (saved.kv && wants_kv_import(conversation)) {
+      kv_imports_[conversation] = engine_.local().import_conversation(uint64_t(conversation), std::move(*saved.kv));
+    }
+  }
+}
+
+bool Controller::wants_kv_import(store::ConversationId conversation) const {
+  return !engine_.is_remote() && vm_.model.state == ui::ModelState::Loaded && !reconfiguring_ &&
+         !kv_in_pool_.contains(conversation) &&
+         !kv_imports_.contains(conversation) && !live_request_of(conversation);
+}
+
+chat::SavedKv Controller::take_saved_kv(store::ConversationId conversation) {
+  const auto it = kv_loads_.find(conversation);
+  if (it == kv_loads_.end()) return chat::load_saved_kv(store(), conversation);
+  chat::SavedKv saved = it->second.get();
+  kv_loads_.erase(it);
+  return saved;
+}
+
 std::string Controller::restore_kv(store::ConversationId conversation) {
   if (engine_.is_remote()) return "the server (its own cache)";
   if (kv_in_pool_.contains(conversation)) return "pool";
-  chat::SavedKv saved = chat::load_saved_kv(store(), conversation);
+  if (kv_imports_.contains(conversation)) return "database";   // imported when the conversation was opened
+  chat::SavedKv saved = take_saved_kv(conversation);
   if (!saved.kv) return "recomputed (" + saved.why_not + ")";
   kv_imports_[conversation] = engine_.local().import_conversation(uint64_t(conversation), std::move(*saved.kv));
   return "database";
@@ -71,6 +109,7 @@ void Controller::save_exported_kv(store::ConversationId conversation, const std:
 void Controller::forget_kv(store::ConversationId conversation) {
   kv_in_pool_.erase(conversation);
   kv_imports_.erase(conversation);
+  kv_loads_.erase(conversation);   // waits for a load in flight: it reads the conversation's row
   kv_exports_.erase(conversation);
 }
 

@@ -1,6 +1,7 @@
 // Markdown and JSON export, JSON import (see conversation_export.h).
 #include "app/store/conversation_export.h"
 
+#include <climits>
 #include <cstdio>
 #include <unordered_map>
 
@@ -29,6 +30,7 @@ json message_to_json(const Message& m) {
             {"created_at_ms", m.created_at_ms},
             {"updated_at_ms", m.updated_at_ms}};
   if (m.stats) j["stats"] = stats_to_json(*m.stats);
+  if (m.tokens) j["tokens"] = {{"identity", m.tokens->identity}, {"ids", m.tokens->ids}};
   return j;
 }
 
@@ -121,6 +123,25 @@ ConversationSettings settings_from_json(const json& j) {
   };
 }
 
+// A message's token ids: non-negative 32-bit integers (whether they fit the model's vocabulary is
+// checked when a turn uses them), at most a context's worth.
+constexpr size_t kMaxMessageTokenIds = size_t(1) << 24;
+MessageTokens tokens_from_json(const json& j, const std::string& where) {
+  if (!j.is_object()) bad(where, "'tokens' must be an object");
+  MessageTokens t;
+  t.identity = text_field(j, "identity", where);
+  const json& ids = field(j, "ids", where);
+  if (!ids.is_array() || ids.size() > kMaxMessageTokenIds) bad(where, "'tokens.ids' must be an array of token ids");
+  t.ids.reserve(ids.size());
+  for (const json& id : ids) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+      bad(where, "'tokens.ids' holds something that is not a token id");
+    }
+    t.ids.push_back(int32_t(id.get<int64_t>()));
+  }
+  return t;
+}
+
 Message message_from_json(const json& j, size_t index) {
   const std::string where = "message #" + std::to_string(index);
   if (!j.is_object()) bad(where, "must be an object");
@@ -137,6 +158,7 @@ Message message_from_json(const json& j, size_t index) {
   m.created_at_ms = int_field(j, "created_at_ms", where, false);
   m.updated_at_ms = int_field(j, "updated_at_ms", where, false);
   if (j.contains("stats") && !j["stats"].is_null()) m.stats = stats_from_json(j["stats"], where);
+  if (j.contains("tokens") && !j["tokens"].is_null()) m.tokens = tokens_from_json(j["tokens"], where);
   return m;
 }
 

@@ -17,9 +17,11 @@ inline constexpr int kConversationFormatVersion = 1;
 
 // {"format", "version", "id", "title", "system_prompt", "created_at_ms", "updated_at_ms",
 //  "active_leaf_id", "messages": [{"id", "parent_id", "role", "content", "status",
-//  "created_at_ms", "updated_at_ms", "stats"?}], "settings"?: {"context_length", "max_tokens",
+//  "created_at_ms", "updated_at_ms", "stats"?, "tokens"?: {"identity", "ids"}}], "settings"?: {"context_length", "max_tokens",
 //  "temperature", "top_p", "top_k", "min_p", "seed", "kv_retention", "kv_keep"; each optional}}.
-// `tree.messages` may be the whole tree or a path.
+// `tree.messages` may be the whole tree or a path. "tokens" are the message's token ids and the
+// model and chat template they are valid for (store::MessageTokens), so an imported conversation
+// continues token for token as it did where it was exported.
 nlohmann::json conversation_to_json(const ConversationTree& tree);
 // The inverse. Hostile input is expected: wrong types, unknown roles, missing parents, cycles and
 // duplicate ids throw kvdesk::Error. The messages come back parents first, otherwise in file order.

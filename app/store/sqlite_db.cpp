@@ -65,6 +65,27 @@ std::string error_message(const std::string& path, sqlite3* db, int rc) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+// BlobReader
+// ---------------------------------------------------------------------------------------------
+
+BlobReader::BlobReader(Database& db, const char* table, const char* column, int64_t rowid) : db_(db) {
+  const int rc = sqlite3_blob_open(db.db_, "main", table, column, rowid, 0, &blob_);
+  if (rc != SQLITE_OK) {
+    sqlite3_blob_close(blob_);   // SQLite may hand back a handle to close even on failure
+    db.fail(rc);
+  }
+  size_ = size_t(sqlite3_blob_bytes(blob_));
+}
+
+BlobReader::~BlobReader() { sqlite3_blob_close(blob_); }
+
+void BlobReader::read(size_t offset, std::span<uint8_t> out) {
+  KVDESK_ASSERT(offset <= size_ && out.size() <= size_ - offset);
+  const int rc = sqlite3_blob_read(blob_, out.data(), int(out.size()), int(offset));
+  if (rc != SQLITE_OK) db_.fail(rc);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Database
 // ---------------------------------------------------------------------------------------------
 
@@ -185,6 +206,12 @@ Statement& Statement::bind(int index, std::string_view text) {
 
 Statement& Statement::bind_blob(int index, std::span<const uint8_t> bytes) {
   const int rc = sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) db_->fail(rc);
+  return *this;
+}
+
+Statement& Statement::bind_blob_borrowed(int index, std::span<const uint8_t> bytes) {
+  const int rc = sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_STATIC);
   if (rc != SQLITE_OK) db_->fail(rc);
   return *this;
 }

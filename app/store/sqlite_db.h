@@ -14,6 +14,7 @@
 
 struct sqlite3;
 struct sqlite3_stmt;
+struct sqlite3_blob;
 
 namespace kvdesk::store {
 
@@ -40,6 +41,9 @@ class Statement {
   Statement& bind(int index, const char* text) { return bind(index, std::string_view(text)); }
   Statement& bind(int index, const std::string& text) { return bind(index, std::string_view(text)); }
   Statement& bind_blob(int index, std::span<const uint8_t> bytes);
+  // As bind_blob without SQLite's copy, for values of many megabytes: `bytes` must stay alive
+  // and unchanged until this use of the statement ends.
+  Statement& bind_blob_borrowed(int index, std::span<const uint8_t> bytes);
   Statement& bind_null(int index);
   template <class T>
   Statement& bind(int index, const std::optional<T>& value) {
@@ -105,10 +109,33 @@ class Database {
     size_t operator()(std::string_view sql) const { return std::hash<std::string_view>{}(sql); }
   };
 
+  friend class BlobReader;
+
   std::string path_;
   OpenMode mode_;
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, CachedStatement, SqlHash, std::equal_to<>> cache_;   // key: the SQL text
+};
+
+// One BLOB cell read in pieces (SQLite's incremental blob I/O): the bytes go from the database's
+// pages straight into the caller's buffers, where a SELECT would first assemble the whole value
+// in memory and then copy it out. Holds a read of the row until it is destroyed.
+class BlobReader {
+ public:
+  // Throws kvdesk::Error when the row does not exist or the column is not a BLOB.
+  BlobReader(Database& db, const char* table, const char* column, int64_t rowid);
+  ~BlobReader();
+  BlobReader(const BlobReader&) = delete;
+  BlobReader& operator=(const BlobReader&) = delete;
+
+  size_t size() const { return size_; }
+  // Fills `out` with the bytes at [offset, offset + out.size()), which must lie in the value.
+  void read(size_t offset, std::span<uint8_t> out);
+
+ private:
+  Database& db_;
+  sqlite3_blob* blob_ = nullptr;
+  size_t size_ = 0;
 };
 
 // A write transaction. BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy

@@ -5,6 +5,7 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <limits>
 #include <memory>
 
@@ -30,14 +31,37 @@ std::optional<std::vector<uint8_t>> compress(std::span<const uint8_t> bytes) {
   return out;
 }
 
-std::vector<uint8_t> decompress(const std::vector<uint8_t>& frame, size_t num_bytes, const std::string& where) {
-  std::vector<uint8_t> out(num_bytes);
-  const size_t n = ZSTD_decompress(out.data(), out.size(), frame.data(), frame.size());
-  if (ZSTD_isError(n) || n != num_bytes) {
-    throw Error(where + ": the saved KV cache is damaged (" +
-                (ZSTD_isError(n) ? std::string(ZSTD_getErrorName(n)) : "wrong size") + "); clear it and save it again");
+Error damaged_kv(const std::string& where, const std::string& what) {
+  return Error(where + ": the saved KV cache is damaged (" + what + "); clear it and save it again");
+}
+
+// Pieces in which a stored frame is read from the database: small enough to stay in cache,
+// large enough that SQLite's per-call cost does not show.
+constexpr size_t kBlobPieceBytes = size_t(1) << 20;
+
+// Decodes the zstd frame in `blob` into `out`, which must be exactly the decoded size; the frame
+// is read a piece at a time, so the compressed value never sits in memory whole.
+void decompress_blob(BlobReader& blob, std::span<uint8_t> out, const std::string& where) {
+  const std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  if (!dctx) throw Error(where + ": out of memory while reading the saved KV cache");
+  std::vector<uint8_t> piece(std::min(blob.size(), kBlobPieceBytes));
+  ZSTD_outBuffer output{out.data(), out.size(), 0};
+  size_t frame_left = 1;   // ZSTD_decompressStream's hint; 0 once the frame is complete
+  for (size_t offset = 0; offset < blob.size();) {
+    const size_t n = std::min(piece.size(), blob.size() - offset);
+    blob.read(offset, {piece.data(), n});
+    offset += n;
+    ZSTD_inBuffer input{piece.data(), n, 0};
+    while (input.pos < input.size) {
+      if (frame_left == 0) throw damaged_kv(where, "bytes after the end of its frame");
+      const size_t in_before = input.pos;
+      const size_t out_before = output.pos;
+      frame_left = ZSTD_decompressStream(dctx.get(), &output, &input);
+      if (ZSTD_isError(frame_left)) throw damaged_kv(where, ZSTD_getErrorName(frame_left));
+      if (input.pos == in_before && output.pos == out_before) throw damaged_kv(where, "wrong size");
+    }
   }
-  return out;
+  if (frame_left != 0 || output.pos != out.size()) throw damaged_kv(where, "wrong size");
 }
 
 }  // namespace
@@ -178,7 +202,7 @@ KvSaveResult ConversationStore::save_kv_capped(ConversationId id, std::string_vi
       .bind(3, frame ? "zstd" : "raw")
       .bind(4, int64_t(bytes.size()))
       .bind(5, unix_time_ms())
-      .bind_blob(6, stored)
+      .bind_blob_borrowed(6, stored)
       .run();
   tx.commit();
   result.saved = true;
@@ -191,16 +215,25 @@ int64_t ConversationStore::total_kv_bytes() {
 }
 
 std::optional<std::vector<uint8_t>> ConversationStore::load_kv(ConversationId id, std::string_view key) {
-  Statement s = db_->prepare("SELECT codec, num_bytes, data FROM conversation_kv WHERE conversation_id = ?1 AND key = ?2");
-  s.bind(1, id).bind(2, key);
-  if (!s.step()) return std::nullopt;
-  const std::string codec = s.column_text(0);
-  const auto num_bytes = size_t(s.column_int(1));
-  std::vector<uint8_t> data = s.column_blob(2);
+  std::string codec;
+  size_t num_bytes = 0;
+  {
+    Statement s = db_->prepare("SELECT codec, num_bytes FROM conversation_kv WHERE conversation_id = ?1 AND key = ?2");
+    s.bind(1, id).bind(2, key);
+    if (!s.step()) return std::nullopt;
+    codec = s.column_text(0);
+    num_bytes = size_t(s.column_int(1));
+  }
   const std::string where = path() + ": conversation " + std::to_string(id);
-  if (codec == "zstd") return decompress(data, num_bytes, where);
-  if (data.size() != num_bytes) throw Error(where + ": the saved KV cache is damaged (wrong size); clear it and save it again");
-  return data;
+  BlobReader blob(*db_, "conversation_kv", "data", id);
+  std::vector<uint8_t> bytes(num_bytes);
+  if (codec == "zstd") {
+    decompress_blob(blob, bytes, where);
+  } else {
+    if (blob.size() != num_bytes) throw damaged_kv(where, "wrong size");
+    blob.read(0, bytes);
+  }
+  return bytes;
 }
 
 std::optional<KvBlobInfo> ConversationStore::kv_info(ConversationId id) {

@@ -34,6 +34,7 @@ struct Avx2 {
   }
   static float reduce_add(Vec v) { return hsum(v); }
   static float reduce_max(Vec v) { return hmax(v); }
+  static bool any_above(Vec v, float x) { return _mm256_movemask_ps(_mm256_cmp_ps(v, set1(x), _CMP_GT_OQ)) != 0; }
 
   // parts[8][8] -> lane r = sum of parts[r][0..8): pairs, quads, then the two 128-bit halves.
   static Vec transpose_sum(const float* parts) {
@@ -65,6 +66,57 @@ struct Avx2 {
     const __m128i h = _mm_slli_epi16(_mm_cvtepi8_epi16(load8(p)), 7);
     return _mm256_cvtph_ps(_mm_and_si128(h, _mm_set1_epi16(short(0xBF80))));
   }
+  // Integer key scores (attention_int_phases.h): 8 lanes of 4 u8 codes each, one per row,
+  // widened to two words of 2 u16: codes 0 and 2, codes 1 and 3 of the chunk.
+  using IVec = __m256i;
+  struct KeyChunk {
+    __m256i even, odd;
+  };
+  static constexpr int kIntHeadTile = 4;   // 2 accumulators a head: 8 of the 16 registers
+  static IVec izero() { return _mm256_setzero_si256(); }
+  static IVec iload(const uint32_t* p) { return load_256(p); }
+  static void istore(uint32_t* p, IVec v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+  static IVec low_nibbles(IVec w) { return _mm256_and_si256(w, _mm256_set1_epi8(15)); }
+  static IVec high_nibbles(IVec w) { return _mm256_and_si256(_mm256_srli_epi32(w, 4), _mm256_set1_epi8(15)); }
+  // 8 words of (f16 s, f16 m) -> s and m as f32: each half of the words packed to 8 u16.
+  static void f16_pairs(const uint32_t* p, Vec& s, Vec& m) {
+    const __m256i w = iload(p);
+    const __m256i lo = _mm256_and_si256(w, _mm256_set1_epi32(0xFFFF)), hi = _mm256_srli_epi32(w, 16);
+    s = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
+    m = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
+  }
+  static KeyChunk key_chunk(const uint32_t* p) {
+    const __m256i t = iload(p);
+    return {_mm256_and_si256(t, _mm256_set1_epi32(0x00FF00FF)), _mm256_srli_epi16(t, 8)};
+  }
+  // out[k][r] = 32-bit word k of rows[r] + offset, k in 0..3: 128-bit lane i of z[a] is row
+  // a + 4i, and a 4 x 4 transpose of words inside the lanes puts row a + 4i at lane 4i + a.
+  static void transpose_words4(const uint8_t* const* rows, size_t offset, uint32_t* out) {
+    __m256i z[4];
+    for (int a = 0; a < 4; ++a) {
+      z[a] = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(rows[a] + offset)), load16(rows[a + 4] + offset), 1);
+    }
+    const __m256i t0 = _mm256_unpacklo_epi32(z[0], z[1]), t1 = _mm256_unpackhi_epi32(z[0], z[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(z[2], z[3]), t3 = _mm256_unpackhi_epi32(z[2], z[3]);
+    istore(out, _mm256_unpacklo_epi64(t0, t2));
+    istore(out + 8, _mm256_unpackhi_epi64(t0, t2));
+    istore(out + 16, _mm256_unpacklo_epi64(t1, t3));
+    istore(out + 24, _mm256_unpackhi_epi64(t1, t3));
+  }
+  // A chunk's query codes as two words of 2 int16: (c0, c2), then (c1, c3).
+  static void pack_query_chunk(const int16_t* c, uint32_t* out) {
+    const int16_t even[2] = {c[0], c[2]}, odd[2] = {c[1], c[3]};
+    std::memcpy(out, even, 4);
+    std::memcpy(out + 1, odd, 4);
+  }
+  // a0 += (codes 0, 2) . (c0, c2), a1 += (codes 1, 3) . (c1, c3) per lane (vpmaddwd).
+  static void dot_chunk(IVec& a0, IVec& a1, const KeyChunk& t, const uint32_t* q) {
+    a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(t.even, _mm256_set1_epi32(int32_t(q[0]))));
+    a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(t.odd, _mm256_set1_epi32(int32_t(q[1]))));
+  }
+  static IVec combine(IVec a0, IVec a1) { return _mm256_add_epi32(a0, a1); }
+  static Vec to_float(IVec v) { return _mm256_cvtepi32_ps(v); }
+
   // 8 unsigned int8 codes -> f32.
   static Vec load_u8(const uint8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(load8(p))); }
   // 4 bytes of nibble pairs -> 8 codes: each byte twice, then odd lanes shifted by 4.

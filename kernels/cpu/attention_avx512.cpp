@@ -30,6 +30,7 @@ struct Avx512 {
   }
   static float reduce_add(Vec v) { return _mm512_reduce_add_ps(v); }
   static float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
+  static bool any_above(Vec v, float x) { return _mm512_cmp_ps_mask(v, set1(x), _CMP_GT_OQ) != 0; }
 
   // parts[16][16] -> lane r = sum of parts[r][0..16): pairs, quads, then 128-bit lanes.
   static Vec transpose_sum(const float* parts) {
@@ -66,6 +67,56 @@ struct Avx512 {
     const __m256i h = _mm256_slli_epi16(_mm256_cvtepi8_epi16(load16(p)), 7);
     return _mm512_cvtph_ps(_mm256_and_si256(h, _mm256_set1_epi16(short(0xBF80))));
   }
+  // Integer key scores (attention_int_phases.h): 16 lanes of 4 u8 codes each, one per row.
+  using IVec = __m512i;
+  using KeyChunk = __m512i;
+  static constexpr int kIntHeadTile = 8;
+  static IVec izero() { return _mm512_setzero_si512(); }
+  static IVec iload(const uint32_t* p) { return _mm512_loadu_si512(p); }
+  static void istore(uint32_t* p, IVec v) { _mm512_storeu_si512(p, v); }
+  static IVec low_nibbles(IVec w) { return _mm512_and_si512(w, _mm512_set1_epi8(15)); }
+  static IVec high_nibbles(IVec w) { return _mm512_and_si512(_mm512_srli_epi32(w, 4), _mm512_set1_epi8(15)); }
+  static KeyChunk key_chunk(const uint32_t* p) { return iload(p); }
+  // 16 words of (f16 s, f16 m) -> s and m as f32.
+  static void f16_pairs(const uint32_t* p, Vec& s, Vec& m) {
+    const __m512i w = iload(p);
+    s = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w));
+    m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16)));
+  }
+  // out[k][r] = 32-bit word k of rows[r] + offset, k in 0..3: 128-bit lane i of z[a] is row
+  // a + 4i, and a 4 x 4 transpose of words inside the lanes puts row a + 4i at lane 4i + a.
+  static void transpose_words4(const uint8_t* const* rows, size_t offset, uint32_t* out) {
+    __m512i z[4];
+    for (int a = 0; a < 4; ++a) {
+      z[a] = _mm512_castsi128_si512(load16(rows[a] + offset));
+      for (int i = 1; i < 4; ++i) z[a] = _mm512_inserti32x4(z[a], load16(rows[a + 4 * i] + offset), i);
+    }
+    const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    istore(out, _mm512_unpacklo_epi64(t0, t2));
+    istore(out + 16, _mm512_unpackhi_epi64(t0, t2));
+    istore(out + 32, _mm512_unpacklo_epi64(t1, t3));
+    istore(out + 48, _mm512_unpackhi_epi64(t1, t3));
+  }
+  // A chunk's query codes c = 128 * hi + lo as two words of 4 signed bytes: hi, then lo.
+  static void pack_query_chunk(const int16_t* c, uint32_t* out) {
+    uint8_t hi[4], lo[4];
+    for (int j = 0; j < 4; ++j) {
+      const int32_t h = (c[j] + 64) >> 7;
+      hi[j] = uint8_t(int8_t(h));
+      lo[j] = uint8_t(int8_t(c[j] - 128 * h));
+    }
+    std::memcpy(out, hi, 4);
+    std::memcpy(out + 1, lo, 4);
+  }
+  // a0 += codes . hi, a1 += codes . lo per lane (vpdpbusd, u8 x s8 into int32).
+  static void dot_chunk(IVec& a0, IVec& a1, KeyChunk t, const uint32_t* q) {
+    a0 = _mm512_dpbusd_epi32(a0, t, _mm512_set1_epi32(int32_t(q[0])));
+    a1 = _mm512_dpbusd_epi32(a1, t, _mm512_set1_epi32(int32_t(q[1])));
+  }
+  static IVec combine(IVec a0, IVec a1) { return _mm512_add_epi32(_mm512_slli_epi32(a0, 7), a1); }
+  static Vec to_float(IVec v) { return _mm512_cvtepi32_ps(v); }
+
   // 16 unsigned int8 codes -> f32.
   static Vec load_u8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16(p))); }
   // 8 bytes of nibble pairs -> 16 codes: each byte twice, odd lanes shifted by 4, masked.

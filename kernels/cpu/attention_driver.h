@@ -6,10 +6,14 @@
 //   1. scores  s[h][r] = scale * row_scale_k[r] * dot(q[h], K[r])   each K row dequantized
 //      once into registers and used by every head; the W partial-sum vectors of a head are
 //      added across lanes by one W x W transpose (~3 ops per dot instead of a full reduce).
+//      int8 / int4 keys are not dequantized: integer dot products with the quantized query,
+//      tokens in lanes (attention_int_phases.h).
 //   2. softmax m' = max(m, max_r s);  acc *= e^(m - m');  p = e^(s - m');  l = l e^(m - m') + sum p
-//      (the online softmax of ref::, one step per tile instead of per token)
+//      (the online softmax of ref::, one step per tile instead of per token; l is kept per lane
+//      and added across lanes once at the end)
 //   3. values  acc[h] += sum_r p[h][r] * row_scale_v[r] * V[r]   each V vector dequantized once
-//      per tile of up to 8 heads whose accumulators stay in registers.
+//      per tile of up to 8 heads whose accumulators stay in registers. int8 / int4 values fold
+//      their group scale into p and their min into one sum per group (attention_int_phases.h).
 // A tile's rows may span blocks: row pointers come from the block table, row by row, and the
 // next tile's rows are prefetched while this one computes. The includer provides <immintrin.h>.
 #pragma once
@@ -19,7 +23,9 @@
 
 #include "kernels/attention.h"
 #include "kernels/check.h"
+#include "kernels/cpu/attention_int_phases.h"
 #include "kernels/cpu/attention_isa.h"
+#include "kernels/cpu/attention_tile.h"
 #include "kernels/kv_quant.h"
 
 namespace kvdesk {
@@ -46,10 +52,9 @@ typename Isa::Vec exp_nonpositive(typename Isa::Vec x) {
   return Isa::zero_below(x, kExpLowest, Isa::ldexp(y, n));
 }
 
-// One row of `Type` as vectors: value[c*W + i] = scale(row) * lane i of load(row, c).
-// fp8's per-row scale is applied once per row (to the finished dot, or to the softmax weight);
-// int8 / int4 groups are affine (s * code + m), so load applies their pair to each vector (a
-// vector never spans two groups: groups are multiples of 16 values, or the whole row).
+// One row of a float or fp8 `Type` as vectors: value[c*W + i] = scale(row) * lane i of
+// load(row, c). fp8's per-row scale is applied once per row (to the finished dot, or to the
+// softmax weight). int8 / int4 rows are read by attention_int_phases.h.
 template <class Isa, KvType Type>
 struct RowReader {
   using Vec = typename Isa::Vec;
@@ -73,48 +78,7 @@ struct RowReader {
     if constexpr (Type == KvType::BF16) return Isa::load_bf16(values + sizeof(uint16_t) * c * W);
     if constexpr (Type == KvType::FP8_E4M3) return Isa::load_e4m3(values + c * W);
     if constexpr (Type == KvType::FP8_E5M2) return Isa::load_e5m2(values + c * W);
-    if constexpr (Type == KvType::INT8) return Isa::fma(Isa::load_u8(values + c * W), group_scale(row, c, d), group_min(row, c, d));
-    if constexpr (Type == KvType::INT4) return Isa::fma(Isa::load_u4(values + c * W / 2), group_scale(row, c, d), group_min(row, c, d));
   }
-
-  // The f16 (scale, min) pair of the group holding values [c*W, c*W + W).
-  static const uint8_t* group_pair(const uint8_t* row, int32_t c, int32_t d) {
-    return row + 4 * size_t(c * W / kv_row_group(Type, d));
-  }
-  static Vec group_scale(const uint8_t* row, int32_t c, int32_t d) {
-    uint16_t s16;
-    std::memcpy(&s16, group_pair(row, c, d), sizeof(s16));
-    return Isa::set1(_cvtsh_ss(s16));
-  }
-  static Vec group_min(const uint8_t* row, int32_t c, int32_t d) {
-    uint16_t m16;
-    std::memcpy(&m16, group_pair(row, c, d) + sizeof(m16), sizeof(m16));
-    return Isa::set1(_cvtsh_ss(m16));
-  }
-};
-
-// Up to W consecutive token rows of one kv head: where each K and V row is.
-template <class Isa>
-struct RowTile {
-  int32_t rows = 0;
-  const uint8_t* k[Isa::kLanes];
-  const uint8_t* v[Isa::kLanes];
-};
-
-// One kv head and its query heads, with the float scratch split into its parts.
-struct GroupJob {
-  const float* q;   // [heads][d]
-  float* out;       // [heads][d]
-  int32_t heads;
-  int32_t d;
-  float scale;
-  float* parts;     // [kSimdMaxHeadTile][W][W]   partial dot vectors of one head tile
-  float* p;         // [heads][W]             scores, then softmax weights, of one tile
-  float* acc;       // [heads][d]
-  float* m;         // [heads] running max
-  float* l;         // [heads] running sum
-  float* weights;   // [heads][num_tokens] or nullptr: raw scores, then softmax weights
-  int32_t num_tokens;
 };
 
 template <class Isa, KvType Type>
@@ -163,16 +127,6 @@ void accumulate_heads(const RowTile<Isa>& tile, const GroupJob& job, int32_t h0)
   }
 }
 
-// Runs Step<HT> over all heads in tiles of kSimdMaxHeadTile (8), then 4, 2, 1.
-template <template <int> class Step, class... Args>
-void for_head_tiles(int32_t heads, Args&&... args) {
-  int32_t h = 0;
-  for (; h + kSimdMaxHeadTile <= heads; h += kSimdMaxHeadTile) Step<kSimdMaxHeadTile>::run(h, args...);
-  if (heads - h >= 4) Step<4>::run(h, args...), h += 4;
-  if (heads - h >= 2) Step<2>::run(h, args...), h += 2;
-  if (heads - h >= 1) Step<1>::run(h, args...);
-}
-
 template <class Isa, KvType Type>
 struct Scores {
   template <int HT>
@@ -206,24 +160,35 @@ struct Values {
   }
 };
 
+// The int8 / int4 values' min terms of head h scale with its accumulator.
+template <class Isa>
+void rescale_min_terms(const GroupJob& job, int32_t h, float alpha) {
+  const int32_t groups = job.ints.value_groups;
+  float* terms = job.ints.value_min_terms + h * groups * Isa::kLanes;
+  for (int32_t i = 0; i < groups * Isa::kLanes; i += Isa::kLanes) Isa::store(terms + i, Isa::mul(Isa::load(terms + i), Isa::set1(alpha)));
+}
+
 // Step 2 for every head: turns the tile's scores into weights and rescales what came before.
 template <class Isa>
 void softmax_tile(const GroupJob& job) {
   constexpr int W = Isa::kLanes;
   for (int32_t h = 0; h < job.heads; ++h) {
     const typename Isa::Vec s = Isa::load(job.p + h * W);
-    const float tile_max = Isa::reduce_max(s);
+    // Past the first tiles the running max rarely moves: one compare skips the reduction.
+    const float tile_max = Isa::any_above(s, job.m[h]) ? Isa::reduce_max(s) : job.m[h];
+    float* l_lanes = job.l_lanes + h * W;
     if (tile_max > job.m[h]) {
-      if (job.l[h] != 0.0f) {
+      if (job.m[h] != -INFINITY) {
         const float alpha = std::exp(job.m[h] - tile_max);
-        job.l[h] *= alpha;
+        Isa::store(l_lanes, Isa::mul(Isa::load(l_lanes), Isa::set1(alpha)));
         float* acc = job.acc + h * job.d;
         for (int32_t c = 0; c < job.d; c += W) Isa::store(acc + c, Isa::mul(Isa::load(acc + c), Isa::set1(alpha)));
+        rescale_min_terms<Isa>(job, h, alpha);
       }
       job.m[h] = tile_max;
     }
     const typename Isa::Vec p = exp_nonpositive<Isa>(Isa::add(s, Isa::set1(-job.m[h])));
-    job.l[h] += Isa::reduce_add(p);
+    Isa::store(l_lanes, Isa::add(Isa::load(l_lanes), p));
     Isa::store(job.p + h * W, p);
   }
 }
@@ -232,19 +197,37 @@ template <class Isa>
 using TileFn = void (*)(const RowTile<Isa>&, const GroupJob&);
 
 template <class Isa, template <class, KvType> class Phase>
-TileFn<Isa> tile_fn(KvType type) {
+TileFn<Isa> float_tile_fn(KvType type) {
   switch (type) {
     case KvType::F32: return &Phase<Isa, KvType::F32>::tile;
     case KvType::F16: return &Phase<Isa, KvType::F16>::tile;
     case KvType::BF16: return &Phase<Isa, KvType::BF16>::tile;
     case KvType::FP8_E4M3: return &Phase<Isa, KvType::FP8_E4M3>::tile;
     case KvType::FP8_E5M2: return &Phase<Isa, KvType::FP8_E5M2>::tile;
-    case KvType::INT8: return &Phase<Isa, KvType::INT8>::tile;
-    case KvType::INT4: return &Phase<Isa, KvType::INT4>::tile;
+    case KvType::INT8:
+    case KvType::INT4: break;   // scores_fn / values_fn take these
   }
   KVDESK_ASSERT(false);
   return nullptr;
 }
+
+// Step 1 for the layer's K type: integer dot products over int8 / int4 keys (every head dim
+// the SIMD kernels take is a multiple of 8), else float.
+template <class Isa>
+TileFn<Isa> scores_fn(KvType type, int32_t d) {
+  if (int_key_scores(type, d)) return type == KvType::INT8 ? &IntScores<Isa, KvType::INT8>::tile : &IntScores<Isa, KvType::INT4>::tile;
+  return float_tile_fn<Isa, Scores>(type);
+}
+
+// Step 3 for the layer's V type: int8 / int4 codes with their scales folded into p, else float.
+template <class Isa>
+TileFn<Isa> values_fn(KvType type) {
+  if (type == KvType::INT8) return &IntValues<Isa, KvType::INT8>::tile;
+  if (type == KvType::INT4) return &IntValues<Isa, KvType::INT4>::tile;
+  return float_tile_fn<Isa, Values>(type);
+}
+
+inline bool int_values(KvType type) { return type == KvType::INT8 || type == KvType::INT4; }
 
 // Row pointers of positions [first, first + W) of kv head `head`, as many as the sequence has.
 template <class Isa>
@@ -291,31 +274,71 @@ inline void normalize_weights(const GroupJob& job, int32_t first_token) {
   }
 }
 
+// The IntParts of query heads from h0 in the scratch that starts at `base`.
+inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_heads, int64_t h0) {
+  constexpr int64_t W = kSimdMaxLanes;
+  const int32_t d = layer.head_dim;
+  const int64_t groups = simd_int_groups(d);
+  float* key_scales = base + d / 4 * W;
+  float* value_scales = key_scales + 2 * groups * W;
+  float* query_codes = value_scales + 2 * groups * W;
+  float* q_chunks = query_codes + d / 2;
+  float* q_scales = q_chunks + int64_t(num_heads) * (d / 2);
+  float* q_sums = q_scales + num_heads;
+  float* value_weights = q_sums + num_heads * groups;
+  float* value_min_terms = value_weights + num_heads * groups * W;
+  const int32_t k_groups = kv_row_scales(layer.k.type, d);
+  const int32_t v_groups = int_values(layer.v.type) ? kv_row_scales(layer.v.type, d) : 0;
+  return IntParts{reinterpret_cast<int16_t*>(query_codes),
+                  reinterpret_cast<uint32_t*>(q_chunks) + h0 * (d / 2),
+                  q_scales + h0,
+                  q_sums + h0 * k_groups,
+                  reinterpret_cast<uint32_t*>(base),
+                  key_scales,
+                  value_scales,
+                  value_weights + h0 * v_groups * W,
+                  value_min_terms + h0 * v_groups * W,
+                  v_groups};
+}
+
 // Group g's share of the scratch: parts [8][W][W] shared by all groups, then for every query
-// head p [num_heads][W], acc [num_heads][d], m [num_heads], l [num_heads]; group g owns the
+// head p [num_heads][W], acc [num_heads][d], m [num_heads], l [num_heads], l_lanes
+// [num_heads][W]; then the int8 / int4
+// parts (IntParts), shared (sized for the widest ISA) and per query head; group g owns the
 // heads [g * G, (g + 1) * G).
 template <class Isa>
-GroupJob group_job(const AttentionArgs& args, int32_t num_tokens, int32_t g, int32_t group_heads, int32_t d) {
+GroupJob group_job(const PagedKvLayer& layer, const AttentionArgs& args, int32_t num_tokens, int32_t g, int32_t group_heads) {
   constexpr int W = Isa::kLanes;
+  const int32_t d = layer.head_dim;
   const int32_t num_heads = args.num_heads;
   const int64_t h0 = int64_t(g) * group_heads;
   float* p = args.scratch + kSimdMaxHeadTile * W * W;
   float* acc = p + int64_t(num_heads) * W;
   float* m = acc + int64_t(num_heads) * d;
   float* l = m + num_heads;
+  float* l_lanes = l + num_heads;
   float* weights = args.weights ? args.weights + h0 * num_tokens : nullptr;
   return GroupJob{args.q + h0 * d,  args.out + h0 * d, group_heads, d,       args.scale, args.scratch,
-                  p + h0 * W,       acc + h0 * d,      m + h0,      l + h0,  weights,    num_tokens};
-}
-
-void start_group(const GroupJob& job) {
-  for (int32_t h = 0; h < job.heads; ++h) job.m[h] = -INFINITY, job.l[h] = 0.0f;
-  std::memset(job.acc, 0, sizeof(float) * size_t(job.heads) * size_t(job.d));
+                  p + h0 * W,       acc + h0 * d,      m + h0,      l + h0,  l_lanes + h0 * W,
+                  weights,          num_tokens,        int_parts(layer, l_lanes + int64_t(num_heads) * kSimdMaxLanes, num_heads, h0)};
 }
 
 template <class Isa>
-void finish_group(const GroupJob& job, int32_t first_token) {
+void start_group(const GroupJob& job, const PagedKvLayer& layer) {
+  for (int32_t h = 0; h < job.heads; ++h) job.m[h] = -INFINITY;
+  std::memset(job.l_lanes, 0, sizeof(float) * size_t(job.heads) * Isa::kLanes);
+  std::memset(job.acc, 0, sizeof(float) * size_t(job.heads) * size_t(job.d));
+  if (int_key_scores(layer.k.type, job.d)) prepare_int_query<Isa>(job, layer.k.type);
+  if (job.ints.value_groups) {
+    std::memset(job.ints.value_min_terms, 0, sizeof(float) * size_t(job.heads) * size_t(job.ints.value_groups) * Isa::kLanes);
+  }
+}
+
+template <class Isa>
+void finish_group(const GroupJob& job, const PagedKvLayer& layer, int32_t first_token) {
   constexpr int W = Isa::kLanes;
+  if (job.ints.value_groups) add_value_min_terms<Isa>(job, layer.v.type);
+  for (int32_t h = 0; h < job.heads; ++h) job.l[h] = Isa::reduce_add(Isa::load(job.l_lanes + h * W));
   for (int32_t h = 0; h < job.heads; ++h) {
     const typename Isa::Vec inv_l = Isa::set1(1.0f / job.l[h]);
     for (int32_t c = 0; c < job.d; c += W) {
@@ -338,11 +361,11 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   KVDESK_ASSERT(args.first_token >= 0 && args.first_token < seq.num_tokens);
   const int32_t groups = layer.num_kv_heads;
   const int32_t group_heads = args.num_heads / groups;
-  const TileFn<Isa> scores = tile_fn<Isa, Scores>(layer.k.type);
-  const TileFn<Isa> values = tile_fn<Isa, Values>(layer.v.type);
+  const TileFn<Isa> scores = scores_fn<Isa>(layer.k.type, d);
+  const TileFn<Isa> values = values_fn<Isa>(layer.v.type);
   const size_t k_row_bytes = kv_row_bytes(layer.k.type, d);
   const size_t v_row_bytes = kv_row_bytes(layer.v.type, d);
-  for (int32_t g = 0; g < groups; ++g) start_group(group_job<Isa>(args, seq.num_tokens, g, group_heads, d));
+  for (int32_t g = 0; g < groups; ++g) start_group<Isa>(group_job<Isa>(layer, args, seq.num_tokens, g, group_heads), layer);
   RowTile<Isa> tile;
   for (int32_t first = args.first_token; first < seq.num_tokens; first += W) {
     if (first + W < seq.num_tokens) {
@@ -352,7 +375,7 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
       }
     }
     for (int32_t g = 0; g < groups; ++g) {
-      const GroupJob job = group_job<Isa>(args, seq.num_tokens, g, group_heads, d);
+      const GroupJob job = group_job<Isa>(layer, args, seq.num_tokens, g, group_heads);
       locate_rows(layer, seq, g, first, tile);
       scores(tile, job);
       if (job.weights) keep_scores<Isa>(job, first, tile.rows);
@@ -361,7 +384,7 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
     }
   }
   for (int32_t g = 0; g < groups; ++g) {
-    finish_group<Isa>(group_job<Isa>(args, seq.num_tokens, g, group_heads, d), args.first_token);
+    finish_group<Isa>(group_job<Isa>(layer, args, seq.num_tokens, g, group_heads), layer, args.first_token);
   }
 }
 

@@ -4,17 +4,36 @@
 #include <cstdint>
 
 #include "kernels/attention.h"
+#include "kernels/kv_quant.h"
 
 namespace kvdesk {
 
 constexpr int kSimdMaxLanes = 16;      // floats per vector, widest ISA
 constexpr int kSimdMaxHeadTile = 8;    // query heads whose accumulators share the registers
 
+// Most scale groups of an int8 / int4 row (int8's groups are the smaller).
+constexpr int64_t simd_int_groups(int32_t head_dim) { return kv_row_scales(KvType::INT8, head_dim); }
+
+// Floats of the shared int8 / int4 parts (attention_tile.h IntParts): the tile's key chunks
+// [head_dim / 4][lanes], key and value scales [2][groups][lanes] each, one head's int16 query
+// codes [head_dim / 2].
+constexpr int64_t simd_int_shared_floats(int32_t head_dim) {
+  return int64_t(head_dim / 4) * kSimdMaxLanes + 4 * simd_int_groups(head_dim) * kSimdMaxLanes + head_dim / 2;
+}
+
+// Floats of the int8 / int4 parts of one query head: packed query [head_dim / 4][2], scale,
+// code sums [groups], value weights and min terms [groups][lanes] each.
+constexpr int64_t simd_int_head_floats(int32_t head_dim) {
+  return int64_t(head_dim / 2) + 1 + simd_int_groups(head_dim) * (1 + 2 * kSimdMaxLanes);
+}
+
 // Scratch of the SIMD kernels: partial dot vectors of one head tile ([8][lanes][lanes]), then
-// per query head the tile's weights [lanes], its accumulator [head_dim], running max and sum.
+// per query head the tile's weights [lanes], its accumulator [head_dim], running max and sum,
+// the sum by lane [lanes], then the int8 / int4 parts, shared and per head.
 constexpr int64_t simd_scratch_floats(int32_t num_heads, int32_t head_dim) {
   return int64_t(kSimdMaxHeadTile) * kSimdMaxLanes * kSimdMaxLanes +
-         int64_t(num_heads) * (kSimdMaxLanes + head_dim + 2);
+         int64_t(num_heads) * (2 * kSimdMaxLanes + head_dim + 2) + simd_int_shared_floats(head_dim) +
+         int64_t(num_heads) * simd_int_head_floats(head_dim);
 }
 
 void paged_attention_avx512(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);  // head_dim % 16 == 0

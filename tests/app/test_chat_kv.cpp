@@ -64,12 +64,36 @@ TEST_CASE("a saved KV blob round-trips and a damaged one is refused with a messa
   CHECK(back.tokens == kv.tokens);
   CHECK(back.blocks == kv.blocks);
 
-  std::vector<uint8_t> truncated(blob.begin(), blob.end() - 1);
-  CHECK_THROWS_WITH(chat::decode_kv(kv.identity, truncated), Catch::Contains("wrong size"));
+  std::vector<uint8_t> torn = blob;
+  torn.erase(torn.begin() + 10);
+  CHECK_THROWS_WITH(chat::decode_kv(kv.identity, torn), Catch::Contains("wrong size"));
   std::vector<uint8_t> foreign = blob;
-  foreign[0] = 'X';
+  foreign[blob.size() - 28] = 'X';   // the header's magic, at the end
   CHECK_THROWS_WITH(chat::decode_kv(kv.identity, foreign), Catch::Contains("not a kvdesk KV blob"));
+  std::vector<uint8_t> newer = blob;
+  newer[blob.size() - 20] = 9;   // the version after the magic
+  CHECK_THROWS_WITH(chat::decode_kv(kv.identity, newer), Catch::Contains("unknown layout version"));
   CHECK_THROWS_AS(chat::decode_kv(kv.identity, std::vector<uint8_t>{}), Error);
+}
+
+TEST_CASE("a KV blob saved with the header first (layout version 1) still loads", "[app][chat]") {
+  const ConversationKv kv = sample_kv(21, 1000);
+  const uint32_t version = 1;
+  const uint64_t num_tokens = kv.tokens.size();
+  const uint64_t num_block_bytes = kv.blocks.size();
+  std::vector<uint8_t> blob;
+  const auto append = [&blob](const void* bytes, size_t n) {
+    blob.insert(blob.end(), static_cast<const uint8_t*>(bytes), static_cast<const uint8_t*>(bytes) + n);
+  };
+  append("kvdeskKV", 8);
+  append(&version, sizeof version);
+  append(&num_tokens, sizeof num_tokens);
+  append(&num_block_bytes, sizeof num_block_bytes);
+  append(kv.tokens.data(), kv.tokens.size() * sizeof(int32_t));
+  append(kv.blocks.data(), kv.blocks.size());
+  const ConversationKv back = chat::decode_kv(kv.identity, blob);
+  CHECK(back.tokens == kv.tokens);
+  CHECK(back.blocks == kv.blocks);
 }
 
 TEST_CASE("a stored conversation renders as its system prompt and active branch", "[app][chat]") {

@@ -390,6 +390,8 @@ TEST_CASE("JSON export and import round trip the whole tree", "[app][store]") {
   ConversationStore store = ConversationStore::open(dir.file("kvdesk.db"));
   const Branched b = make_branched(store);
   store.set_active_leaf(b.id, b.a2);
+  const std::pair<MessageId, MessageTokens> ids[] = {{b.a2, MessageTokens{"stories260K chatml", {1, 450, 31999}}}};
+  store.set_message_tokens(ids);
   const nlohmann::json exported = conversation_to_json(store.load_tree(b.id));
   CHECK(exported["messages"].size() == 6);
   CHECK(exported["active_leaf_id"] == b.a2);
@@ -400,6 +402,10 @@ TEST_CASE("JSON export and import round trip the whole tree", "[app][store]") {
   const nlohmann::json again = conversation_to_json(other.load_tree(imported));
   CHECK(without_ids(again) == without_ids(exported));
   CHECK(contents(other.branch_path(imported)) == std::vector<std::string>{"hi", "hello", "tell a joke", "joke A"});
+  const std::optional<MessageTokens> tokens = other.branch_path(imported).back().tokens;
+  REQUIRE(tokens.has_value());
+  CHECK(tokens->identity == "stories260K chatml");
+  CHECK(tokens->ids == std::vector<int32_t>{1, 450, 31999});
 
   nlohmann::json children_first = exported;
   std::reverse(children_first["messages"].begin(), children_first["messages"].end());
@@ -434,6 +440,11 @@ TEST_CASE("malformed conversation JSON is refused with a clear message", "[app][
       broken([](auto& j) { j["messages"][0]["parent_id"] = 2; }),
       broken([](auto& j) { j["active_leaf_id"] = 9; }),
       broken([](auto& j) { j["messages"][1]["stats"] = {{"model", "m"}}; }),
+      broken([](auto& j) { j["messages"][1]["tokens"] = "1 2 3"; }),
+      broken([](auto& j) { j["messages"][1]["tokens"] = {{"identity", "m"}, {"ids", {1, -2}}}; }),
+      broken([](auto& j) { j["messages"][1]["tokens"] = {{"identity", "m"}, {"ids", {1, 1.5}}}; }),
+      broken([](auto& j) { j["messages"][1]["tokens"] = {{"identity", "m"}, {"ids", {int64_t(1) << 40}}}; }),
+      broken([](auto& j) { j["messages"][1]["tokens"] = {{"ids", {1}}}; }),
   };
   for (const nlohmann::json& j : cases) {
     INFO(j.dump());

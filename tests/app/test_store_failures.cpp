@@ -294,3 +294,24 @@ TEST_CASE("a damaged saved KV blob is reported when loaded", "[app][store]") {
   store.clear_kv(c);
   CHECK_FALSE(store.load_kv(c, "key").has_value());
 }
+
+TEST_CASE("a saved KV blob whose recorded size disagrees with its frame is reported as damaged", "[app][store]") {
+  TempDir dir;
+  const std::string path = dir.file("kvdesk.db");
+  ConversationStore store = ConversationStore::open(path);
+  const ConversationId c = store.create_conversation("kv");
+  std::mt19937 rng(5);
+  std::vector<uint8_t> kv(3 << 20);   // compresses to more than one read piece
+  for (uint8_t& b : kv) b = uint8_t(rng() % 16);
+  store.save_kv(c, "key", kv);
+  REQUIRE(store.kv_info(c)->stored_bytes > int64_t(1) << 20);
+  CHECK(store.load_kv(c, "key") == kv);
+  for (const char* change : {"num_bytes + 1", "num_bytes - 1"}) {
+    {
+      Database db(path, OpenMode::ReadWrite, 1000);
+      db.exec(std::string("UPDATE conversation_kv SET num_bytes = ") + change);
+    }
+    CHECK_THAT(error_of([&] { store.load_kv(c, "key"); }), Catch::Contains("KV cache is damaged") && Catch::Contains("wrong size"));
+    store.save_kv(c, "key", kv);
+  }
+}

@@ -182,6 +182,8 @@ TEST_CASE("a conversation's KV is saved when its answer finishes and restored af
   c.start(options);
   REQUIRE(pump(c, [&] { return vm.model.state == ui::ModelState::Loaded; }));
   REQUIRE(vm.chat.conversation_id == conversation);
+  // Opening the conversation brings its saved KV back into the engine before anything is sent.
+  CHECK(pump(c, [&] { return vm.kv.valid && vm.kv.blocks_used + vm.kv.blocks_cached > 0; }));
   vm.sampling.max_tokens = 16;
   REQUIRE(c.apply({ActionKind::Send, 0, "The dog went to the park."}));
   REQUIRE(pump(c, [&] { return !c.streaming(); }));

@@ -1,6 +1,6 @@
 // kvdesk-bench resume on stories260K with tiny histories: the report has a row per history with
-// the cold, parked and database arms (and no host-tier figure yet), the parked and database
-// turns compute only the new turn's tokens, and every KV type asked for has its saved bytes.
+// the cold, parked, database (at send and opened ahead) and host-tier arms, the parked, database
+// and host-tier turns compute only the new turn's tokens, and every KV type asked for has its saved bytes.
 #include <catch2/catch.hpp>
 
 #include "tests/app/bench/bench_test_support.h"
@@ -25,7 +25,7 @@ TEST_CASE("bench resume reuses the history when parked or restored and measures 
     INFO("history " << history);
     CHECK(h["history_tokens"] == history);
     CHECK(h["host_tier"]["computed_tokens"] == 6);
-    for (const char* arm : {"cold", "parked", "database", "host_tier"}) {
+    for (const char* arm : {"cold", "parked", "database", "database_opened", "host_tier"}) {
       INFO(arm);
       CHECK(h[arm]["prompt_tokens"] == history + 6);
       CHECK(h[arm]["runs"].size() == 2);
@@ -34,7 +34,10 @@ TEST_CASE("bench resume reuses the history when parked or restored and measures 
     CHECK(h["cold"]["computed_tokens"] == history + 6);
     CHECK(h["parked"]["computed_tokens"] == 6);
     CHECK(h["database"]["computed_tokens"] == 6);
+    CHECK(h["database_opened"]["computed_tokens"] == 6);
     CHECK(h["database"]["load_ms"].contains("median"));
+    CHECK(h["database"]["import_ms"].contains("median"));
+    CHECK(h["database_opened"]["median"].get<double>() < h["database"]["median"].get<double>());
   }
   const nlohmann::json& bytes = j["results"]["bytes"];
   REQUIRE(bytes.size() == 4);

@@ -1,0 +1,215 @@
+// Internal, included by attention_driver.h: the steps of the SIMD paged attention that read
+// int8 / int4 rows without dequantizing them.
+//
+// Key scores (IntScores), tokens in lanes: a tile's W key rows are laid out chunk-major,
+// key_chunks[k][r] = the 4 codes of chunk k of row r (int4: the nibbles split per chunk as
+// attention_int_keys.h orders them), once per tile for all query heads. Then each query head
+// takes, per key group g, the integer dot D_g of every row at once: one u8 x int multiply-add
+// per chunk (Isa::dot_chunk, the query chunk broadcast to every lane), so no partial sums are
+// added across lanes. Lane r's score is sq * sum_g (s_g[r] * D_g[r] + m_g[r] * C_g) * scale.
+//
+// Values (IntValues): acc[h] += sum_r p[h][r] * (s_g[r] * code[r] + m_g[r]) is taken apart as
+//   acc[h] += sum_r (p[h][r] * s_g[r]) * code[r]      the codes only widened to f32
+//   min_terms[h][g] += p[h] * m_g                    one vector FMA per head and group per tile
+// and the min terms, rescaled with the accumulator by the online softmax, are added to each
+// group's dims once at the end (add_value_min_terms).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/attention_int_keys.h"
+#include "kernels/cpu/attention_tile.h"
+#include "kernels/kv_quant.h"
+
+namespace kvdesk {
+namespace {
+
+// The (s, m) of every scale group of a tile's int8 / int4 rows as f32 vectors over the rows:
+// scales[g * W + r] = s_g of row r, scales[(G + g) * W + r] = m_g. Lanes past the tile's rows
+// repeat row 0 (their key scores are masked, their softmax weights 0).
+template <class Isa>
+void tile_group_scales(const uint8_t* const* rows, int32_t n, int32_t groups, float* scales) {
+  constexpr int W = Isa::kLanes;
+  alignas(64) uint32_t pairs[W];
+  for (int32_t g = 0; g < groups; ++g) {
+    for (int32_t r = 0; r < W; ++r) std::memcpy(&pairs[r], rows[r < n ? r : 0] + 4 * g, sizeof(uint32_t));
+    typename Isa::Vec s, m;
+    Isa::f16_pairs(pairs, s, m);
+    Isa::store(scales + g * W, s);
+    Isa::store(scales + (groups + g) * W, m);
+  }
+}
+
+// Each head's query quantized (attention_int_keys.h), packed per chunk by the ISA, its scale
+// times the attention scale and its code sums per key group.
+template <class Isa>
+void prepare_int_query(const GroupJob& job, KvType k_type) {
+  int16_t* codes = job.ints.query_codes;
+  const int32_t d = job.d;
+  const int32_t group = kv_row_group(k_type, d);
+  const int32_t groups = kv_row_scales(k_type, d);
+  uint32_t* q_chunks = job.ints.q_chunks;
+  float* q_scales = job.ints.q_scales;
+  float* q_sums = job.ints.q_sums;
+  for (int32_t h = 0; h < job.heads; ++h) {
+    q_scales[h] = quantize_query(job.q + h * d, d, codes) * job.scale;
+    for (int32_t k = 0; k < d / 4; ++k) {
+      int16_t chunk[4];
+      for (int32_t j = 0; j < 4; ++j) chunk[j] = codes[int_key_chunk_dim(k_type, k, j)];
+      Isa::pack_query_chunk(chunk, q_chunks + (h * d / 4 + k) * 2);
+    }
+    for (int32_t g = 0; g < groups; ++g) {
+      int32_t sum = 0;
+      for (int32_t i = g * group; i < d && i < (g + 1) * group; ++i) sum += codes[i];
+      q_sums[h * groups + g] = float(sum);
+    }
+  }
+}
+
+// key_chunks[k][r] for the tile's rows; lanes past them repeat row 0 (their scores are
+// masked). Words go four at a time through Isa::transpose_words4, the rest one by one. int4
+// rows are copied as nibble words to the upper half first, then each word splits into its low
+// and high nibbles, chunks 2j and 2j + 1.
+template <class Isa, KvType Type>
+void transpose_key_codes(const RowTile<Isa>& tile, int32_t d, uint32_t* key_chunks) {
+  constexpr int W = Isa::kLanes;
+  const size_t offset = kv_row_values_offset(Type, d);
+  const int32_t words = Type == KvType::INT8 ? d / 4 : d / 8;
+  uint32_t* raw = key_chunks + (d / 4 - words) * W;
+  const uint8_t* rows[W];
+  for (int32_t r = 0; r < W; ++r) rows[r] = tile.k[r < tile.rows ? r : 0];
+  int32_t k = 0;
+  for (; k + 4 <= words; k += 4) Isa::transpose_words4(rows, offset + 4 * size_t(k), raw + k * W);
+  for (; k < words; ++k) {
+    for (int32_t r = 0; r < W; ++r) std::memcpy(raw + k * W + r, rows[r] + offset + 4 * k, sizeof(uint32_t));
+  }
+  if constexpr (Type == KvType::INT4) {
+    for (int32_t k = 0; k < words; ++k) {
+      const typename Isa::IVec w = Isa::iload(raw + k * W);
+      Isa::istore(key_chunks + 2 * k * W, Isa::low_nibbles(w));
+      Isa::istore(key_chunks + (2 * k + 1) * W, Isa::high_nibbles(w));
+    }
+  }
+}
+
+// Scores of heads [h0, h0 + HT) for the tile in key_chunks / key_scales -> p[h][W].
+template <class Isa, int HT>
+void int_score_heads(const GroupJob& job, int32_t h0, int32_t rows, int32_t group, int32_t groups) {
+  using Vec = typename Isa::Vec;
+  using IVec = typename Isa::IVec;
+  constexpr int W = Isa::kLanes;
+  const int32_t d = job.d;
+  const float* s = job.ints.key_scales;
+  const float* m = job.ints.key_scales + groups * W;
+  Vec score[HT];
+  for (int i = 0; i < HT; ++i) score[i] = Isa::zero();
+  for (int32_t g = 0; g < groups; ++g) {
+    IVec a0[HT], a1[HT];
+    for (int i = 0; i < HT; ++i) a0[i] = a1[i] = Isa::izero();
+    const int32_t end = (g + 1) * group < d ? (g + 1) * group : d;
+    for (int32_t k = g * group / 4; k < end / 4; ++k) {
+      const typename Isa::KeyChunk t = Isa::key_chunk(job.ints.key_chunks + k * W);
+      for (int i = 0; i < HT; ++i) Isa::dot_chunk(a0[i], a1[i], t, job.ints.q_chunks + ((h0 + i) * d / 4 + k) * 2);
+    }
+    for (int i = 0; i < HT; ++i) {
+      score[i] = Isa::fma(Isa::load(s + g * W), Isa::to_float(Isa::combine(a0[i], a1[i])), score[i]);
+      score[i] = Isa::fma(Isa::load(m + g * W), Isa::set1(job.ints.q_sums[(h0 + i) * groups + g]), score[i]);
+    }
+  }
+  for (int i = 0; i < HT; ++i) {
+    const Vec scaled = Isa::mul(score[i], Isa::set1(job.ints.q_scales[h0 + i]));
+    Isa::store(job.p + (h0 + i) * W, Isa::first_lanes(scaled, rows, -INFINITY));
+  }
+}
+
+template <class Isa, KvType Type>
+struct IntScores {
+  template <int HT>
+  struct Step {
+    static void run(int32_t h0, const GroupJob& job, int32_t rows, int32_t group, int32_t groups) {
+      int_score_heads<Isa, HT>(job, h0, rows, group, groups);
+    }
+  };
+  static void tile(const RowTile<Isa>& tile, const GroupJob& job) {
+    const int32_t group = kv_row_group(Type, job.d);
+    const int32_t groups = kv_row_scales(Type, job.d);
+    transpose_key_codes<Isa, Type>(tile, job.d, job.ints.key_chunks);
+    tile_group_scales<Isa>(tile.k, tile.rows, groups, job.ints.key_scales);
+    for_head_tiles<Step, Isa::kIntHeadTile>(job.heads, job, tile.rows, group, groups);
+  }
+};
+
+// acc[h] += sum_r value_weights[h][g][r] * code[r] for heads [h0, h0 + HT).
+template <class Isa, KvType Type, int HT>
+void int_accumulate_heads(const RowTile<Isa>& tile, const GroupJob& job, int32_t h0, int32_t groups) {
+  using Vec = typename Isa::Vec;
+  constexpr int W = Isa::kLanes;
+  const int32_t d = job.d;
+  const int32_t group = kv_row_group(Type, d);
+  const size_t offset = kv_row_values_offset(Type, d);
+  for (int32_t c = 0; c < d / W; ++c) {
+    const int32_t g = c * W / group;
+    const float* weights = job.ints.value_weights + (h0 * groups + g) * W;
+    Vec acc[HT];
+    for (int i = 0; i < HT; ++i) acc[i] = Isa::load(job.acc + (h0 + i) * d + c * W);
+    for (int32_t r = 0; r < tile.rows; ++r) {
+      const uint8_t* values = tile.v[r] + offset;
+      const Vec v = Type == KvType::INT8 ? Isa::load_u8(values + c * W) : Isa::load_u4(values + c * W / 2);
+      for (int i = 0; i < HT; ++i) acc[i] = Isa::fma(Isa::set1(weights[i * groups * W + r]), v, acc[i]);
+    }
+    for (int i = 0; i < HT; ++i) Isa::store(job.acc + (h0 + i) * d + c * W, acc[i]);
+  }
+}
+
+template <class Isa, KvType Type>
+struct IntValues {
+  template <int HT>
+  struct Step {
+    static void run(int32_t h0, const RowTile<Isa>& tile, const GroupJob& job, int32_t groups) {
+      int_accumulate_heads<Isa, Type, HT>(tile, job, h0, groups);
+    }
+  };
+  // value_weights = p * s_g; min terms += p * m_g.
+  static void fold_scales(const GroupJob& job, int32_t groups) {
+    constexpr int W = Isa::kLanes;
+    const float* s = job.ints.value_scales;
+    const float* m = job.ints.value_scales + groups * W;
+    for (int32_t h = 0; h < job.heads; ++h) {
+      const typename Isa::Vec p = Isa::load(job.p + h * W);
+      for (int32_t g = 0; g < groups; ++g) {
+        const int32_t at = (h * groups + g) * W;
+        Isa::store(job.ints.value_weights + at, Isa::mul(p, Isa::load(s + g * W)));
+        Isa::store(job.ints.value_min_terms + at,
+                   Isa::fma(p, Isa::load(m + g * W), Isa::load(job.ints.value_min_terms + at)));
+      }
+    }
+  }
+  static void tile(const RowTile<Isa>& tile, const GroupJob& job) {
+    const int32_t groups = job.ints.value_groups;
+    tile_group_scales<Isa>(tile.v, tile.rows, groups, job.ints.value_scales);
+    fold_scales(job, groups);
+    for_head_tiles<Step>(job.heads, tile, job, groups);
+  }
+};
+
+// At the end: acc[h][dims of g] += sum of min_terms[h][g] (the softmax-weighted sum of m_g).
+template <class Isa>
+void add_value_min_terms(const GroupJob& job, KvType v_type) {
+  constexpr int W = Isa::kLanes;
+  const int32_t group = kv_row_group(v_type, job.d);
+  const int32_t groups = job.ints.value_groups;
+  for (int32_t h = 0; h < job.heads; ++h) {
+    for (int32_t g = 0; g < groups; ++g) {
+      const typename Isa::Vec min_sum = Isa::set1(Isa::reduce_add(Isa::load(job.ints.value_min_terms + (h * groups + g) * W)));
+      const int32_t end = (g + 1) * group < job.d ? (g + 1) * group : job.d;
+      for (int32_t c = g * group; c < end; c += W) {
+        float* acc = job.acc + h * job.d + c;
+        Isa::store(acc, Isa::add(Isa::load(acc), min_sum));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvdesk

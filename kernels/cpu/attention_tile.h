@@ -1,0 +1,66 @@
+// Internal, included by attention_driver.h and attention_int_phases.h: what one step of the
+// SIMD paged attention works on. A tile is up to W consecutive token rows of one kv head; a
+// GroupJob is one kv head with its query heads and its share of the float scratch.
+#pragma once
+#include <cstdint>
+
+#include "kernels/cpu/attention_isa.h"
+
+namespace kvdesk {
+namespace {
+
+// Up to W consecutive token rows of one kv head: where each K and V row is.
+template <class Isa>
+struct RowTile {
+  int32_t rows = 0;
+  const uint8_t* k[Isa::kLanes];
+  const uint8_t* v[Isa::kLanes];
+};
+
+// What the integer key scores and the fused int8 / int4 values keep (attention_int_phases.h);
+// unused (nullptr) for other K and V types. Chunks are 4 key codes of one row (one 32-bit lane),
+// in the chunk order of attention_int_keys.h; Gk and Gv are the K and V rows' scale groups.
+struct IntParts {
+  int16_t* query_codes;      // [d]                one head's query codes while quantizing (shared)
+  uint32_t* q_chunks;        // [heads][d / 4][2]  the quantized query, as the ISA multiplies it
+  float* q_scales;           // [heads]            sq * the attention scale
+  float* q_sums;             // [heads][Gk]        C_g: the query codes' sum over each key group
+  uint32_t* key_chunks;      // [d / 4][W]         the tile's key codes, chunk-major (shared)
+  float* key_scales;         // [2][Gk][W]         the tile rows' key s_g, then m_g (shared)
+  float* value_scales;       // [2][Gv][W]         the tile rows' value s_g, then m_g (shared)
+  float* value_weights;      // [heads][Gv][W]     softmax weight * the row's value s_g
+  float* value_min_terms;    // [heads][Gv][W]     running sum of softmax weight * the row's value m_g
+  int32_t value_groups;      // Gv; 0 when V is not int8 / int4
+};
+
+// One kv head and its query heads, with the float scratch split into its parts.
+struct GroupJob {
+  const float* q;   // [heads][d]
+  float* out;       // [heads][d]
+  int32_t heads;
+  int32_t d;
+  float scale;
+  float* parts;     // [kSimdMaxHeadTile][W][W]   partial dot vectors of one head tile
+  float* p;         // [heads][W]             scores, then softmax weights, of one tile
+  float* acc;       // [heads][d]
+  float* m;         // [heads] running max
+  float* l;         // [heads] the sum, from l_lanes at the end
+  float* l_lanes;   // [heads][W] running sum of the weights, by lane
+  float* weights;   // [heads][num_tokens] or nullptr: raw scores, then softmax weights
+  int32_t num_tokens;
+  IntParts ints;
+};
+
+// Runs Step<HT> over all heads in tiles of Max (at most kSimdMaxHeadTile), then 4, 2, 1.
+template <template <int> class Step, int Max = kSimdMaxHeadTile, class... Args>
+void for_head_tiles(int32_t heads, Args&&... args) {
+  static_assert(Max == 4 || Max == kSimdMaxHeadTile);
+  int32_t h = 0;
+  for (; h + Max <= heads; h += Max) Step<Max>::run(h, args...);
+  if (heads - h >= 4) Step<4>::run(h, args...), h += 4;
+  if (heads - h >= 2) Step<2>::run(h, args...), h += 2;
+  if (heads - h >= 1) Step<1>::run(h, args...);
+}
+
+}  // namespace
+}  // namespace kvdesk
