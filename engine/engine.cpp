@@ -19,6 +19,7 @@
 #include "engine/model/model.h"
 #include "engine/model/model_info.h"
 #include "engine/runtime/engine_core.h"
+#include "engine/system/load_progress.h"
 #include "engine/system/memory_limit.h"
 #include "engine/system/thread_pool.h"
 
@@ -121,6 +122,9 @@ struct Engine::State {
   bool stopping = false;
   bool idle = true;
   std::atomic<RequestId> next_id{1};
+  // Loads are numbered as posted; a load is cancelled when cancelled_loads has reached its number.
+  std::atomic<uint64_t> posted_loads{0};
+  std::atomic<uint64_t> cancelled_loads{0};
 
   // Engine thread only.
   EngineSettings settings;
@@ -162,7 +166,9 @@ struct Engine::State {
     pending.push_back(std::move(e));
   }
 
-  void load(const EngineSettings& s);
+  void load(const EngineSettings& s, uint64_t load_number);
+  void load_and_report(const EngineSettings& s, uint64_t load_number);
+  void post_progress(double fraction);
   void create_kv(const KvLayout& layout, size_t budget, bool prefix_caching);
   void submit(RequestId id, Request request, Clock::time_point submitted);
 };
@@ -256,7 +262,28 @@ void Engine::State::publish_stats(bool force) {
   stats = std::move(s);
 }
 
-void Engine::State::load(const EngineSettings& s) {
+// Progress goes out at once (with anything pending before it), not after the load's command.
+void Engine::State::post_progress(double fraction) {
+  Event e;
+  e.kind = EventKind::LoadProgress;
+  e.progress = fraction;
+  pending.push_back(std::move(e));
+  flush_events();
+}
+
+void Engine::State::load_and_report(const EngineSettings& s, uint64_t load_number) {
+  try {
+    load(s, load_number);
+  } catch (const LoadCancelled& cancelled) {
+    Event e;
+    e.kind = EventKind::Error;
+    e.finish = FinishReason::Cancelled;
+    e.text = cancelled.what();
+    pending.push_back(std::move(e));
+  }
+}
+
+void Engine::State::load(const EngineSettings& s, uint64_t load_number) {
   if (core) core->fail_all("the model was replaced", pending);
   core.reset();
   kv.reset();
@@ -264,12 +291,17 @@ void Engine::State::load(const EngineSettings& s) {
   model.reset();
   settings = s;
   backend = select_backend(s.backend);
-  model = Model::load(s.model_path, ModelLoadOptions{s.tokenizer_path, s.memory_limit_bytes, backend.backend == Backend::Cpu});
+  LoadProgress progress([this](double fraction) { post_progress(fraction); },
+                        [this, load_number] { return cancelled_loads.load() >= load_number; });
+  model = Model::load(s.model_path, ModelLoadOptions{s.tokenizer_path, s.memory_limit_bytes, backend.backend == Backend::Cpu},
+                      progress);
   try {
+    progress.check_cancelled();
     const int32_t threads = s.threads > 0 ? s.threads : std::max(1, int32_t(std::thread::hardware_concurrency()));
     pool = std::make_unique<ThreadPool>(threads);
     chat_template = chat_template_for(model->file(), s.chat_template);
     forward = make_forward_backend(backend.backend, *model, *pool);
+    progress.check_cancelled();
     create_kv(s.kv, s.kv_budget_bytes, s.prefix_caching);
   } catch (const Error&) {
     forward.reset();
@@ -280,6 +312,7 @@ void Engine::State::load(const EngineSettings& s) {
   description = describe_model(*model, s.tokenizer_path);
   model_hash = model_header_hash(model->file());
   core = std::make_unique<EngineCore>(*model, *forward, *kv, s.scheduler);
+  progress.finish();
   Event e;
   e.kind = EventKind::ModelLoaded;
   e.text = backend.note;
@@ -323,7 +356,8 @@ void Engine::State::submit(RequestId id, Request request, Clock::time_point subm
     std::vector<int32_t> prompt = request.prompt_tokens;
     if (!request.messages.empty()) {
       const std::string identity = token_identity(model_hash, chat_template);
-      ChatPrompt chat = encode_chat_prompt(tokenizer, chat_template, request.messages, request.message_tokens, identity);
+      ChatPrompt chat = encode_chat_prompt(tokenizer, chat_template, request.messages, request.message_tokens, identity,
+                                           request.continue_answer);
       prompt = std::move(chat.tokens);
       chat_turns[id] = ChatTokens{identity, std::move(chat.spans), {}, chat.reused_messages};
       request.message_tokens.clear();
@@ -359,8 +393,11 @@ Engine::~Engine() {
 }
 
 void Engine::load_model(const EngineSettings& settings) {
-  state_->post([s = state_.get(), settings] { s->load(settings); });
+  const uint64_t load_number = ++state_->posted_loads;
+  state_->post([s = state_.get(), settings, load_number] { s->load_and_report(settings, load_number); });
 }
+
+void Engine::cancel_load() { state_->cancelled_loads.store(state_->posted_loads.load()); }
 
 void Engine::reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching, size_t host_tier_bytes) {
   state_->post([s = state_.get(), kv, kv_budget_bytes, prefix_caching, host_tier_bytes] {

@@ -44,9 +44,15 @@ class Engine final : public EngineClient {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Loads (or replaces) the model; ModelLoaded or Error (request 0) follows. Requests in
-  // flight on a replaced model end with an Error event.
+  // Loads (or replaces) the model; LoadProgress events, then ModelLoaded or Error (request 0)
+  // follow. Requests in flight on a replaced model end with an Error event. The old model is
+  // released before the new one is read, so two models never need memory at once: a load that
+  // fails or is cancelled leaves no model loaded.
   void load_model(const EngineSettings& settings);
+  // Cancels the loads posted so far that have not finished: each ends with an Error event
+  // (request 0, finish Cancelled, "the model load was cancelled") and leaves no model loaded.
+  // Safe from any thread (the wake callback included); a load that already finished is kept.
+  void cancel_load();
   // Re-creates the KV pool and the host tier with new KV settings on the loaded model; live
   // requests carry on (their sequences are re-prefilled). ModelLoaded follows.
   void reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching, size_t host_tier_bytes);

@@ -152,6 +152,10 @@ struct Request {
   // conversation is never re-tokenized.
   std::vector<MessageTokens> message_tokens;
   std::string prompt_text;
+  // With messages ending in an answer: the model carries that answer on. The prompt ends with
+  // the answer's text (its stored ids when usable), not closed by the template, and the tokens
+  // generated continue it (Finished's chat_tokens.answer holds only the new ones).
+  bool continue_answer = false;
   SamplingParams sampling;
   int32_t max_tokens = 256;         // 0 with LogitsOutput::Prompt: score the prompt, sample nothing
   bool stop_at_eos = true;
@@ -194,7 +198,9 @@ struct RequestMetrics {
   double itl_p95_ms = 0;
 };
 
-enum class EventKind : uint8_t { ModelLoaded, Token, Logits, Finished, Error };
+// LoadProgress: how far load_model has got (progress), several while a model loads, the last
+// one 1 just before ModelLoaded. A cancelled load ends with an Error whose finish is Cancelled.
+enum class EventKind : uint8_t { ModelLoaded, LoadProgress, Token, Logits, Finished, Error };
 
 struct Event {
   EventKind kind = EventKind::Token;
@@ -202,7 +208,8 @@ struct Event {
   int32_t token = -1;                // Token: the id (-1 for a held-back UTF-8 tail)
   std::string text;                  // Token: printable text; Error: the message;
                                      // ModelLoaded after load_model: the backend's note
-  FinishReason finish = FinishReason::Stop;
+  FinishReason finish = FinishReason::Stop;   // Finished; Error: Cancelled for a cancelled load
+  double progress = 0;               // LoadProgress: the share of the load done, 0..1
   RequestMetrics metrics;            // Finished
   ChatTokens chat_tokens;            // Finished, for a request with messages
   int32_t position = 0;              // Logits: the prompt position of the first row

@@ -1,7 +1,8 @@
 // The chat: the selected conversation's active branch, streaming as it grows, with branch
-// switchers ("< 1/2 >"), Edit on user messages, Copy / Select on every message, the text
-// rendered as Markdown (parsed once per message text, ui/markdown_cache.h), Regenerate under the
-// last answer, and the composer with Send / Stop.
+// switchers ("< 1/2 >"), Edit on user messages, Copy / Select / Delete (confirmed in place) on
+// every message, the text rendered as Markdown (parsed once per message text,
+// ui/markdown_cache.h), Regenerate under the last answer and Continue under one that stopped at
+// its token limit, and the composer with Send / Stop.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -84,7 +85,25 @@ void draw_edit_box(ViewModel& vm, const MessageView& m, UiActions& actions) {
   if (ImGui::Button("Cancel")) vm.ui.editing_message = 0;
 }
 
-void draw_message(ViewModel& vm, MessageView& m, bool last, const Fonts& fonts, UiActions& actions) {
+// Deleting takes the replies under a message too (they were written with it in their context),
+// so the question says how many of the shown ones go with it.
+void draw_delete_confirmation(ViewModel& vm, const MessageView& m, size_t replies_shown, UiActions& actions) {
+  if (replies_shown == 0) {
+    ImGui::TextUnformatted("Delete this message?");
+  } else {
+    ImGui::Text("Delete this message and the replies under it (%zu shown below, and any other branches)?", replies_shown);
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Delete##confirm")) {
+    actions.push_back({ActionKind::DeleteMessage, m.id});
+    vm.ui.delete_message = 0;
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Keep")) vm.ui.delete_message = 0;
+}
+
+void draw_message(ViewModel& vm, MessageView& m, size_t replies_shown, const Fonts& fonts, UiActions& actions) {
+  const bool last = replies_shown == 0;
   ImGui::PushID(static_cast<int>(m.id));
   ImGui::AlignTextToFramePadding();
   ImGui::TextColored(role_colour(m.role, vm.ui.layout_prefs.theme), "%s", role_label(m.role));
@@ -105,6 +124,11 @@ void draw_message(ViewModel& vm, MessageView& m, bool last, const Fonts& fonts, 
       vm.ui.edit_text = m.text;
     }
   }
+  if (!vm.chat.generating) {
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Delete")) vm.ui.delete_message = m.id;
+  }
+  if (vm.ui.delete_message == m.id && !vm.chat.generating) draw_delete_confirmation(vm, m, replies_shown, actions);
   if (vm.ui.editing_message == m.id) {
     draw_edit_box(vm, m, actions);
   } else {
@@ -117,6 +141,10 @@ void draw_message(ViewModel& vm, MessageView& m, bool last, const Fonts& fonts, 
   }
   if (last && m.role == MessageRole::Assistant && !vm.chat.generating) {
     if (ImGui::SmallButton("Regenerate")) actions.push_back({ActionKind::Regenerate});
+    if (m.can_continue) {
+      ImGui::SameLine();
+      if (ImGui::SmallButton("Continue")) actions.push_back({ActionKind::ContinueAnswer, m.id});
+    }
   }
   ImGui::Separator();
   ImGui::PopID();
@@ -194,7 +222,7 @@ void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions) {
   const bool at_bottom = ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4;
   std::vector<int64_t> shown;
   for (size_t i = 0; i < vm.chat.messages.size(); ++i) {
-    draw_message(vm, vm.chat.messages[i], i + 1 == vm.chat.messages.size(), fonts, actions);
+    draw_message(vm, vm.chat.messages[i], vm.chat.messages.size() - i - 1, fonts, actions);
     shown.push_back(vm.chat.messages[i].id);
   }
   vm.ui.markdown.keep_only(shown);

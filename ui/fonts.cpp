@@ -4,6 +4,7 @@
 
 #include <imgui.h>
 
+#include <cmath>
 #include <filesystem>
 
 namespace kvdesk::ui {
@@ -63,8 +64,9 @@ Fonts load_fonts(float size_px, bool korean) {
     fonts.korean = true;
     fonts.note = "Korean: " + used;
   } else {
+    // ImGui's default font is drawn for 13 px: scaled as the body size is scaled from 17 px.
     ImFontConfig config = font_config();
-    config.SizePixels = 13.0f;
+    config.SizePixels = std::round(13.0f * size_px / 17.0f);
     fonts.body = io.Fonts->AddFontDefault(&config);
     fonts.note = korean ? "no CJK font found (install fonts-nanum): Korean shows as '?'" : "default font";
   }

@@ -1,6 +1,6 @@
 // The model bar: a path field, Open, the recent models, a remote server instead (ui/remote_picker.cpp),
-// where the app serves over HTTP, and what the engine says about the model (loading for N s,
-// loaded with its shape, or why it failed).
+// where the app serves over HTTP, and what the engine says about the model (loading: a progress
+// bar with Cancel; loaded with its shape; or why it failed).
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -16,14 +16,17 @@ namespace kvdesk::ui {
 namespace {
 
 // What the engine says about the model, shortened with "..." to the width left (whole on hover).
-void draw_model_state(const ModelView& m, Theme theme, LayoutReport& report) {
+void draw_model_state(const ModelView& m, Theme theme, LayoutReport& report, UiActions& actions) {
   switch (m.state) {
     case ModelState::None:
       ImGui::TextDisabled("no model open");
       break;
     case ModelState::Loading: {
-      static const char kSpinner[] = "|/-\\";
-      ImGui::Text("%c loading %.1f s", kSpinner[int(m.loading_seconds * 8) % 4], m.loading_seconds);
+      char label[64];
+      std::snprintf(label, sizeof label, "loading %.0f%% (%.1f s)", m.load_progress * 100.0, m.loading_seconds);
+      ImGui::ProgressBar(float(m.load_progress), ImVec2(ImGui::CalcTextSize(label).x + 24, 0), label);
+      ImGui::SameLine();
+      if (ImGui::SmallButton("Cancel")) actions.push_back({ActionKind::CancelModelLoad});
       break;
     }
     case ModelState::Loaded: {
@@ -84,7 +87,7 @@ void draw_model_bar(ViewModel& vm, UiActions& actions) {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", serving_line(vm.serve).c_str());
     ImGui::SameLine();
   }
-  draw_model_state(vm.model, vm.ui.layout_prefs.theme, vm.ui.layout);
+  draw_model_state(vm.model, vm.ui.layout_prefs.theme, vm.ui.layout, actions);
 }
 
 }  // namespace kvdesk::ui

@@ -406,10 +406,10 @@ int32_t context_limit(const ViewModel& vm) {
 std::string status_line(const ViewModel& vm) {
   const ModelView& m = vm.model;
   switch (m.state) {
-    case ModelState::None: return "No model: open one (path field above, or a recent model).";
+    case ModelState::None: return "No model: open one (path field above, a recent model, or drop a .gguf on the window).";
     case ModelState::Loading: {
       char buf[64];
-      std::snprintf(buf, sizeof buf, "%.1f s", m.loading_seconds);
+      std::snprintf(buf, sizeof buf, "%.0f%%, %.1f s", m.load_progress * 100.0, m.loading_seconds);
       return "Loading " + m.path + " ... " + buf;
     }
     case ModelState::Failed: return "Model failed to load: " + m.error;

@@ -1,10 +1,14 @@
 // Chat settings: the selected conversation's system prompt, reusable presets, the chat
-// template, and the sampling settings new answers use. Edits become actions when the field is left.
+// template, the sampling settings new answers use, the theme and the font size. Edits become
+// actions when the field is left.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
+#include "ui/font_size.h"
 #include "ui/panels.h"
 #include "ui/theme_colours.h"
 
@@ -122,6 +126,17 @@ void draw_theme(ViewModel& vm, UiActions& actions) {
   }
 }
 
+// The size at a content scale of 1; the window multiplies it by the monitor's. Applied when the
+// slider is let go: every change rebuilds the font atlas.
+void draw_font_size(ViewModel& vm, UiActions& actions) {
+  float& edit = vm.ui.font_size_edit;
+  if (edit == 0) edit = vm.ui.layout_prefs.font_size;
+  ImGui::SetNextItemWidth(200);
+  ImGui::SliderFloat("Font size (px at 100%)", &edit, kMinFontSize, kMaxFontSize, "%.0f");
+  if (ImGui::IsItemDeactivatedAfterEdit()) actions.push_back({ActionKind::SetFontSize, 0, std::to_string(int(std::round(edit)))});
+  if (!ImGui::IsItemActive()) edit = 0;
+}
+
 }  // namespace
 
 void draw_settings_panel(ViewModel& vm, UiActions& actions) {
@@ -141,6 +156,7 @@ void draw_settings_panel(ViewModel& vm, UiActions& actions) {
   ImGui::Spacing();
   ImGui::Separator();
   draw_theme(vm, actions);
+  draw_font_size(vm, actions);
 }
 
 }  // namespace kvdesk::ui

@@ -15,6 +15,8 @@ const char* action_name(ActionKind kind) {
     case ActionKind::Regenerate: return "regenerate";
     case ActionKind::EditResend: return "edit and resend";
     case ActionKind::SwitchBranch: return "switch branch";
+    case ActionKind::DeleteMessage: return "delete message";
+    case ActionKind::ContinueAnswer: return "continue answer";
     case ActionKind::SetSystemPrompt: return "set system prompt";
     case ActionKind::SetConversationSettings: return "set conversation settings";
     case ActionKind::SavePreset: return "save preset";
@@ -22,6 +24,7 @@ const char* action_name(ActionKind kind) {
     case ActionKind::DeletePreset: return "delete preset";
     case ActionKind::SetSampling: return "set sampling";
     case ActionKind::OpenModel: return "open model";
+    case ActionKind::CancelModelLoad: return "cancel model load";
     case ActionKind::ReconfigureKv: return "reconfigure KV";
     case ActionKind::SetChatTemplate: return "set chat template";
     case ActionKind::ExportConversation: return "export conversation";
@@ -30,6 +33,7 @@ const char* action_name(ActionKind kind) {
     case ActionKind::ServeHttp: return "serve over HTTP";
     case ActionKind::ConnectRemote: return "connect to server";
     case ActionKind::ChooseRemoteModel: return "choose server model";
+    case ActionKind::SetFontSize: return "set font size";
     case ActionKind::Quit: return "quit";
   }
   return "?";

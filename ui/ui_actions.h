@@ -19,13 +19,16 @@ enum class ActionKind : uint8_t {
   Regenerate,           // a new answer to the last user message (a sibling branch)
   EditResend,           // id: the user message edited, text: its new content (a sibling branch)
   SwitchBranch,         // id: the sibling message to show
+  DeleteMessage,        // id: the message, with the replies under it (already confirmed)
+  ContinueAnswer,       // id: an answer that stopped at its token limit, carried on in place
   SetSystemPrompt,      // text
   SetConversationSettings,   // the view model's chat.settings (its own fields) for the selected one
   SavePreset,           // text: name, text2: system prompt
   ApplyPreset,          // id
   DeletePreset,         // id
   SetSampling,          // the view model's sampling values
-  OpenModel,            // text: path
+  OpenModel,            // text: path (the model picker, a file dropped on the window)
+  CancelModelLoad,      // the model being loaded
   ReconfigureKv,        // the view model's ui.kv_edit
   SetChatTemplate,      // text: a chat template name, "" for the model's own
   ExportConversation,   // the selected one; text: "md" or "json", text2: the file's path
@@ -34,6 +37,7 @@ enum class ActionKind : uint8_t {
   ServeHttp,            // id: 1 to serve over HTTP at ui.serve_edit's address, 0 to stop
   ConnectRemote,        // text: the server's URL, text2: its API key ("": none); the chat runs there
   ChooseRemoteModel,    // text: a model the connected server lists
+  SetFontSize,          // text: the font size in pixels at a content scale of 1 ("17")
   Quit,
 };
 

@@ -29,6 +29,7 @@ struct MessageView {
   int64_t prev_sibling = 0;      // message ids; 0: none
   int64_t next_sibling = 0;
   std::string stats;             // for a finished answer: tokens, tok/s, TTFT
+  bool can_continue = false;     // an answer that stopped at its token limit: Continue carries it on
 };
 
 struct ConversationSummary {
@@ -125,6 +126,7 @@ struct ModelView {
   int32_t local_layers = 0;
   std::vector<WeightTypeView> weight_types;
   double loading_seconds = 0;    // while Loading
+  double load_progress = 0;      // while Loading: the share of the load done, 0..1
   std::string error;             // when Failed
   std::vector<std::string> recent;   // most recent first
 };
@@ -329,14 +331,15 @@ struct RemoteEdit {
 };
 
 // The window's arrangement, remembered across restarts: its size, the columns' shares of its
-// width (conversations on the left, the side panels on the right; the chat takes the rest)
-// and the colours.
+// width (conversations on the left, the side panels on the right; the chat takes the rest),
+// the colours and the font size.
 struct WindowLayout {
   int32_t width = 1280;
   int32_t height = 800;
   float left_share = 0.17f;
   float right_share = 0.42f;
   Theme theme = Theme::Dark;
+  float font_size = 17.0f;   // pixels at a content scale of 1 (ui/font_size.h)
 };
 
 inline constexpr float kMinLeftShare = 0.08f, kMaxLeftShare = 0.40f;
@@ -353,6 +356,8 @@ struct UiState {
   int64_t rename_conversation = 0;
   std::string rename_text;
   int64_t delete_conversation = 0;            // waiting for confirmation
+  int64_t delete_message = 0;                 // waiting for confirmation
+  float font_size_edit = 0;                   // the font size slider while dragged; 0: not dragged
   Panel panel = Panel::Settings;
   bool panel_requested = false;  // select `panel` on the next frame (scripts, menus)
   KvSettingsEdit kv_edit;

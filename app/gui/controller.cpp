@@ -8,7 +8,9 @@
 #include <iterator>
 
 #include "app/gui/kv_view.h"
+#include "app/gui/model_file.h"
 #include "engine/error.h"
+#include "ui/font_size.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
 
@@ -71,6 +73,7 @@ constexpr const char* kLeftShareKey = "layout.left_share";
 constexpr const char* kRightShareKey = "layout.right_share";
 constexpr const char* kPanelKey = "layout.panel";
 constexpr const char* kThemeKey = "ui.theme";
+constexpr const char* kFontSizeKey = "ui.font_size";
 constexpr int64_t kMinWindowSide = 200;
 constexpr int64_t kMaxWindowSide = 8192;
 
@@ -186,6 +189,9 @@ void Controller::load_layout() {
   if (in_range(saved.left_share, ui::kMinLeftShare, ui::kMaxLeftShare)) layout.left_share = saved.left_share;
   if (in_range(saved.right_share, ui::kMinRightShare, ui::kMaxRightShare)) layout.right_share = saved.right_share;
   if (auto name = s.setting(kThemeKey); name && ui::theme_from_name(*name)) layout.theme = *ui::theme_from_name(*name);
+  float font_size = 0;
+  read_setting(s, kFontSizeKey, font_size);
+  if (ui::valid_font_size(font_size)) layout.font_size = font_size;
   if (auto name = s.setting(kPanelKey); name && ui::panel_from_name(*name)) {
     vm_.ui.panel = *ui::panel_from_name(*name);
     vm_.ui.panel_requested = true;
@@ -201,6 +207,7 @@ void Controller::remember_layout(int32_t width, int32_t height) {
     store().set_setting(kRightShareKey, std::to_string(layout.right_share));
     store().set_setting(kPanelKey, ui::panel_name(vm_.ui.panel));
     store().set_setting(kThemeKey, ui::theme_name(layout.theme));
+    store().set_setting(kFontSizeKey, setting_text(layout.font_size));
   } catch (const Error& e) {
     set_status(std::string("the window's layout was not saved: ") + e.what(), true);
   }
@@ -211,6 +218,20 @@ void Controller::set_theme(const std::string& name) {
   if (!theme) throw Error("unknown theme '" + name + "' (dark or light)");
   vm_.ui.layout_prefs.theme = *theme;
   store().set_setting(kThemeKey, name);
+}
+
+void Controller::set_font_size(const std::string& text) {
+  float size = 0;
+  try {
+    size = std::stof(text);
+  } catch (const std::exception&) {
+  }
+  if (!ui::valid_font_size(size)) {
+    throw Error("the font size must be " + setting_text(int(ui::kMinFontSize)) + " to " + setting_text(int(ui::kMaxFontSize)) +
+                " pixels, not '" + text + "'");
+  }
+  vm_.ui.layout_prefs.font_size = size;
+  store().set_setting(kFontSizeKey, setting_text(size));
 }
 
 bool Controller::apply(const ui::UiAction& a) {
@@ -227,6 +248,8 @@ bool Controller::apply(const ui::UiAction& a) {
       case ActionKind::Regenerate: regenerate(); break;
       case ActionKind::EditResend: edit_resend(a.id, a.text); break;
       case ActionKind::SwitchBranch: switch_branch(a.id); break;
+      case ActionKind::DeleteMessage: delete_message(a.id); break;
+      case ActionKind::ContinueAnswer: continue_answer(a.id); break;
       case ActionKind::SetSystemPrompt: set_system_prompt(a.text); break;
       case ActionKind::SetConversationSettings: set_conversation_settings(); break;
       case ActionKind::SavePreset: store().create_preset(a.text, a.text2); load_preferences(); break;
@@ -241,6 +264,7 @@ bool Controller::apply(const ui::UiAction& a) {
         reload_conversation_settings();
         break;
       case ActionKind::OpenModel: open_model(a.text); break;
+      case ActionKind::CancelModelLoad: cancel_model_load(); break;
       case ActionKind::ReconfigureKv: reconfigure_kv(); break;
       case ActionKind::SetChatTemplate: set_chat_template(a.text); break;
       case ActionKind::ExportConversation: export_conversation(a.text, a.text2); break;
@@ -249,6 +273,7 @@ bool Controller::apply(const ui::UiAction& a) {
       case ActionKind::ServeHttp: serve_http(a.id != 0); break;
       case ActionKind::ConnectRemote: connect_remote(a.text, a.text2, ""); break;
       case ActionKind::ChooseRemoteModel: connect_remote(vm_.remote.url, vm_.ui.remote_edit.api_key, a.text); break;
+      case ActionKind::SetFontSize: set_font_size(a.text); break;
       case ActionKind::Quit: quit_ = true; break;
     }
     return true;
@@ -322,6 +347,7 @@ void Controller::reload_chat() {
       v.prev_sibling = i > 0 ? siblings[i - 1].id : 0;
       v.next_sibling = i + 1 < siblings.size() ? siblings[i + 1].id : 0;
     }
+    v.can_continue = can_continue(m);
     if (m.stats) {
       v.stats = ui::answer_stats_text(m.stats->completion_tokens, m.stats->decode_tok_s, m.stats->ttft_ms,
                                       m.stats->finish_reason);
@@ -370,8 +396,7 @@ void Controller::set_chat_template(const std::string& name) {
 }
 
 void Controller::open_model(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error("no model file at '" + path + "'");
+  if (const std::string problem = model_file_problem(path); !problem.empty()) throw Error(problem);
   if (engine_.is_remote()) use_local_engine();
   engine_.local().load_model(engine_settings(path));
   ui::ModelView loading;

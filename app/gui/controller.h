@@ -78,6 +78,8 @@ class Controller {
     Clock::time_point last_save;
     std::string kv_source;   // "pool", "host tier", "database" or "recomputed (why)"
     chat::ChatTurn chat;     // what was submitted: the answer's token spans are stored against it
+    bool continued = false;  // carries on an answer that stopped at its token limit (text holds it so far)
+    int32_t earlier_tokens = 0;   // a continued answer's tokens before this turn
   };
 
   // --- controller.cpp: lifecycle, store <-> view, model and KV settings, statistics ---
@@ -85,6 +87,7 @@ class Controller {
   void load_preferences();
   void load_layout();   // the window's remembered arrangement; bad values: the defaults
   void set_theme(const std::string& name);
+  void set_font_size(const std::string& text);   // pixels at a content scale of 1
   void reload_conversations();
   void reload_chat();
   void select(store::ConversationId id);
@@ -111,6 +114,19 @@ class Controller {
   void refresh_remote_models();
   void refresh_server_stats(const EngineStats& stats);
   void refuse_while_streaming(const std::string& what) const;
+
+  // --- controller_model_load.cpp: a model load's progress, cancelling it ---
+  void on_load_progress(double fraction);
+  void cancel_model_load();
+  void on_load_cancelled(const std::string& message);
+
+  // --- controller_messages.cpp: one message: delete it, continue an answer ---
+  void delete_message(store::MessageId id);
+  void continue_answer(store::MessageId id);
+  // A finished answer that stopped at its token limit (not by the user, an error or the context).
+  static bool can_continue(const store::Message& m);
+  // Stores the token ids a finished answer reported (a continued one: its earlier ids and the new).
+  void save_answer_tokens(const LiveAnswer& live, const ChatTokens& reported);
 
   // --- controller_files.cpp: conversations to and from files ---
   void export_conversation(const std::string& format, const std::string& path);

@@ -161,7 +161,14 @@ void Controller::on_event(const Event& e) {
   switch (e.kind) {
     case EventKind::Token: on_token(e.request, e.text); break;
     case EventKind::Finished: on_finished(e.request, e); break;
-    case EventKind::Error: on_error(e.request, e.text); break;
+    case EventKind::Error:
+      if (e.request == 0 && e.finish == FinishReason::Cancelled) {
+        on_load_cancelled(e.text);
+      } else {
+        on_error(e.request, e.text);
+      }
+      break;
+    case EventKind::LoadProgress: on_load_progress(e.progress); break;
     case EventKind::Logits: break;   // the app's requests ask for none
     case EventKind::ModelLoaded: on_model_loaded(e.text); break;
   }
@@ -180,11 +187,11 @@ void Controller::on_finished(RequestId id, const Event& e) {
   const LiveAnswer live = std::move(it->second);
   live_.erase(it);
   const bool cancelled = e.finish == FinishReason::Cancelled;
-  store::AnswerStats stats{vm_.model.name, e.metrics.prompt_tokens, e.metrics.generated_tokens, e.metrics.ttft_ms,
+  store::AnswerStats stats{vm_.model.name, e.metrics.prompt_tokens, live.earlier_tokens + e.metrics.generated_tokens, e.metrics.ttft_ms,
                            e.metrics.decode_tok_s, cancelled ? "user" : finish_reason_name(e.finish)};
   store().finish_message(live.message, live.text,
                          cancelled ? store::MessageStatus::Stopped : store::MessageStatus::Complete, stats);
-  chat::save_chat_tokens(store(), live.chat, live.message, e.chat_tokens);
+  save_answer_tokens(live, e.chat_tokens);
   std::string kv_source = resolve_kv_source(live.conversation, live.kv_source);
   if (e.metrics.host_tier_tokens > 0) kv_source = "host tier";
   request_kv_save(live.conversation);

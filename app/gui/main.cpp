@@ -1,5 +1,5 @@
 // kvdesk: the desktop app. Numbered phases as in ImGui's example_glfw_opengl3: options,
-// window + GL context, ImGui + fonts, controller (store, model), the frame loop, shutdown.
+// window + GL context, ImGui, controller (store, model) + fonts, the frame loop, shutdown.
 // One frame: engine events in -> panels drawn from the view model -> actions carried out
 // -> rendered (and captured, in scripted mode) -> swapped.
 #include <GLFW/glfw3.h>
@@ -7,19 +7,25 @@
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "app/gui/app_options.h"
 #include "app/gui/controller.h"
 #include "app/gui/frame_stats.h"
 #include "app/gui/gl_texture_cache.h"
+#include "app/gui/model_file.h"
 #include "app/gui/screenshot.h"
 #include "app/gui/script.h"
 #include "engine/error.h"
+#include "ui/font_size.h"
 #include "ui/fonts.h"
 #include "ui/panels.h"
 
@@ -36,6 +42,24 @@ constexpr double kIdleWaitS = 0.25;
 constexpr double kBusyWaitS = 1.0 / 60.0;
 constexpr auto kMinFrameInterval = std::chrono::microseconds(16667);
 
+// What GLFW's window callbacks report between frames; the window's user pointer points here.
+struct WindowEvents {
+  std::vector<std::string> dropped;   // paths dropped on the window since the last frame, in order
+  float content_scale = 1.0f;         // the monitor's, as last reported (HiDPI: 1.5, 2, ...)
+};
+
+void on_drop(GLFWwindow* window, int count, const char** paths) {
+  auto* events = static_cast<WindowEvents*>(glfwGetWindowUserPointer(window));
+  if (!events) return;
+  for (int i = 0; i < count; ++i) events->dropped.emplace_back(paths[i]);
+}
+
+// Moving the window to a monitor of another scale: the fonts follow on the next frame.
+void on_content_scale(GLFWwindow* window, float x_scale, float y_scale) {
+  auto* events = static_cast<WindowEvents*>(glfwGetWindowUserPointer(window));
+  if (events) events->content_scale = std::max(x_scale, y_scale);
+}
+
 void glfw_error(int code, const char* description) { std::fprintf(stderr, "kvdesk: GLFW error %d: %s\n", code, description); }
 
 GLFWwindow* create_window(const gui::AppOptions& options) {
@@ -51,17 +75,26 @@ GLFWwindow* create_window(const gui::AppOptions& options) {
   return window;
 }
 
-ui::Fonts init_imgui(GLFWwindow* window) {
+// ImGui's sizes (padding, spacing, scrollbars) at the monitor's content scale, as the fonts are;
+// the colours, which the theme sets, are kept.
+void scale_style(float content_scale) {
+  ImGuiStyle& style = ImGui::GetStyle();
+  ImGuiStyle scaled;
+  std::copy(std::begin(style.Colors), std::end(style.Colors), std::begin(scaled.Colors));
+  scaled.WindowRounding = 0;
+  scaled.ScaleAllSizes(content_scale);
+  style = scaled;
+}
+
+void init_imgui(GLFWwindow* window) {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
   io.IniFilename = nullptr;   // the layout is remembered in the database (Controller::remember_layout)
   ImGui::StyleColorsDark();
-  ImGui::GetStyle().WindowRounding = 0;
-  ui::Fonts fonts = ui::load_fonts(17.0f);
+  scale_style(1.0f);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330");
-  return fonts;
 }
 
 // The size the window had when kvdesk last closed, unless --width / --height ask for another.
@@ -73,9 +106,12 @@ void restore_window_size(GLFWwindow* window, const gui::AppOptions& options, con
 struct Frame {
   GLFWwindow* window;
   ui::ViewModel& vm;
-  const ui::Fonts& fonts;
+  ui::Fonts& fonts;
+  float font_pixels;     // the size the fonts were built at
+  float style_scale;     // the content scale ImGui's sizes are scaled to
   gui::Controller& controller;
   gui::Script* script;
+  WindowEvents& events;
   gui::GlTextureCache textures;
   gui::ScriptFrameRequest request;
   int resize_width = 0;   // a script's resize in progress: the size asked for
@@ -115,6 +151,20 @@ void resize_if_asked(Frame& f) {
   f.request.resize_done = true;
 }
 
+// Files dropped on the window (a script's drop goes through the same callback): one of them is
+// opened as the model picker opens a model; the controller explains a file that is not one.
+void open_dropped(Frame& f) {
+  if (!f.request.drop_path.empty()) {
+    const char* path = f.request.drop_path.c_str();
+    on_drop(f.window, 1, &path);
+    f.request.drop_path.clear();
+  }
+  if (f.events.dropped.empty()) return;
+  const std::string path = gui::dropped_model_path(f.events.dropped);
+  f.events.dropped.clear();
+  if (f.controller.apply({ui::ActionKind::OpenModel, 0, path})) f.vm.ui.model_path = path;
+}
+
 void capture_if_asked(Frame& f, int width, int height) {
   if (f.request.screenshot_path.empty()) return;
   try {
@@ -126,17 +176,40 @@ void capture_if_asked(Frame& f, int width, int height) {
   f.request.screenshot_done = true;
 }
 
+// The fonts at the size the settings and the monitor ask for now, and ImGui's sizes at the
+// monitor's scale: the atlas is rebuilt and its GL texture made again here, between frames,
+// never between NewFrame and Render (ImGui 1.86 reads the atlas while a frame is open). The
+// Korean atlas takes about a second to build.
+void rebuild_fonts_if_needed(Frame& f) {
+  const float scale = ui::usable_content_scale(f.events.content_scale);
+  if (scale != f.style_scale) {
+    scale_style(scale);
+    f.style_scale = scale;
+  }
+  const float pixels = ui::font_pixels(f.events.content_scale, f.vm.ui.layout_prefs.font_size);
+  if (pixels == f.font_pixels) return;
+  ImGui::GetIO().Fonts->Clear();
+  f.fonts = ui::load_fonts(pixels);
+  ImGui::GetIO().Fonts->Build();
+  ImGui_ImplOpenGL3_DestroyFontsTexture();
+  ImGui_ImplOpenGL3_CreateFontsTexture();
+  f.font_pixels = pixels;
+  f.vm.status.font_note = f.fonts.note;
+}
+
 // 5. One frame. Returns the milliseconds spent before GL rendering (events, panels, actions):
 // what kvdesk's own code costs, apart from the GPU (or, under Xvfb, llvmpipe) drawing it.
 double run_frame(Frame& f) {
   const auto start = Clock::now();
   f.controller.update();                                   // 5a. engine events, statistics
-  step_script(f);                                          // 5b. scripted actions
+  step_script(f);                                          // 5b. scripted actions, dropped files
   resize_if_asked(f);
+  open_dropped(f);
   if (f.vm.ui.layout_prefs.theme != f.theme) {
     f.theme = f.vm.ui.layout_prefs.theme;
     ui::apply_theme(f.theme);
   }
+  rebuild_fonts_if_needed(f);
   ImGui_ImplOpenGL3_NewFrame();                            // 5c. draw the panels
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
@@ -168,10 +241,9 @@ int run(const gui::AppOptions& options) {
     glfwTerminate();
     return 1;
   }
-  // 3. ImGui and fonts (the Korean atlas is built on the first frame).
+  // 3. ImGui (the fonts wait for the remembered font size).
   ui::ViewModel vm;
-  const ui::Fonts fonts = init_imgui(window);
-  vm.status.font_note = fonts.note;
+  init_imgui(window);
   gui::FrameStats frame_stats;      // every frame
   gui::FrameStats streaming_stats;  // frames while an answer streams
   gui::FrameStats streaming_ui;     // their part before GL rendering
@@ -181,7 +253,19 @@ int run(const gui::AppOptions& options) {
     gui::Controller controller(vm, [] { glfwPostEmptyEvent(); });
     controller.start(options);
     restore_window_size(window, options, vm.ui.layout_prefs);
-    Frame frame{window, vm, fonts, controller, script ? &*script : nullptr, {}, {}};
+    WindowEvents events;
+    glfwSetWindowUserPointer(window, &events);
+    glfwSetDropCallback(window, on_drop);
+    glfwSetWindowContentScaleCallback(window, on_content_scale);
+    float x_scale = 1, y_scale = 1;
+    glfwGetWindowContentScale(window, &x_scale, &y_scale);
+    events.content_scale = std::max(x_scale, y_scale);
+    // The fonts at the remembered size for this monitor, built before the first frame (the Korean
+    // atlas is turned into a texture on the first frame).
+    const float font_pixels = ui::font_pixels(events.content_scale, vm.ui.layout_prefs.font_size);
+    ui::Fonts fonts = ui::load_fonts(font_pixels);
+    vm.status.font_note = fonts.note;
+    Frame frame{window, vm, fonts, font_pixels, 1.0f, controller, script ? &*script : nullptr, events, {}, {}};
     // 5. Frame loop.
     auto last_start = Clock::now() - kMinFrameInterval;
     while (!frame.done) {
@@ -202,6 +286,7 @@ int run(const gui::AppOptions& options) {
     int width = 0, height = 0;
     glfwGetWindowSize(window, &width, &height);
     controller.remember_layout(width, height);
+    glfwSetWindowUserPointer(window, nullptr);
   }
   // 6. Shutdown (the controller, and with it the engine thread, is gone by now).
   if (options.frame_stats) {

@@ -25,7 +25,7 @@ constexpr int kSettleFrames = 3;
 const std::set<std::string>& known_commands() {
   static const std::set<std::string> commands = {
       "new_chat", "system", "send", "wait_answer", "regenerate", "edit_last", "stop", "wait_model",
-      "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "layout_report", "key", "export", "import", "set_context", "set_max_tokens", "model_info", "resize",
+      "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "layout_report", "key", "export", "import", "set_context", "set_max_tokens", "model_info", "resize", "drop", "expect_status", "delete_message", "continue_last", "font_size", "cancel_load",
       "serve", "wait_served", "connect", "kv_report", "quit"};
   return commands;
 }
@@ -34,8 +34,8 @@ const std::set<std::string>& commands_with_argument() {
   static const std::set<std::string> commands = {"system", "send", "edit_last", "sleep", "open_panel",
                                                  "select_conversation", "screenshot", "kv_type",
                                                  "layout_report", "key", "export", "import", "set_context",
-                                                 "set_max_tokens", "resize", "serve", "wait_served", "connect",
-                                                 "kv_report"};
+                                                 "set_max_tokens", "resize", "drop", "expect_status", "delete_message", "font_size",
+                                                 "serve", "wait_served", "connect", "kv_report"};
   return commands;
 }
 
@@ -120,7 +120,8 @@ Script Script::load(const std::string& path, const std::string& screenshot_dir, 
     if (line.command == "key" && !ui::parse_key_chord(line.argument)) {
       throw Error(where + "'" + line.argument + "' is not a key chord (e.g. ctrl+n, shift+enter, esc)");
     }
-    if ((line.command == "set_context" || line.command == "set_max_tokens") && !positive_number(line.argument)) {
+    if ((line.command == "set_context" || line.command == "set_max_tokens" || line.command == "delete_message") &&
+        !positive_number(line.argument)) {
       throw Error(where + "'" + line.command + "' needs a whole number above 0, not '" + line.argument + "'");
     }
     if (line.command == "resize" && !window_size(line.argument)) {
@@ -197,6 +198,18 @@ Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewMo
       }
       throw Error("no user message to edit");
     }
+    if (c == "continue_last") {
+      if (wait_for_model(vm) == Outcome::Wait) return Outcome::Wait;
+      if (vm.chat.messages.empty()) throw Error("no answer to continue");
+      return act({ActionKind::ContinueAnswer, vm.chat.messages.back().id});
+    }
+    if (c == "delete_message") {
+      const size_t n = size_t(std::stoul(arg));
+      if (n > vm.chat.messages.size()) {
+        throw Error("the conversation shows " + std::to_string(vm.chat.messages.size()) + " messages");
+      }
+      return act({ActionKind::DeleteMessage, vm.chat.messages[n - 1].id});
+    }
     if (c == "wait_answer") {
       if (controller.streaming()) return Outcome::Wait;
       if (!controller.last_failure().empty()) throw Error("the answer failed: " + controller.last_failure());
@@ -234,6 +247,13 @@ Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewMo
                                       std::stoi(arg)));
     }
     if (c == "model_info") return show_model_info(line, vm);
+    if (c == "font_size") return act({ActionKind::SetFontSize, 0, arg});
+    if (c == "cancel_load") return act({ActionKind::CancelModelLoad});
+    if (c == "drop") {
+      frame.drop_path = arg;
+      return Outcome::Next;
+    }
+    if (c == "expect_status") return expect_status(arg, vm);
     if (c == "resize") return resize_window(*window_size(arg), frame);
     if (c == "serve") return serve(arg, controller, vm);
     if (c == "wait_served") return vm.serve.served >= std::stoull(arg) ? Outcome::Next : Outcome::Wait;
@@ -303,6 +323,16 @@ Script::Outcome Script::write_kv_report(const std::string& name, const ui::ViewM
   }
   write_text_file(screenshot_dir_ + "/" + name, ui::kv_report_text(vm));
   return Outcome::Next;
+}
+
+// Waits (up to the line timeout) for the status line to say `text`: what an action or a model
+// load reported may arrive a few frames later, from the engine.
+Script::Outcome Script::expect_status(const std::string& text, const ui::ViewModel& vm) {
+  if (vm.status.message.find(text) != std::string::npos) return Outcome::Next;
+  if (std::chrono::duration<double>(Clock::now() - line_start_).count() > timeout_s_) {
+    throw Error("the status line says '" + vm.status.message + "'");
+  }
+  return Outcome::Wait;
 }
 
 // Asks the frame loop for the new window size, then waits until the window has it.

@@ -9,12 +9,18 @@
 // set_max_tokens N (the selected conversation's own context length and max new tokens, as
 // its Conversation settings would set them), model_info [NAME.txt] (opens the Model tab once the
 // model is loaded, prints its text, and writes it beside the screenshots when named), resize W H
-// (the window's size in screen pixels, waited for), serve on PORT [NAME.txt] (serve over HTTP at
-// the address in Settings on PORT, 0 for any free one, and write the URL it listens on beside the
-// screenshots) and serve off, wait_served N (until the HTTP server has ended N requests),
-// connect URL [KEY] (chat through that server), kv_report NAME.txt (the KV panels' figures as
-// text, ui/kv_report.h, beside the screenshots; with a remote server, once its statistics were
-// read again after the line began), quit.
+// (the window's size in screen pixels, waited for), drop PATH (a file dropped on the window: the
+// frame loop hands it to the same callback GLFW calls), expect_status TEXT (waits for the status
+// line to contain TEXT; fails saying what it holds at the timeout), delete_message N (the Nth
+// message shown, 1 = the first, with the replies under it), continue_last (the last answer, which
+// must have stopped at its token limit, carried on), font_size N (the Settings font size, pixels
+// at a content scale of 1: the fonts are rebuilt before the next frame), cancel_load (the model
+// being loaded, as its Cancel button; fails when none is), serve on PORT [NAME.txt] (serve over
+// HTTP at the address in Settings on PORT, 0 for any free one, and write the URL it listens on
+// beside the screenshots) and serve off, wait_served N (until the HTTP server has ended N
+// requests), connect URL [KEY] (chat through that server), kv_report NAME.txt (the KV panels'
+// figures as text, ui/kv_report.h, beside the screenshots; with a remote server, once its
+// statistics were read again after the line began), quit.
 // Blank lines and lines starting with # are skipped. A failing line ends the run.
 #pragma once
 #include <chrono>
@@ -37,6 +43,7 @@ struct ScriptFrameRequest {
   int resize_width = 0;          // > 0: set the window to this size, then set resize_done
   int resize_height = 0;
   bool resize_done = false;
+  std::string drop_path;         // non-empty: dropped on the window in this frame, then cleared
 };
 
 class Script {
@@ -65,6 +72,7 @@ class Script {
   Outcome wait_for_model(const ui::ViewModel& vm);
   Outcome press_key(const ui::KeyChord& chord);
   Outcome show_model_info(const Line& line, ui::ViewModel& vm);
+  Outcome expect_status(const std::string& text, const ui::ViewModel& vm);
   Outcome resize_window(std::pair<int, int> size, ScriptFrameRequest& frame);
   Outcome serve(const std::string& argument, Controller& controller, ui::ViewModel& vm);
   Outcome write_kv_report(const std::string& name, const ui::ViewModel& vm);

@@ -54,6 +54,7 @@ std::string CompletionRun::next_text(std::chrono::milliseconds timeout) {
       ended_ = true;
       throw engine_error(event->text);
     case EventKind::ModelLoaded:
+    case EventKind::LoadProgress:
     case EventKind::Logits: break;   // the server's requests ask for no logits
   }
   return {};

@@ -6,7 +6,9 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <unordered_map>
 
 #include "app/store/schema.h"
@@ -396,6 +398,35 @@ MessageId ConversationStore::newest_leaf_under(MessageId id) {
     if (!s.step()) return id;
     id = s.column_int(0);
   }
+}
+
+int64_t ConversationStore::delete_message(MessageId id) {
+  Transaction tx(*db_);
+  const Message m = require_message(id);
+  static const std::string subtree =
+      "WITH RECURSIVE sub(id) AS (SELECT ?1 UNION ALL SELECT m.id FROM messages m JOIN sub ON m.parent_id = sub.id) ";
+  Statement count = db_->prepare(subtree + "SELECT count(*), (SELECT active_leaf_id FROM conversations WHERE id = ?2) "
+                                           "IN (SELECT id FROM sub) FROM sub");
+  count.bind(1, id).bind(2, m.conversation_id);
+  count.step();
+  const int64_t deleted = count.column_int(0);
+  const bool on_active_branch = count.column_int(1) != 0;
+  std::optional<MessageId> leaf = m.parent_id;
+  const std::vector<Message> siblings_of = siblings(id);
+  const auto self = std::find_if(siblings_of.begin(), siblings_of.end(), [&](const Message& s) { return s.id == id; });
+  if (self != siblings_of.begin()) {
+    leaf = newest_leaf_under(std::prev(self)->id);
+  } else if (std::next(self) != siblings_of.end()) {
+    leaf = newest_leaf_under(std::next(self)->id);
+  }
+  db_->prepare("DELETE FROM messages WHERE id = ?1").bind(1, id).run();
+  if (on_active_branch) {
+    set_leaf_unchecked(m.conversation_id, leaf, true);
+  } else {
+    db_->prepare("UPDATE conversations SET updated_at = ?2 WHERE id = ?1").bind(1, m.conversation_id).bind(2, unix_time_ms()).run();
+  }
+  tx.commit();
+  return deleted;
 }
 
 ConversationTree ConversationStore::load_tree(ConversationId id) {

@@ -92,6 +92,13 @@ class ConversationStore {
   void set_active_leaf(ConversationId id, MessageId leaf);
   // The leaf reached from `id` by always taking the newest child: where switching to a branch lands.
   MessageId newest_leaf_under(MessageId id);
+  // Deletes a message with every reply under it. Each later message was written with it in its
+  // context: keeping them would leave answers to a question nobody asked, or a turn that
+  // follows an answer that no longer exists. Where the active branch ran through it, the
+  // branch moves to a remaining sibling's newest leaf (the one before it, else after it), else
+  // it ends at the message's parent (nothing, for a root without siblings). Returns how many
+  // messages were deleted. One transaction.
+  int64_t delete_message(MessageId id);
   ConversationTree load_tree(ConversationId id);
   // Adds `tree` as a new conversation (new ids, the same shape and active leaf); returns its id.
   ConversationId import_conversation(const ConversationTree& tree);

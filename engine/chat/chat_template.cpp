@@ -481,6 +481,20 @@ size_t message_end(const ChatTemplate& chat_template, const std::vector<ChatMess
   return full.starts_with(head) ? head.size() : kNoEnd;
 }
 
+// The conversation up to the end of its last message, an answer left open for the model to carry
+// on: the messages before it as the template renders them (ending with the generation prompt),
+// then the answer's text. This is where message_end puts the end of an answer.
+std::vector<TextSegment> render_open_answer(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
+                                            const ChatSpecialTexts& specials, const std::tm& now) {
+  if (messages.size() < 2 || messages.back().role != "assistant") {
+    throw Error("only an answer that follows another message can be continued");
+  }
+  std::vector<TextSegment> out =
+      render_chat(chat_template, std::vector<ChatMessage>(messages.begin(), messages.end() - 1), specials, now);
+  out.push_back({messages.back().content, false});
+  return out;
+}
+
 // The text of segments from offset begin to end, each piece keeping its segment's kind.
 std::vector<TextSegment> slice(const std::vector<TextSegment>& segments, size_t begin, size_t end) {
   std::vector<TextSegment> out;
@@ -557,10 +571,11 @@ std::vector<int32_t> encode_chat(const Tokenizer& tokenizer, const ChatTemplate&
 
 ChatPrompt encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                               const std::vector<ChatMessage>& messages, const std::vector<MessageTokens>& stored,
-                              const std::string& identity) {
+                              const std::string& identity, bool continue_answer) {
   const ChatSpecialTexts specials = special_texts(tokenizer);
   const std::tm now = local_now();   // one date for every rendering of this prompt
-  const std::vector<TextSegment> full = render_chat(chat_template, messages, specials, now);
+  const std::vector<TextSegment> full = continue_answer ? render_open_answer(chat_template, messages, specials, now)
+                                                        : render_chat(chat_template, messages, specials, now);
   const std::string text = joined_text(full);
   const IdRun run = reusable_run(tokenizer, chat_template, messages, stored, identity, specials, now, text);
   ChatPrompt out;

@@ -88,8 +88,11 @@ struct ChatPrompt {
 // prefix of the whole; the rest is the rendered text after that point. `stored` is empty or one
 // per message. Without a usable run the tokens are exactly encode_chat's. The spans of the text
 // part are reported when they are exact: one message, or pieces that encode as the whole does.
+// continue_answer: the last message is an answer the model carries on: the prompt ends with its
+// text, left open (no end of turn, no next generation prompt); throws Error unless the last
+// message is an answer after another message.
 ChatPrompt encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                               const std::vector<ChatMessage>& messages, const std::vector<MessageTokens>& stored,
-                              const std::string& identity);
+                              const std::string& identity, bool continue_answer = false);
 
 }  // namespace kvdesk

@@ -16,6 +16,8 @@
 
 namespace kvdesk {
 
+class LoadProgress;
+
 enum class GgufType : uint32_t {
   UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
   BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
@@ -48,8 +50,10 @@ struct GgufTensorInfo {
 
 class GgufFile {
  public:
-  // Throws kvdesk::Error: "<path>: <problem>".
+  // Throws kvdesk::Error: "<path>: <problem>". With progress, reading the file is one stage of
+  // it (`read_share` of the load, by bytes read), and a cancelled load throws LoadCancelled.
   static std::unique_ptr<GgufFile> open(const std::string& path);
+  static std::unique_ptr<GgufFile> open(const std::string& path, LoadProgress& progress, double read_share);
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;

@@ -9,6 +9,7 @@
 
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
+#include "engine/system/load_progress.h"
 #include "engine/system/memory_limit.h"
 #include "engine/system/thread_pool.h"
 #include "kernels/attention.h"
@@ -200,15 +201,24 @@ size_t Model::scratch_bytes() const {
 }
 
 std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
+  LoadProgress quiet;
+  return load(path, options, quiet);
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptions& options, LoadProgress& progress) {
   std::unique_ptr<Model> m(new Model());
   // Measured before the file is read in, which may take its size from what is available.
   const uint64_t memory = memory_budget(options.memory_limit_bytes);
-  m->file_ = GgufFile::open(path);
+  // The interleaved layouts serve the AVX2 GEMM; AVX-512 and scalar keep ggml's rows. Repacking
+  // touches every matrix byte once more, about as much work as reading it: half the progress.
+  const bool repack = options.cpu_layouts && cpu_isa_active() == CpuIsa::Avx2;
+  const double read_share = repack ? 0.5 : 1.0;
+  m->file_ = GgufFile::open(path, progress, read_share);
   m->config_ = read_model_config(*m->file_);
   m->weights_ = bind_model_weights(*m->file_, m->config_);
-  // The interleaved layouts serve the AVX2 GEMM; AVX-512 and scalar keep ggml's rows.
-  if (options.cpu_layouts && cpu_isa_active() == CpuIsa::Avx2 && m->file_->data_in_memory()) {
-    m->file_->rewrite_tensor_data([&] { repack_matrices(m->weights_); });
+  progress.check_cancelled();
+  if (repack && m->file_->data_in_memory()) {
+    m->file_->rewrite_tensor_data([&] { repack_matrices(m->weights_, progress, 1.0 - read_share); });
   }
   require_memory(m->weights_.weight_bytes, memory, path + ": the model's weights");
   m->tokenizer_ = options.tokenizer_path.empty() ? Tokenizer::from_gguf(*m->file_)

@@ -16,6 +16,7 @@
 
 namespace kvdesk {
 
+class LoadProgress;
 class ThreadPool;
 
 // One forward call: tokens of one or more sequences, each at its own position. A sequence's
@@ -42,8 +43,11 @@ struct ModelLoadOptions {
 
 class Model {
  public:
-  // Throws kvdesk::Error naming the file and the problem.
+  // Throws kvdesk::Error naming the file and the problem. With progress: reading the file and
+  // (AVX2) repacking its matrices are reported as the load's stages, and a cancelled load
+  // throws LoadCancelled with nothing left allocated.
   static std::unique_ptr<Model> load(const std::string& path, const ModelLoadOptions& options = {});
+  static std::unique_ptr<Model> load(const std::string& path, const ModelLoadOptions& options, LoadProgress& progress);
   ~Model();
 
   const GgufFile& file() const { return *file_; }

@@ -6,6 +6,7 @@
 
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
+#include "engine/system/load_progress.h"
 #include "kernels/weight_repack.h"
 
 namespace kvdesk {
@@ -164,20 +165,42 @@ ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& c) {
   return w;
 }
 
-int repack_matrices(ModelWeights& w) {
-  int repacked = 0;
-  const auto repack = [&](WeightMatrix& m) {
-    const GgmlType type = repacked_type(m.type, m.rows);
-    if (type == m.type) return;
-    repack_rows(m.type, const_cast<void*>(m.data), m.rows, m.cols);
-    m.type = type;
-    ++repacked;
-  };
+namespace {
+
+// Every matrix repack_matrices may rewrite: the layers' and the untied output matrix.
+std::vector<WeightMatrix*> repackable_matrices(ModelWeights& w) {
+  std::vector<WeightMatrix*> out;
   for (LayerWeights& l : w.layers) {
-    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) repack(*m);
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) out.push_back(m);
   }
-  if (!w.tied_output) repack(w.output);
-  return repacked;
+  if (!w.tied_output) out.push_back(&w.output);
+  return out;
+}
+
+}  // namespace
+
+int repack_matrices(ModelWeights& w) {
+  LoadProgress quiet;
+  return repack_matrices(w, quiet, 1.0);
+}
+
+int repack_matrices(ModelWeights& w, LoadProgress& progress, double share) {
+  std::vector<WeightMatrix*> to_repack;
+  uint64_t total = 0;
+  for (WeightMatrix* m : repackable_matrices(w)) {
+    if (repacked_type(m->type, m->rows) == m->type) continue;
+    to_repack.push_back(m);
+    total += matrix_bytes(*m);
+  }
+  progress.begin_stage(share, total);
+  for (WeightMatrix* m : to_repack) {
+    const uint64_t bytes = matrix_bytes(*m);
+    const GgmlType type = repacked_type(m->type, m->rows);
+    repack_rows(m->type, const_cast<void*>(m->data), m->rows, m->cols);
+    m->type = type;
+    progress.advance(bytes);
+  }
+  return int(to_repack.size());
 }
 
 uint64_t decode_weight_read_bytes(const ModelWeights& w) {

@@ -14,6 +14,7 @@
 namespace kvdesk {
 
 class GgufFile;
+class LoadProgress;
 
 // A matrix W[rows][cols] (ggml dims {cols, rows}) in its stored type.
 struct WeightMatrix {
@@ -68,7 +69,9 @@ ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& config)
 // Rewrites, in place, every layer matrix and the untied output matrix that has an interleaved
 // layout for the GEMM (kernels/weight_repack.h, decided by repacked_type) and gives it that
 // type; the token embedding, read row by row, keeps the file's. Only inside
-// GgufFile::rewrite_tensor_data. Returns how many matrices changed.
+// GgufFile::rewrite_tensor_data. Returns how many matrices changed. With progress, repacking is
+// one stage of the load (`share` of it, by bytes repacked), cancelled between matrices.
 int repack_matrices(ModelWeights& weights);
+int repack_matrices(ModelWeights& weights, LoadProgress& progress, double share);
 
 }  // namespace kvdesk

@@ -228,6 +228,43 @@ TEST_CASE("editing a past user message creates a sibling branch and the old bran
   CHECK(reopened.load_tree(b.id).messages.size() == 7);
 }
 
+TEST_CASE("deleting a message deletes the replies under it and moves the branch to a sibling or the parent", "[app][store]") {
+  TempDir dir;
+  ConversationStore store = ConversationStore::open(dir.file("kvdesk.db"));
+  const Branched b = make_branched(store);
+  const MessageId other = store.create_conversation("Other");
+  add(store, other, std::nullopt, Role::User, "untouched");
+
+  SECTION("an answer on the active branch: the branch ends at its question") {
+    CHECK(store.delete_message(b.a2b) == 1);
+    CHECK(contents(store.branch_path(b.id)) == std::vector<std::string>{"hi", "hello", "tell a story"});
+    CHECK_FALSE(store.message(b.a2b).has_value());
+  }
+  SECTION("an edited question with its answer: the branch moves to the sibling before it") {
+    CHECK(store.delete_message(b.u2b) == 2);
+    CHECK(contents(store.branch_path(b.id)) == std::vector<std::string>{"hi", "hello", "tell a joke", "joke A"});
+    CHECK(store.siblings(b.u2).size() == 1);
+  }
+  SECTION("the first of two siblings: the branch moves to the one after it") {
+    store.set_active_leaf(b.id, b.a2);
+    CHECK(store.delete_message(b.u2) == 2);
+    CHECK(contents(store.branch_path(b.id)) == std::vector<std::string>{"hi", "hello", "tell a story", "once upon a time"});
+  }
+  SECTION("a message off the active branch: the branch on screen stays") {
+    CHECK(store.delete_message(b.a2) == 1);
+    CHECK(store.conversation(b.id)->active_leaf_id == b.a2b);
+    CHECK(store.children(b.u2).empty());
+  }
+  SECTION("the root: the whole tree goes and the conversation is empty") {
+    CHECK(store.delete_message(b.u1) == 6);
+    CHECK(store.branch_path(b.id).empty());
+    CHECK(store.conversation(b.id)->active_leaf_id == std::nullopt);
+    CHECK(count_rows(dir.file("kvdesk.db"), "messages") == 1);
+  }
+  CHECK(contents(store.branch_path(other)) == std::vector<std::string>{"untouched"});
+  CHECK_THROWS_WITH(store.delete_message(999), Catch::Contains("999"));
+}
+
 TEST_CASE("messages must stay inside their conversation", "[app][store]") {
   TempDir dir;
   ConversationStore store = ConversationStore::open(dir.file("kvdesk.db"));

@@ -33,11 +33,13 @@ struct Collected {
   std::map<RequestId, Event> finished;
   std::map<RequestId, std::string> errors;
   int model_loaded = 0;
+  std::vector<double> progress;
 
   void take(const std::vector<Event>& events) {
     for (const Event& e : events) {
       switch (e.kind) {
         case EventKind::ModelLoaded: ++model_loaded; break;
+        case EventKind::LoadProgress: progress.push_back(e.progress); break;
         case EventKind::Token:
           text[e.request] += e.text;
           if (e.token >= 0) tokens[e.request].push_back(e.token);

@@ -143,6 +143,12 @@ TEST_CASE("bad input becomes a status-line error, never an abort", "[gui][contro
   s.vm.ui.kv_edit.k_type = "f12";
   CHECK_FALSE(s.controller.apply({ActionKind::ReconfigureKv}));
   CHECK(s.vm.status.message.find("unknown KV type 'f12'") != std::string::npos);
+  CHECK_FALSE(s.controller.apply({ActionKind::CancelModelLoad}));
+  CHECK(s.vm.status.message.find("no model is loading") != std::string::npos);
+  CHECK_FALSE(s.controller.apply({ActionKind::DeleteMessage, 12345}));
+  CHECK_FALSE(s.controller.apply({ActionKind::SetFontSize, 0, "huge"}));
+  CHECK(s.vm.status.message.find("the font size must be 10 to 32 pixels") != std::string::npos);
+  CHECK_FALSE(s.controller.apply({ActionKind::SetFontSize, 0, "99"}));
 }
 
 TEST_CASE("the chat template choice reaches the engine, and unknown names are refused", "[gui][controller]") {

@@ -481,3 +481,64 @@ TEST_CASE("the window's size, open tab and theme come back after a restart", "[g
   CHECK(s.setting("layout.panel") == "memory");
   CHECK(s.setting("ui.theme") == "light");
 }
+
+TEST_CASE("a file dropped on the window opens as a model, and anything else is explained", "[gui][drop]") {
+  TempDir dir;
+  write_file(dir.file("notes.txt"), "not a model\n");
+  write_file(dir.file("empty.gguf"), "");
+  write_file(dir.file("broken.gguf"), "GGUF\x03\x00\x00\x00 and then nothing a GGUF needs");
+  const std::string model = kvdesk::test::model_path("stories260K.gguf");
+  write_file(dir.file("drop.txt"), "drop " + dir.file("notes.txt") + "\n"
+                                   "expect_status 'notes.txt' is not a model\n"
+                                   "drop " + dir.file("empty.gguf") + "\n"
+                                   "expect_status 'empty.gguf' is not a GGUF model\n"
+                                   "drop " + dir.path().string() + "\n"
+                                   "expect_status is a folder\n"
+                                   "drop " + dir.file("broken.gguf") + "\n"
+                                   "expect_status " + dir.file("broken.gguf") + "\n"
+                                   "screenshot broken.png\n"
+                                   "drop " + model + "\n"
+                                   "wait_model\n"
+                                   "send Once upon a time\n"
+                                   "wait_answer\n"
+                                   "quit\n");
+  const AppRun run = run_kvdesk({"--db", dir.file("db"), "--script", dir.file("drop.txt"), "--screenshot-dir",
+                                 dir.path().string(), "--script-timeout", "60"});
+  INFO("stderr: " << run.err);
+  CHECK(run.exit_code == 0);
+  check_screenshot(dir.file("broken.png"));
+  store::ConversationStore s = store::ConversationStore::open(dir.file("db"));
+  const std::vector<store::RecentModel> recent = s.recent_models();
+  REQUIRE(recent.size() == 1);
+  CHECK(recent[0].path == model);
+}
+
+TEST_CASE("scripts continue an answer, delete messages and change the font size in the real window",
+          "[gui][script][messages]") {
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  write_file(dir.file("s.txt"),
+             "wait_model\n"
+             "new_chat\nset_max_tokens 6\nsend Once upon a time\nwait_answer\n"
+             "continue_last\nwait_answer\n"
+             "send The end\nwait_answer\n"
+             "delete_message 3\nexpect_status message and 1 reply under it deleted\n"
+             "font_size 26\nscreenshot big_font.png\nquit\n");
+  const AppRun run = run_kvdesk({"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script",
+                                 dir.file("s.txt"), "--screenshot-dir", dir.path().string()});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  check_screenshot(dir.file("big_font.png"));
+
+  store::ConversationStore s = store::ConversationStore::open(db);
+  const std::vector<store::Conversation> conversations = s.list_conversations();
+  REQUIRE(conversations.size() == 1);
+  const std::vector<store::Message> shown = s.branch_path(conversations[0].id);
+  REQUIRE(shown.size() == 2);
+  REQUIRE(shown[1].stats.has_value());
+  CHECK(shown[1].stats->completion_tokens == 12);   // 6, then 6 more in the same message
+  REQUIRE(shown[1].tokens.has_value());
+  CHECK(shown[1].tokens->ids.size() == 12);
+  CHECK(s.load_tree(conversations[0].id).messages.size() == 2);
+  CHECK(s.setting("ui.font_size") == "26.000000");
+}

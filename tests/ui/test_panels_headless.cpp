@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "ui/keyboard.h"
+#include "ui/panel_data.h"
 #include "ui/panels.h"
 
 using namespace kvdesk::ui;
@@ -227,6 +228,24 @@ TEST_CASE("every panel draws over a small view model", "[ui][headless]") {
     vm.chat.messages.back().state = MessageState::Streaming;
     imgui.frame(vm);
     imgui.frame(vm);
+  }
+  SECTION("a delete waiting for confirmation and an answer to continue draw, asking nothing") {
+    REQUIRE(vm.chat.messages.size() >= 2);
+    vm.chat.messages.back().role = MessageRole::Assistant;
+    vm.chat.messages.back().can_continue = true;
+    vm.ui.delete_message = vm.chat.messages.front().id;
+    CHECK(imgui.frame(vm).empty());
+    vm.ui.delete_message = vm.chat.messages.back().id;
+    CHECK(imgui.frame(vm).empty());
+    CHECK(vm.ui.delete_message == vm.chat.messages.back().id);   // still waiting for the user
+  }
+  SECTION("a model loading draws its progress and Cancel, asking nothing") {
+    vm.model.state = ModelState::Loading;
+    vm.model.load_progress = 0.42;
+    vm.model.loading_seconds = 1.5;
+    CHECK(imgui.frame(vm).empty());
+    CHECK(imgui.frame(vm).empty());
+    CHECK(status_line(vm).find("42%") != std::string::npos);
   }
 }
 
