@@ -78,8 +78,9 @@ void draw_highlight(ImDrawList* dl, const std::vector<int32_t>& table, const Blo
 
 void draw_block_map_panel(const ViewModel& vm, TextureCache& textures) {
   const KvView& kv = vm.kv;
+  draw_server_stats(vm);
   if (!kv.valid) {
-    ImGui::TextDisabled("No KV cache yet: open a model.");
+    if (!vm.remote.connected) ImGui::TextDisabled("No KV cache yet: open a model.");
     return;
   }
   draw_legend(kv);

@@ -62,6 +62,7 @@ void draw_row(ViewModel& vm, const ConversationSummary& c, UiActions& actions) {
   if (ImGui::Selectable(c.title.empty() ? "(untitled)" : c.title.c_str(), c.id == vm.chat.conversation_id)) {
     actions.push_back({ActionKind::SelectConversation, c.id});
   }
+  if (!c.engine.empty() && ImGui::IsItemHovered()) ImGui::SetTooltip("answers from %s", c.engine.c_str());
   if (c.generating) {
     const float r = indent * 0.22f;
     ImGui::GetWindowDrawList()->AddCircleFilled(ImVec2(pos.x + indent * 0.5f, pos.y + indent * 0.55f), r,

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ui/kv_report.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
 
@@ -105,7 +106,7 @@ void draw_what_if(const KvView& kv, LayoutReport& report) {
 
 void draw_fragmentation_panel(ViewModel& vm) {
   if (!vm.kv.valid) {
-    ImGui::TextDisabled("No KV cache yet: open a model.");
+    ImGui::TextDisabled("%s", no_block_map_note(vm));
     return;
   }
   draw_comparison(vm.kv, vm.ui.layout);

@@ -88,7 +88,8 @@ void draw_fit_table(const ViewModel& vm) {
 
 void draw_memory_budget_panel(const ViewModel& vm) {
   if (!vm.kv.valid) {
-    ImGui::TextDisabled("No model yet: open one to see its memory budget.");
+    ImGui::TextDisabled("%s", vm.remote.connected ? "The model runs on a server: its memory is the server's."
+                                                  : "No model yet: open one to see its memory budget.");
     return;
   }
   const std::vector<BarSegment> segments = memory_segments(vm.memory, vm.kv);

@@ -1,11 +1,13 @@
-// The model bar: a path field, Open, the recent models, and what the engine says about the
-// model (loading: a progress bar with Cancel; loaded with its shape; or why it failed).
+// The model bar: a path field, Open, the recent models, a remote server instead (ui/remote_picker.cpp),
+// where the app serves over HTTP, and what the engine says about the model (loading: a progress
+// bar with Cancel; loaded with its shape; or why it failed).
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
 #include <cstdio>
 #include <string_view>
 
+#include "ui/kv_report.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
 #include "ui/theme_colours.h"
@@ -29,9 +31,14 @@ void draw_model_state(const ModelView& m, Theme theme, LayoutReport& report, UiA
     }
     case ModelState::Loaded: {
       char buf[512];
-      std::snprintf(buf, sizeof buf, "%s (%s)  %s params, %d layers, %d/%d heads (q/kv), ctx %d, %s", m.name.c_str(),
-                    m.architecture.c_str(), format_count(m.parameters).c_str(), m.layers, m.heads, m.kv_heads,
-                    m.context_length, format_bytes(m.weight_bytes).c_str());
+      if (m.backend == "remote") {   // a server tells its model's name and context, not its shape
+        std::snprintf(buf, sizeof buf, "%s on the server %s, ctx %s", m.name.c_str(), m.path.c_str(),
+                      m.context_length > 0 ? std::to_string(m.context_length).c_str() : "not told");
+      } else {
+        std::snprintf(buf, sizeof buf, "%s (%s)  %s params, %d layers, %d/%d heads (q/kv), ctx %d, %s", m.name.c_str(),
+                      m.architecture.c_str(), format_count(m.parameters).c_str(), m.layers, m.heads, m.kv_heads,
+                      m.context_length, format_bytes(m.weight_bytes).c_str());
+      }
       const float width = ImGui::GetContentRegionAvail().x;
       const std::string shown = elide_to_width(buf, width, [](std::string_view t) {
         return ImGui::CalcTextSize(t.data(), t.data() + t.size()).x;
@@ -73,6 +80,13 @@ void draw_model_bar(ViewModel& vm, UiActions& actions) {
     ImGui::EndCombo();
   }
   ImGui::SameLine();
+  draw_remote_picker(vm, actions);
+  ImGui::SameLine();
+  if (vm.serve.on) {
+    ImGui::TextDisabled("HTTP %s (%d running, %d waiting)", vm.serve.url.c_str(), vm.serve.running, vm.serve.waiting);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", serving_line(vm.serve).c_str());
+    ImGui::SameLine();
+  }
   draw_model_state(vm.model, vm.ui.layout_prefs.theme, vm.ui.layout, actions);
 }
 

@@ -415,8 +415,9 @@ std::string status_line(const ViewModel& vm) {
     case ModelState::Failed: return "Model failed to load: " + m.error;
     case ModelState::Loaded: break;
   }
-  std::string line = (m.name.empty() ? m.path : m.name) + " | " + m.backend + " x" + std::to_string(m.threads) +
-                     " threads | context " + std::to_string(vm.chat.context_used) + " / " +
+  const std::string engine =
+      m.backend == "remote" ? "server " + m.path : m.backend + " x" + std::to_string(m.threads) + " threads";
+  std::string line = (m.name.empty() ? m.path : m.name) + " | " + engine + " | context " + std::to_string(vm.chat.context_used) + " / " +
                      std::to_string(context_limit(vm));
   if (!vm.status.last_answer.empty()) line += " | last answer: " + vm.status.last_answer;
   return line;

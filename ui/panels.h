@@ -29,6 +29,9 @@ void draw_sharing_panel(const ViewModel& vm);
 void draw_quantization_panel(ViewModel& vm, UiActions& actions);
 void draw_memory_budget_panel(const ViewModel& vm);
 void draw_time_plots_panel(const ViewModel& vm);
+void draw_serve_settings(ViewModel& vm, UiActions& actions);
+void draw_remote_picker(ViewModel& vm, UiActions& actions);
+void draw_server_stats(const ViewModel& vm);
 
 // Tab names of the side panels: "settings", "model", "blocks", "fragmentation", "sharing",
 // "quantization", "memory", "plots" (what scripts' open_panel takes).

@@ -78,9 +78,13 @@ void draw_controls(ViewModel& vm, UiActions& actions) {
   ImGui::InputInt("host tier MiB (next load)", &e.host_tier_mib, 64, 512);
   if (e.host_tier_mib < 0) e.host_tier_mib = 0;
   ImGui::SameLine();
-  ImGui::BeginDisabled(vm.model.state != ModelState::Loaded);
+  ImGui::BeginDisabled(vm.model.state != ModelState::Loaded || vm.remote.connected);
   if (ImGui::Button("Apply")) actions.push_back({ActionKind::ReconfigureKv});
   ImGui::EndDisabled();
+  if (vm.remote.connected) {
+    ImGui::TextDisabled("The chat runs on a server, whose KV pool is its own: these apply to the in-process engine.");
+    return;
+  }
   ImGui::TextDisabled("Running conversations carry on: their KV is prefilled again into the new pool.");
 }
 

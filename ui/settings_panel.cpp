@@ -152,6 +152,9 @@ void draw_settings_panel(ViewModel& vm, UiActions& actions) {
   draw_sampling(vm, actions);
   ImGui::Spacing();
   ImGui::Separator();
+  draw_serve_settings(vm, actions);
+  ImGui::Spacing();
+  ImGui::Separator();
   draw_theme(vm, actions);
   draw_font_size(vm, actions);
 }

@@ -4,6 +4,7 @@
 // conversations hold which run of blocks in common.
 #include <imgui.h>
 
+#include "ui/kv_report.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
 
@@ -66,7 +67,7 @@ void draw_tree(const KvView& kv) {
 
 void draw_sharing_panel(const ViewModel& vm) {
   if (!vm.kv.valid) {
-    ImGui::TextDisabled("No KV cache yet: open a model.");
+    ImGui::TextDisabled("%s", no_block_map_note(vm));
     return;
   }
   draw_counters(vm.kv);

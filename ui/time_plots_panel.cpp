@@ -27,7 +27,8 @@ void draw_time_plots_panel(const ViewModel& vm) {
   ImGui::TextDisabled("Last %.0f s, one sample every %.0f s", float(t.tokens_per_s.size()) * t.sample_seconds,
                       t.sample_seconds);
   plot("tok/s", t.tokens_per_s, series_max(t.tokens_per_s) * 1.15f, "");
-  plot("blocks in use", t.blocks_used, float(std::max(vm.kv.blocks_total, 1)), "");
+  const float blocks = std::max(float(vm.kv.blocks_total), float(vm.remote.stats.num_blocks.value_or(0)));
+  plot("blocks in use", t.blocks_used, std::max(blocks, 1.0f), "");
   plot("prefix hit rate", t.hit_rate, 100.0f, "%");
   ImGui::Text("running %d, waiting %d, swapped %d, parked %d, preemptions %llu", vm.engine.running, vm.engine.waiting,
               vm.engine.swapped, vm.engine.parked, static_cast<unsigned long long>(vm.engine.preemptions));

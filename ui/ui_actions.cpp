@@ -30,6 +30,9 @@ const char* action_name(ActionKind kind) {
     case ActionKind::ExportConversation: return "export conversation";
     case ActionKind::ImportConversation: return "import conversation";
     case ActionKind::SetTheme: return "set theme";
+    case ActionKind::ServeHttp: return "serve over HTTP";
+    case ActionKind::ConnectRemote: return "connect to server";
+    case ActionKind::ChooseRemoteModel: return "choose server model";
     case ActionKind::SetFontSize: return "set font size";
     case ActionKind::Quit: return "quit";
   }

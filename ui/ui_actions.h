@@ -34,6 +34,9 @@ enum class ActionKind : uint8_t {
   ExportConversation,   // the selected one; text: "md" or "json", text2: the file's path
   ImportConversation,   // text: the path of a JSON export; the import is selected
   SetTheme,             // text: "dark" or "light"
+  ServeHttp,            // id: 1 to serve over HTTP at ui.serve_edit's address, 0 to stop
+  ConnectRemote,        // text: the server's URL, text2: its API key ("": none); the chat runs there
+  ChooseRemoteModel,    // text: a model the connected server lists
   SetFontSize,          // text: the font size in pixels at a content scale of 1 ("17")
   Quit,
 };

@@ -3,6 +3,7 @@
 // (and keep what the user is typing in UiState). No engine, store or ImGui types in here.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ struct ConversationSummary {
   int64_t id = 0;
   std::string title;
   bool generating = false;
+  std::string engine;            // where its answers come from: "in-process" or a server's URL; "": unknown
 };
 
 // The generation settings a conversation can set for itself, in the order the chat panel shows them.
@@ -252,6 +254,44 @@ struct TimeSeriesView {
   std::vector<float> hit_rate;    // percent
 };
 
+// The app's own HTTP server ("Serve over HTTP"): the window's engine answering HTTP clients too.
+struct ServeView {
+  bool on = false;
+  std::string url;               // while on: where it listens
+  int32_t running = 0;           // HTTP requests in flight with a sequence in the engine
+  int32_t waiting = 0;           // HTTP requests in flight not scheduled yet
+  uint64_t served = 0;           // HTTP requests ended since it started
+  std::string error;             // why the last start failed (port in use, no API key, ...)
+};
+
+// A remote OpenAI-compatible server's own figures (its /metrics); an empty one is not exposed
+// by that server and shows as unavailable, never as zero.
+struct ServerStatsView {
+  std::string kind;              // "vllm", "sglang", "llama-server", "kvdesk", "unknown"
+  std::optional<double> kv_usage;          // 0..1
+  std::optional<double> kv_tokens;
+  std::optional<double> running;
+  std::optional<double> waiting;
+  std::optional<double> prefix_hit_rate;   // 0..1
+  std::optional<double> preemptions;
+  std::optional<double> block_size;
+  std::optional<double> num_blocks;
+  std::optional<double> prompt_tokens;
+  std::optional<double> generation_tokens;
+};
+
+// The server the window chats with instead of the in-process engine ("Connect to server").
+struct RemoteView {
+  bool connected = false;        // the chat runs on `url`'s server (or is connecting to it)
+  std::string url;
+  std::string model;             // the model its requests name
+  std::vector<std::string> models;   // what its /v1/models lists
+  std::string models_error;      // why the list could not be read
+  bool stats_read = false;       // its /metrics has been read at least once
+  uint64_t stats_reads = 0;      // statistics reads so far (each one a new snapshot)
+  ServerStatsView stats;
+};
+
 struct StatusView {
   std::string last_answer;        // TTFT and tok/s of the last finished answer
   std::string message;            // the last action's outcome or error
@@ -275,6 +315,20 @@ struct KvSettingsEdit {
 };
 
 enum class Theme : uint8_t { Dark, Light };
+
+// The HTTP server's address as the user edits it (applied when serving starts).
+struct ServeEdit {
+  std::string host = "127.0.0.1";   // not loopback: needs api_key
+  int32_t port = 8080;              // 0: any free port
+  std::string api_key;
+};
+
+// The remote server as the user types it in the model picker.
+struct RemoteEdit {
+  std::string url = "http://127.0.0.1:8080";
+  std::string api_key;
+  bool open = false;                // the picker's server popup is showing
+};
 
 // The window's arrangement, remembered across restarts: its size, the columns' shares of its
 // width (conversations on the left, the side panels on the right; the chat takes the rest),
@@ -307,6 +361,8 @@ struct UiState {
   Panel panel = Panel::Settings;
   bool panel_requested = false;  // select `panel` on the next frame (scripts, menus)
   KvSettingsEdit kv_edit;
+  ServeEdit serve_edit;
+  RemoteEdit remote_edit;
   WindowLayout layout_prefs;
   std::string chat_template;                  // the user's choice; "": the model's own
   std::vector<std::string> chat_templates;    // the names offered
@@ -331,6 +387,8 @@ struct ViewModel {
   MemoryView memory;
   EngineView engine;
   TimeSeriesView plots;
+  ServeView serve;
+  RemoteView remote;
   StatusView status;
   UiState ui;
 };

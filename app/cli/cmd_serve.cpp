@@ -48,11 +48,6 @@ server::ServeOptions serve_options(const ServeArgs& a) {
   return o;
 }
 
-std::string url(const std::string& host, int port) {
-  const bool ipv6 = host.find(':') != std::string::npos;
-  return "http://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 // SIGINT and SIGTERM blocked in every thread started from here on; the main thread takes
 // them with sigtimedwait. SIGPIPE (a client gone mid-write) is ignored: the write fails instead.
 sigset_t block_stop_signals() {
@@ -93,7 +88,7 @@ int run_serve(const ServeArgs& a) {
   server::HttpServer http(engine, router, metrics, serve_options(a));
   const int port = http.bind();
   std::thread listener([&http] { http.listen(); });
-  std::printf("listening on %s\n", url(a.host, port).c_str());
+  std::printf("listening on %s\n", server::server_url(a.host, port).c_str());
   std::fflush(stdout);
   engine.load_model(settings);
   int status = 1;

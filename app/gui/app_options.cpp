@@ -9,7 +9,11 @@ ParsedOptions parse_app_options(int argc, char** argv) {
   ParsedOptions parsed;
   AppOptions& o = parsed.options;
   CLI::App app{"kvdesk: chat with local language models and watch their paged KV cache"};
-  app.add_option("--model,-m", o.model_path, "GGUF model to open (default: the most recently used one)");
+  CLI::Option* model = app.add_option("--model,-m", o.model_path, "GGUF model to open (default: the most recently used one)");
+  CLI::Option* remote =
+      app.add_option("--remote", o.remote_url, "chat through this OpenAI-compatible server (http://HOST:PORT) instead")
+          ->excludes(model);
+  app.add_option("--api-key", o.remote_api_key, "the --remote server's API key (sent as a bearer token)")->needs(remote);
   app.add_option("--db", o.db_path, "conversation database (default: ~/.local/share/kvdesk/kvdesk.db)");
   app.add_option("--script", o.script_path, "replay the actions in FILE, one per line, then exit");
   app.add_option("--screenshot-dir", o.screenshot_dir, "where the script's screenshots go");

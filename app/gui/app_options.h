@@ -1,4 +1,4 @@
-// The kvdesk command line: kvdesk [--model PATH] [--db PATH] [--script FILE
+// The kvdesk command line: kvdesk [--model PATH | --remote URL [--api-key KEY]] [--db PATH] [--script FILE
 // [--screenshot-dir DIR] [--script-timeout S]] [--frame-stats] [--kv-blocks N] [--host-tier-mib N]
 // [--threads N] [--backend auto|cpu|cuda].
 #pragma once
@@ -12,6 +12,8 @@ namespace kvdesk::gui {
 
 struct AppOptions {
   std::string model_path;        // empty: the most recent model, else none
+  std::string remote_url;        // non-empty: chat through this OpenAI-compatible server instead
+  std::string remote_api_key;    // sent to remote_url as a bearer token
   std::string db_path;           // empty: the store's default path
   std::string script_path;       // non-empty: scripted mode
   std::string screenshot_dir = ".";

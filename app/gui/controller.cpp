@@ -118,8 +118,10 @@ void Controller::start(const AppOptions& options) {
   open_store(options.db_path.empty() ? store::default_database_path().string() : options.db_path);
   load_preferences();
   load_layout();
+  load_serving_preferences();
   reload_conversations();
   if (!vm_.conversations.empty()) select(vm_.conversations.front().id);
+  if (start_remote(options)) return;
   std::string model = options.model_path;
   if (model.empty()) {
     const std::vector<store::RecentModel> recent = store().recent_models();
@@ -268,6 +270,9 @@ bool Controller::apply(const ui::UiAction& a) {
       case ActionKind::ExportConversation: export_conversation(a.text, a.text2); break;
       case ActionKind::ImportConversation: import_conversation(a.text); break;
       case ActionKind::SetTheme: set_theme(a.text); break;
+      case ActionKind::ServeHttp: serve_http(a.id != 0); break;
+      case ActionKind::ConnectRemote: connect_remote(a.text, a.text2, ""); break;
+      case ActionKind::ChooseRemoteModel: connect_remote(vm_.remote.url, vm_.ui.remote_edit.api_key, a.text); break;
       case ActionKind::SetFontSize: set_font_size(a.text); break;
       case ActionKind::Quit: quit_ = true; break;
     }
@@ -292,6 +297,7 @@ void Controller::update() {
   }
   save_streaming_answers();
   save_ready_kv();
+  refresh_remote_models();
   import_loaded_kv();
   const auto now = Clock::now();
   if (vm_.model.state == ui::ModelState::Loading) {
@@ -300,6 +306,7 @@ void Controller::update() {
   if (now - last_stats_ >= kStatsInterval) {
     last_stats_ = now;
     refresh_stats();
+    refresh_serving();
   }
 }
 
@@ -309,7 +316,7 @@ void Controller::update() {
 void Controller::reload_conversations() {
   vm_.conversations.clear();
   for (const store::Conversation& c : store().list_conversations(vm_.ui.search)) {
-    vm_.conversations.push_back({c.id, c.title, live_request_of(c.id).has_value()});
+    vm_.conversations.push_back({c.id, c.title, live_request_of(c.id).has_value(), c.engine});
   }
 }
 
@@ -384,12 +391,14 @@ void Controller::set_chat_template(const std::string& name) {
   if (!name.empty() && !is_chat_template_name(name)) throw Error("unknown chat template '" + name + "'");
   vm_.ui.chat_template = name;
   store().set_setting(kChatTemplateKey, name);
-  engine_.set_chat_template(name);
+  engine_.local().set_chat_template(name);
+  if (engine_.is_remote()) set_status("the chat template applies to the in-process engine; the server renders prompts with its own", false);
 }
 
 void Controller::open_model(const std::string& path) {
   if (const std::string problem = model_file_problem(path); !problem.empty()) throw Error(problem);
-  engine_.load_model(engine_settings(path));
+  if (engine_.is_remote()) use_local_engine();
+  engine_.local().load_model(engine_settings(path));
   ui::ModelView loading;
   loading.state = ui::ModelState::Loading;
   loading.path = path;
@@ -400,10 +409,36 @@ void Controller::open_model(const std::string& path) {
   model_load_started_ = Clock::now();
 }
 
+// The in-process engine's model or KV pool is ready, or a remote server answered.
+void Controller::on_model_loaded(const std::string& note) {
+  last_stats_steps_ = 0;
+  vm_.kv_types.clear();
+  kv_in_pool_.clear();   // a new pool parks nothing yet, and holds no import made before it
+  std::erase_if(kv_imports_, [this](const auto& import) { return !live_request_of(import.first); });
+  if (reconfiguring_) {
+    reconfiguring_ = false;
+    set_status("KV pool re-created", false);
+  } else if (engine_.is_remote()) {
+    vm_.model.state = ui::ModelState::Loaded;
+    fill_model_view(engine_.chat().stats().model, vm_.model);
+    set_status(note, false);
+  } else {
+    vm_.model.state = ui::ModelState::Loaded;
+    store().note_model_opened(vm_.model.path);
+    load_preferences();
+    set_status(note.empty() ? "model loaded" : "model loaded; " + note, false);
+  }
+  prefetch_kv(vm_.chat.conversation_id);
+}
+
 void Controller::reconfigure_kv() {
+  if (engine_.is_remote()) {
+    throw Error("the KV pool is the server's (" + vm_.remote.url + "): KV types, block size and budget apply to the "
+                "in-process engine; open a model to use them");
+  }
   EngineSettings s = engine_settings(vm_.model.path);
   if (s.kv_budget_bytes > 0) s.kv.num_blocks = 0;   // a budget set here wins over --kv-blocks
-  engine_.reconfigure_kv(s.kv, s.kv_budget_bytes, s.prefix_caching, s.scheduler.host_tier_bytes);
+  engine_.local().reconfigure_kv(s.kv, s.kv_budget_bytes, s.prefix_caching, s.scheduler.host_tier_bytes);
   reconfiguring_ = true;
   const ui::KvSettingsEdit& kv = vm_.ui.kv_edit;
   store().set_setting(kKTypeKey, kv.k_type);
@@ -421,7 +456,7 @@ void Controller::save_sampling() {
 // Statistics -> KV panels
 // ---------------------------------------------------------------------------------------
 void Controller::refresh_stats() {
-  const EngineStats stats = engine_.stats();
+  const EngineStats stats = engine_.chat().stats();
   const auto now = Clock::now();
   if (now - last_plot_sample_ >= kPlotInterval) {
     last_plot_sample_ = now;
@@ -429,9 +464,11 @@ void Controller::refresh_stats() {
   }
   if (stats.steps == last_stats_steps_ || !stats.model_loaded || vm_.model.state != ui::ModelState::Loaded) return;
   last_stats_steps_ = stats.steps;
+  refresh_server_stats(stats);
   std::map<int64_t, std::string> titles;
   for (const ui::ConversationSummary& c : vm_.conversations) titles[c.id] = c.title;
   vm_.kv = make_kv_view(stats.kv, stats.prefix_caching, sequence_owners(stats.owners, titles));
+  vm_.kv.valid = stats.kv.blocks_total > 0;   // a remote server that shows no block map has none
   vm_.engine = make_engine_view(stats);
   fill_model_view(stats.model, vm_.model);
   vm_.chat.settings.model_context = vm_.model.context_length;
@@ -446,9 +483,36 @@ void Controller::refresh_stats() {
 void Controller::sample_plots(const EngineStats& stats) {
   ui::TimeSeriesView& t = vm_.plots;
   t.sample_seconds = std::chrono::duration<float>(kPlotInterval).count();
+  if (engine_.is_remote()) {
+    if (stats.server) sample_server_plots(stats, *stats.server);   // none before it answered
+    return;
+  }
   ui::push_sample(t.tokens_per_s, float(stats.tokens_per_s), kPlotSamples);
   ui::push_sample(t.blocks_used, float(stats.kv.blocks_used), kPlotSamples);
   ui::push_sample(t.hit_rate, float(stats.kv.prefix_hit_rate * 100.0), kPlotSamples);
+}
+
+// A server's plots from its own figures: tokens per second from its generated-token total, blocks
+// and hit rate from its block map or its /metrics. A figure it does not expose adds no sample
+// (the plot stays empty rather than drawing a line at zero).
+void Controller::sample_server_plots(const EngineStats& stats, const ServerStats& server) {
+  ui::TimeSeriesView& t = vm_.plots;
+  if (server.generation_tokens) {
+    if (last_server_generated_) {
+      const double per_second = (*server.generation_tokens - *last_server_generated_) / double(t.sample_seconds);
+      ui::push_sample(t.tokens_per_s, float(std::max(per_second, 0.0)), kPlotSamples);
+    }
+    last_server_generated_ = server.generation_tokens;
+  }
+  if (stats.kv.blocks_total > 0) {
+    ui::push_sample(t.blocks_used, float(stats.kv.blocks_used), kPlotSamples);
+    ui::push_sample(t.hit_rate, float(stats.kv.prefix_hit_rate * 100.0), kPlotSamples);
+    return;
+  }
+  if (server.kv_usage && server.num_blocks) {
+    ui::push_sample(t.blocks_used, float(*server.kv_usage * *server.num_blocks), kPlotSamples);
+  }
+  if (server.prefix_hit_rate) ui::push_sample(t.hit_rate, float(*server.prefix_hit_rate * 100.0), kPlotSamples);
 }
 
 void Controller::set_status(const std::string& message, bool error) {

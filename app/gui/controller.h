@@ -9,6 +9,10 @@
 //           conversation's parked KV exported, saved to the store once the export is ready
 //   next turn of a conversation whose KV is not in the engine (after a restart, another
 //           model): its saved KV imported before the turn is submitted
+//
+// The chat runs on ChatEngine: the in-process engine (which the app's HTTP server may serve
+// at the same time) or a remote server. With a remote server, what only the in-process engine
+// has (the KV pool's settings, a conversation's saved KV) is skipped or refused with a note.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -21,8 +25,11 @@
 #include <vector>
 
 #include "app/gui/app_options.h"
+#include "app/gui/chat_engine.h"
+#include "app/gui/http_serving.h"
 #include "app/chat/chat_history.h"
 #include "app/chat/saved_kv.h"
+#include "app/remote/model_list.h"
 #include "app/store/conversation_store.h"
 #include "engine/engine.h"
 #include "ui/ui_actions.h"
@@ -89,9 +96,24 @@ class Controller {
   void save_sampling();
   void refresh_stats();
   void sample_plots(const EngineStats& stats);
+  void sample_server_plots(const EngineStats& stats, const ServerStats& server);
   EngineSettings engine_settings(const std::string& model_path) const;
   void set_chat_template(const std::string& name);
   store::ConversationStore& store();
+  void on_model_loaded(const std::string& note);
+
+  // --- controller_serving.cpp: serving over HTTP, and chatting through a remote server ---
+  void load_serving_preferences();
+  // Connects to --remote's server, or to the last session's when it chatted through one and
+  // no --model is given; false when the chat starts on the in-process engine.
+  bool start_remote(const AppOptions& options);
+  void serve_http(bool on);
+  void refresh_serving();
+  void connect_remote(const std::string& url, const std::string& api_key, const std::string& model);
+  void use_local_engine();
+  void refresh_remote_models();
+  void refresh_server_stats(const EngineStats& stats);
+  void refuse_while_streaming(const std::string& what) const;
 
   // --- controller_model_load.cpp: a model load's progress, cancelling it ---
   void on_load_progress(double fraction);
@@ -154,7 +176,9 @@ class Controller {
   void forget_kv(store::ConversationId conversation);
 
   ui::ViewModel& vm_;
-  Engine engine_;
+  ChatEngine engine_;
+  std::unique_ptr<HttpServing> serving_;   // set while the app serves over HTTP
+  std::future<std::vector<remote::ServerModel>> remote_models_;   // the connected server's list, being read
   std::optional<store::ConversationStore> store_;
   AppOptions options_;
   std::map<RequestId, LiveAnswer> live_;
@@ -165,6 +189,7 @@ class Controller {
   Clock::time_point last_stats_;
   Clock::time_point last_plot_sample_;
   uint64_t last_stats_steps_ = 0;
+  std::optional<double> last_server_generated_;   // the remote server's generated tokens at the last plot sample
   // Conversations whose KV the engine holds parked since the model loaded (answered or imported).
   std::set<store::ConversationId> kv_in_pool_;
   std::map<store::ConversationId, std::future<std::string>> kv_imports_;

@@ -35,10 +35,10 @@ void Controller::rename(store::ConversationId id, const std::string& title) {
 
 void Controller::remove(store::ConversationId id) {
   if (const std::optional<RequestId> r = live_request_of(id)) {
-    engine_.cancel(*r);
+    engine_.chat().cancel(*r);
     live_.erase(*r);
   }
-  engine_.release_conversation(uint64_t(id));
+  engine_.local().release_conversation(uint64_t(id));
   forget_kv(id);
   store().delete_conversation(id);
   reload_conversations();
@@ -121,7 +121,7 @@ void Controller::switch_branch(store::MessageId id) {
 void Controller::stop() {
   const std::optional<RequestId> r = live_request_of(vm_.chat.conversation_id);
   if (!r) throw Error("nothing is being generated here");
-  engine_.cancel(*r);
+  engine_.chat().cancel(*r);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -137,7 +137,8 @@ void Controller::start_answer(store::ConversationId conversation, store::Message
   const std::optional<store::Conversation> c = store().conversation(conversation);
   if (!c) throw Error("the conversation no longer exists");
   chat::ChatTurn chat = chat::chat_turn(*c, history);
-  const RequestId id = engine_.submit(make_request(conversation, chat));
+  store().set_conversation_engine(conversation, engine_.label());
+  const RequestId id = engine_.chat().submit(make_request(conversation, chat));
   if (!chat.damaged.empty()) set_status(chat.damaged.front(), true);
   live_[id] = LiveAnswer{conversation, answer, "", Clock::now(), std::move(kv_source), std::move(chat)};
   last_failure_.clear();
@@ -169,22 +170,7 @@ void Controller::on_event(const Event& e) {
       break;
     case EventKind::LoadProgress: on_load_progress(e.progress); break;
     case EventKind::Logits: break;   // the app's requests ask for none
-    case EventKind::ModelLoaded:
-      last_stats_steps_ = 0;
-      vm_.kv_types.clear();
-      kv_in_pool_.clear();   // a new pool parks nothing yet, and holds no import made before it
-      std::erase_if(kv_imports_, [this](const auto& import) { return !live_request_of(import.first); });
-      if (reconfiguring_) {
-        reconfiguring_ = false;
-        set_status("KV pool re-created", false);
-      } else {
-        vm_.model.state = ui::ModelState::Loaded;
-        store().note_model_opened(vm_.model.path);
-        load_preferences();
-        set_status(e.text.empty() ? "model loaded" : "model loaded; " + e.text, false);
-      }
-      prefetch_kv(vm_.chat.conversation_id);
-      break;
+    case EventKind::ModelLoaded: on_model_loaded(e.text); break;
   }
 }
 

@@ -45,7 +45,7 @@ void Controller::continue_answer(store::MessageId id) {
   Request request = make_request(conversation, chat);
   request.continue_answer = true;
   store().update_message(id, m->content, store::MessageStatus::Streaming);
-  const RequestId request_id = engine_.submit(std::move(request));
+  const RequestId request_id = engine_.chat().submit(std::move(request));
   if (!chat.damaged.empty()) set_status(chat.damaged.front(), true);
   live_[request_id] = LiveAnswer{conversation, id, m->content, Clock::now(), std::move(kv_source), std::move(chat), true,
                                  int32_t(m->stats->completion_tokens)};

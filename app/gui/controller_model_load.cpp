@@ -15,7 +15,7 @@ void Controller::on_load_progress(double fraction) {
 
 void Controller::cancel_model_load() {
   if (vm_.model.state != ui::ModelState::Loading) throw Error("no model is loading");
-  engine_.cancel_load();
+  engine_.local().cancel_load();
   set_status("cancelling the load of " + vm_.model.path, false);
 }
 

@@ -6,6 +6,7 @@
 // and imported when loaded, so the user's next turn finds it in the engine; a turn sent before
 // the load is done waits for it, and the engine takes commands in order, so the import always
 // lands before the turn.
+// A remote server keeps its KV to itself: nothing is loaded, exported or imported while chatting there.
 #include "app/chat/saved_kv.h"
 #include "app/gui/controller.h"
 #include "engine/error.h"
@@ -33,13 +34,14 @@ void Controller::import_loaded_kv() {
     chat::SavedKv saved = it->second.get();
     it = kv_loads_.erase(it);
     if (saved.kv && wants_kv_import(conversation)) {
-      kv_imports_[conversation] = engine_.import_conversation(uint64_t(conversation), std::move(*saved.kv));
+      kv_imports_[conversation] = engine_.local().import_conversation(uint64_t(conversation), std::move(*saved.kv));
     }
   }
 }
 
 bool Controller::wants_kv_import(store::ConversationId conversation) const {
-  return vm_.model.state == ui::ModelState::Loaded && !reconfiguring_ && !kv_in_pool_.contains(conversation) &&
+  return !engine_.is_remote() && vm_.model.state == ui::ModelState::Loaded && !reconfiguring_ &&
+         !kv_in_pool_.contains(conversation) &&
          !kv_imports_.contains(conversation) && !live_request_of(conversation);
 }
 
@@ -52,11 +54,12 @@ chat::SavedKv Controller::take_saved_kv(store::ConversationId conversation) {
 }
 
 std::string Controller::restore_kv(store::ConversationId conversation) {
+  if (engine_.is_remote()) return "the server (its own cache)";
   if (kv_in_pool_.contains(conversation)) return "pool";
   if (kv_imports_.contains(conversation)) return "database";   // imported when the conversation was opened
   chat::SavedKv saved = take_saved_kv(conversation);
   if (!saved.kv) return "recomputed (" + saved.why_not + ")";
-  kv_imports_[conversation] = engine_.import_conversation(uint64_t(conversation), std::move(*saved.kv));
+  kv_imports_[conversation] = engine_.local().import_conversation(uint64_t(conversation), std::move(*saved.kv));
   return "database";
 }
 
@@ -69,8 +72,9 @@ std::string Controller::resolve_kv_source(store::ConversationId conversation, co
 }
 
 void Controller::request_kv_save(store::ConversationId conversation) {
+  if (engine_.is_remote()) return;
   kv_in_pool_.insert(conversation);
-  kv_exports_[conversation] = engine_.export_conversation(uint64_t(conversation));
+  kv_exports_[conversation] = engine_.local().export_conversation(uint64_t(conversation));
 }
 
 void Controller::save_ready_kv() {

@@ -90,7 +90,8 @@ ui::KvView make_kv_view(const KvSnapshot& snapshot, bool prefix_caching, const S
 
 void fill_model_view(const ModelSummary& m, ui::ModelView& view) {
   view.path = m.path;
-  view.name = m.path.substr(m.path.find_last_of('/') + 1);   // the file, as model pickers show it
+  // The file, as model pickers show it; a remote server's model by the id it serves it under.
+  view.name = m.backend == "remote" ? m.name : m.path.substr(m.path.find_last_of('/') + 1);
   view.architecture = m.architecture;
   view.backend = m.backend;
   view.context_length = m.context_length;

@@ -4,6 +4,7 @@
 #include "app/gui/script.h"
 
 #include <climits>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "engine/error.h"
 #include "ui/keyboard.h"
+#include "ui/kv_report.h"
 #include "ui/model_info.h"
 #include "ui/panels.h"
 
@@ -23,7 +25,8 @@ constexpr int kSettleFrames = 3;
 const std::set<std::string>& known_commands() {
   static const std::set<std::string> commands = {
       "new_chat", "system", "send", "wait_answer", "regenerate", "edit_last", "stop", "wait_model",
-      "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "layout_report", "key", "export", "import", "set_context", "set_max_tokens", "model_info", "resize", "drop", "expect_status", "delete_message", "continue_last", "font_size", "cancel_load", "quit"};
+      "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "layout_report", "key", "export", "import", "set_context", "set_max_tokens", "model_info", "resize", "drop", "expect_status", "delete_message", "continue_last", "font_size", "cancel_load",
+      "serve", "wait_served", "connect", "kv_report", "quit"};
   return commands;
 }
 
@@ -31,7 +34,8 @@ const std::set<std::string>& commands_with_argument() {
   static const std::set<std::string> commands = {"system", "send", "edit_last", "sleep", "open_panel",
                                                  "select_conversation", "screenshot", "kv_type",
                                                  "layout_report", "key", "export", "import", "set_context",
-                                                 "set_max_tokens", "resize", "drop", "expect_status", "delete_message", "font_size"};
+                                                 "set_max_tokens", "resize", "drop", "expect_status", "delete_message", "font_size",
+                                                 "serve", "wait_served", "connect", "kv_report"};
   return commands;
 }
 
@@ -51,6 +55,24 @@ std::optional<std::pair<int, int>> window_size(const std::string& text) {
   const int width = std::stoi(w), height = std::stoi(h);
   if (width < 200 || height < 200 || width > 8192 || height > 8192) return std::nullopt;
   return std::pair{width, height};
+}
+
+// "off", or "on PORT [FILE]" with PORT in [0, 65535]: the port and the file ("" when none).
+struct ServeArgument {
+  bool on = false;
+  int port = 0;
+  std::string file;
+};
+
+std::optional<ServeArgument> serve_argument(const std::string& text) {
+  if (text == "off") return ServeArgument{};
+  if (text.rfind("on ", 0) != 0) return std::nullopt;
+  const std::string rest = text.substr(3);
+  const size_t space = rest.find(' ');
+  const std::string port = rest.substr(0, space);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  if (std::stoi(port) > 65535) return std::nullopt;
+  return ServeArgument{true, std::stoi(port), space == std::string::npos ? "" : rest.substr(space + 1)};
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
@@ -104,6 +126,12 @@ Script Script::load(const std::string& path, const std::string& screenshot_dir, 
     }
     if (line.command == "resize" && !window_size(line.argument)) {
       throw Error(where + "resize needs a width and a height in pixels: resize W H (each 200 to 8192)");
+    }
+    if (line.command == "serve" && !serve_argument(line.argument)) {
+      throw Error(where + "serve needs 'on PORT [NAME.txt]' (PORT 0 to 65535) or 'off'");
+    }
+    if (line.command == "wait_served" && !positive_number(line.argument)) {
+      throw Error(where + "wait_served needs a whole number above 0, not '" + line.argument + "'");
     }
     if (line.command == "export" && line.argument.find(' ') == std::string::npos) {
       throw Error(where + "export needs a format and a path: export md|json PATH");
@@ -227,6 +255,13 @@ Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewMo
     }
     if (c == "expect_status") return expect_status(arg, vm);
     if (c == "resize") return resize_window(*window_size(arg), frame);
+    if (c == "serve") return serve(arg, controller, vm);
+    if (c == "wait_served") return vm.serve.served >= std::stoull(arg) ? Outcome::Next : Outcome::Wait;
+    if (c == "connect") {
+      const size_t space = arg.find(' ');
+      return act({ActionKind::ConnectRemote, 0, arg.substr(0, space), space == std::string::npos ? "" : arg.substr(space + 1)});
+    }
+    if (c == "kv_report") return write_kv_report(arg, vm);
     if (c == "layout_report") {
       write_text_file(screenshot_dir_ + "/" + arg, vm.ui.layout.text());
       return Outcome::Next;
@@ -261,6 +296,32 @@ Script::Outcome Script::show_model_info(const Line& line, ui::ViewModel& vm) {
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   if (!line.argument.empty()) write_text_file(screenshot_dir_ + "/" + line.argument, text);
+  return Outcome::Next;
+}
+
+// Serves over HTTP at Settings' host on the line's port (or stops), writing the URL it listens
+// on to the named file beside the screenshots; the file appears only once the port is bound.
+Script::Outcome Script::serve(const std::string& argument, Controller& controller, ui::ViewModel& vm) {
+  const ServeArgument a = *serve_argument(argument);
+  if (a.on) vm.ui.serve_edit.port = a.port;
+  if (!controller.apply({ui::ActionKind::ServeHttp, a.on ? 1 : 0})) throw Error(vm.status.message);
+  if (!a.file.empty()) {   // whole or not there: written aside, then renamed
+    const std::string path = screenshot_dir_ + "/" + a.file;
+    write_text_file(path + ".part", vm.serve.url + "\n");
+    std::filesystem::rename(path + ".part", path);
+  }
+  return Outcome::Next;
+}
+
+// A remote server's figures are read on a thread of their own: the report waits for two reads
+// more than there were when the line began, so the one it shows began after the line did.
+Script::Outcome Script::write_kv_report(const std::string& name, const ui::ViewModel& vm) {
+  if (vm.remote.connected) {
+    if (!stats_reads_at_start_) stats_reads_at_start_ = vm.remote.stats_reads;
+    if (vm.model.state != ui::ModelState::Loaded || vm.remote.stats_reads < *stats_reads_at_start_ + 2) return Outcome::Wait;
+    stats_reads_at_start_.reset();
+  }
+  write_text_file(screenshot_dir_ + "/" + name, ui::kv_report_text(vm));
   return Outcome::Next;
 }
 

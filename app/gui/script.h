@@ -15,10 +15,16 @@
 // message shown, 1 = the first, with the replies under it), continue_last (the last answer, which
 // must have stopped at its token limit, carried on), font_size N (the Settings font size, pixels
 // at a content scale of 1: the fonts are rebuilt before the next frame), cancel_load (the model
-// being loaded, as its Cancel button; fails when none is), quit.
+// being loaded, as its Cancel button; fails when none is), serve on PORT [NAME.txt] (serve over
+// HTTP at the address in Settings on PORT, 0 for any free one, and write the URL it listens on
+// beside the screenshots) and serve off, wait_served N (until the HTTP server has ended N
+// requests), connect URL [KEY] (chat through that server), kv_report NAME.txt (the KV panels'
+// figures as text, ui/kv_report.h, beside the screenshots; with a remote server, once its
+// statistics were read again after the line began), quit.
 // Blank lines and lines starting with # are skipped. A failing line ends the run.
 #pragma once
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +74,8 @@ class Script {
   Outcome show_model_info(const Line& line, ui::ViewModel& vm);
   Outcome expect_status(const std::string& text, const ui::ViewModel& vm);
   Outcome resize_window(std::pair<int, int> size, ScriptFrameRequest& frame);
+  Outcome serve(const std::string& argument, Controller& controller, ui::ViewModel& vm);
+  Outcome write_kv_report(const std::string& name, const ui::ViewModel& vm);
   void fail(const Line& line, const std::string& why);
 
   std::string path_;
@@ -81,6 +89,7 @@ class Script {
   bool screenshot_requested_ = false;
   bool key_down_ = false;
   bool resize_requested_ = false;
+  std::optional<uint64_t> stats_reads_at_start_;   // kv_report: the remote's reads when the line began
   std::string failure_;
 };
 

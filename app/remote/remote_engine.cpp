@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "app/remote/kv_stats_reader.h"
+#include "app/remote/model_list.h"
 #include "app/remote/openai_stream.h"
 #include "app/remote/prometheus_text.h"
 #include "app/remote/server_stats.h"
@@ -38,16 +40,6 @@ ServerStats unread_server(const std::string& url) {
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-// The message of an OpenAI-style error body, or the body itself.
-std::string error_message(const std::string& body) {
-  try {
-    const json j = json::parse(body);
-    if (j.contains("error") && j["error"].is_object()) return j["error"].value("message", body);
-  } catch (const json::exception&) {
-  }
-  return body.substr(0, 300);
 }
 
 // Timing of one streamed answer, turned into the engine's RequestMetrics.
@@ -135,25 +127,20 @@ struct RemoteEngine::State {
 
 // Lists the server's models and takes the asked one (or the first).
 void RemoteEngine::State::connect() {
-  httplib::Client c = client();
-  const httplib::Result res = c.Get("/v1/models");
-  if (!res) throw Error("cannot reach " + options.url + ": " + httplib::to_string(res.error()));
-  if (res->status != 200) throw Error(options.url + "/v1/models answered " + std::to_string(res->status) + ": " + error_message(res->body));
-  json models;
-  try {
-    models = json::parse(res->body).at("data");
-  } catch (const json::exception&) {
-    throw Error(options.url + "/v1/models did not list models");
+  const std::vector<ServerModel> models = list_server_models(options.url, options.api_key);
+  const ServerModel* chosen = &models.front();
+  if (!options.model.empty()) {
+    const auto it = std::find_if(models.begin(), models.end(), [&](const ServerModel& m) { return m.id == options.model; });
+    if (it == models.end()) throw Error(options.url + " does not serve '" + options.model + "'");
+    chosen = &*it;
   }
-  std::string chosen = options.model;
-  if (chosen.empty() && models.is_array() && !models.empty()) chosen = models[0].value("id", "");
-  if (chosen.empty()) throw Error(options.url + " serves no model");
   std::lock_guard<std::mutex> lock(mutex);
-  model = chosen;
+  model = chosen->id;
   stats.model_loaded = true;
-  stats.model.name = chosen;
+  stats.model.name = chosen->id;
   stats.model.path = options.url;
   stats.model.backend = "remote";
+  stats.model.context_length = chosen->context_length;
   stats.server = unread_server(options.url);
 }
 
@@ -245,7 +232,7 @@ void RemoteEngine::State::stream(RequestId id, const OpenAiCall& call, const std
   httplib::Response response;
   httplib::Error err = httplib::Error::Success;
   const bool sent = c.send(req, response, err);
-  if (sent && status != 200) throw Error(call.path + " answered " + std::to_string(status) + ": " + error_message(error_body));
+  if (sent && status != 200) throw Error(call.path + " answered " + std::to_string(status) + ": " + openai_error_message(error_body));
   if (!sent && !cancelled.load()) throw Error("the stream from " + options.url + " broke: " + httplib::to_string(err));
   Event done;
   done.kind = EventKind::Finished;

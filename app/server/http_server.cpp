@@ -5,9 +5,9 @@
 #include "app/server/http_server.h"
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <httplib.h>
 
-#include <atomic>
 #include <chrono>
 
 #include "app/server/api_error.h"
@@ -116,18 +116,20 @@ bool is_loopback_host(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
 
+std::string server_url(const std::string& host, int port) {
+  const bool ipv6 = host.find(':') != std::string::npos;
+  return "http://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 struct HttpServer::Impl {
-  Engine& engine;
+  EngineClient& engine;
   RequestRouter& router;
   const ServingMetrics& metrics;
   const ServeOptions options;
   const int64_t started_at;
   httplib::Server http;
-  // The most tokens one request may use (the context, or the KV pool when smaller); 0 until
-  // the model has loaded and it was read.
-  std::atomic<int32_t> token_limit{0};
 
-  Impl(Engine& e, RequestRouter& r, const ServingMetrics& m, ServeOptions o)
+  Impl(EngineClient& e, RequestRouter& r, const ServingMetrics& m, ServeOptions o)
       : engine(e), router(r), metrics(m), options(std::move(o)),
         started_at(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
 
@@ -136,7 +138,8 @@ struct HttpServer::Impl {
   httplib::Server::HandlerWithResponse authentication() const;
 
   void require_model() const;
-  ModelLimits model_limits();
+  std::string model_id() const;
+  ModelLimits model_limits() const;
   void health(httplib::Response& res) const;
   void models(httplib::Response& res);
   void complete(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
@@ -163,6 +166,12 @@ void HttpServer::Impl::configure() {
   const int32_t threads = options.http_threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
   http.set_payload_max_length(options.max_body_bytes);
+  // SO_REUSEADDR alone: a restarted server rebinds at once, but a port another server holds is
+  // refused. httplib's default adds SO_REUSEPORT, with which a second server shares the port.
+  http.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   http.set_pre_routing_handler(authentication());
   const size_t max_body = options.max_body_bytes;
   const httplib::Server::HandlerWithResponse error_json = [max_body](const httplib::Request& req, httplib::Response& res) {
@@ -187,7 +196,7 @@ void HttpServer::Impl::add_routes() {
               complete(req, res, Endpoint::Completions);
             }));
   http.Get("/metrics", guarded([this](const httplib::Request&, httplib::Response& res) {
-             res.set_content(metrics.render(engine.stats(), options.model_id), "text/plain; version=0.0.4; charset=utf-8");
+             res.set_content(metrics.render(engine.stats(), model_id()), "text/plain; version=0.0.4; charset=utf-8");
            }));
   http.Get("/v1/kv", guarded([this](const httplib::Request&, httplib::Response& res) {
              send_json(res, kv_stats_json(engine.stats()));
@@ -217,12 +226,17 @@ void HttpServer::Impl::require_model() const {
   }
 }
 
-ModelLimits HttpServer::Impl::model_limits() {
-  if (token_limit == 0) {
-    const EngineStats stats = engine.stats();
-    token_limit = std::min(stats.model.context_length, stats.kv.blocks_total * stats.kv.layout.block_size);
-  }
-  return ModelLimits{token_limit};
+std::string HttpServer::Impl::model_id() const {
+  if (!options.model_id.empty()) return options.model_id;
+  const std::string path = engine.stats().model.path;
+  return path.substr(path.find_last_of('/') + 1);
+}
+
+// The most tokens one request may use: the context, or the KV pool when smaller. Read per
+// request: the desktop app may load another model or re-create the pool while serving.
+ModelLimits HttpServer::Impl::model_limits() const {
+  const EngineStats stats = engine.stats();
+  return ModelLimits{std::min(stats.model.context_length, stats.kv.blocks_total * stats.kv.layout.block_size)};
 }
 
 void HttpServer::Impl::health(httplib::Response& res) const {
@@ -234,7 +248,7 @@ void HttpServer::Impl::health(httplib::Response& res) const {
 }
 
 void HttpServer::Impl::models(httplib::Response& res) {
-  json model = {{"id", options.model_id}, {"object", "model"}, {"created", started_at}, {"owned_by", "kvdesk"}};
+  json model = {{"id", model_id()}, {"object", "model"}, {"created", started_at}, {"owned_by", "kvdesk"}};
   if (router.model_state() == ModelState::Loaded) model["max_model_len"] = engine.stats().model.context_length;
   send_json(res, {{"object", "list"}, {"data", json::array({model})}});
 }
@@ -244,7 +258,7 @@ void HttpServer::Impl::complete(const httplib::Request& req, httplib::Response& 
   const CompletionRequest request = endpoint == Endpoint::ChatCompletions ? parse_chat_request(req.body, model_limits())
                                                                          : parse_completion_request(req.body, model_limits());
   auto run = std::make_unique<CompletionRun>(router, request);
-  ResponseShape shape(endpoint, options.model_id);
+  ResponseShape shape(endpoint, model_id());
   if (request.stream) {
     answer_stream(std::move(run), std::move(shape), request.include_usage, res);
   } else {
@@ -271,7 +285,7 @@ void HttpServer::Impl::answer_stream(std::unique_ptr<CompletionRun> run, Respons
   });
 }
 
-HttpServer::HttpServer(Engine& engine, RequestRouter& router, const ServingMetrics& metrics, ServeOptions options)
+HttpServer::HttpServer(EngineClient& engine, RequestRouter& router, const ServingMetrics& metrics, ServeOptions options)
     : impl_(std::make_unique<Impl>(engine, router, metrics, std::move(options))) {
   impl_->configure();
 }
@@ -286,6 +300,8 @@ int HttpServer::bind() {
 }
 
 void HttpServer::listen() { impl_->http.listen_after_bind(); }
+
+bool HttpServer::listening() const { return impl_->http.is_running(); }
 
 void HttpServer::stop() { impl_->http.stop(); }
 

@@ -1,4 +1,5 @@
-// HttpServer: the OpenAI-compatible HTTP face over one Engine (cpp-httplib underneath).
+// HttpServer: the OpenAI-compatible HTTP face over one engine (cpp-httplib underneath): an
+// Engine of its own (kvdesk-cli serve) or the desktop app's, shared through an EngineShare.
 // Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,
 // GET /metrics (Prometheus), GET /v1/kv (KV stats). Limits: a body size cap (413), a bearer
 // API key on every route but /health (401), the router's queue bound (503). Every failure is
@@ -20,15 +21,18 @@ struct ServeOptions {
   std::string api_key;                  // "": no authentication
   size_t max_body_bytes = size_t(4) << 20;
   int32_t http_threads = 72;            // connections served at once (a stream holds one)
-  std::string model_id;                 // the name /v1/models and every response show
+  std::string model_id;                 // the name /v1/models and every response show; "": the
+                                        // loaded model's file name, read per request
 };
 
 // 127.0.0.0/8, ::1 and "localhost": hosts only this machine can reach.
 bool is_loopback_host(const std::string& host);
+// "http://HOST:PORT" ("http://[HOST]:PORT" for an IPv6 address).
+std::string server_url(const std::string& host, int port);
 
 class HttpServer {
  public:
-  HttpServer(Engine& engine, RequestRouter& router, const ServingMetrics& metrics, ServeOptions options);
+  HttpServer(EngineClient& engine, RequestRouter& router, const ServingMetrics& metrics, ServeOptions options);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -38,6 +42,9 @@ class HttpServer {
   int bind();
   // Serves until stop(); call after bind(), on a thread of its own.
   void listen();
+  // Whether listen() has begun serving; stop() before that does not reach it, so whoever stops
+  // a server it just started waits for this first.
+  bool listening() const;
   void stop();
 
  private:

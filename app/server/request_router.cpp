@@ -45,8 +45,9 @@ void RequestStream::push(Event event) {
   cv_.notify_one();
 }
 
-RequestRouter::RequestRouter(Engine& engine, Doorbell& doorbell, ServingMetrics& metrics, int32_t max_in_flight)
-    : engine_(engine), doorbell_(doorbell), metrics_(metrics), max_in_flight_(max_in_flight),
+RequestRouter::RequestRouter(EngineClient& engine, Doorbell& doorbell, ServingMetrics& metrics, int32_t max_in_flight,
+                             ModelState initial)
+    : engine_(engine), doorbell_(doorbell), metrics_(metrics), max_in_flight_(max_in_flight), model_state_(initial),
       thread_([this] { run(); }) {}
 
 RequestRouter::~RequestRouter() {
@@ -93,6 +94,18 @@ std::string RequestRouter::load_error() const {
   return load_error_;
 }
 
+std::vector<RequestId> RequestRouter::in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<RequestId> ids;
+  for (const auto& [id, route] : routes_) ids.push_back(id);
+  return ids;
+}
+
+uint64_t RequestRouter::ended() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ended_;
+}
+
 void RequestRouter::run() {
   for (;;) {
     doorbell_.wait_for(kIdleDrain);
@@ -119,7 +132,10 @@ void RequestRouter::route(Event event) {
       it->second.last_token = now;
     }
     if (event.kind == EventKind::Finished) metrics_.on_finished(event.metrics);
-    if (event.kind == EventKind::Finished || event.kind == EventKind::Error) routes_.erase(it);
+    if (event.kind == EventKind::Finished || event.kind == EventKind::Error) {
+      routes_.erase(it);
+      ++ended_;
+    }
   }
   stream->push(std::move(event));
 }
@@ -132,7 +148,7 @@ void RequestRouter::on_model_event(const Event& event) {
     model_state_ = ModelState::Failed;
     load_error_ = event.text;
   } else if (event.kind == EventKind::Error) {
-    std::fprintf(stderr, "kvdesk-cli serve: engine: %s\n", event.text.c_str());
+    std::fprintf(stderr, "kvdesk server: engine: %s\n", event.text.c_str());
   }
 }
 

@@ -1,4 +1,4 @@
-// RequestRouter: the one thread that drains Engine::poll_events() for the whole server and
+// RequestRouter: the one thread that drains the engine's poll_events() for the whole server and
 // hands each request's events to that request's RequestStream, where the HTTP thread serving
 // it waits. It also follows the model's loading, feeds ServingMetrics, and bounds how many
 // requests may be in flight at once (--max-queue).
@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "app/server/prometheus_metrics.h"
 #include "engine/engine.h"
@@ -54,7 +55,11 @@ enum class ModelState { Loading, Loaded, Failed };
 
 class RequestRouter {
  public:
-  RequestRouter(Engine& engine, Doorbell& doorbell, ServingMetrics& metrics, int32_t max_in_flight);
+  // initial: the model's state when the router starts (Loaded when it serves an engine whose
+  // model was loaded before, as the desktop app's server does); ModelLoaded and load errors
+  // update it from then on.
+  RequestRouter(EngineClient& engine, Doorbell& doorbell, ServingMetrics& metrics, int32_t max_in_flight,
+                ModelState initial = ModelState::Loading);
   ~RequestRouter();
   RequestRouter(const RequestRouter&) = delete;
   RequestRouter& operator=(const RequestRouter&) = delete;
@@ -71,6 +76,9 @@ class RequestRouter {
 
   ModelState model_state() const;
   std::string load_error() const;
+  // The requests in flight now, and how many have ended (answered, failed or cancelled) so far.
+  std::vector<RequestId> in_flight() const;
+  uint64_t ended() const;
 
  private:
   // A request from submit() until its Finished or Error event.
@@ -83,7 +91,7 @@ class RequestRouter {
   void route(Event event);
   void on_model_event(const Event& event);
 
-  Engine& engine_;
+  EngineClient& engine_;
   Doorbell& doorbell_;
   ServingMetrics& metrics_;
   const int32_t max_in_flight_;
@@ -92,6 +100,7 @@ class RequestRouter {
   std::map<RequestId, Route> routes_;      // exactly the requests in flight
   ModelState model_state_ = ModelState::Loading;
   std::string load_error_;
+  uint64_t ended_ = 0;
   bool stopping_ = false;
 
   std::thread thread_;                     // last: starts once the members above exist

@@ -71,7 +71,7 @@ std::vector<Message> read_messages(Statement& s, const std::string& path) {
 }
 
 constexpr const char* kConversationSelect =
-    "SELECT id, title, system_prompt, active_leaf_id, created_at, updated_at FROM conversations c ";
+    "SELECT id, title, system_prompt, active_leaf_id, created_at, updated_at, engine FROM conversations c ";
 
 Conversation read_conversation(const Statement& s) {
   return Conversation{
@@ -81,6 +81,7 @@ Conversation read_conversation(const Statement& s) {
       .active_leaf_id = s.column_optional_int(3),
       .created_at_ms = s.column_int(4),
       .updated_at_ms = s.column_int(5),
+      .engine = s.column_text(6),
   };
 }
 
@@ -181,6 +182,11 @@ void ConversationStore::set_system_prompt(ConversationId id, std::string_view sy
       .bind(1, id)
       .run();
   tx.commit();
+}
+
+void ConversationStore::set_conversation_engine(ConversationId id, std::string_view engine) {
+  require_conversation(id);
+  db_->prepare("UPDATE conversations SET engine = ?2 WHERE id = ?1").bind(1, id).bind(2, engine).run();
 }
 
 void ConversationStore::delete_conversation(ConversationId id) {

@@ -57,6 +57,8 @@ class ConversationStore {
   void rename_conversation(ConversationId id, std::string_view title);
   // A changed system prompt drops the root messages' token ids (their spans hold the old one).
   void set_system_prompt(ConversationId id, std::string_view system_prompt);
+  // Records where the conversation's answers are generated now ("in-process" or a server's URL).
+  void set_conversation_engine(ConversationId id, std::string_view engine);
   void delete_conversation(ConversationId id);   // with its messages and saved KV
   std::optional<Conversation> conversation(ConversationId id);
   // Newest activity first. A non-empty `search` keeps conversations whose title or any message

@@ -101,6 +101,11 @@ CREATE TABLE conversation_settings (
   kv_keep         REAL
 );
 )sql"},
+    // Version 4. The engine a conversation's latest answer came from: "in-process" (the app's own
+    // engine) or a remote server's URL. NULL for conversations of an older file (unknown).
+    {4, R"sql(
+ALTER TABLE conversations ADD COLUMN engine TEXT;
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");

@@ -77,6 +77,8 @@ struct Conversation {
   std::optional<MessageId> active_leaf_id;   // the end of the branch shown; empty when no messages
   int64_t created_at_ms = 0;
   int64_t updated_at_ms = 0;                 // last rename, new message or finished answer
+  std::string engine;                        // where its latest answer was generated: "in-process" or
+                                             // a server's URL; "": unknown (a conversation of an older file)
 };
 
 // A conversation's own generation settings. An empty value means "the app's default" (what

@@ -1,6 +1,6 @@
 // Old database files for migration tests: a file the current store wrote, taken back to what
-// kvdesk wrote at schema version 1 (app/store/schema.cpp: no message token ids, no
-// per-conversation settings).
+// kvdesk wrote at an older schema version (app/store/schema.cpp): version 3 has no
+// conversations.engine; version 1 also no message token ids and no per-conversation settings.
 #pragma once
 #include <string>
 
@@ -8,7 +8,14 @@
 
 namespace kvdesk::test {
 
+inline void downgrade_to_version_3(const std::string& path) {
+  store::Database db(path, store::OpenMode::ReadWrite, 1000);
+  db.exec("ALTER TABLE conversations DROP COLUMN engine");
+  db.exec("PRAGMA user_version = 3");
+}
+
 inline void downgrade_to_version_1(const std::string& path) {
+  downgrade_to_version_3(path);
   store::Database db(path, store::OpenMode::ReadWrite, 1000);
   db.exec("DROP TABLE conversation_settings");
   db.exec("ALTER TABLE messages DROP COLUMN token_ids");

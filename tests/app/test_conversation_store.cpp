@@ -15,6 +15,7 @@
 #include "app/store/conversation_store.h"
 #include "app/store/schema.h"
 #include "engine/error.h"
+#include "tests/app/old_database.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk::store;
@@ -131,6 +132,35 @@ TEST_CASE("conversations are created renamed listed by latest activity and delet
   CHECK_FALSE(store.conversation(c).has_value());
   CHECK(store.list_conversations().size() == 2);
   CHECK_THROWS_AS(store.rename_conversation(c, "gone"), kvdesk::Error);
+}
+
+TEST_CASE("a conversation remembers the engine of its answers, unknown for a version 3 file", "[app][store]") {
+  TempDir dir;
+  const std::string path = dir.file("kvdesk.db");
+  ConversationId old_chat = 0;
+  {
+    ConversationStore store = ConversationStore::open(path);
+    old_chat = store.create_conversation("old");
+    store.set_conversation_engine(old_chat, "in-process");
+  }
+  kvdesk::test::downgrade_to_version_3(path);
+  {
+    Database db(path, OpenMode::ReadOnly, 1000);
+    REQUIRE(db.query_int("PRAGMA user_version") == 3);
+  }
+  ConversationStore store = ConversationStore::open(path);
+  CHECK(store.conversation(old_chat)->title == "old");
+  CHECK(store.conversation(old_chat)->engine.empty());
+  const ConversationId chat = store.create_conversation("remote");
+  CHECK(store.conversation(chat)->engine.empty());
+  store.set_conversation_engine(chat, "http://127.0.0.1:8080");
+  CHECK(store.conversation(chat)->engine == "http://127.0.0.1:8080");
+  CHECK(store.list_conversations().front().engine == "http://127.0.0.1:8080");
+  store.set_conversation_engine(chat, "in-process");
+  CHECK(store.conversation(chat)->engine == "in-process");
+  CHECK_THROWS_AS(store.set_conversation_engine(chat + 100, "in-process"), kvdesk::Error);
+  Database db(path, OpenMode::ReadOnly, 1000);
+  CHECK(db.query_int("PRAGMA user_version") == kSchemaVersion);
 }
 
 TEST_CASE("deleting a conversation deletes its messages and saved KV and nothing else", "[app][store]") {

@@ -3,7 +3,6 @@
 // conversation, and a second run restoring and continuing it. Also: failures end the run
 // with the failing line, and a bad database or model gives a message, not a crash.
 #include <catch2/catch.hpp>
-#include <stb_image.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,11 +12,14 @@
 #include <sstream>
 
 #include "app/store/conversation_store.h"
+#include "tests/gui/app_run.h"
 #include "tests/test_support.h"
 
 namespace {
 
 using kvdesk::test::TempDir;
+using kvdesk::test::check_screenshot;
+using kvdesk::test::run_kvdesk;
 namespace store = kvdesk::store;
 
 using AppRun = kvdesk::test::CliRun;
@@ -31,35 +33,6 @@ std::string read_all(const std::string& path) {
 
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
-}
-
-// Runs kvdesk under its own Xvfb server. xvfb-run -a takes the first free display from -n on;
-// starting the search at a number from the pid keeps parallel tests from racing for one.
-AppRun run_kvdesk(const std::vector<std::string>& args) {
-  const std::string first_display = std::to_string(100 + ::getpid() % 800);
-  std::vector<std::string> all = {"-a", "-n", first_display, "-s", "-screen 0 1280x800x24", KVDESK_APP_PATH};
-  all.insert(all.end(), args.begin(), args.end());
-  return kvdesk::test::run_program("xvfb-run", all);
-}
-
-// A screenshot that is a real picture: the window's size, and not one flat colour.
-void check_screenshot(const std::string& path) {
-  int w = 0, h = 0, channels = 0;
-  unsigned char* pixels = stbi_load(path.c_str(), &w, &h, &channels, 3);
-  REQUIRE(pixels != nullptr);
-  CHECK(w == 1280);
-  CHECK(h == 800);
-  double sum = 0, sum_sq = 0;
-  const size_t n = size_t(w) * size_t(h) * 3;
-  for (size_t i = 0; i < n; ++i) {
-    sum += pixels[i];
-    sum_sq += double(pixels[i]) * pixels[i];
-  }
-  stbi_image_free(pixels);
-  const double mean = sum / double(n);
-  const double variance = sum_sq / double(n) - mean * mean;
-  INFO(path << ": mean " << mean << ", variance " << variance);
-  CHECK(variance > 100.0);
 }
 
 }  // namespace
