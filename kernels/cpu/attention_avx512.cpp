@@ -88,8 +88,11 @@ struct Avx512 {
   static void transpose_words4(const uint8_t* const* rows, size_t offset, uint32_t* out) {
     __m512i z[4];
     for (int a = 0; a < 4; ++a) {
+      // The lane index must be an immediate, so no loop over i (unoptimized builds keep loops).
       z[a] = _mm512_castsi128_si512(load16(rows[a] + offset));
-      for (int i = 1; i < 4; ++i) z[a] = _mm512_inserti32x4(z[a], load16(rows[a + 4 * i] + offset), i);
+      z[a] = _mm512_inserti32x4(z[a], load16(rows[a + 4] + offset), 1);
+      z[a] = _mm512_inserti32x4(z[a], load16(rows[a + 8] + offset), 2);
+      z[a] = _mm512_inserti32x4(z[a], load16(rows[a + 12] + offset), 3);
     }
     const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
     const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
