@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "ui/fonts.h"
 #include "ui/markdown_view.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
@@ -188,7 +189,7 @@ bool composer_field(ViewModel& vm, float button_w) {
 
 void draw_composer(ViewModel& vm, UiActions& actions) {
   const bool can_send = vm.model.state == ModelState::Loaded && !vm.chat.generating;
-  const float button_w = 72;
+  const float button_w = scaled_width(72);
   const bool enter = composer_field(vm, button_w);
   ImGui::SameLine();
   if (vm.chat.generating) {

@@ -4,6 +4,7 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "ui/fonts.h"
 #include "ui/panels.h"
 
 namespace kvdesk::ui {
@@ -15,7 +16,7 @@ void draw_rename_popup(ViewModel& vm, UiActions& actions) {
   }
   if (!ImGui::BeginPopupModal("Rename conversation", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
-  ImGui::SetNextItemWidth(320);
+  ImGui::SetNextItemWidth(scaled_width(320));
   const bool enter = ImGui::InputText("##title", &vm.ui.rename_text, ImGuiInputTextFlags_EnterReturnsTrue);
   if (ImGui::Button("Rename") || enter) {
     actions.push_back({ActionKind::RenameConversation, vm.ui.rename_conversation, vm.ui.rename_text});

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "ui/fonts.h"
 #include "ui/panels.h"
 #include "ui/theme_colours.h"
 
@@ -22,7 +23,7 @@ std::string field_label(const ConversationSettingsView& s, SettingField f, const
 // Runs `draw` (one ImGui widget); an edit makes the field the conversation's own.
 template <class Draw>
 bool edited_field(ConversationSettingsView& s, SettingField f, Draw&& draw) {
-  ImGui::SetNextItemWidth(kFieldWidth);
+  ImGui::SetNextItemWidth(scaled_width(kFieldWidth));
   const bool changed = draw();
   const bool committed = ImGui::IsItemDeactivatedAfterEdit() || (changed && !ImGui::IsItemActive());
   if (committed) s.set_own(f, true);

@@ -3,6 +3,7 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "ui/fonts.h"
 #include "ui/panels.h"
 
 namespace kvdesk::ui {
@@ -20,13 +21,13 @@ void draw_file_prompt(ViewModel& vm, UiActions& actions) {
   if (!vm.ui.file_prompt.empty() && !ImGui::IsPopupOpen("Conversation file")) ImGui::OpenPopup("Conversation file");
   if (!ImGui::BeginPopupModal("Conversation file", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
   ImGui::TextUnformatted(prompt_title(vm.ui.file_prompt));
-  ImGui::SetNextItemWidth(420);
+  ImGui::SetNextItemWidth(scaled_width(420));
   const bool enter = ImGui::InputText("##file_path", &vm.ui.file_path, ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::BeginDisabled(vm.ui.file_path.empty());
-  const bool ok = ImGui::Button(vm.ui.file_prompt == "import" ? "Import" : "Export", ImVec2(120, 0));
+  const bool ok = ImGui::Button(vm.ui.file_prompt == "import" ? "Import" : "Export", ImVec2(scaled_width(120), 0));
   ImGui::EndDisabled();
   ImGui::SameLine();
-  const bool cancel = ImGui::Button("Cancel", ImVec2(120, 0));
+  const bool cancel = ImGui::Button("Cancel", ImVec2(scaled_width(120), 0));
   if ((ok || enter) && !vm.ui.file_path.empty()) {
     if (vm.ui.file_prompt == "import") {
       actions.push_back({ActionKind::ImportConversation, 0, vm.ui.file_path});

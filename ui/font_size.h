@@ -19,6 +19,12 @@ float usable_content_scale(float content_scale);
 // `content_scale` (clamped to the range above, NaN: 1), rounded to the nearest pixel.
 float font_pixels(float content_scale, float setting);
 
+// A width laid out for the default font at a content scale of 1, for a font of `font_pixels`:
+// fixed widths (fields, buttons) grow with the text they hold, so nothing clips on HiDPI.
+inline float width_for_font(float width_at_default, float font_pixels) {
+  return width_at_default * font_pixels / kDefaultFontSize;
+}
+
 // True when `setting` is a font size Settings accepts.
 bool valid_font_size(float setting);
 

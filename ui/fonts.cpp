@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "ui/font_size.h"
+
 namespace kvdesk::ui {
 namespace {
 
@@ -75,5 +77,7 @@ Fonts load_fonts(float size_px, bool korean) {
   if (!fonts.mono) fonts.mono = fonts.body;
   return fonts;
 }
+
+float scaled_width(float width_at_default) { return width_for_font(width_at_default, ImGui::GetFontSize()); }
 
 }  // namespace kvdesk::ui

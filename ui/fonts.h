@@ -19,6 +19,9 @@ struct Fonts {
 // Where kvdesk looks for a CJK font, in order (fonts-nanum, fonts-noto-cjk).
 const std::vector<std::string>& cjk_font_candidates();
 
+// width_for_font at the current ImGui font's size (call inside a frame).
+float scaled_width(float width_at_default);
+
 // Adds the fonts to the current ImGui context's atlas. korean = false skips the CJK search
 // (the Hangul ranges make a 4096-wide atlas: tests that need no Hangul stay fast).
 Fonts load_fonts(float size_px, bool korean = true);

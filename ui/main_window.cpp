@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "ui/fonts.h"
 #include "ui/keyboard.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
@@ -164,7 +165,7 @@ void draw_modal(ViewModel& vm) {
   ImGui::PushTextWrapPos(520);
   ImGui::TextUnformatted(vm.status.modal.c_str());
   ImGui::PopTextWrapPos();
-  if (ImGui::Button("OK", ImVec2(120, 0))) {
+  if (ImGui::Button("OK", ImVec2(scaled_width(120), 0))) {
     vm.status.modal.clear();
     ImGui::CloseCurrentPopup();
   }

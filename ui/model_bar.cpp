@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "ui/fonts.h"
 #include "ui/kv_report.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
@@ -60,7 +61,7 @@ void draw_model_bar(ViewModel& vm, UiActions& actions) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Model");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(340);
+  ImGui::SetNextItemWidth(scaled_width(340));
   const bool enter = ImGui::InputTextWithHint("##model_path", "path to a .gguf model", &vm.ui.model_path,
                                               ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::SameLine();
@@ -68,7 +69,7 @@ void draw_model_bar(ViewModel& vm, UiActions& actions) {
   if (ImGui::Button("Open") || enter) actions.push_back({ActionKind::OpenModel, 0, vm.ui.model_path});
   ImGui::EndDisabled();
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(90);
+  ImGui::SetNextItemWidth(scaled_width(90));
   if (ImGui::BeginCombo("##recent", "Recent")) {
     if (vm.model.recent.empty()) ImGui::TextDisabled("no recent models");
     for (const std::string& path : vm.model.recent) {

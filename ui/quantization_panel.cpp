@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "ui/fonts.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
 
@@ -20,7 +21,7 @@ std::string nmse_text(double nmse) {
 }
 
 void type_combo(const char* label, std::string& value, const std::vector<KvTypeCost>& types) {
-  ImGui::SetNextItemWidth(140);
+  ImGui::SetNextItemWidth(scaled_width(140));
   if (!ImGui::BeginCombo(label, value.c_str())) return;
   for (const KvTypeCost& t : types) {
     if (ImGui::Selectable(t.name.c_str(), t.name == value)) value = t.name;
@@ -61,7 +62,7 @@ void draw_controls(ViewModel& vm, UiActions& actions) {
   type_combo("K type", e.k_type, vm.kv_types);
   ImGui::SameLine();
   type_combo("V type", e.v_type, vm.kv_types);
-  ImGui::SetNextItemWidth(140);
+  ImGui::SetNextItemWidth(scaled_width(140));
   if (ImGui::BeginCombo("block size", std::to_string(e.block_size).c_str())) {
     for (int32_t b : vm.ui.block_sizes) {
       if (ImGui::Selectable(std::to_string(b).c_str(), b == e.block_size)) e.block_size = b;
@@ -69,12 +70,12 @@ void draw_controls(ViewModel& vm, UiActions& actions) {
     ImGui::EndCombo();
   }
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(120);
+  ImGui::SetNextItemWidth(scaled_width(120));
   ImGui::InputInt("budget MiB (0: auto)", &e.budget_mib, 16, 256);
   if (e.budget_mib < 0) e.budget_mib = 0;
   ImGui::Checkbox("prefix caching", &e.prefix_caching);
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(120);
+  ImGui::SetNextItemWidth(scaled_width(120));
   ImGui::InputInt("host tier MiB (next load)", &e.host_tier_mib, 64, 512);
   if (e.host_tier_mib < 0) e.host_tier_mib = 0;
   ImGui::SameLine();

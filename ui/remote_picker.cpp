@@ -4,6 +4,7 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "ui/fonts.h"
 #include "ui/panels.h"
 #include "ui/theme_colours.h"
 
@@ -21,7 +22,7 @@ void draw_server_models(ViewModel& vm, UiActions& actions) {
     ImGui::TextDisabled("reading the server's models ...");
     return;
   }
-  ImGui::SetNextItemWidth(360);
+  ImGui::SetNextItemWidth(scaled_width(360));
   if (!ImGui::BeginCombo("server model", r.model.c_str())) return;
   for (const std::string& model : r.models) {
     if (ImGui::Selectable(model.c_str(), model == r.model)) actions.push_back({ActionKind::ChooseRemoteModel, 0, model});
@@ -37,9 +38,9 @@ void draw_remote_picker(ViewModel& vm, UiActions& actions) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Chat through an OpenAI-compatible server instead of a local model");
   if (!ImGui::BeginPopup("##remote_server")) return;
   ImGui::TextUnformatted("Connect to an OpenAI-compatible server");
-  ImGui::SetNextItemWidth(360);
+  ImGui::SetNextItemWidth(scaled_width(360));
   const bool enter = ImGui::InputTextWithHint("URL", "http://127.0.0.1:8080", &edit.url, ImGuiInputTextFlags_EnterReturnsTrue);
-  ImGui::SetNextItemWidth(360);
+  ImGui::SetNextItemWidth(scaled_width(360));
   ImGui::InputTextWithHint("API key", "none", &edit.api_key, ImGuiInputTextFlags_Password);
   ImGui::BeginDisabled(edit.url.empty() || vm.chat.generating);
   if (ImGui::Button("Connect") || enter) actions.push_back({ActionKind::ConnectRemote, 0, edit.url, edit.api_key});

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "ui/fonts.h"
 #include "ui/kv_report.h"
 #include "ui/panels.h"
 #include "ui/theme_colours.h"
@@ -16,13 +17,13 @@ void draw_serve_settings(ViewModel& vm, UiActions& actions) {
   ServeEdit& edit = vm.ui.serve_edit;
   ImGui::TextUnformatted("Serve over HTTP (OpenAI-compatible, the same engine as this window)");
   ImGui::BeginDisabled(vm.serve.on);
-  ImGui::SetNextItemWidth(160);
+  ImGui::SetNextItemWidth(scaled_width(160));
   ImGui::InputTextWithHint("host", "127.0.0.1", &edit.host);
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(110);
+  ImGui::SetNextItemWidth(scaled_width(110));
   ImGui::InputInt("port (0: any)", &edit.port, 1, 100);
   edit.port = std::clamp(edit.port, 0, 65535);
-  ImGui::SetNextItemWidth(280);
+  ImGui::SetNextItemWidth(scaled_width(280));
   ImGui::InputTextWithHint("API key", "needed when the host is not 127.0.0.1", &edit.api_key, ImGuiInputTextFlags_Password);
   ImGui::EndDisabled();
   bool on = vm.serve.on;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ui/font_size.h"
+#include "ui/fonts.h"
 #include "ui/panels.h"
 #include "ui/theme_colours.h"
 
@@ -39,7 +40,7 @@ void draw_presets(ViewModel& vm, UiActions& actions) {
     if (ImGui::IsItemHovered() && !p.system_prompt.empty()) ImGui::SetTooltip("%s", p.system_prompt.c_str());
     ImGui::PopID();
   }
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   ImGui::InputTextWithHint("##preset_name", "preset name", &vm.ui.preset_name);
   ImGui::SameLine();
   ImGui::BeginDisabled(vm.ui.preset_name.empty() || vm.chat.system_prompt.empty());
@@ -58,7 +59,7 @@ void draw_chat_template(ViewModel& vm, UiActions& actions) {
   const std::string own = "model's own" + (vm.model.chat_template.empty() || !vm.ui.chat_template.empty()
                                                ? std::string()
                                                : " (" + vm.model.chat_template + ")");
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   if (ImGui::BeginCombo("##chat_template", vm.ui.chat_template.empty() ? own.c_str() : vm.ui.chat_template.c_str())) {
     if (ImGui::Selectable(own.c_str(), vm.ui.chat_template.empty())) actions.push_back({ActionKind::SetChatTemplate, 0, ""});
     for (const std::string& name : vm.ui.chat_templates) {
@@ -78,38 +79,38 @@ void draw_sampling(ViewModel& vm, UiActions& actions) {
   ImGui::TextUnformatted("Defaults for conversations (a conversation's own settings win)");
   SamplingView& s = vm.sampling;
   bool changed = false;
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   ImGui::InputInt("context length (0: the model's)", &s.context_length, 64, 512);
   if (ImGui::IsItemDeactivatedAfterEdit()) {
     s.context_length = s.context_length <= 0 ? 0 : std::max(s.context_length, kMinConversationContext);
     changed = true;
   }
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   ImGui::SliderFloat("temperature (0: greedy)", &s.temperature, 0.0f, 2.0f, "%.2f");
   changed |= ImGui::IsItemDeactivatedAfterEdit();
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   ImGui::SliderInt("top-k (0: off)", &s.top_k, 0, 200);
   changed |= ImGui::IsItemDeactivatedAfterEdit();
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   ImGui::SliderFloat("top-p", &s.top_p, 0.0f, 1.0f, "%.2f");
   changed |= ImGui::IsItemDeactivatedAfterEdit();
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   ImGui::SliderFloat("min-p", &s.min_p, 0.0f, 1.0f, "%.2f");
   changed |= ImGui::IsItemDeactivatedAfterEdit();
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   ImGui::SliderFloat("repeat penalty", &s.repeat_penalty, 1.0f, 2.0f, "%.2f");
   changed |= ImGui::IsItemDeactivatedAfterEdit();
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   ImGui::InputInt("max tokens", &s.max_tokens, 16, 128);
   changed |= ImGui::IsItemDeactivatedAfterEdit();
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   ImGui::InputInt("seed (0: random)", &s.seed);
   changed |= ImGui::IsItemDeactivatedAfterEdit();
   changed |= ImGui::Checkbox("when the context is full, keep its start and slide", &s.slide_context);
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   changed |= ImGui::Combo("KV retention", &s.retention, kRetentionPolicyNames, IM_ARRAYSIZE(kRetentionPolicyNames));
   if (s.retention != 0) {
-    ImGui::SetNextItemWidth(200);
+    ImGui::SetNextItemWidth(scaled_width(200));
     ImGui::SliderFloat("KV keep (share of tokens)", &s.kv_keep, 0.05f, 1.0f, "%.2f");
     changed |= ImGui::IsItemDeactivatedAfterEdit();
   }
@@ -131,7 +132,7 @@ void draw_theme(ViewModel& vm, UiActions& actions) {
 void draw_font_size(ViewModel& vm, UiActions& actions) {
   float& edit = vm.ui.font_size_edit;
   if (edit == 0) edit = vm.ui.layout_prefs.font_size;
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(scaled_width(200));
   ImGui::SliderFloat("Font size (px at 100%)", &edit, kMinFontSize, kMaxFontSize, "%.0f");
   if (ImGui::IsItemDeactivatedAfterEdit()) actions.push_back({ActionKind::SetFontSize, 0, std::to_string(int(std::round(edit)))});
   if (!ImGui::IsItemActive()) edit = 0;

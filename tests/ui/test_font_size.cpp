@@ -31,3 +31,9 @@ TEST_CASE("font sizes and scales out of bounds are clamped, never used as they a
   CHECK_FALSE(valid_font_size(9.5f));
   CHECK_FALSE(valid_font_size(NAN));
 }
+
+TEST_CASE("fixed widths grow with the font so their labels fit", "[ui][font_size]") {
+  CHECK(width_for_font(200, kDefaultFontSize) == Approx(200));
+  CHECK(width_for_font(200, font_pixels(2.0f, kDefaultFontSize)) == Approx(400));
+  CHECK(width_for_font(120, 34.0f) == Approx(240));
+}
