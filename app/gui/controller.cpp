@@ -399,9 +399,13 @@ void Controller::open_model(const std::string& path) {
   if (const std::string problem = model_file_problem(path); !problem.empty()) throw Error(problem);
   if (engine_.is_remote()) use_local_engine();
   engine_.local().load_model(engine_settings(path));
+  show_loading(path);
+}
+
+void Controller::show_loading(const std::string& what) {
   ui::ModelView loading;
   loading.state = ui::ModelState::Loading;
-  loading.path = path;
+  loading.path = what;
   loading.recent = vm_.model.recent;
   vm_.model = std::move(loading);
   vm_.kv = ui::KvView{};

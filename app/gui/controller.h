@@ -92,6 +92,8 @@ class Controller {
   void reload_chat();
   void select(store::ConversationId id);
   void open_model(const std::string& path);
+  // The model area while a model (a file, or a server's URL) is being opened: Loading, no KV yet.
+  void show_loading(const std::string& what);
   void reconfigure_kv();
   void save_sampling();
   void refresh_stats();

@@ -6,42 +6,15 @@
 #include <functional>
 #include <thread>
 
-#include "app/gui/controller.h"
-#include "tests/test_support.h"
+#include "tests/gui/controller_session.h"
 
 using namespace kvdesk;
 using ui::ActionKind;
 
 namespace {
 
-// Runs the controller's frame work until `done` or 60 s pass.
-bool pump(gui::Controller& c, const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    c.update();
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
-struct Session {
-  test::TempDir dir;
-  ui::ViewModel vm;
-  gui::Controller controller{vm, {}};
-
-  explicit Session(bool with_model = true) {
-    gui::AppOptions options;
-    options.db_path = dir.file("kvdesk.db");
-    if (with_model) options.model_path = test::model_path("stories260K.gguf");
-    controller.start(options);
-    if (with_model) REQUIRE(pump(controller, [&] { return vm.model.state == ui::ModelState::Loaded; }));
-  }
-  void answer(const ui::UiAction& action) {
-    REQUIRE(controller.apply(action));
-    REQUIRE(pump(controller, [&] { return !controller.streaming(); }));
-  }
-};
+using Session = test::ControllerSession;
+using test::pump;
 
 }  // namespace
 

@@ -8,41 +8,20 @@
 #include <functional>
 #include <thread>
 
-#include "app/gui/controller.h"
-#include "tests/test_support.h"
+#include "tests/gui/controller_session.h"
 
 using namespace kvdesk;
 using ui::ActionKind;
 
 namespace {
 
-bool pump(gui::Controller& c, const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    c.update();
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
+using test::pump;
 
-struct Session {
-  test::TempDir dir;
-  ui::ViewModel vm;
-  gui::Controller controller{vm, {}};
-
+// Greedy: one answer per prompt, and no penalty that depends on where a request starts.
+struct Session : test::ControllerSession {
   Session() {
-    gui::AppOptions options;
-    options.db_path = dir.file("kvdesk.db");
-    options.model_path = test::model_path("stories260K.gguf");
-    controller.start(options);
-    REQUIRE(pump(controller, [&] { return vm.model.state == ui::ModelState::Loaded; }));
-    vm.sampling.temperature = 0;       // greedy: one answer per prompt
-    vm.sampling.repeat_penalty = 1.0f;  // no penalty that depends on where a request starts
-  }
-  void answer(const ui::UiAction& action) {
-    REQUIRE(controller.apply(action));
-    REQUIRE(pump(controller, [&] { return !controller.streaming(); }));
+    vm.sampling.temperature = 0;
+    vm.sampling.repeat_penalty = 1.0f;
   }
 };
 

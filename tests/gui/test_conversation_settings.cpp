@@ -7,9 +7,8 @@
 #include <functional>
 #include <thread>
 
-#include "app/gui/controller.h"
 #include "app/gui/conversation_settings.h"
-#include "tests/test_support.h"
+#include "tests/gui/controller_session.h"
 
 using namespace kvdesk;
 using ui::ActionKind;
@@ -17,32 +16,9 @@ using ui::SettingField;
 
 namespace {
 
-bool pump(gui::Controller& c, const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    c.update();
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
+using test::pump;
 
-struct Session {
-  test::TempDir dir;
-  ui::ViewModel vm;
-  gui::Controller controller{vm, {}};
-
-  Session() {
-    gui::AppOptions options;
-    options.db_path = dir.file("kvdesk.db");
-    options.model_path = test::model_path("stories260K.gguf");
-    controller.start(options);
-    REQUIRE(pump(controller, [&] { return vm.model.state == ui::ModelState::Loaded && vm.model.context_length > 0; }));
-  }
-  void answer(const ui::UiAction& action) {
-    REQUIRE(controller.apply(action));
-    REQUIRE(pump(controller, [&] { return !controller.streaming(); }));
-  }
+struct Session : test::ControllerSession {
   // The selected conversation's last answer as the store has it.
   store::Message last_answer() {
     store::ConversationStore db = store::ConversationStore::open(dir.file("kvdesk.db"));
