@@ -91,6 +91,33 @@ std::pair<std::vector<int32_t>, std::vector<int32_t>> converse(Chat& chat, int32
   }
 }
 
+// stories260K with 64 blocks of KV stored as `kv_type`.
+EngineSettings engine_settings_with_kv(KvType kv_type) {
+  EngineSettings settings;
+  settings.model_path = model_path("stories260K.gguf");
+  settings.threads = 2;
+  settings.kv.num_blocks = 64;
+  settings.kv.k_type = kv_type;
+  settings.kv.v_type = kv_type;
+  return settings;
+}
+
+// Loads the model, runs one turn of conversation 4 and returns its exported KV.
+std::optional<ConversationKv> one_parked_turn(Engine& engine, const EngineSettings& settings) {
+  using namespace std::chrono_literals;
+  engine.load_model(settings);
+  Request r;
+  r.messages = {{"user", "Once upon a time"}};
+  r.max_tokens = 12;
+  r.stop_at_eos = false;
+  r.conversation_key = 4;
+  engine.submit(r);
+  REQUIRE(engine.wait_idle(60s));
+  std::optional<ConversationKv> saved = engine.export_conversation(4).get();
+  REQUIRE(saved.has_value());
+  return saved;
+}
+
 }  // namespace
 
 TEST_CASE("a Regenerate on a stories260K conversation near its context prefills one token and answers the same", "[engine][scheduler][branches]") {
@@ -167,21 +194,9 @@ TEST_CASE("a conversation's KV exported from one engine core and imported into a
 
 TEST_CASE("the engine exports a parked conversation with its identity and refuses it under another block size", "[engine][engine_thread][conversation_kv]") {
   using namespace std::chrono_literals;
-  EngineSettings settings;
-  settings.model_path = model_path("stories260K.gguf");
-  settings.threads = 2;
-  settings.kv.num_blocks = 64;
+  const EngineSettings settings = engine_settings_with_kv(KvType::F32);
   Engine engine;
-  engine.load_model(settings);
-  Request r;
-  r.messages = {{"user", "Once upon a time"}};
-  r.max_tokens = 12;
-  r.stop_at_eos = false;
-  r.conversation_key = 4;
-  engine.submit(r);
-  REQUIRE(engine.wait_idle(60s));
-  const std::optional<ConversationKv> saved = engine.export_conversation(4).get();
-  REQUIRE(saved.has_value());
+  const std::optional<ConversationKv> saved = one_parked_turn(engine, settings);
   CHECK(saved->identity.find("block 16; template plain") != std::string::npos);
   CHECK(engine.import_conversation(5, *saved).get().empty());
   REQUIRE(engine.wait_idle(10s));
@@ -200,24 +215,8 @@ TEST_CASE("the engine exports a parked conversation with its identity and refuse
 // kernels/hadamard.h), so int8 KV saved by a build that stored plain rows (its identity has no
 // scheme part) would read as wrong keys: it is refused, naming the scheme, while its own imports.
 TEST_CASE("saved int8 kv names its rows' scheme and kv of plain rows is refused", "[engine][engine_thread][conversation_kv]") {
-  using namespace std::chrono_literals;
-  EngineSettings settings;
-  settings.model_path = model_path("stories260K.gguf");
-  settings.threads = 2;
-  settings.kv.num_blocks = 64;
-  settings.kv.k_type = KvType::INT8;
-  settings.kv.v_type = KvType::INT8;
   Engine engine;
-  engine.load_model(settings);
-  Request r;
-  r.messages = {{"user", "Once upon a time"}};
-  r.max_tokens = 12;
-  r.stop_at_eos = false;
-  r.conversation_key = 4;
-  engine.submit(r);
-  REQUIRE(engine.wait_idle(60s));
-  const std::optional<ConversationKv> saved = engine.export_conversation(4).get();
-  REQUIRE(saved.has_value());
+  const std::optional<ConversationKv> saved = one_parked_turn(engine, engine_settings_with_kv(KvType::INT8));
   INFO(saved->identity);
   CHECK(saved->identity.find("; kv int8/int8; scheme k=mean+hadamard v=hadamard; block 16;") != std::string::npos);
   CHECK(engine.import_conversation(5, *saved).get().empty());
