@@ -144,6 +144,7 @@ void Controller::open_store(const std::string& path) {
                        "); its conversations will not be kept.";
     set_status("database not opened; using a temporary one", true);
   }
+  kv_saver_.emplace(store().path());
   const int64_t interrupted = store().mark_interrupted_answers();
   if (interrupted > 0) set_status(std::to_string(interrupted) + " answer(s) were interrupted last time", false);
 }

@@ -28,6 +28,7 @@
 #include "app/gui/chat_engine.h"
 #include "app/gui/http_serving.h"
 #include "app/chat/chat_history.h"
+#include "app/chat/kv_saver.h"
 #include "app/chat/saved_kv.h"
 #include "app/remote/model_list.h"
 #include "app/store/conversation_store.h"
@@ -172,9 +173,11 @@ class Controller {
   // The import's refusal, if any, once the turn it preceded has finished.
   std::string resolve_kv_source(store::ConversationId conversation, const std::string& source);
   void request_kv_save(store::ConversationId conversation);
+  // Hands finished exports to kv_saver_ and reports what its saves came to.
   void save_ready_kv();
-  void save_all_kv();   // waits for every pending export (closing)
-  void save_exported_kv(store::ConversationId conversation, const std::optional<ConversationKv>& kv);
+  void save_all_kv();   // waits for every pending export and save (closing)
+  void save_exported_kv(store::ConversationId conversation, std::optional<ConversationKv> kv);
+  void report_kv_saves();
   void forget_kv(store::ConversationId conversation);
 
   ui::ViewModel& vm_;
@@ -197,6 +200,7 @@ class Controller {
   std::map<store::ConversationId, std::future<std::string>> kv_imports_;
   std::map<store::ConversationId, std::future<chat::SavedKv>> kv_loads_;
   std::map<store::ConversationId, std::future<std::optional<ConversationKv>>> kv_exports_;
+  std::optional<chat::KvSaver> kv_saver_;   // after store_: destroyed first, its saves written
 };
 
 }  // namespace kvdesk::gui

@@ -1,7 +1,8 @@
 // Controller, part 4: conversations' KV kept in the store between runs. When an answer finishes
 // the engine exports the conversation's parked KV (the future is ready within one engine step)
-// and update() saves it once ready, so the UI thread never waits on the engine; closing waits
-// for the exports still pending. A conversation the engine does not hold (the app restarted,
+// and update() hands it, once ready, to a KvSaver that compresses and writes it on its own
+// thread, so the UI thread waits neither on the engine nor on the disk; closing waits for the
+// exports and saves still pending. A conversation the engine does not hold (the app restarted,
 // another model was loaded) gets its saved KV loaded in the background as soon as it is opened
 // and imported when loaded, so the user's next turn finds it in the engine; a turn sent before
 // the load is done waits for it, and the engine takes commands in order, so the import always
@@ -86,23 +87,30 @@ void Controller::save_ready_kv() {
     save_exported_kv(it->first, it->second.get());
     it = kv_exports_.erase(it);
   }
+  report_kv_saves();
 }
 
 void Controller::save_all_kv() {
   for (auto& [conversation, export_future] : kv_exports_) save_exported_kv(conversation, export_future.get());
   kv_exports_.clear();
+  if (kv_saver_) kv_saver_->wait_idle();
 }
 
-void Controller::save_exported_kv(store::ConversationId conversation, const std::optional<ConversationKv>& kv) {
+void Controller::save_exported_kv(store::ConversationId conversation, std::optional<ConversationKv> kv) {
   if (!kv) {
     kv_in_pool_.erase(conversation);   // released under memory pressure: import it next time
     return;
   }
-  try {
-    const store::KvSaveResult saved = chat::save_conversation_kv(store(), conversation, *kv);
-    if (!saved.saved) set_status("the conversation's KV is larger than the saved-KV cap: not saved", false);
-  } catch (const Error& e) {
-    set_status(std::string("saving the conversation's KV failed: ") + e.what(), true);
+  kv_saver_->save(conversation, std::move(*kv));
+}
+
+void Controller::report_kv_saves() {
+  for (const chat::KvSaver::Outcome& o : kv_saver_->take_outcomes()) {
+    if (!o.error.empty()) {
+      set_status("saving the conversation's KV failed: " + o.error, true);
+    } else if (!o.result.saved) {
+      set_status("the conversation's KV is larger than the saved-KV cap: not saved", false);
+    }
   }
 }
 
@@ -111,6 +119,7 @@ void Controller::forget_kv(store::ConversationId conversation) {
   kv_imports_.erase(conversation);
   kv_loads_.erase(conversation);   // waits for a load in flight: it reads the conversation's row
   kv_exports_.erase(conversation);
+  kv_saver_->forget(conversation);   // no save of it lands after it is deleted
 }
 
 }  // namespace kvdesk::gui

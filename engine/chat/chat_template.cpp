@@ -26,16 +26,18 @@ void check_roles(const std::vector<ChatMessage>& messages) {
   }
 }
 
+// What Jinja's trim and Python's str.strip() take off.
+constexpr std::string_view kWhitespace = " \t\n\r\f\v";
+
 // Jinja's trim filter and Python's str.strip(): whitespace off both ends.
 std::string trim(std::string_view s) {
-  constexpr std::string_view kSpace = " \t\n\r\f\v";
-  const size_t begin = s.find_first_not_of(kSpace);
+  const size_t begin = s.find_first_not_of(kWhitespace);
   if (begin == std::string_view::npos) return {};
-  return std::string(s.substr(begin, s.find_last_not_of(kSpace) - begin + 1));
+  return std::string(s.substr(begin, s.find_last_not_of(kWhitespace) - begin + 1));
 }
 
 std::string trim_end(std::string_view s) {
-  const size_t end = s.find_last_not_of(" \t\n\r\f\v");
+  const size_t end = s.find_last_not_of(kWhitespace);
   return end == std::string_view::npos ? std::string() : std::string(s.substr(0, end + 1));
 }
 
@@ -467,18 +469,30 @@ bool needs_bos(const Tokenizer& tokenizer, const ChatSpecialTexts& specials, con
   return tokenizer.add_bos_default() && !template_wrote_bos;
 }
 
+// Where an answer's content ends in `full` when its rendering starts at `at`: after the content
+// as it is when the template writes it so; else, for templates that pad an answer (" " +
+// content) or trim it (Llama 2, Mistral, Llama 3, Gemma), after the content's text without its
+// outer whitespace, found past any whitespace at `at`. kNoEnd when neither follows (a template
+// that drops old thinking).
+size_t answer_end(const std::string& full, size_t at, const std::string& content) {
+  if (full.compare(at, content.size(), content) == 0) return at + content.size();
+  const std::string core = trim(content);
+  const size_t begin = std::min(full.find_first_not_of(kWhitespace, at), full.size());
+  return full.compare(begin, core.size(), core) == 0 ? begin + core.size() : kNoEnd;
+}
+
 // Where message i's part of the conversation ends in `full`, the whole conversation's text:
 // after the generation prompt that follows a user or system message, after an answer's own
-// text. kNoEnd when the template does not render the conversation up to there as a prefix of
-// full (a template that moves the system prompt, drops old thinking or trims an answer).
+// text (answer_end). kNoEnd when the template does not render the conversation up to there as
+// a prefix of full (a template that moves the system prompt or drops old thinking).
 size_t message_end(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages, size_t i,
                    const ChatSpecialTexts& specials, const std::tm& now, const std::string& full) {
   const bool answer = messages[i].role == "assistant";
   if (answer && i == 0) return kNoEnd;
   const std::vector<ChatMessage> head_messages(messages.begin(), messages.begin() + ptrdiff_t(answer ? i : i + 1));
-  std::string head = joined_text(render_chat(chat_template, head_messages, specials, now));
-  if (answer) head += messages[i].content;
-  return full.starts_with(head) ? head.size() : kNoEnd;
+  const std::string head = joined_text(render_chat(chat_template, head_messages, specials, now));
+  if (!full.starts_with(head)) return kNoEnd;
+  return answer ? answer_end(full, head.size(), messages[i].content) : head.size();
 }
 
 // The conversation up to the end of its last message, an answer left open for the model to carry
@@ -530,9 +544,13 @@ IdRun reusable_run(const Tokenizer& tokenizer, const ChatTemplate& chat_template
     if (system || !usable(stored[i], identity, tokenizer.vocab_size())) break;
     count = i + 1;
   }
-  if (count == 0) return {};
-  const size_t end = message_end(chat_template, messages, count - 1, specials, now, full);
-  return end == kNoEnd ? IdRun{} : IdRun{count, end};
+  // The longest run the template renders as a prefix: one that drops old thinking or trims an
+  // answer another way still keeps the messages before it.
+  for (; count > 0 && messages[count - 1].role != "system"; --count) {
+    const size_t end = message_end(chat_template, messages, count - 1, specials, now, full);
+    if (end != kNoEnd) return {count, end};
+  }
+  return {};
 }
 
 // The spans of the messages after the run when the text part splits exactly at their ends:

@@ -83,9 +83,11 @@ struct ChatPrompt {
 };
 
 // encode_chat that reuses stored spans: the longest leading run of messages whose `stored` ids
-// carry `identity` and are in the vocabulary (a first system message rides in the first span)
-// is taken as ids, provided the template renders the conversation up to the run's end as a
-// prefix of the whole; the rest is the rendered text after that point. `stored` is empty or one
+// carry `identity` and are in the vocabulary (a first system message rides in the first span),
+// and that the template renders as a prefix of the whole conversation, is taken as ids; the rest
+// is the rendered text after that point. An answer's ids stand for its content wherever the
+// template puts it, whitespace the template pads or trims around it included (Llama 2,
+// Mistral); a template that drops an answer's old thinking (Qwen3) ends the run before it. `stored` is empty or one
 // per message. Without a usable run the tokens are exactly encode_chat's. The spans of the text
 // part are reported when they are exact: one message, or pieces that encode as the whole does.
 // continue_answer: the last message is an answer the model carries on: the prompt ends with its

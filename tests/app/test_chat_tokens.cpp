@@ -179,6 +179,26 @@ TEST_CASE("chat stores token ids and continues from them in a new process and an
   CHECK(other["messages_from_token_ids"] == 0);
 }
 
+TEST_CASE("every chat template continues a stored conversation from its ids, answers it pads or trims included", "[app][cli][chat][tokens]") {
+  for (const std::string& name : chat_template_names()) {
+    DYNAMIC_SECTION(name) {
+      TempDir dir;
+      const std::string db = dir.file("kvdesk.db");
+      const nlohmann::json first = chat_json({"--db", db, "--new", "--chat-template", name, "-p", kFirst});
+      const std::string id = std::to_string(first["conversation_id"].get<int64_t>());
+      const nlohmann::json second = chat_json({"--db", db, "--conversation", id, "--chat-template", name, "-p", kSecond});
+      CHECK(second["messages_from_token_ids"] == 2);
+      store::ConversationStore store = store::ConversationStore::open_read_only(db);
+      const std::vector<store::Message> branch = store.branch_path(std::stoll(id));
+      REQUIRE(branch.size() == 4);
+      REQUIRE(branch[2].tokens.has_value());
+      const int64_t unfed = first["finish_reason"] == "length" ? 1 : 0;
+      CHECK(second["cached_tokens"].get<int64_t>() ==
+            second["prompt_tokens"].get<int64_t>() - int64_t(branch[2].tokens->ids.size()) - unfed);
+    }
+  }
+}
+
 TEST_CASE("a version 1 database opens, migrates and its messages fall back to their text", "[app][store][tokens]") {
   TempDir dir;
   const std::string db = dir.file("old.db");

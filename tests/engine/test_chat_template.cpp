@@ -431,3 +431,36 @@ TEST_CASE("On stories260K (SentencePiece) Plain encodes exactly like encode(), L
   CHECK(std::count(ids.begin(), ids.end(), tok->bos_id()) == 2);
   CHECK(std::count(ids.begin(), ids.end(), tok->eos_id()) == 1);
 }
+
+TEST_CASE("Stored ids stand in for an answer the template pads, and a run ends before an answer it drops thinking from", "[engine][chat]") {
+  const auto file = kvdesk::GgufFile::open(kvdesk::test::model_path("stories260K.gguf"));
+  const auto tok = kvdesk::Tokenizer::from_gguf(*file);
+  const std::string identity = "model 1; template test";
+  const auto starts_with = [](const std::vector<int32_t>& ids, const std::vector<int32_t>& head) {
+    return ids.size() >= head.size() && std::equal(head.begin(), head.end(), ids.begin());
+  };
+
+  SECTION("Mistral writes ' ' + content, so an answer that starts with a space is padded twice") {
+    const ChatTemplate mistral{ChatFormat::Mistral, {}, "", ""};
+    const std::vector<int32_t> user = kvdesk::encode_chat_prompt(*tok, mistral, {{"user", "Once upon a time"}}, {}, identity).spans[0];
+    const std::vector<int32_t> answer = tok->encode(" there was a cat.", false);
+    const kvdesk::ChatPrompt next = kvdesk::encode_chat_prompt(
+        *tok, mistral, {{"user", "Once upon a time"}, {"assistant", " there was a cat."}, {"user", "a dog"}},
+        {{identity, user}, {identity, answer}, {}}, identity);
+    CHECK(next.reused_messages == 2);
+    std::vector<int32_t> history = user;
+    history.insert(history.end(), answer.begin(), answer.end());
+    CHECK(starts_with(next.tokens, history));
+    CHECK(next.tokens.size() == history.size() + next.spans[2].size());
+  }
+  SECTION("Qwen3 drops an earlier answer's thinking: the user message before it still comes from its ids") {
+    const ChatTemplate qwen3{ChatFormat::Qwen3, {}, "", ""};
+    const std::vector<int32_t> user = kvdesk::encode_chat_prompt(*tok, qwen3, {{"user", "Once upon a time"}}, {}, identity).spans[0];
+    const std::string thought = "<think>\nA story.\n</think>\n\nThere was a cat.";
+    const kvdesk::ChatPrompt next = kvdesk::encode_chat_prompt(
+        *tok, qwen3, {{"user", "Once upon a time"}, {"assistant", thought}, {"user", "a dog"}},
+        {{identity, user}, {identity, tok->encode(thought, false)}, {}}, identity);
+    CHECK(next.reused_messages == 1);
+    CHECK(starts_with(next.tokens, user));
+  }
+}
