@@ -27,15 +27,25 @@ std::vector<int32_t> saved_tokens(store::ConversationStore& store, store::Conver
   return saved.kv ? saved.kv->tokens : std::vector<int32_t>{};
 }
 
+// A scratch database with `count` conversations, open in the test's own connection.
+struct Database {
+  TempDir dir;
+  std::string path = dir.file("kvdesk.db");
+  store::ConversationStore store = store::ConversationStore::open(path);
+  std::vector<store::ConversationId> ids;
+
+  explicit Database(int count) {
+    for (int i = 0; i < count; ++i) ids.push_back(store.create_conversation("c" + std::to_string(i)));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the KV saver writes in the background and keeps the newest save of a conversation", "[app][chat][kv_saver]") {
-  TempDir dir;
-  const std::string db = dir.file("kvdesk.db");
-  store::ConversationStore store = store::ConversationStore::open(db);
-  const store::ConversationId a = store.create_conversation("a");
-  const store::ConversationId b = store.create_conversation("b");
-  chat::KvSaver saver(db);
+  Database db(2);
+  store::ConversationStore& store = db.store;
+  const store::ConversationId a = db.ids[0], b = db.ids[1];
+  chat::KvSaver saver(db.path);
   saver.save(a, kv_of(10, 1));
   saver.save(b, kv_of(20, 2));
   saver.save(a, kv_of(30, 3));
@@ -52,25 +62,20 @@ TEST_CASE("the KV saver writes in the background and keeps the newest save of a 
 }
 
 TEST_CASE("the KV saver writes every waiting save before it is destroyed", "[app][chat][kv_saver]") {
-  TempDir dir;
-  const std::string db = dir.file("kvdesk.db");
-  store::ConversationStore store = store::ConversationStore::open(db);
-  std::vector<store::ConversationId> ids;
-  for (int i = 0; i < 6; ++i) ids.push_back(store.create_conversation("c" + std::to_string(i)));
+  Database db(6);
+  const std::vector<store::ConversationId>& ids = db.ids;
   {
-    chat::KvSaver saver(db);
+    chat::KvSaver saver(db.path);
     for (size_t i = 0; i < ids.size(); ++i) saver.save(ids[i], kv_of(int32_t(100 + i), uint8_t(i)));
   }
-  for (size_t i = 0; i < ids.size(); ++i) CHECK(saved_tokens(store, ids[i]).size() == 100 + i);
+  for (size_t i = 0; i < ids.size(); ++i) CHECK(saved_tokens(db.store, ids[i]).size() == 100 + i);
 }
 
 TEST_CASE("a failed save comes back as an outcome and no save lands after forget", "[app][chat][kv_saver]") {
-  TempDir dir;
-  const std::string db = dir.file("kvdesk.db");
-  store::ConversationStore store = store::ConversationStore::open(db);
-  const store::ConversationId kept = store.create_conversation("kept");
-  const store::ConversationId deleted = store.create_conversation("deleted");
-  chat::KvSaver saver(db);
+  Database db(2);
+  store::ConversationStore& store = db.store;
+  const store::ConversationId kept = db.ids[0], deleted = db.ids[1];
+  chat::KvSaver saver(db.path);
   saver.save(deleted, kv_of(40, 4));
   saver.save(kept, kv_of(50, 5));
   saver.forget(deleted);
