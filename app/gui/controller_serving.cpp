@@ -111,7 +111,7 @@ void Controller::connect_remote(const std::string& url, const std::string& api_k
   vm_.plots = ui::TimeSeriesView{};
   last_server_generated_.reset();
   kv_in_pool_.clear();
-  remote_models_ = std::async(std::launch::async, remote::list_server_models, url, api_key);
+  remote_models_ = remote::list_server_models_async(url, api_key);
   store().set_setting(kRemoteOnKey, "1");
   store().set_setting(kRemoteUrlKey, url);
   store().set_setting(kRemoteApiKeyKey, api_key);

@@ -1,6 +1,8 @@
 // GET /v1/models read into ServerModels.
 #include "app/remote/model_list.h"
 
+#include <thread>
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -62,6 +64,19 @@ std::vector<ServerModel> list_server_models(const std::string& url, const std::s
     if (!m.id.empty()) models.push_back(std::move(m));
   }
   if (models.empty()) throw Error(url + " serves no model");
+  return models;
+}
+
+std::future<std::vector<ServerModel>> list_server_models_async(std::string url, std::string api_key) {
+  std::promise<std::vector<ServerModel>> promise;
+  std::future<std::vector<ServerModel>> models = promise.get_future();
+  std::thread([promise = std::move(promise), url = std::move(url), api_key = std::move(api_key)]() mutable {
+    try {
+      promise.set_value(list_server_models(url, api_key));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+    }
+  }).detach();
   return models;
 }
 

@@ -3,6 +3,7 @@
 // most for a server that does not answer.
 #pragma once
 #include <cstdint>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct ServerModel {
 // The models in the order the server lists them. Throws kvdesk::Error saying why when the
 // server cannot be reached, refuses (a wrong API key: its message) or lists nothing readable.
 std::vector<ServerModel> list_server_models(const std::string& url, const std::string& api_key);
+// list_server_models on a thread of its own whose future, unlike std::async's, never blocks when
+// it is dropped: a picker that moves on to another server does not wait for the last one's answer.
+std::future<std::vector<ServerModel>> list_server_models_async(std::string url, std::string api_key);
 
 // The message of an OpenAI-style error body ({"error": {"message": ...}}), else the body's start.
 std::string openai_error_message(const std::string& body);

@@ -4,11 +4,16 @@
 // RemoteEngine, replay and bench trace against a real `kvdesk-cli serve` on loopback.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <thread>
 
+#include <httplib.h>
+
 #include "app/remote/kv_stats_reader.h"
+#include "app/remote/model_list.h"
 #include "app/remote/openai_stream.h"
 #include "app/remote/prometheus_text.h"
 #include "app/remote/remote_engine.h"
@@ -262,6 +267,37 @@ TEST_CASE("a remote kvdesk serve answers as the server does, with its KV cache i
   CHECK(*stats.server->generation_tokens >= 48);
   CHECK(stats.kv.blocks_total > 0);
   CHECK(stats.kv.blocks.size() == size_t(stats.kv.blocks_total));
+}
+
+TEST_CASE("a server's model list is read in the background, and a read it has not answered is dropped at once", "[remote]") {
+  httplib::Server http;
+  std::promise<void> release;
+  const std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> reads = 0;
+  http.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
+    if (reads++ == 0) released.wait_for(std::chrono::seconds(20));   // the first read hangs until released
+    res.set_content(R"({"object": "list", "data": [{"id": "m1"}, {"id": "m2", "max_model_len": 4096}]})", "application/json");
+  });
+  const int port = http.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&] { http.listen_after_bind(); });
+  while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+
+  auto hanging = remote::list_server_models_async(url, "");
+  while (reads == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto dropped_at = std::chrono::steady_clock::now();
+  hanging = {};   // a picker moving on to another server: the read (10 s until its timeout) is not waited for
+  CHECK(std::chrono::steady_clock::now() - dropped_at < std::chrono::seconds(5));
+  release.set_value();
+
+  const std::vector<remote::ServerModel> models = remote::list_server_models_async(url, "").get();
+  REQUIRE(models.size() == 2);
+  CHECK(models[0].id == "m1");
+  CHECK(models[1].context_length == 4096);
+  CHECK_THROWS_AS(remote::list_server_models_async("http://127.0.0.1:1", "").get(), Error);
+  http.stop();
+  serving.join();
 }
 
 TEST_CASE("a remote request can be cancelled, and a server that is not there is an error", "[remote][serve]") {
