@@ -82,15 +82,17 @@ std::string model_header_hash(const GgufFile& file) {
   return model_hash;
 }
 
-// The rows' scheme part of a KV identity ("; scheme k=mean+hadamard v=hadamard"): what a K type
-// stores besides its format, the model's mean key subtracted (engine/model/key_smoothing.h) and
-// the Hadamard rotation (kernels/hadamard.h), and a V type's rotation. "" when neither applies,
-// so f32 / f16 / bf16 KV saved before these schemes stays valid, while quantized KV of a build
-// that stored plain rows is refused rather than read wrongly.
+// The rows' scheme part of a KV identity ("; scheme k=mean+scale+hadamard v=hadamard"): what a K
+// type stores besides its format, the model's mean key subtracted and its key scales applied
+// (engine/model/key_smoothing.h) and the Hadamard rotation (kernels/hadamard.h), and a V type's
+// rotation. "" when none applies, so f32 / f16 / bf16 KV saved before these schemes stays valid,
+// while quantized KV of a build that stored other rows (plain, or int keys without the scales)
+// is refused rather than read wrongly.
 std::string scheme_identity(const KvLayout& layout, const ModelConfig& config) {
   const bool smoothed = kv_keys_smoothed(layout, config);
   if (!smoothed && !kv_type_rotated(layout.k_type) && !kv_type_rotated(layout.v_type)) return "";
   std::string k = smoothed ? "mean" : "";
+  if (kv_keys_scaled(layout, config)) k += "+scale";
   if (kv_type_rotated(layout.k_type)) k += k.empty() ? "hadamard" : "+hadamard";
   return "; scheme k=" + (k.empty() ? std::string("plain") : k) + " v=" + (kv_type_rotated(layout.v_type) ? "hadamard" : "plain");
 }

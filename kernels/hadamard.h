@@ -1,5 +1,6 @@
 // The orthonormal Hadamard rotation of KV rows (the QuaRot idea): a quantized KV type stores
-// H·k and H·v instead of k and v. A key channel with outliers (real LLMs have a few; stories260K's
+// H·k and H·v instead of k and v, k here the smoothed and scaled key D^-1 (k - mu) and q the
+// scaled query D q (engine/model/key_smoothing.h), each turned after that scaling. A key channel with outliers (real LLMs have a few; stories260K's
 // reach |k| = 28 among values of a few units) is spread over the whole block of the row, so a
 // row's groups share one narrower range and per-token scales lose less. Attention stays exact in
 // exact arithmetic: H is orthogonal, so q·k = (Hq)·(Hk), and the output sum_j p_j v_j is

@@ -1,5 +1,7 @@
 // KV row formats: how one token's keys (or values) for one kv head are stored, and the
-// scalar quantizers that write them. A row is self-contained: its scales first, then its
+// scalar quantizers that write them. What a row's values are is the forward's choice, not the
+// format's: quantized K types hold the model's smoothed keys, int8 / int4 ones also scaled per
+// channel (engine/model/key_smoothing.h), and int8 / int4 rows Hadamard-rotated (hadamard.h). A row is self-contained: its scales first, then its
 // values, so appending a token never requantizes another. Attention dequantizes rows in
 // registers (kernels/attention.h); nothing keeps a dequantized copy.
 //

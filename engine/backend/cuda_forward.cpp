@@ -263,16 +263,31 @@ int32_t CudaForward::max_kv_blocks(size_t bytes_per_block) const {
       .kv_blocks;
 }
 
-// The model's mean keys, measured by the CPU forward (once per model) on a pool of this
-// machine's threads, negated for add_bias.
-void CudaForward::upload_key_means() {
+// The model's key smoothing, measured by the CPU forward (once per model) on a pool of this
+// machine's threads: mu negated for add_bias, 1 / D, and D repeated for each query head.
+void CudaForward::upload_key_smoothing() {
   ThreadPool pool(int(std::max(1u, std::thread::hardware_concurrency())));
-  const std::vector<float>& means = model_.key_means(pool);
-  if (means.empty()) return;
-  std::vector<float> negated(means.size());
-  for (size_t i = 0; i < means.size(); ++i) negated[i] = -means[i];
-  negated_key_means_ = cuda::DeviceAllocation(negated.size() * sizeof(float), "mean keys");
-  cuda::copy_to_device(negated_key_means_.get(), negated.data(), negated.size() * sizeof(float));
+  const KeySmoothing& smoothing = model_.key_smoothing(pool);
+  if (smoothing.empty()) return;
+  const ModelConfig& c = model_.config();
+  std::vector<float> negated(smoothing.mean.size());   // [layers][kv_dim]
+  for (size_t i = 0; i < negated.size(); ++i) negated[i] = -smoothing.mean[i];
+  std::vector<float> query_scales(size_t(c.block_count) * size_t(c.q_dim()));   // [layers][q_dim]
+  const int32_t group = c.head_count / c.head_count_kv;
+  for (int32_t l = 0; l < c.block_count; ++l) {
+    for (int32_t h = 0; h < c.head_count; ++h) {
+      const float* scale = smoothing.scale.data() + int64_t(l) * c.kv_dim() + (h / group) * c.head_dim;
+      std::copy(scale, scale + c.head_dim, query_scales.begin() + int64_t(l) * c.q_dim() + h * c.head_dim);
+    }
+  }
+  const auto upload = [](const std::vector<float>& host, const char* what) {
+    cuda::DeviceAllocation device(host.size() * sizeof(float), what);
+    cuda::copy_to_device(device.get(), host.data(), host.size() * sizeof(float));
+    return device;
+  };
+  negated_key_means_ = upload(negated, "mean keys");
+  key_inverse_scales_ = upload(smoothing.inverse_scale, "key scales");
+  query_scales_ = upload(query_scales, "query scales");
 }
 
 void CudaForward::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits) {
@@ -282,7 +297,7 @@ void CudaForward::forward(const ForwardBatch& batch, KvCache& kv, std::vector<fl
   if (kv.layout().numerics != AttentionNumerics::Exact) {
     throw Error("the CUDA backend computes attention with exact numerics only; use --attn-numerics exact");
   }
-  if (kv_keys_smoothed(kv.layout(), c) && negated_key_means_.size() == 0) upload_key_means();
+  if (kv_keys_smoothed(kv.layout(), c) && negated_key_means_.size() == 0) upload_key_smoothing();
   // Host side: each distinct sequence's block table once, and each token's slot.
   std::vector<int32_t> tables;               // the batch's sequences' block tables, concatenated
   std::map<SeqId, size_t> table_offset;      // sequence -> its table's offset in tables
@@ -396,10 +411,15 @@ void CudaForward::run_chunk(const Step& step, int32_t first, int32_t n, KvCache&
     // 3. RoPE, then K/V into the sequences' blocks at each token's slot.
     cuda::rope(q, positions, n, c.head_count, c.head_dim, rope);
     cuda::rope(k, positions, n, c.head_count_kv, c.head_dim, rope);
-    //    As the CPU forward: a quantized K type stores k minus the layer's mean key
-    //    (engine/model/key_smoothing.h), an int8 or int4 K or V type rotated rows (kernels/hadamard.h).
+    //    As the CPU forward: a quantized K type stores k minus the layer's mean key, an int8 or
+    //    int4 one also scaled by 1 / D with q scaled by D (engine/model/key_smoothing.h), an int8
+    //    or int4 K or V type rotated rows (kernels/hadamard.h).
     if (negated_key_means_.size() > 0 && kv_keys_smoothed(kv.layout(), c)) {
       add_bias(k, floats(negated_key_means_) + size_t(l) * size_t(KVD), n, KVD);
+      if (kv_keys_scaled(kv.layout(), c)) {
+        cuda::scale_columns(k, floats(key_inverse_scales_) + size_t(l) * size_t(KVD), n, KVD);
+        cuda::scale_columns(q, floats(query_scales_) + size_t(l) * size_t(QD), n, QD);
+      }
     }
     if (kv_type_rotated(kv.layout().k_type)) {
       cuda::hadamard_rotate_rows(q, int64_t(n) * c.head_count, c.head_dim);

@@ -60,7 +60,7 @@ class CudaForward final : public ForwardBackend {
   struct Buffers;
   struct Step;
 
-  void upload_key_means();
+  void upload_key_smoothing();
   void run_chunk(const Step& step, int32_t first, int32_t count, KvCache& kv, std::vector<float>& logits,
                  int64_t& logit_row);
 
@@ -72,9 +72,12 @@ class CudaForward final : public ForwardBackend {
   cuda::DeviceAllocation weight_memory_;
   Weights weights_;
   std::unique_ptr<Buffers> buffers_;
-  // -mu [layers][kv_dim] of engine/model/key_smoothing.h, uploaded at the first forward over a
-  // smoothed KV type; empty before (and for a text too short to measure it).
+  // engine/model/key_smoothing.h's constants, uploaded at the first forward over a smoothed KV
+  // type; empty before (and for a text too short to measure them): -mu and 1 / D [layers][kv_dim],
+  // and D of each query head's kv head [layers][q_dim].
   cuda::DeviceAllocation negated_key_means_;
+  cuda::DeviceAllocation key_inverse_scales_;
+  cuda::DeviceAllocation query_scales_;
 };
 
 }  // namespace kvdesk

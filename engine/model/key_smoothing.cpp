@@ -1,7 +1,9 @@
-// Key smoothing (see key_smoothing.h): when it applies and the measurement of the mean keys.
+// Key smoothing (see key_smoothing.h): when it applies, the measurement of the mean keys and the
+// key scales, and the transformation of one token's keys and queries.
 #include "engine/model/key_smoothing.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/error.h"
 #include "engine/kv/kv_cache.h"
@@ -12,7 +14,48 @@
 namespace kvdesk {
 
 namespace {
-constexpr size_t kMeasuredTokens = 256;   // positions the mean is taken over (BOS included)
+
+constexpr size_t kMeasuredTokens = 256;   // positions the statistics are taken over (BOS included)
+
+// The channel RoPE turns together with channel i of a head; i itself past the rotated ones.
+int32_t rope_partner(int32_t i, int32_t n_rot, ops::RopeMode mode) {
+  if (i >= n_rot) return i;
+  if (mode == ops::RopeMode::Neox) return i < n_rot / 2 ? i + n_rot / 2 : i - n_rot / 2;
+  return i ^ 1;
+}
+
+// D of one channel from the mean squares of k - mu and of the queries: (sigma_k / sigma_q)^(1/2);
+// 1 where either is zero or not finite (a channel the text never used).
+float key_channel_scale(double key_variance, double query_mean_square) {
+  const double d = std::sqrt(std::sqrt(key_variance / query_mean_square));
+  return std::isfinite(d) && d > 0 ? float(d) : 1.0f;
+}
+
+// One layer's keys over positions 1..n-1 of the measured sequence: mean and variance per channel,
+// each [kv_dim].
+void key_moments(const KvCache& kv, SeqId seq, int32_t n, int32_t layer, const ModelConfig& c,
+                 std::vector<double>& mean, std::vector<double>& variance) {
+  const int32_t HD = c.head_dim;
+  const PagedSeq view = kv.view(seq, n, layer);
+  std::vector<double> sum(size_t(c.kv_dim()), 0.0), squares(size_t(c.kv_dim()), 0.0);   // [kv_dim]
+  std::vector<float> row(static_cast<size_t>(HD));   // [head_dim]
+  for (int32_t p = 1; p < n; ++p) {
+    for (int32_t g = 0; g < c.head_count_kv; ++g) {
+      paged_kv_read_k(kv.layer(layer), view, p, g, row.data());
+      for (int32_t i = 0; i < HD; ++i) {
+        sum[size_t(g * HD + i)] += row[size_t(i)];
+        squares[size_t(g * HD + i)] += double(row[size_t(i)]) * row[size_t(i)];
+      }
+    }
+  }
+  mean.resize(sum.size());
+  variance.resize(sum.size());
+  for (size_t i = 0; i < sum.size(); ++i) {
+    mean[i] = sum[i] / (n - 1);
+    variance[i] = std::max(squares[i] / (n - 1) - mean[i] * mean[i], 0.0);
+  }
+}
+
 }  // namespace
 
 bool kv_keys_smoothed(const KvLayout& layout, const ModelConfig& config) {
@@ -21,7 +64,11 @@ bool kv_keys_smoothed(const KvLayout& layout, const ModelConfig& config) {
   return quantized && config.attn_logit_softcap == 0.0f;
 }
 
-std::vector<float> measure_key_means(const Model& model, ThreadPool& pool) {
+bool kv_keys_scaled(const KvLayout& layout, const ModelConfig& config) {
+  return kv_keys_smoothed(layout, config) && (layout.k_type == KvType::INT8 || layout.k_type == KvType::INT4);
+}
+
+KeySmoothing measure_key_smoothing(const Model& model, ThreadPool& pool) {
   const ModelConfig& c = model.config();
   std::vector<int32_t> tokens = model.tokenizer().encode(key_smoothing_text(), false);
   if (model.tokenizer().bos_id() >= 0) tokens.insert(tokens.begin(), model.tokenizer().bos_id());
@@ -39,24 +86,50 @@ std::vector<float> measure_key_means(const Model& model, ThreadPool& pool) {
   ForwardBatch batch;
   for (int32_t p = 0; p < n; ++p) batch.add(tokens[size_t(p)], p, seq, false);
   std::vector<float> logits;
-  model.forward(batch, kv, pool, logits);
+  const size_t KVD = size_t(c.kv_dim());
+  std::vector<double> query_squares(size_t(c.block_count) * KVD, 0.0);   // [layers][kv_dim]
+  model.forward_measuring_queries(batch, kv, pool, logits, query_squares);
 
-  const int32_t KVD = int32_t(c.kv_dim()), HD = c.head_dim;
-  std::vector<float> means(static_cast<size_t>(c.block_count) * static_cast<size_t>(KVD), 0.0f);   // [layers][kv_dim]
-  std::vector<double> sum(static_cast<size_t>(KVD));   // [kv_dim] one layer's
-  std::vector<float> row(static_cast<size_t>(HD));   // [head_dim]
+  const int32_t HD = c.head_dim;
+  const int32_t group = c.head_count / c.head_count_kv;
+  KeySmoothing s;
+  s.mean.resize(size_t(c.block_count) * KVD);
+  s.scale.resize(s.mean.size());
+  s.inverse_scale.resize(s.mean.size());
+  std::vector<double> mean, variance;   // [kv_dim] one layer's
   for (int32_t l = 0; l < c.block_count; ++l) {
-    const PagedSeq view = kv.view(seq, n, l);
-    std::fill(sum.begin(), sum.end(), 0.0);
-    for (int32_t p = 1; p < n; ++p) {
-      for (int32_t g = 0; g < c.head_count_kv; ++g) {
-        paged_kv_read_k(kv.layer(l), view, p, g, row.data());
-        for (int32_t i = 0; i < HD; ++i) sum[size_t(g * HD + i)] += row[size_t(i)];
-      }
+    key_moments(kv, seq, n, l, c, mean, variance);
+    const size_t layer = size_t(l) * KVD;
+    for (size_t i = 0; i < KVD; ++i) {
+      const size_t partner = i - i % size_t(HD) + size_t(rope_partner(int32_t(i % size_t(HD)), c.rope_dimension_count, c.rope_mode));
+      const double key_variance = (variance[i] + variance[partner]) / 2;
+      const double query_mean_square = (query_squares[layer + i] + query_squares[layer + partner]) / (2.0 * group * (n - 1));
+      s.mean[layer + i] = float(mean[i]);
+      s.scale[layer + i] = key_channel_scale(key_variance, query_mean_square);
+      s.inverse_scale[layer + i] = 1.0f / s.scale[layer + i];
     }
-    for (int32_t i = 0; i < KVD; ++i) means[size_t(l) * size_t(KVD) + size_t(i)] = float(sum[size_t(i)] / (n - 1));
   }
-  return means;
+  return s;
+}
+
+void smooth_keys(const KeySmoothing& s, int32_t layer, bool scaled, float* k, const ModelConfig& c) {
+  const int64_t KVD = c.kv_dim();
+  const float* mean = s.mean.data() + layer * KVD;
+  const float* inverse_scale = s.inverse_scale.data() + layer * KVD;
+  for (int64_t i = 0; i < KVD; ++i) k[i] -= mean[i];
+  if (scaled) {
+    for (int64_t i = 0; i < KVD; ++i) k[i] *= inverse_scale[i];
+  }
+}
+
+void scale_queries(const KeySmoothing& s, int32_t layer, float* q, const ModelConfig& c) {
+  const int32_t HD = c.head_dim;
+  const int32_t group = c.head_count / c.head_count_kv;
+  const float* scale = s.scale.data() + int64_t(layer) * c.kv_dim();
+  for (int32_t h = 0; h < c.head_count; ++h) {
+    const float* head_scale = scale + (h / group) * HD;
+    for (int32_t i = 0; i < HD; ++i) q[h * HD + i] *= head_scale[i];
+  }
 }
 
 const char* key_smoothing_text() {

@@ -174,9 +174,13 @@ void finish_logits(const ModelConfig& c, float* logits, int64_t n) {
   if (c.final_logit_softcap > 0) ops::softcap(logits, n, c.final_logit_softcap);
 }
 
-// y[i] -= x[i], i in [0, n).
-void subtract(float* y, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] -= x[i];
+// squares[kv_dim] += q^2 of one token's queries q [heads][head_dim], each head into its kv head's.
+void add_query_squares(const float* q, const ModelConfig& c, double* squares) {
+  const int32_t HD = c.head_dim;
+  const int32_t group = c.head_count / c.head_count_kv;
+  for (int32_t h = 0; h < c.head_count; ++h) {
+    for (int32_t i = 0; i < HD; ++i) squares[(h / group) * HD + i] += double(q[h * HD + i]) * q[h * HD + i];
+  }
 }
 
 // One token's q [heads][head_dim], k and v [kv heads][head_dim] into the rotated space of the
@@ -251,16 +255,28 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   return m;
 }
 
-const std::vector<float>& Model::key_means(ThreadPool& pool) const {
-  std::call_once(key_means_measured_, [&] { key_means_ = measure_key_means(*this, pool); });
-  return key_means_;
+const KeySmoothing& Model::key_smoothing(ThreadPool& pool) const {
+  std::call_once(key_smoothing_measured_, [&] { key_smoothing_ = measure_key_smoothing(*this, pool); });
+  return key_smoothing_;
 }
 
 void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
                     std::vector<float>& logits) const {
-  // First, before the scratch is in use: measuring the mean keys runs a forward of its own.
-  const std::vector<float>* key_means = kv_keys_smoothed(kv.layout(), config_) ? &this->key_means(pool) : nullptr;
-  if (key_means && key_means->empty()) key_means = nullptr;
+  run_forward(batch, kv, pool, logits, nullptr);
+}
+
+void Model::forward_measuring_queries(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
+                                      std::vector<float>& logits, std::vector<double>& query_squares) const {
+  KVDESK_ASSERT(query_squares.size() == size_t(config_.block_count) * size_t(config_.kv_dim()));
+  run_forward(batch, kv, pool, logits, &query_squares);
+}
+
+void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool, std::vector<float>& logits,
+                        std::vector<double>* query_squares) const {
+  // First, before the scratch is in use: measuring the key smoothing runs a forward of its own.
+  const KeySmoothing* smoothing = kv_keys_smoothed(kv.layout(), config_) ? &key_smoothing(pool) : nullptr;
+  if (smoothing && smoothing->empty()) smoothing = nullptr;
+  const bool keys_scaled = smoothing && kv_keys_scaled(kv.layout(), config_);
   const ModelConfig& c = config_;
   const ModelWeights& w = weights_;
   Scratch& s = *scratch_;
@@ -311,9 +327,10 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
 
     // 3. RoPE on q and k heads (one set of angles per token), then K/V of every token into
     //    its sequence's blocks, at slot position - evicted (KV retention keeps K with the RoPE
-    //    of its original position). A quantized K type stores k minus the layer's mean key
-    //    (engine/model/key_smoothing.h); an int8 or int4 K or V type stores its rows rotated
-    //    (kernels/hadamard.h): q and k (or v) turn by the same H here.
+    //    of its original position). A quantized K type stores k minus the layer's mean key,
+    //    an int8 or int4 one also scaled by 1 / D with q scaled by D (engine/model/key_smoothing.h);
+    //    an int8 or int4 K or V type stores its rows rotated (kernels/hadamard.h): q and k (or v)
+    //    turn by the same H here.
     for (int64_t t = 0; t < T; ++t) {
       ops::rope_angles(batch.positions[t], rope, s.rope_cos_sin.data());
       for (int32_t h = 0; h < c.head_count; ++h) {
@@ -322,7 +339,9 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
       for (int32_t h = 0; h < c.head_count_kv; ++h) {
         ops::rope_rotate(s.k.data() + t * KVD + h * HD, s.rope_cos_sin.data(), rope.n_rot, rope.mode);
       }
-      if (key_means) subtract(s.k.data() + t * KVD, key_means->data() + l * KVD, KVD);
+      if (query_squares && batch.positions[t] > 0) add_query_squares(s.q.data() + t * QD, c, query_squares->data() + l * KVD);
+      if (smoothing) smooth_keys(*smoothing, l, keys_scaled, s.k.data() + t * KVD, c);
+      if (keys_scaled) scale_queries(*smoothing, l, s.q.data() + t * QD, c);
       rotate_for_kv(kv.layout(), s.q.data() + t * QD, s.k.data() + t * KVD, s.v.data() + t * KVD, c);
       const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1, l);
       paged_kv_write(kv_layer, seq, batch.positions[t] - evicted[size_t(t)], s.k.data() + t * KVD, s.v.data() + t * KVD);

@@ -11,6 +11,7 @@
 
 #include "engine/gguf/gguf_reader.h"
 #include "engine/kv/kv_cache.h"
+#include "engine/model/key_smoothing.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -60,13 +61,19 @@ class Model {
   size_t scratch_bytes() const;
 
   // logits receives [batch.num_logit_rows()][vocab], in batch order. Const: it changes only the
-  // activation scratch (one forward at a time) and, at the first smoothed KV, the mean keys.
+  // activation scratch (one forward at a time) and, at the first smoothed KV, the key smoothing.
   void forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool,
                std::vector<float>& logits) const;
 
-  // The mean key of every layer [layers][kv_dim] that smoothed KV types subtract
-  // (engine/model/key_smoothing.h), measured with pool at the first call.
-  const std::vector<float>& key_means(ThreadPool& pool) const;
+  // forward, also adding each token's post-RoPE q^2 (positions after 0) into
+  // query_squares [layers][kv_dim], summed over each kv head's query heads: the query statistics
+  // of the key scales (engine/model/key_smoothing.h).
+  void forward_measuring_queries(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool, std::vector<float>& logits,
+                                 std::vector<double>& query_squares) const;
+
+  // The mean keys and key scales that smoothed KV types apply (engine/model/key_smoothing.h),
+  // measured with pool at the first call.
+  const KeySmoothing& key_smoothing(ThreadPool& pool) const;
 
  private:
   Model() = default;
@@ -77,8 +84,12 @@ class Model {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Scratch> scratch_;
-  mutable std::once_flag key_means_measured_;
-  mutable std::vector<float> key_means_;   // [layers][kv_dim], empty until measured
+  mutable std::once_flag key_smoothing_measured_;
+  mutable KeySmoothing key_smoothing_;   // empty until measured
+
+  // forward, with query_squares null when nothing is measured.
+  void run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool, std::vector<float>& logits,
+                   std::vector<double>* query_squares) const;
 };
 
 }  // namespace kvdesk

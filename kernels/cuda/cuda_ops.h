@@ -35,6 +35,9 @@ void swiglu(const float* gate, const float* up, float* h, int64_t n);
 // y[i] += x[i], i in [0, n).
 void add_in_place(float* y, const float* x, int64_t n);
 
+// x[r][i] *= scale[i] for x [rows][n], scale [n].
+void scale_columns(float* x, const float* scale, int64_t rows, int32_t n);
+
 // Whether the GEMV and embedding kernels take this weight type (every computable type).
 bool weight_type_supported(GgmlType type);
 

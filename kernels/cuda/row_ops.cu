@@ -1,7 +1,7 @@
 // Row kernels of the forward step (see cuda_ops.h): rms_norm and argmax run one CTA per row
 // with a block reduction; rope one CTA per (token, head) with a thread per rotated pair; the
 // Hadamard rotation a thread per block of a row;
-// swiglu and the residual add one thread per value. The math is row_ops.cuh's.
+// swiglu, the residual add and the column scaling one thread per value. The math is row_ops.cuh's.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -62,6 +62,11 @@ __global__ void swiglu_kernel(const float* gate, const float* up, float* h, int6
 __global__ void add_kernel(float* y, const float* x, int64_t n) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) y[i] += x[i];
+}
+
+__global__ void scale_columns_kernel(float* x, const float* scale, int64_t total, int32_t n) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < total) x[i] *= scale[i % n];
 }
 
 __device__ ArgmaxCandidate better_of(const ArgmaxCandidate& a, const ArgmaxCandidate& b) {
@@ -130,6 +135,13 @@ void add_in_place(float* y, const float* x, int64_t n) {
   if (n == 0) return;
   add_kernel<<<element_blocks(n), kElementThreads>>>(y, x, n);
   check_last_error("CUDA add_in_place");
+}
+
+void scale_columns(float* x, const float* scale, int64_t rows, int32_t n) {
+  require(rows >= 0 && n > 0, "CUDA scale_columns: need n > 0 (got " + std::to_string(n) + ")");
+  if (rows == 0) return;
+  scale_columns_kernel<<<element_blocks(rows * n), kElementThreads>>>(x, scale, rows * n, n);
+  check_last_error("CUDA scale_columns");
 }
 
 void argmax_rows(const float* logits, int32_t rows, int32_t n, int32_t* out) {

@@ -211,20 +211,26 @@ TEST_CASE("the engine exports a parked conversation with its identity and refuse
   CHECK_FALSE(engine.export_conversation(6).get().has_value());
 }
 
-// int8 keys are stored smoothed and Hadamard-rotated, values rotated (engine/model/key_smoothing.h,
-// kernels/hadamard.h), so int8 KV saved by a build that stored plain rows (its identity has no
-// scheme part) would read as wrong keys: it is refused, naming the scheme, while its own imports.
-TEST_CASE("saved int8 kv names its rows' scheme and kv of plain rows is refused", "[engine][engine_thread][conversation_kv]") {
+// int8 keys are stored smoothed, scaled and Hadamard-rotated, values rotated
+// (engine/model/key_smoothing.h, kernels/hadamard.h), so int8 KV saved by a build that stored
+// plain rows (its identity has no scheme part) or unscaled keys would read as wrong keys: it is
+// refused, naming the scheme, while its own imports.
+TEST_CASE("saved int8 kv names its rows' scheme and kv of other rows is refused", "[engine][engine_thread][conversation_kv]") {
   Engine engine;
   const std::optional<ConversationKv> saved = one_parked_turn(engine, engine_settings_with_kv(KvType::INT8));
   INFO(saved->identity);
-  CHECK(saved->identity.find("; kv int8/int8; scheme k=mean+hadamard v=hadamard; block 16;") != std::string::npos);
+  const std::string scheme = "; scheme k=mean+scale+hadamard v=hadamard";
+  CHECK(saved->identity.find("; kv int8/int8" + scheme + "; block 16;") != std::string::npos);
   CHECK(engine.import_conversation(5, *saved).get().empty());
 
   ConversationKv plain = *saved;
-  const std::string scheme = "; scheme k=mean+hadamard v=hadamard";
   plain.identity.erase(plain.identity.find(scheme), scheme.size());
-  const std::string why = engine.import_conversation(6, plain).get();
-  INFO(why);
-  CHECK(why.find("another KV row scheme") != std::string::npos);
+  ConversationKv unscaled = *saved;
+  unscaled.identity.replace(unscaled.identity.find(scheme), scheme.size(), "; scheme k=mean+hadamard v=hadamard");
+  uint64_t key = 6;
+  for (const ConversationKv& other : {plain, unscaled}) {
+    const std::string why = engine.import_conversation(key++, other).get();
+    INFO(other.identity << ": " << why);
+    CHECK(why.find("another KV row scheme") != std::string::npos);
+  }
 }
