@@ -295,9 +295,9 @@ std::string kv_quality_line(const std::vector<KvTypeCost>& types, std::string_vi
   for (const KvTypeCost& t : types) {
     if (t.name != type) continue;
     const KvQualityView& q = t.quality;
-    const std::string head = t.name + " vs f32 KV (this model, built-in text): ";
+    const std::string head = t.name + " vs f32 KV on this model: ";
     switch (q.state) {
-      case KvQualityState::Measured: return head + "KL " + kv_kl_text(q) + " nats, top-1 agreement " + kv_top1_text(q);
+      case KvQualityState::Measured: return head + "KL " + kv_kl_text(q) + " nats, top-1 " + kv_top1_text(q);
       case KvQualityState::Measuring: return head + "measuring...";
       case KvQualityState::Failed: return head + "not measured: " + q.failure;
       case KvQualityState::Unknown: return head + "not measured";

@@ -29,8 +29,8 @@ void draw_types_table(const ViewModel& vm) {
   ImGui::TableSetupColumn("type (K and V)");
   ImGui::TableSetupColumn("bytes / token");
   ImGui::TableSetupColumn("vs f32");
-  ImGui::TableSetupColumn("KL from f32 (nats)");
-  ImGui::TableSetupColumn("top-1 same as f32");
+  ImGui::TableSetupColumn("KL vs f32 (nats)");
+  ImGui::TableSetupColumn("top-1 = f32");
   ImGui::TableHeadersRow();
   uint64_t f32 = 0;
   for (const KvTypeCost& t : vm.kv_types) {
@@ -52,6 +52,10 @@ void draw_types_table(const ViewModel& vm) {
     if (t.quality.state == KvQualityState::Failed && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t.quality.failure.c_str());
   }
   ImGui::EndTable();
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("KL and top-1: this model's next-token distributions with the type for K and V against f32 KV's, "
+                     "over a short built-in text; measured once per model in the background and kept.");
+  ImGui::PopStyleColor();
 }
 
 void draw_controls(ViewModel& vm, UiActions& actions) {
@@ -96,7 +100,7 @@ void draw_quantization_panel(ViewModel& vm, UiActions& actions) {
     ImGui::Text("%s bytes/token, %s per block, pool %s", format_count(int64_t(kv.bytes_per_token)).c_str(),
                 format_bytes(kv.bytes_per_block).c_str(), format_bytes(kv.pool_bytes).c_str());
     const std::string quality = kv_quality_line(vm.kv_types, kv.k_type);
-    if (!quality.empty()) ImGui::TextUnformatted(("K type " + quality).c_str());
+    if (!quality.empty()) ImGui::TextWrapped("K type %s", quality.c_str());
   } else {
     ImGui::TextDisabled("No KV cache yet: open a model.");
   }

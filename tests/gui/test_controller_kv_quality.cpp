@@ -49,7 +49,7 @@ TEST_CASE("the kv types panel fills with the model's kl and top-1 and a restart 
     CHECK(type_named(vm, "int4")->quality.kl > type_named(vm, "int8")->quality.kl);
     REQUIRE_FALSE(vm.kv.k_type.empty());
     const std::string line = ui::kv_quality_line(vm.kv_types, vm.kv.k_type);
-    CHECK(line.find(vm.kv.k_type + " vs f32 KV (this model, built-in text): KL ") == 0);
+    CHECK(line.find(vm.kv.k_type + " vs f32 KV on this model: KL ") == 0);
   }
   {
     store::Database db(options.db_path, store::OpenMode::ReadWrite, 1000);

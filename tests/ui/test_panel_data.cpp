@@ -383,8 +383,8 @@ TEST_CASE("the k type line names the pool's type and its figures, pending or fai
                                          {"int8", 480, {KvQualityState::Measured, 4.5e-5, 100, ""}},
                                          {"int4", 280, {KvQualityState::Measuring, 0, 0, ""}},
                                          {"fp8_e5m2", 480, {KvQualityState::Failed, 0, 0, "no KV room"}}};
-  CHECK(kv_quality_line(types, "int8") == "int8 vs f32 KV (this model, built-in text): KL 4.5e-05 nats, top-1 agreement 100.0%");
-  CHECK(kv_quality_line(types, "int4") == "int4 vs f32 KV (this model, built-in text): measuring...");
-  CHECK(kv_quality_line(types, "fp8_e5m2") == "fp8_e5m2 vs f32 KV (this model, built-in text): not measured: no KV room");
+  CHECK(kv_quality_line(types, "int8") == "int8 vs f32 KV on this model: KL 4.5e-05 nats, top-1 100.0%");
+  CHECK(kv_quality_line(types, "int4") == "int4 vs f32 KV on this model: measuring...");
+  CHECK(kv_quality_line(types, "fp8_e5m2") == "fp8_e5m2 vs f32 KV on this model: not measured: no KV room");
   CHECK(kv_quality_line(types, "bf16").empty());
 }
