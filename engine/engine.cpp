@@ -19,6 +19,7 @@
 #include "engine/model/key_smoothing.h"
 #include "engine/model/model.h"
 #include "engine/model/model_info.h"
+#include "engine/quality/kv_quality.h"
 #include "engine/runtime/engine_core.h"
 #include "engine/system/load_progress.h"
 #include "engine/system/memory_limit.h"
@@ -155,6 +156,9 @@ struct Engine::State {
   std::unique_ptr<ForwardBackend> forward;   // the chosen backend's forward pass over model
   std::unique_ptr<KvCache> kv;
   std::unique_ptr<EngineCore> core;
+  // The loaded model's KV quality being measured, one step at a time when no request has work;
+  // null when none is asked for. It runs over model and forward, so it goes before them.
+  std::unique_ptr<KvQualityMeasurement> quality;
   ChatTemplate chat_template;
   std::string model_hash;                    // model_header_hash of the loaded model
   std::vector<KvTypeCost> kv_costs;          // of the loaded model's shape
@@ -187,11 +191,15 @@ struct Engine::State {
     pending.push_back(std::move(e));
   }
 
+  void drop_model();
   void load(const EngineSettings& s, uint64_t load_number);
   void load_and_report(const EngineSettings& s, uint64_t load_number);
   void post_progress(double fraction);
   void create_kv(const KvLayout& layout, size_t budget, bool prefix_caching);
   void submit(RequestId id, Request request, Clock::time_point submitted);
+  void start_kv_quality(std::vector<KvType> types);
+  void step_kv_quality();
+  void kv_quality_event(KvQuality quality, const std::string& failure);
 };
 
 void Engine::State::run() {
@@ -204,7 +212,7 @@ void Engine::State::run() {
         idle = true;
         idle_cv.notify_all();
       }
-      work_cv.wait(lock, [&] { return stopping || busy || !inbox.empty(); });
+      work_cv.wait(lock, [&] { return stopping || busy || quality || !inbox.empty(); });
       if (stopping) return;
       commands.swap(inbox);
     }
@@ -221,8 +229,10 @@ void Engine::State::run() {
       } catch (const std::exception& e) {
         core->fail_all(std::string("engine step failed: ") + e.what(), pending);
       }
+    } else if (quality) {
+      step_kv_quality();   // only while no request has work: requests never wait on more than one step of it
     }
-    publish_stats(!commands.empty() || !(core && core->has_work()));
+    publish_stats(!commands.empty() || (!(core && core->has_work()) && !quality));
     flush_events();
   }
 }
@@ -253,7 +263,7 @@ void Engine::State::publish_stats(bool force) {
   s.model_loaded = model != nullptr;
   if (model) {
     const ModelConfig& c = model->config();
-    s.model = ModelSummary{model->file().path(), c.name, c.architecture, c.context_length, c.block_count,
+    s.model = ModelSummary{model->file().path(), model_hash, c.name, c.architecture, c.context_length, c.block_count,
                            c.head_count, c.head_count_kv, c.head_dim, model->weights().num_parameters,
                            model->weights().weight_bytes, backend_name(backend.backend), backend.note,
                            pool->num_threads(), chat_format_name(chat_template.format), chat_template.warning,
@@ -304,12 +314,18 @@ void Engine::State::load_and_report(const EngineSettings& s, uint64_t load_numbe
   }
 }
 
-void Engine::State::load(const EngineSettings& s, uint64_t load_number) {
-  if (core) core->fail_all("the model was replaced", pending);
+// Every part that holds on to the model, in the order they depend on each other.
+void Engine::State::drop_model() {
+  quality.reset();
   core.reset();
   kv.reset();
   forward.reset();
   model.reset();
+}
+
+void Engine::State::load(const EngineSettings& s, uint64_t load_number) {
+  if (core) core->fail_all("the model was replaced", pending);
+  drop_model();
   settings = s;
   backend = select_backend(s.backend);
   LoadProgress progress([this](double fraction) { post_progress(fraction); },
@@ -395,6 +411,44 @@ void Engine::State::submit(RequestId id, Request request, Clock::time_point subm
   }
 }
 
+void Engine::State::start_kv_quality(std::vector<KvType> types) {
+  quality.reset();
+  if (!model || types.empty()) return;
+  try {
+    quality = std::make_unique<KvQualityMeasurement>(*model, *forward, types);
+  } catch (const Error& e) {
+    kv_quality_event(KvQuality{model_hash, kv_quality_text_id(), types.front()}, e.what());
+  }
+}
+
+// One step of the measurement; each type it finishes goes out as an event. A failure ends the
+// measurement with one event naming the type it stopped at.
+void Engine::State::step_kv_quality() {
+  std::vector<KvQuality> measured;
+  bool more = false;
+  try {
+    more = quality->step(measured);
+  } catch (const std::exception& e) {
+    const std::vector<KvType> remaining = quality->remaining();
+    quality.reset();
+    if (!remaining.empty()) kv_quality_event(KvQuality{model_hash, kv_quality_text_id(), remaining.front()}, e.what());
+    return;
+  }
+  for (KvQuality& q : measured) {
+    q.model_identity = model_hash;
+    kv_quality_event(std::move(q), "");
+  }
+  if (!more) quality.reset();
+}
+
+void Engine::State::kv_quality_event(KvQuality q, const std::string& failure) {
+  Event e;
+  e.kind = EventKind::KvQuality;
+  e.kv_quality = std::move(q);
+  e.text = failure;
+  pending.push_back(std::move(e));
+}
+
 std::vector<std::string> chat_template_names() { return chat_format_names(); }
 
 bool is_chat_template_name(const std::string& name) { return chat_format_from_name(name).has_value(); }
@@ -431,9 +485,7 @@ void Engine::reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool pre
     } catch (const Error&) {
       if (!s->kv) {   // a device pool was released first: no model without its pool
         s->core->fail_all("the KV pool could not be re-created", s->pending);
-        s->core.reset();
-        s->forward.reset();
-        s->model.reset();
+        s->drop_model();
       }
       throw;
     }
@@ -442,6 +494,10 @@ void Engine::reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool pre
     e.kind = EventKind::ModelLoaded;
     s->pending.push_back(std::move(e));
   });
+}
+
+void Engine::measure_kv_quality(std::vector<KvType> types) {
+  state_->post([s = state_.get(), types = std::move(types)]() mutable { s->start_kv_quality(std::move(types)); });
 }
 
 void Engine::set_chat_template(const std::string& name) {

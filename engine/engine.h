@@ -20,6 +20,8 @@ namespace kvdesk {
 // The chat template families requests can be rendered with (names for set_chat_template).
 std::vector<std::string> chat_template_names();
 bool is_chat_template_name(const std::string& name);
+// The built-in text KV quality is measured on, as KvQuality::text_id names it.
+const char* kv_quality_text_id();
 
 // What a front end drives to chat: the in-process Engine below, or a remote OpenAI-compatible
 // server (app/remote/remote_engine.h) whose answers and statistics come back as the same
@@ -60,6 +62,12 @@ class Engine final : public EngineClient {
   // for the model's own), for this model and the ones loaded later. An unknown name ends in
   // an Error event (request 0).
   void set_chat_template(const std::string& name);
+  // Measures what each of `types` costs the loaded model (KvQuality, against f32 KV) in the
+  // background: one forward step at a time, only while no request has work, so a request
+  // waits on at most one step of it. One KvQuality event per type, in order, as each is done;
+  // a failure ends it with one KvQuality event whose text says why. Replaces a measurement in
+  // progress; a model load or an unload abandons it. Without a model it does nothing.
+  void measure_kv_quality(std::vector<KvType> types);
 
   RequestId submit(Request request) override;
   void cancel(RequestId request) override;

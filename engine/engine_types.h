@@ -198,9 +198,23 @@ struct RequestMetrics {
   double itl_p95_ms = 0;
 };
 
+// What one KV type costs the loaded model itself: its next-token distributions over a short
+// built-in text with this type for K and V, against the same model's with f32 KV
+// (engine/quality/kv_quality.h).
+struct KvQuality {
+  std::string model_identity;      // ModelSummary::identity of the model measured
+  std::string text_id;             // the built-in text and its length (kv_quality_text_id)
+  KvType type = KvType::F32;
+  double kl = 0;                   // mean over positions of KL(f32 KV || this type), nats
+  double top1 = 0;                 // % of positions whose most likely next token is f32 KV's
+  int32_t tokens = 0;              // positions scored
+};
+
 // LoadProgress: how far load_model has got (progress), several while a model loads, the last
 // one 1 just before ModelLoaded. A cancelled load ends with an Error whose finish is Cancelled.
-enum class EventKind : uint8_t { ModelLoaded, LoadProgress, Token, Logits, Finished, Error };
+// KvQuality (request 0): one KV type measured (kv_quality), or, with text set, why that type
+// and the ones after it could not be.
+enum class EventKind : uint8_t { ModelLoaded, LoadProgress, Token, Logits, Finished, Error, KvQuality };
 
 struct Event {
   EventKind kind = EventKind::Token;
@@ -214,6 +228,7 @@ struct Event {
   ChatTokens chat_tokens;            // Finished, for a request with messages
   int32_t position = 0;              // Logits: the prompt position of the first row
   std::vector<float> logits;         // Logits: [rows][vocab], rows for position, position + 1, ...
+  KvQuality kv_quality;              // KvQuality
 };
 
 // The devices' memory as the CUDA backend planned it; empty on the CPU.
@@ -230,7 +245,6 @@ struct DeviceMemoryUse {
 struct KvTypeCost {
   KvType type = KvType::F32;
   uint64_t bytes_per_token = 0;    // K + V of every layer and kv head, scales included
-  double nmse = 0;                 // round-trip error on unit Gaussian rows of head_dim
 };
 
 // The weights of one tensor role ("attn_q", "ffn_down", "token_embd": the GGUF tensor name
@@ -255,6 +269,9 @@ struct ModelDescription {
 
 struct ModelSummary {
   std::string path;
+  // A hash of the GGUF header (every metadata value) and tensor table: the model's part of a
+  // saved KV's identity, and what its KV quality measurements are stored under.
+  std::string identity;
   std::string name;
   std::string architecture;
   int32_t context_length = 0;

@@ -259,6 +259,54 @@ std::string sliding_window_text(const KvView& kv) {
 }
 
 // ---------------------------------------------------------------------------------------
+// KV types
+// ---------------------------------------------------------------------------------------
+namespace {
+
+// What a quality cell says when there is no figure; "" when measured.
+std::string kv_quality_missing(const KvQualityView& quality) {
+  switch (quality.state) {
+    case KvQualityState::Measuring: return "measuring...";
+    case KvQualityState::Failed: return "failed";
+    case KvQualityState::Unknown: return "n/a";
+    case KvQualityState::Measured: break;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string kv_kl_text(const KvQualityView& quality) {
+  if (quality.state != KvQualityState::Measured) return kv_quality_missing(quality);
+  if (quality.kl == 0) return "0 (exact)";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1e", quality.kl);
+  return buf;
+}
+
+std::string kv_top1_text(const KvQualityView& quality) {
+  if (quality.state != KvQualityState::Measured) return kv_quality_missing(quality);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", quality.top1);
+  return buf;
+}
+
+std::string kv_quality_line(const std::vector<KvTypeCost>& types, std::string_view type) {
+  for (const KvTypeCost& t : types) {
+    if (t.name != type) continue;
+    const KvQualityView& q = t.quality;
+    const std::string head = t.name + " vs f32 KV on this model: ";
+    switch (q.state) {
+      case KvQualityState::Measured: return head + "KL " + kv_kl_text(q) + " nats, top-1 " + kv_top1_text(q);
+      case KvQualityState::Measuring: return head + "measuring...";
+      case KvQualityState::Failed: return head + "not measured: " + q.failure;
+      case KvQualityState::Unknown: return head + "not measured";
+    }
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------
 // Memory budget
 // ---------------------------------------------------------------------------------------
 std::vector<BarSegment> memory_segments(const MemoryView& memory, const KvView& kv) {

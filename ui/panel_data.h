@@ -97,6 +97,16 @@ std::string retention_kept_text(const KvView& kv);
 // What sliding-window layers save: "" for a model without them.
 std::string sliding_window_text(const KvView& kv);
 
+// ----- KV types --------------------------------------------------------------------------
+// A KV type's quality cells: "measuring...", "failed", "n/a" unless measured; else the KL
+// divergence in nats ("0 (exact)", "4.5e-05") and the top-1 agreement ("100.0%").
+std::string kv_kl_text(const KvQualityView& quality);
+std::string kv_top1_text(const KvQualityView& quality);
+// The quantization panel's line for the pool's K type: "<type> vs f32 KV on this model: KL
+// ... nats, top-1 ...",
+// or why there are no figures (yet); "" when the type is not in the list.
+std::string kv_quality_line(const std::vector<KvTypeCost>& types, std::string_view type);
+
 // ----- memory budget ---------------------------------------------------------------------
 struct BarSegment {
   std::string label;

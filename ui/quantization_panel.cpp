@@ -1,9 +1,11 @@
-// Quantization: the KV storage types in use, what each type costs per token and how much
-// error its round trip adds, and the controls that re-create the pool with another type,
-// block size or budget (conversations carry on: the engine prefills them again).
+// Quantization: the KV storage types in use, what each type costs per token and what it costs
+// the loaded model (KL divergence from f32 KV and top-1 agreement of its next-token
+// distributions, measured by the engine in the background), and the controls that re-create the
+// pool with another type, block size or budget (conversations carry on: the engine prefills them
+// again).
 #include <imgui.h>
 
-#include <cstdio>
+#include <string>
 
 #include "ui/fonts.h"
 #include "ui/panel_data.h"
@@ -11,14 +13,6 @@
 
 namespace kvdesk::ui {
 namespace {
-
-
-std::string nmse_text(double nmse) {
-  if (nmse < 0) return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, nmse == 0 ? "0 (exact)" : "%.1e", nmse);
-  return buf;
-}
 
 void type_combo(const char* label, std::string& value, const std::vector<KvTypeCost>& types) {
   ImGui::SetNextItemWidth(scaled_width(140));
@@ -31,11 +25,12 @@ void type_combo(const char* label, std::string& value, const std::vector<KvTypeC
 
 void draw_types_table(const ViewModel& vm) {
   const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp;
-  if (!ImGui::BeginTable("##kv_types", 4, flags)) return;
+  if (!ImGui::BeginTable("##kv_types", 5, flags)) return;
   ImGui::TableSetupColumn("type (K and V)");
   ImGui::TableSetupColumn("bytes / token");
   ImGui::TableSetupColumn("vs f32");
-  ImGui::TableSetupColumn("round-trip NMSE");
+  ImGui::TableSetupColumn("KL vs f32 (nats)");
+  ImGui::TableSetupColumn("top-1 = f32");
   ImGui::TableHeadersRow();
   uint64_t f32 = 0;
   for (const KvTypeCost& t : vm.kv_types) {
@@ -51,9 +46,16 @@ void draw_types_table(const ViewModel& vm) {
     ImGui::TableNextColumn();
     ImGui::Text("%.0f%%", f32 > 0 ? 100.0 * double(t.bytes_per_token) / double(f32) : 0.0);
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(nmse_text(t.nmse).c_str());
+    ImGui::TextUnformatted(kv_kl_text(t.quality).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(kv_top1_text(t.quality).c_str());
+    if (t.quality.state == KvQualityState::Failed && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t.quality.failure.c_str());
   }
   ImGui::EndTable();
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("KL and top-1: this model's next-token distributions with the type for K and V against f32 KV's, "
+                     "over a short built-in text; measured once per model in the background and kept.");
+  ImGui::PopStyleColor();
 }
 
 void draw_controls(ViewModel& vm, UiActions& actions) {
@@ -94,14 +96,11 @@ void draw_controls(ViewModel& vm, UiActions& actions) {
 void draw_quantization_panel(ViewModel& vm, UiActions& actions) {
   const KvView& kv = vm.kv;
   if (kv.valid) {
-    double nmse = -1;
-    for (const KvTypeCost& t : vm.kv_types) {
-      if (t.name == kv.k_type) nmse = t.nmse;
-    }
     ImGui::Text("K: %s   V: %s   block: %d tokens", kv.k_type.c_str(), kv.v_type.c_str(), kv.block_size);
     ImGui::Text("%s bytes/token, %s per block, pool %s", format_count(int64_t(kv.bytes_per_token)).c_str(),
                 format_bytes(kv.bytes_per_block).c_str(), format_bytes(kv.pool_bytes).c_str());
-    ImGui::Text("K round-trip error (NMSE on Gaussian rows): %s", nmse_text(nmse).c_str());
+    const std::string quality = kv_quality_line(vm.kv_types, kv.k_type);
+    if (!quality.empty()) ImGui::TextWrapped("K type %s", quality.c_str());
   } else {
     ImGui::TextDisabled("No KV cache yet: open a model.");
   }

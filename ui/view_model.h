@@ -224,11 +224,22 @@ struct KvView {
   HostTierView host_tier;
 };
 
+// What a KV type costs the loaded model: its next-token distributions with this type for K and
+// V against f32 KV's, measured by the engine on a built-in text (KvQuality). kl and top1 are
+// meaningful only when Measured.
+enum class KvQualityState { Unknown, Measuring, Measured, Failed };
+struct KvQualityView {
+  KvQualityState state = KvQualityState::Unknown;   // Unknown: not measured (a remote server's model)
+  double kl = 0;                                    // mean KL divergence from f32 KV, nats
+  double top1 = 0;                                  // % of positions with f32 KV's most likely token
+  std::string failure;                              // Failed: why
+};
+
 // One KV storage type as the quantization and memory panels compare them.
 struct KvTypeCost {
   std::string name;
   uint64_t bytes_per_token = 0;  // K + V, all layers, with this type for both
-  double nmse = -1;              // round-trip error on Gaussian rows; < 0: not measured
+  KvQualityView quality;
 };
 
 struct MemoryView {

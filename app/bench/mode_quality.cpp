@@ -1,17 +1,21 @@
 // kvdesk-bench quality: what each KV storage type costs in output quality, measured against
 // f32 KV on the same model and text: perplexity, mean and max KL divergence of the next-token
-// distributions, and top-1 agreement (engine/lab/perplexity.h). Deterministic, so one run each.
+// distributions, and top-1 agreement. One KV comparison (engine/quality/kv_comparison.h, the
+// one the engine and `kvdesk-cli info` measure KV quality with) scores every type, the f32
+// reference run once per window. Deterministic, so one run each.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "app/bench/bench_modes.h"
 #include "app/bench/bench_stats.h"
+#include "engine/backend/forward_backend.h"
 #include "engine/error.h"
 #include "engine/kv/kv_storage.h"
 #include "engine/model/model.h"
-#include "engine/lab/perplexity.h"
+#include "engine/quality/kv_comparison.h"
 #include "engine/system/thread_pool.h"
 
 namespace kvdesk::bench {
@@ -67,15 +71,22 @@ Report run_quality(const BenchOptions& o) {
           {}};
   Plot p{"kl", "Mean KL divergence from f32 KV", "KV type", "nats", {}, {{"KL mean", {}, {}}}};
   nlohmann::json rows = nlohmann::json::array();
-  for (KvType type : parse_kv_types(o.kv_types)) {
-    if (type == KvType::F32) continue;
-    if (stop_requested()) break;
-    PerplexityOptions po;
-    po.layout = layout_of(type, o.knobs.block_size);
-    po.reference = layout_of(KvType::F32, o.knobs.block_size);
-    po.ctx = o.ctx;
-    po.bos = model->tokenizer().bos_id();
-    const PerplexityResult q = evaluate_perplexity(*model, pool, tokens, po);
+  std::vector<KvType> types = parse_kv_types(o.kv_types);
+  std::erase(types, KvType::F32);
+  KvComparisonOptions co;
+  for (KvType type : types) co.layouts.push_back(layout_of(type, o.knobs.block_size));
+  co.reference = layout_of(KvType::F32, o.knobs.block_size);
+  co.ctx = o.ctx;
+  co.bos = model->tokenizer().bos_id();
+  CpuForward forward(*model, pool);
+  std::optional<KvComparison> comparison;
+  if (!types.empty()) comparison.emplace(*model, forward, tokens, co);
+  while (comparison && !stop_requested() && comparison->step()) {
+  }
+  const size_t finished = comparison ? comparison->finished() : 0;
+  for (size_t i = 0; i < finished; ++i) {
+    const KvType type = types[i];
+    const PerplexityResult q = comparison->result(i);
     const size_t bytes = kv_bytes_per_token(model->config(), type, type);
     progress("quality " + std::string(kv_type_name(type)) + ": ppl " + format_number(q.ppl, 4) + " (f32 " +
              format_number(q.ppl_ref, 4) + "), KL " + format_number(q.kl_mean, 6));

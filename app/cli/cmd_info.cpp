@@ -1,30 +1,77 @@
 // kvdesk-cli info: what a model file is and what its KV cache costs for each KV storage type:
 // bytes per token (layers x 2 x kv_heads x head_dim x bytes, plus quantized types' scales),
-// blocks in a memory budget and sequences of a context length that fit, beside the same model
-// with one KV head per query head (MHA), so the saving of grouped-query attention shows.
+// what each type costs the model itself (KL divergence from f32 KV and top-1 agreement of its
+// next-token distributions on the engine's built-in text, engine/quality/kv_quality.h: measured
+// here, by default only for models small enough to measure in seconds), blocks in a memory
+// budget and sequences of a context length that fit, beside the same model with one KV head per
+// query head (MHA), so the saving of grouped-query attention shows.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 
 #include "app/cli/cli_common.h"
 #include "app/command_line.h"
 #include "engine/chat/chat_template.h"
+#include "engine/error.h"
 #include "engine/kv/kv_layer_groups.h"
 #include "engine/model/model_info.h"
+#include "engine/quality/kv_quality.h"
 #include "kernels/dot.h"
 #include "kernels/ops.h"
 
 namespace kvdesk::cli {
 namespace {
 
+// Weights up to this size measure KV quality by default (stories260K: well under a second; a
+// 1 GiB model on a few cores: about a minute).
+constexpr uint64_t kAutoQualityWeightBytes = uint64_t(1) << 30;
+
 struct InfoArgs {
   ModelArgs model;
   int32_t context = 0;          // 0: the model's context length
   double budget_mib = 1024;
+  std::string kv_quality = "auto";   // on, off, or auto: on for weights up to kAutoQualityWeightBytes
   bool json = false;
 };
+
+// Every type's KV quality, with what measuring it took; or why it was not measured.
+struct QualityReport {
+  std::vector<KvQuality> types;   // [types] in all_kv_types() order; empty: not measured
+  double seconds = 0;
+  std::string skipped;
+};
+
+QualityReport measure_quality(Session& s, const InfoArgs& a) {
+  QualityReport report;
+  const bool wanted = a.kv_quality == "on" || (a.kv_quality == "auto" && s.model->weights().weight_bytes <= kAutoQualityWeightBytes);
+  if (!wanted) {
+    report.skipped = a.kv_quality == "off" ? "--kv-quality off"
+                                           : "the model is over 1 GiB: measuring runs it " +
+                                                 std::to_string(all_kv_types().size() + 1) + " times over " +
+                                                 std::to_string(kKvQualityTokens) + " tokens; --kv-quality on measures it";
+    return report;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    report.types = measure_kv_quality(*s.model, *s.forward, all_kv_types());
+  } catch (const Error& e) {
+    report.skipped = std::string("it could not be measured: ") + e.what();
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+nlohmann::json quality_json(const QualityReport& q) {
+  if (q.types.empty()) return {{"measured", false}, {"why", q.skipped}};
+  return {{"measured", true},
+          {"reference", "f32"},
+          {"text", kv_quality_text_id()},
+          {"tokens", q.types.front().tokens},
+          {"seconds", q.seconds}};
+}
 
 // One KV type's cost for one head layout: per token, per block, and what fits in the budget.
 nlohmann::json capacity_json(const ModelConfig& c, KvType type, const InfoArgs& a, int32_t context) {
@@ -88,12 +135,16 @@ nlohmann::json device_memory_json(const DeviceMemoryUse& d) {
 }
 
 nlohmann::json info_json(const Model& m, const BackendChoice& backend, const DeviceMemoryUse& device,
-                         const InfoArgs& a) {
+                         const QualityReport& quality, const InfoArgs& a) {
   const ModelConfig& c = m.config();
   const ChatTemplate chat = chat_template_for(m.file(), "");
   const std::map<std::string, int> type_counts = tensor_type_counts(m.file());
   nlohmann::json kv = nlohmann::json::object();
   for (KvType t : all_kv_types()) kv[kv_type_name(t)] = {{"bytes_per_token", kv_bytes_per_token(c, t, t)}};
+  for (const KvQuality& q : quality.types) {
+    kv[kv_type_name(q.type)]["kl"] = q.kl;
+    kv[kv_type_name(q.type)]["top1"] = q.top1;
+  }
   return {
       {"path", m.file().path()},
       {"gguf_version", m.file().version()},
@@ -126,6 +177,7 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Dev
       {"parameters", m.weights().num_parameters},
       {"weight_bytes", m.weights().weight_bytes},
       {"kv_per_token", kv},
+      {"kv_quality", quality_json(quality)},
       {"chat_template", chat_format_name(chat.format)},
       {"chat_template_warning", chat.warning},
       {"kv_capacity", kv_capacity_json(c, a)},
@@ -167,17 +219,28 @@ void print_text(const nlohmann::json& j) {
   }
   std::printf("  tensor types          ");
   for (const auto& [type, count] : j["tensor_types"].items()) std::printf(" %s x%d", type.c_str(), count.get<int>());
-  std::printf("\n  KV bytes per token (layers x 2 x kv_heads x row bytes, scales included):\n");
+  std::printf("\n  KV bytes per token (layers x 2 x kv_heads x row bytes, scales included), and KV quality:\n");
+  const nlohmann::json& q = j["kv_quality"];
+  if (q["measured"].get<bool>()) {
+    std::printf("  the model's next-token distributions vs f32 KV over %d tokens of a built-in text (%s), %.2f s:\n",
+                q["tokens"].get<int>(), q["text"].get<std::string>().c_str(), q["seconds"].get<double>());
+    std::printf("    %-9s %8s %12s %8s\n", "type", "B/token", "KL (nats)", "top-1");
+  } else {
+    std::printf("  (KV quality not measured: %s)\n", q["why"].get<std::string>().c_str());
+  }
   for (KvType type : all_kv_types()) {
     const nlohmann::json& v = j["kv_per_token"][kv_type_name(type)];
-    std::printf("    %-9s %8lld\n", kv_type_name(type), v["bytes_per_token"].get<long long>());
+    std::printf("    %-9s %8lld", kv_type_name(type), v["bytes_per_token"].get<long long>());
+    if (v.contains("kl")) std::printf(" %12.3g %7.1f%%", v["kl"].get<double>(), v["top1"].get<double>());
+    std::printf("\n");
   }
   print_capacity(j["kv_capacity"]);
 }
 
 int run_info(const InfoArgs& a) {
   Session s = open_session(a.model);
-  const nlohmann::json j = info_json(*s.model, s.backend, s.forward->device_memory(), a);
+  const QualityReport quality = measure_quality(s, a);
+  const nlohmann::json j = info_json(*s.model, s.backend, s.forward->device_memory(), quality, a);
   if (a.json) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -200,8 +263,15 @@ Command add_info_command(CLI::App& app) {
   cmd->add_option("--block-size", args->model.block_size, "KV block size in tokens")
       ->check(block_size_check())->capture_default_str();
   add_backend_option(cmd, args->model.backend);
+  cmd->add_option("--kv-quality", args->kv_quality,
+                  "Measure what each KV type costs the model (KL from f32 KV, top-1 agreement): on, off, or auto "
+                  "(on for weights up to 1 GiB)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", args->model.threads, "Threads for the KV quality measurement (0: all cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print JSON");
-  args->model.threads = 1;
   return Command{cmd, [args] { return run_info(*args); }};
 }
 

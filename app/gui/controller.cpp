@@ -411,6 +411,7 @@ void Controller::show_loading(const std::string& what) {
   vm_.model = std::move(loading);
   vm_.kv = ui::KvView{};
   vm_.kv_types.clear();
+  forget_kv_quality();
   model_load_started_ = Clock::now();
 }
 
@@ -426,12 +427,14 @@ void Controller::on_model_loaded(const std::string& note) {
   } else if (engine_.is_remote()) {
     vm_.model.state = ui::ModelState::Loaded;
     fill_model_view(engine_.chat().stats().model, vm_.model);
+    forget_kv_quality();
     set_status(note, false);
   } else {
     vm_.model.state = ui::ModelState::Loaded;
     store().note_model_opened(vm_.model.path);
     load_preferences();
     set_status(note.empty() ? "model loaded" : "model loaded; " + note, false);
+    start_kv_quality();
   }
   prefetch_kv(vm_.chat.conversation_id);
 }
@@ -477,7 +480,7 @@ void Controller::refresh_stats() {
   vm_.engine = make_engine_view(stats);
   fill_model_view(stats.model, vm_.model);
   vm_.chat.settings.model_context = vm_.model.context_length;
-  if (vm_.kv_types.empty()) vm_.kv_types = kv_type_costs(stats.model);
+  if (vm_.kv_types.empty()) vm_.kv_types = kv_type_costs(stats.model, kv_quality_);
   vm_.memory = {stats.model.weight_bytes, stats.activation_bytes, stats.memory_available_bytes};
   vm_.chat.context_used = 0;
   for (const ui::KvSequenceView& s : vm_.kv.sequences) {

@@ -27,6 +27,7 @@
 #include "app/gui/app_options.h"
 #include "app/gui/chat_engine.h"
 #include "app/gui/http_serving.h"
+#include "app/gui/kv_view.h"
 #include "app/chat/chat_history.h"
 #include "app/chat/kv_saver.h"
 #include "app/chat/saved_kv.h"
@@ -118,6 +119,15 @@ class Controller {
   void refresh_server_stats(const EngineStats& stats);
   void refuse_while_streaming(const std::string& what) const;
 
+  // --- controller_kv_quality.cpp: what each KV type costs the loaded model ---
+  // Shows the figures stored for the in-process engine's model and has the engine measure the
+  // types without any.
+  void start_kv_quality();
+  void on_kv_quality(const Event& event);
+  void forget_kv_quality();
+  // vm_.kv_types' quality cells from kv_quality_.
+  void show_kv_quality();
+
   // --- controller_model_load.cpp: a model load's progress, cancelling it ---
   void on_load_progress(double fraction);
   void cancel_model_load();
@@ -200,6 +210,10 @@ class Controller {
   std::map<store::ConversationId, std::future<std::string>> kv_imports_;
   std::map<store::ConversationId, std::future<chat::SavedKv>> kv_loads_;
   std::map<store::ConversationId, std::future<std::optional<ConversationKv>>> kv_exports_;
+  // The KV quality of the in-process engine's model (ModelSummary::identity); results for any
+  // other model (one replaced while it was measured) are dropped.
+  std::string kv_quality_model_;
+  KvQualities kv_quality_;
   std::optional<chat::KvSaver> kv_saver_;   // after store_: destroyed first, its saves written
 };
 

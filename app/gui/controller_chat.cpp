@@ -171,6 +171,7 @@ void Controller::on_event(const Event& e) {
     case EventKind::LoadProgress: on_load_progress(e.progress); break;
     case EventKind::Logits: break;   // the app's requests ask for none
     case EventKind::ModelLoaded: on_model_loaded(e.text); break;
+    case EventKind::KvQuality: on_kv_quality(e); break;
   }
 }
 

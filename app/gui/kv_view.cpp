@@ -119,10 +119,17 @@ ui::EngineView make_engine_view(const EngineStats& stats) {
   return {stats.running, stats.waiting, stats.swapped, stats.parked, stats.tokens_per_s, stats.preemptions};
 }
 
-std::vector<ui::KvTypeCost> kv_type_costs(const ModelSummary& model) {
+std::vector<ui::KvTypeCost> kv_type_costs(const ModelSummary& model, const KvQualities& quality) {
   std::vector<ui::KvTypeCost> costs;
-  for (const KvTypeCost& t : model.kv_types) costs.push_back({kv_type_name(t.type), t.bytes_per_token, t.nmse});
+  for (const KvTypeCost& t : model.kv_types) {
+    const auto known = quality.find(kv_type_name(t.type));
+    costs.push_back({kv_type_name(t.type), t.bytes_per_token, known == quality.end() ? ui::KvQualityView{} : known->second});
+  }
   return costs;
+}
+
+ui::KvQualityView kv_quality_view(const KvQuality& quality) {
+  return {ui::KvQualityState::Measured, quality.kl, quality.top1, ""};
 }
 
 SequenceOwners sequence_owners(const std::vector<kvdesk::SequenceOwner>& holders, const std::map<int64_t, std::string>& titles) {

@@ -1,6 +1,6 @@
 // From the engine's statistics to the panels' plain data: the KvSnapshot as a ui::KvView
 // (with each sequence's conversation), the model summary, and what every KV storage type
-// costs per token and how much error its round trip adds.
+// costs per token and costs the model (KV quality, as far as it is known).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -22,8 +22,14 @@ ui::KvView make_kv_view(const KvSnapshot& snapshot, bool prefix_caching, const S
 void fill_model_view(const ModelSummary& model, ui::ModelView& view);
 ui::EngineView make_engine_view(const EngineStats& stats);
 
-// What each KV storage type costs for the loaded model, as the engine measured it at load.
-std::vector<ui::KvTypeCost> kv_type_costs(const ModelSummary& model);
+// What the window knows of the loaded model's KV quality, by KV type name ("int8").
+using KvQualities = std::map<std::string, ui::KvQualityView>;
+
+// What each KV storage type costs for the loaded model: bytes per token as the engine computed
+// them at load, and quality as far as `quality` knows it (else Unknown).
+std::vector<ui::KvTypeCost> kv_type_costs(const ModelSummary& model, const KvQualities& quality);
+// A measured KvQuality as the panels show it.
+ui::KvQualityView kv_quality_view(const KvQuality& quality);
 
 // The engine names each sequence's holder by conversation key (= conversation id); titles
 // come from the conversation list.

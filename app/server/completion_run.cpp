@@ -55,6 +55,7 @@ std::string CompletionRun::next_text(std::chrono::milliseconds timeout) {
       throw engine_error(event->text);
     case EventKind::ModelLoaded:
     case EventKind::LoadProgress:
+    case EventKind::KvQuality:
     case EventKind::Logits: break;   // the server's requests ask for no logits
   }
   return {};

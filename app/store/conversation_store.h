@@ -135,6 +135,12 @@ class ConversationStore {
   std::optional<KvBlobInfo> kv_info(ConversationId id);
   void clear_kv(ConversationId id);
 
+  // --- KV quality measurements (kv_quality_store.cpp) ---
+  // Stores one measurement, replacing the one of the same model, type and text.
+  void save_kv_quality(const KvQualityRecord& record);
+  // The model's measurements on that text, by KV type name.
+  std::vector<KvQualityRecord> kv_quality(std::string_view model_identity, std::string_view text_id);
+
  private:
   explicit ConversationStore(std::unique_ptr<Database> db);
   void require_conversation(ConversationId id);

@@ -106,6 +106,20 @@ CREATE TABLE conversation_settings (
     {4, R"sql(
 ALTER TABLE conversations ADD COLUMN engine TEXT;
 )sql"},
+    // Version 5. What each KV type costs a model (KL divergence from f32 KV and top-1 agreement
+    // of its next-token distributions), measured once per model on a built-in text.
+    {5, R"sql(
+CREATE TABLE kv_quality (
+  model_identity TEXT NOT NULL,
+  kv_type        TEXT NOT NULL,
+  text_id        TEXT NOT NULL,
+  kl             REAL NOT NULL,
+  top1           REAL NOT NULL,
+  tokens         INTEGER NOT NULL,
+  measured_at    INTEGER NOT NULL,
+  PRIMARY KEY (model_identity, kv_type, text_id)
+) WITHOUT ROWID;
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");

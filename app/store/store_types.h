@@ -1,5 +1,5 @@
 // The plain data the conversation store reads and writes: conversations, messages (a tree per
-// conversation), answer statistics, presets and recent models, plus the names roles and statuses
+// conversation), answer statistics, presets, recent models and KV quality measurements, plus the names roles and statuses
 // have in the database and in exported JSON.
 #pragma once
 #include <cstdint>
@@ -115,6 +115,17 @@ struct Preset {
 struct RecentModel {
   std::string path;
   int64_t last_opened_ms = 0;
+};
+
+// What one KV type costs a model, as the engine measured it (KvQuality): one row per model,
+// KV type and measuring text, so a model opened again shows its figures without measuring.
+struct KvQualityRecord {
+  std::string model_identity;   // the engine's hash of the model's GGUF header and tensor table
+  std::string kv_type;          // "f16", "int8", ...
+  std::string text_id;          // the built-in text it was measured on
+  double kl = 0;                // mean KL divergence from f32 KV, nats
+  double top1 = 0;              // % of positions with f32 KV's most likely next token
+  int64_t tokens = 0;           // positions scored
 };
 
 // What is saved of a conversation's KV cache (the bytes themselves are loaded on demand).

@@ -1,7 +1,7 @@
 // What each KV storage type costs for one model's shape: bytes per token (the KV arithmetic,
-// layers x kv heads x (K row + V row), scales included) and the round-trip error of its
-// quantizer on unit Gaussian rows of the model's head dimension. Computed once at load for the
-// KV types panel and `info`, so no front end re-derives the formula or calls a quantizer.
+// layers x kv heads x (K row + V row), scales included). Computed once at load for the KV types
+// panel, so no front end re-derives the formula. What a type costs in quality is measured on
+// the model itself (engine/quality/kv_quality.h).
 #pragma once
 #include <vector>
 

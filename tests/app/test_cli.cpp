@@ -135,6 +135,23 @@ TEST_CASE("info --json describes the model and its KV cost per token", "[app][cl
   CHECK(j["chat_template_warning"] == "");
 }
 
+TEST_CASE("info measures what each kv type costs a small model and says how to get it otherwise", "[app][cli][kv_quality]") {
+  const auto j = parse_json(run_cli({"info", "-m", model_path("stories260K.gguf"), "--json"}));
+  REQUIRE(j["kv_quality"]["measured"] == true);
+  CHECK(j["kv_quality"]["reference"] == "f32");
+  CHECK(j["kv_quality"]["tokens"] == 127);
+  CHECK(j["kv_per_token"]["f32"]["kl"] == 0.0);
+  CHECK(j["kv_per_token"]["f32"]["top1"] == 100.0);
+  CHECK(j["kv_per_token"]["f16"]["kl"].get<double>() < 1e-5);
+  CHECK(j["kv_per_token"]["int4"]["kl"].get<double>() > j["kv_per_token"]["int8"]["kl"].get<double>());
+  const auto off = parse_json(run_cli({"info", "-m", model_path("stories260K.gguf"), "--kv-quality", "off", "--json"}));
+  CHECK(off["kv_quality"]["measured"] == false);
+  CHECK_FALSE(off["kv_per_token"]["int8"].contains("kl"));
+  const auto text = run_cli({"info", "-m", model_path("stories260K.gguf")});
+  CHECK(text.out.find("vs f32 KV over 127 tokens") != std::string::npos);
+  CHECK(text.out.find("KL (nats)") != std::string::npos);
+}
+
 TEST_CASE("logits --json gives the top-K at every prompt position", "[app][cli]") {
   const auto j = parse_json(run_cli({"logits", "-m", model_path("stories260K.gguf"), "-p", "Once upon a time", "--top", "10",
                                      "--kv-type", "f16", "--attn-numerics", "llamacpp", "--json"}));

@@ -46,6 +46,7 @@ struct Collected {
           break;
         case EventKind::Finished: finished[e.request] = e; break;
         case EventKind::Error: errors[e.request] = e.text; break;
+        case EventKind::KvQuality: break;
       }
     }
   }

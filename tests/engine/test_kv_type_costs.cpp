@@ -1,5 +1,5 @@
-// KV type costs: the bytes-per-token arithmetic (layers x kv heads x (K row + V row)) and a
-// round-trip error that is zero for f32 and grows as the bit width shrinks.
+// KV type costs: the bytes-per-token arithmetic (layers x kv heads x (K row + V row)) for every
+// type, in all_kv_types() order.
 #include <catch2/catch.hpp>
 
 #include "engine/kv/kv_type_costs.h"
@@ -17,11 +17,6 @@ TEST_CASE("kv_type_costs follows the bytes-per-token arithmetic for every type",
   for (size_t i = 0; i < costs.size(); ++i) {
     CHECK(costs[i].type == all_kv_types()[i]);
     CHECK(costs[i].bytes_per_token == uint64_t(5 * 4 * 2) * kv_row_bytes(costs[i].type, 64));
-    CHECK(costs[i].nmse >= 0);
   }
   CHECK(costs[0].bytes_per_token == 5 * 2 * 4 * 64 * 4);
-  CHECK(costs[0].nmse == 0);
-  const auto nmse_of = [&](KvType t) { return costs[size_t(std::find(all_kv_types().begin(), all_kv_types().end(), t) - all_kv_types().begin())].nmse; };
-  CHECK(nmse_of(KvType::F16) < nmse_of(KvType::INT8));
-  CHECK(nmse_of(KvType::INT8) < nmse_of(KvType::INT4));
 }

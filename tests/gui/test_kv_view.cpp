@@ -51,16 +51,26 @@ TEST_CASE("make_kv_view copies the snapshot and names the sequences", "[gui][kv_
   CHECK(v.retention_blocks_freed == 21);
 }
 
-TEST_CASE("kv_type_costs shows the engine's figures by type name", "[gui][kv_view]") {
+TEST_CASE("kv_type_costs shows the engine's bytes and the known quality by type name", "[gui][kv_view]") {
   ModelSummary m;
-  m.kv_types = {{KvType::F32, 320, 0.0}, {KvType::INT8, 96, 1e-4}};
-  const std::vector<ui::KvTypeCost> costs = gui::kv_type_costs(m);
-  REQUIRE(costs.size() == 2);
+  m.kv_types = {{KvType::F32, 320}, {KvType::INT8, 96}, {KvType::INT4, 56}};
+  KvQuality int8;
+  int8.type = KvType::INT8;
+  int8.kl = 1e-4;
+  int8.top1 = 99.2;
+  const gui::KvQualities quality = {{"int8", gui::kv_quality_view(int8)},
+                                    {"int4", ui::KvQualityView{ui::KvQualityState::Measuring, 0, 0, ""}}};
+  const std::vector<ui::KvTypeCost> costs = gui::kv_type_costs(m, quality);
+  REQUIRE(costs.size() == 3);
   CHECK(costs[0].name == "f32");
   CHECK(costs[0].bytes_per_token == 320);
+  CHECK(costs[0].quality.state == ui::KvQualityState::Unknown);
   CHECK(costs[1].name == "int8");
-  CHECK(costs[1].nmse == 1e-4);
-  CHECK(gui::kv_type_costs(ModelSummary{}).empty());
+  CHECK(costs[1].quality.state == ui::KvQualityState::Measured);
+  CHECK(costs[1].quality.kl == 1e-4);
+  CHECK(costs[1].quality.top1 == 99.2);
+  CHECK(costs[2].quality.state == ui::KvQualityState::Measuring);
+  CHECK(gui::kv_type_costs(ModelSummary{}, quality).empty());
 }
 
 TEST_CASE("sequence owners come from the engine's conversation keys", "[gui][kv_view]") {

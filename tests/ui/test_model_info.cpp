@@ -25,7 +25,7 @@ ViewModel gemma_like() {
   m.sliding_window = 512;
   m.local_layers = 5;
   m.weight_types = {{"attn_q", "q8_0", 6, 6144}, {"token_embd", "f16", 1, 2048}};
-  vm.kv_types = {{"f16", 1536, -1}, {"int8", 800, 0.001}};
+  vm.kv_types = {{"f16", 1536, {}}, {"int8", 800, {KvQualityState::Measured, 0.001, 99.0, ""}}};
   return vm;
 }
 

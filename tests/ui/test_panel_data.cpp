@@ -249,7 +249,7 @@ TEST_CASE("conversations that fit follow the KV arithmetic with the GQA factor",
   // GQA factor 4, so without GQA only 8 would fit.
   const uint64_t f16_per_token = uint64_t(32) * 2 * 8 * 128 * 2;
   REQUIRE(f16_per_token == 131072);
-  const std::vector<KvTypeCost> types = {{"f16", f16_per_token, 0}, {"int8", f16_per_token / 2 + 2048, 0}};
+  const std::vector<KvTypeCost> types = {{"f16", f16_per_token, {}}, {"int8", f16_per_token / 2 + 2048, {}}};
   const uint64_t pool = uint64_t(16) << 30;
   const std::vector<FitRow> rows = conversations_that_fit(types, pool, 4096, 32, 8, "f16");
   REQUIRE(rows.size() == 2);
@@ -361,4 +361,30 @@ TEST_CASE("the status bar drops the font note, then shortens the message, never 
     CHECK(tiny.message.empty());
     CHECK(tiny.width <= 60);
   }
+}
+
+TEST_CASE("the kv types table shows each type's KL and top-1 once measured and says measuring before", "[ui][panel_data][kv_quality]") {
+  const KvQualityView measured{KvQualityState::Measured, 4.5e-5, 98.4252, ""};
+  CHECK(kv_kl_text(measured) == "4.5e-05");
+  CHECK(kv_top1_text(measured) == "98.4%");
+  const KvQualityView exact{KvQualityState::Measured, 0, 100, ""};
+  CHECK(kv_kl_text(exact) == "0 (exact)");
+  CHECK(kv_top1_text(exact) == "100.0%");
+  const KvQualityView measuring{KvQualityState::Measuring, 0, 0, ""};
+  CHECK(kv_kl_text(measuring) == "measuring...");
+  CHECK(kv_top1_text(measuring) == "measuring...");
+  const KvQualityView failed{KvQualityState::Failed, 0, 0, "no room"};
+  CHECK(kv_kl_text(failed) == "failed");
+  CHECK(kv_top1_text(KvQualityView{}) == "n/a");
+}
+
+TEST_CASE("the k type line names the pool's type and its figures, pending or failed", "[ui][panel_data][kv_quality]") {
+  const std::vector<KvTypeCost> types = {{"f32", 1280, {KvQualityState::Measured, 0, 100, ""}},
+                                         {"int8", 480, {KvQualityState::Measured, 4.5e-5, 100, ""}},
+                                         {"int4", 280, {KvQualityState::Measuring, 0, 0, ""}},
+                                         {"fp8_e5m2", 480, {KvQualityState::Failed, 0, 0, "no KV room"}}};
+  CHECK(kv_quality_line(types, "int8") == "int8 vs f32 KV on this model: KL 4.5e-05 nats, top-1 100.0%");
+  CHECK(kv_quality_line(types, "int4") == "int4 vs f32 KV on this model: measuring...");
+  CHECK(kv_quality_line(types, "fp8_e5m2") == "fp8_e5m2 vs f32 KV on this model: not measured: no KV room");
+  CHECK(kv_quality_line(types, "bf16").empty());
 }

@@ -165,7 +165,10 @@ ViewModel make_vm(int32_t num_blocks, int32_t num_sequences, int32_t num_message
   vm.model.chat_template_warning = "the model's chat template is not one kvdesk knows; using ChatML";
   vm.ui.chat_templates = {"plain", "chatml", "llama3"};
   vm.kv = make_kv(num_blocks, num_sequences);
-  vm.kv_types = {{"f32", 1280, 0}, {"f16", 640, 1e-7}, {"int8", 480, 4e-5}, {"int4", 280, 1e-2}};
+  vm.kv_types = {{"f32", 1280, {KvQualityState::Measured, 0, 100, ""}},
+                 {"f16", 640, {KvQualityState::Measured, 1e-7, 100, ""}},
+                 {"int8", 480, {KvQualityState::Measuring, 0, 0, ""}},
+                 {"int4", 280, {KvQualityState::Failed, 0, 0, "the engine step failed"}}};
   vm.memory = {1 << 20, 0, uint64_t(1) << 33};
   for (int32_t i = 0; i < num_sequences; ++i) vm.conversations.push_back({i + 1, "conversation " + std::to_string(i + 1), i % 2 == 0});
   vm.chat.conversation_id = num_sequences > 0 ? 1 : 0;

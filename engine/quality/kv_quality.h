@@ -1,0 +1,52 @@
+// KV quality of a model (see KvQuality in engine/engine_types.h): every KV type scored with the
+// KV comparison (kv_comparison.h) against f32 KV, through the caller's forward backend, on the
+// built-in prose of engine/model/key_smoothing.h cut to one window of kKvQualityTokens tokens
+// (BOS included). Short, so a 7B model on a CPU measures all types in minutes (the f32
+// reference and one run per type, 128 tokens each), and in chunks of kKvQualityChunk positions,
+// so the engine can run it one step at a time between its users' steps.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/engine_types.h"
+
+namespace kvdesk {
+
+class ForwardBackend;
+class KvComparison;
+class Model;
+
+inline constexpr int32_t kKvQualityTokens = 128;
+inline constexpr int32_t kKvQualityChunk = 32;
+
+// The text's name in stored results ("lighthouse-128"); it changes with the text or its length,
+// so results measured on another text are not shown as this one's.
+const char* kv_quality_text_id();
+
+class KvQualityMeasurement {
+ public:
+  // types: measured in this order. Throws kvdesk::Error when the model's tokenizer leaves the
+  // text no token to score. model and forward must outlive this.
+  KvQualityMeasurement(Model& model, ForwardBackend& forward, std::vector<KvType> types);
+  ~KvQualityMeasurement();
+  KvQualityMeasurement(const KvQualityMeasurement&) = delete;
+  KvQualityMeasurement& operator=(const KvQualityMeasurement&) = delete;
+
+  // One forward step; appends the types it finished to `measured` (model_identity left empty).
+  // false once every type is measured. Throws kvdesk::Error when the engine step fails.
+  bool step(std::vector<KvQuality>& measured);
+  // The types not measured yet, in order.
+  std::vector<KvType> remaining() const;
+
+ private:
+  std::vector<KvType> types_;
+  std::unique_ptr<KvComparison> comparison_;
+  size_t reported_ = 0;   // types handed out by step()
+};
+
+// Every type, on the caller's thread (kvdesk-cli info): the same steps, run to the end.
+std::vector<KvQuality> measure_kv_quality(Model& model, ForwardBackend& forward, std::span<const KvType> types);
+
+}  // namespace kvdesk
