@@ -1,5 +1,5 @@
 // Q4_K and Q5_K rows into Q4_Kx8 and Q5_Kx8 groups (layouts in kernels/weight_repack.h; a
-// Q5_Kx8 block is a Q4_Kx8 block plus the interleaved fifth bits), and the scalar truth of
+// Q5_Kx8 block is a Q4_Kx8 block plus the transposed fifth bits), and the scalar truth of
 // products over those layouts: it reads every quant, scale and min back out of the interleaved
 // bytes and sums them exactly as ref::vec_dot does for Q4_K / Q5_K, so the two agree bit for bit.
 #include <cstring>

@@ -11,9 +11,9 @@
 namespace kvdesk {
 namespace {
 
-// kTileActs (4) act rows per tile: a run of 4 weight vectors + 4 int32 accumulators + the s16
-// sum and a broadcast stay well inside the 16 ymm registers; the scales are memory operands of
-// the madds.
+// kTileActs (4) act rows per tile: a run of 4 weight vectors, 4 int32 accumulators, the s16 sum,
+// a broadcast, the run's qh vector and two masks fill 13 of the 16 ymm registers (batch 1: 10);
+// the unpacked scales live on the stack as memory operands of the madds.
 constexpr int kRunChunks = 4;     // 4-value chunks summed in s16 before a madd: half a sub-block
 constexpr int kRuns = 2;          // runs of a sub-block
 
