@@ -57,16 +57,26 @@ void interleave_block(const Row* in, int64_t stride, BlockQ4_Kx8& out) {
   }
 }
 
+// The 8 x 8 bit matrix x (bit j of byte i) transposed (to bit i of byte j) in three rounds of
+// masked swaps: 1-bit, 2-bit, then 4-bit blocks across the diagonal.
+uint64_t transpose_bits_8x8(uint64_t x) {
+  x = (x & 0xAA55AA55AA55AA55ull) | (x & 0x00AA00AA00AA00AAull) << 7 | (x >> 7 & 0x00AA00AA00AA00AAull);
+  x = (x & 0xCCCC3333CCCC3333ull) | (x & 0x0000CCCC0000CCCCull) << 14 | (x >> 14 & 0x0000CCCC0000CCCCull);
+  x = (x & 0xF0F0F0F00F0F0F0Full) | (x & 0x00000000F0F0F0F0ull) << 28 | (x >> 28 & 0x00000000F0F0F0F0ull);
+  return x;
+}
+
 // The fifth bits of 8 Q5_K rows (in[0], in[stride], ...), transposed (weight_repack.h): bit s
-// of row r's qh[4c + k] to bit c of qh[32s + 4r + k].
+// of row r's qh[4c + k] to bit c of qh[32s + 4r + k]. For each r and k the 8 bytes qh[4c + k]
+// are one 8 x 8 bit matrix.
 void interleave_fifth_bits(const BlockQ5_K* in, int64_t stride, uint8_t (&qh)[kInterleavedRows * kQK_K / 8]) {
-  std::memset(qh, 0, sizeof(qh));
   for (int r = 0; r < kInterleavedRows; ++r) {
-    for (int s = 0; s < kSubBlocks; ++s) {
-      for (int l = 0; l < 32; ++l) {
-        const int bit = in[r * stride].qh[l] >> s & 1;
-        uint8_t& out = qh[32 * s + kChunkBytes * r + l % kChunkBytes];
-        out = static_cast<uint8_t>(out | bit << (l / kChunkBytes));
+    for (int k = 0; k < kChunkBytes; ++k) {
+      uint64_t chunks = 0;  // byte c: the row's qh[4c + k]
+      for (int c = 0; c < kChunks; ++c) chunks |= uint64_t{in[r * stride].qh[kChunkBytes * c + k]} << (8 * c);
+      const uint64_t sub_blocks = transpose_bits_8x8(chunks);  // byte s, bit c: bit s of qh[4c + k]
+      for (int s = 0; s < kSubBlocks; ++s) {
+        qh[32 * s + kChunkBytes * r + k] = static_cast<uint8_t>(sub_blocks >> (8 * s));
       }
     }
   }
