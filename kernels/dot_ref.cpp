@@ -33,6 +33,7 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::Q4_K:
     case GgmlType::Q4_Kx8:
     case GgmlType::Q5_K:
+    case GgmlType::Q5_Kx8:
     case GgmlType::Q6_K:
     case GgmlType::Q6_Kx8: return ActFormat::Q8K;
     default: KVDESK_ASSERT(!"act_format_for: type is not computable");

@@ -1,5 +1,6 @@
-// Repacking rows into interleaved groups (Q4_0x8 here, Q4_Kx8, Q6_Kx8 and Q8_0x8 in
-// weight_repack_q4_k.cpp, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp), and the scalar truth of products over Q4_0x8.
+// Repacking rows into interleaved groups (Q4_0x8 here, Q4_Kx8 and Q5_Kx8, Q6_Kx8, Q8_0x8 in
+// weight_repack_q4_k.cpp, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp), and the scalar truth
+// of products over Q4_0x8.
 #include "kernels/weight_repack.h"
 
 #include <cstring>
@@ -56,6 +57,9 @@ void interleave_any_group(GgmlType type, const uint8_t* rows, int64_t blocks, ui
     case GgmlType::Q4_K:
       return interleave_q4_k_group(reinterpret_cast<const BlockQ4_K*>(rows), blocks,
                                    reinterpret_cast<BlockQ4_Kx8*>(group));
+    case GgmlType::Q5_K:
+      return interleave_q5_k_group(reinterpret_cast<const BlockQ5_K*>(rows), blocks,
+                                   reinterpret_cast<BlockQ5_Kx8*>(group));
     case GgmlType::Q6_K:
       return interleave_q6_k_group(reinterpret_cast<const BlockQ6_K*>(rows), blocks,
                                    reinterpret_cast<BlockQ6_Kx8*>(group));
@@ -73,6 +77,7 @@ GgmlType repacked_type(GgmlType type, int64_t rows) {
   switch (type) {
     case GgmlType::Q4_0: return GgmlType::Q4_0x8;
     case GgmlType::Q4_K: return GgmlType::Q4_Kx8;
+    case GgmlType::Q5_K: return GgmlType::Q5_Kx8;
     case GgmlType::Q6_K: return GgmlType::Q6_Kx8;
     case GgmlType::Q8_0: return GgmlType::Q8_0x8;
     default: return type;

@@ -11,9 +11,9 @@
 // so chunk c, masked to low nibbles, is values 4c .. 4c + 3 of rows 0..7 (one int32 lane each),
 // and its high nibbles values 16 + 4c .. 16 + 4c + 3.
 //
-// Q4_Kx8, Q6_Kx8 and Q8_0x8 (kernels/weight_repack_q4_k.cpp, weight_repack_q6_k.cpp,
-// weight_repack_q8_0.cpp): Q4_K, Q6_K and Q8_0 rows interleaved the same way, one block per
-// block (super-block) of 8 rows, the matrix again keeping its size.
+// Q4_Kx8, Q5_Kx8, Q6_Kx8 and Q8_0x8 (kernels/weight_repack_q4_k.cpp for both Q4_K and Q5_K,
+// weight_repack_q6_k.cpp, weight_repack_q8_0.cpp): Q4_K, Q5_K, Q6_K and Q8_0 rows interleaved
+// the same way, one block per block (super-block) of 8 rows, the matrix again keeping its size.
 #pragma once
 #include <cstdint>
 
@@ -49,6 +49,20 @@ struct BlockQ4_Kx8 {
   uint8_t qs[kInterleavedRows * kQK_K / 2];              // [4 pairs][8 chunks][8 rows][4 bytes]
 };
 static_assert(sizeof(BlockQ4_Kx8) == kInterleavedRows * sizeof(BlockQ4_K));
+
+// Super-block j of a Q5_Kx8 row group holds super-block j of its 8 rows (value 32s + l =
+// fp16(d) * sc[s] * q - fp16(dmin) * m[s], q = low nibble | fifth bit << 4, 0..31): `low` is
+// exactly the Q4_Kx8 block of their d, dmin, scales, mins and low nibbles, and the fifth bits
+// are transposed so that one 32-byte vector serves one sub-block:
+//     bit c of qh[32s + 4r + k] = the fifth bit of value 32s + 4c + k of row r   (c < 8, k < 4)
+// (bit s of that row's qh[4c + k]), so vector s, shifted to bring bit c to bit 4, is the fifth
+// bits of chunk c of sub-block s: values 4c .. 4c + 3 of rows 0..7, in the bytes where `low`
+// has their nibbles. A vector is read for one sub-block only, never kept across sub-blocks.
+struct BlockQ5_Kx8 {
+  BlockQ4_Kx8 low;                              // d, dmin, scales, mins, low nibbles
+  uint8_t qh[kInterleavedRows * kQK_K / 8];     // [8 sub-blocks][8 rows][4 bytes], bit c: chunk c
+};
+static_assert(sizeof(BlockQ5_Kx8) == kInterleavedRows * sizeof(BlockQ5_K));
 
 // Super-block j of a Q6_Kx8 row group holds super-block j of its 8 rows (value
 // v = 128h + 32k + l = fp16(d) * scales[v / 16] * (q - 32), q = low 4 bits | high 2 bits << 4):
@@ -89,6 +103,8 @@ namespace ref {
 void matmul_q4_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q4_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q4_K rows.
 void matmul_q4_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for a Q5_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q5_K rows.
+void matmul_q5_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q6_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q6_K rows.
 void matmul_q6_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q8_0x8 matrix, equal bit for bit to ref::matmul_rows on the Q8_0 rows.
@@ -98,6 +114,8 @@ void matmul_q8_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 // Internal to the repacking: the 8 Q4_K rows of one group, super-blocks [blocks] each (ggml
 // layout in `rows`), into `group` (kernels/weight_repack_q4_k.cpp).
 void interleave_q4_k_group(const BlockQ4_K* rows, int64_t blocks, BlockQ4_Kx8* group);
+// The same for Q5_K (kernels/weight_repack_q4_k.cpp).
+void interleave_q5_k_group(const BlockQ5_K* rows, int64_t blocks, BlockQ5_Kx8* group);
 // The same for Q6_K (kernels/weight_repack_q6_k.cpp).
 void interleave_q6_k_group(const BlockQ6_K* rows, int64_t blocks, BlockQ6_Kx8* group);
 // The same for Q8_0 (kernels/weight_repack_q8_0.cpp).

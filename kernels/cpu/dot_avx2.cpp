@@ -223,7 +223,8 @@ using Avx2Table = KernelTable<
     Serves<GgmlType::Q4_1, SubBlock<Q4_1Format>>,
     Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>,
     HandsOff<GgmlType::Q4_K, kAvx2KQuantKernels>, Interleaved<GgmlType::Q4_Kx8, &matmul_q4_kx8_avx2>,
-    HandsOff<GgmlType::Q5_K, kAvx2KQuantKernels>, HandsOff<GgmlType::Q6_K, kAvx2KQuantKernels>,
+    HandsOff<GgmlType::Q5_K, kAvx2KQuantKernels>, Interleaved<GgmlType::Q5_Kx8, &matmul_q5_kx8_avx2>,
+    HandsOff<GgmlType::Q6_K, kAvx2KQuantKernels>,
     Interleaved<GgmlType::Q6_Kx8, &matmul_q6_kx8_avx2>, Serves<GgmlType::Q2_K, SubBlock<Q2_KFormat>>,
     Serves<GgmlType::Q3_K, SubBlock<Q3_KFormat>>, Serves<GgmlType::IQ4_NL, SubBlock<IQ4_NLFormat>>,
     Serves<GgmlType::IQ4_XS, SubBlock<IQ4_XSFormat>>>;

@@ -9,6 +9,12 @@
 //   static constexpr GgmlType kType;             the interleaved type
 //   static constexpr GgmlType kRowType;          ggml's type of the rows before interleaving
 //   static constexpr int64_t kBlockValues;       values per row in one block
+//   static constexpr int kPrefetchBlocks;        0, or how many blocks ahead of the one in use a
+//                                                tile prefetches: for kernels that read a block's
+//                                                parts out of address order (Q5_Kx8's fifth bits,
+//                                                Q6_Kx8's high bits for every sub-block), which
+//                                                the hardware prefetchers follow poorly from
+//                                                memory (batch 1: half the in-cache rate)
 //   template <int C> static void step(const Block&, const char* acts, size_t a_stride,
 //                                     int64_t j, __m256 (&acc)[C]);   block j x every act row
 // and sizes its step so that kTileActs act rows fit the 16 ymm registers.
@@ -37,6 +43,15 @@ ALWAYS_INLINE __m256i broadcast_4_bytes(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
+// Every cache line of the block at b (the lines of the next group when b is past this group's
+// end; a prefetch past the matrix's end reads nothing and cannot fault).
+template <class Block>
+ALWAYS_INLINE void prefetch_block(const Block* b) {
+  const char* bytes = reinterpret_cast<const char*>(b);
+#pragma GCC unroll 32
+  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(bytes + line, _MM_HINT_T0);
+}
+
 // y[t * ld_y + r] for the group's 8 rows r and act rows t < C, over all blocks.
 template <class K, int C>
 void interleaved_tile(const typename K::Block* group, const char* acts, size_t a_stride, int64_t blocks, float* y,
@@ -44,7 +59,10 @@ void interleaved_tile(const typename K::Block* group, const char* acts, size_t a
   __m256 acc[C];
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < blocks; ++j) K::template step<C>(group[j], acts, a_stride, j, acc);
+  for (int64_t j = 0; j < blocks; ++j) {
+    if constexpr (K::kPrefetchBlocks > 0) prefetch_block(group + j + K::kPrefetchBlocks);
+    K::template step<C>(group[j], acts, a_stride, j, acc);
+  }
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) _mm256_storeu_ps(y + t * ld_y, acc[t]);
 }

@@ -14,7 +14,9 @@
 #include "engine/model/model.h"
 #include "engine/tokenizer/byte_unicode.h"
 #include "engine/lab/random_model.h"
+#include "kernels/dot.h"
 #include "kernels/quantize.h"
+#include "kernels/weight_repack.h"
 #include "tests/engine/model_run.h"
 #include "tests/test_support.h"
 
@@ -564,6 +566,47 @@ TEST_CASE("low-bit weight mixes load, match the reference forward and generate",
 
   test::ModelRun fresh = open_model(dir.file("m.gguf"), 1);
   CHECK(fresh.greedy(some_tokens(4), 8).tokens.size() == 8);
+}
+
+TEST_CASE("AVX2's repacked K-quant layouts give the logits of ggml's layout", "[engine][architectures][lowbit]") {
+  // q4_k_m (Q4_K, Q6_K) and q5_k_m (Q5_K, Q6_K) loaded twice under the AVX2 kernels: repacked at
+  // load (Q4_Kx8, Q5_Kx8, Q6_Kx8) and as stored. Both kernels sum each super-block in integers,
+  // so only the order of the float terms differs.
+  if (!cpu_isa_supported(CpuIsa::Avx2)) return;
+  cpu_isa_force(CpuIsa::Avx2);
+  for (const char* mix : {"q4_k_m", "q5_k_m"}) {
+    TempDir dir;
+    RandomModelSpec spec = tiny_spec("llama");
+    spec.mix = *find_weight_mix(mix);
+    spec.embd = 256;
+    spec.heads = 8;
+    spec.kv_heads = 2;
+    spec.ff = 512;
+    spec.weight_std = 0.1f;
+    write_random_model(spec, dir.file("m.gguf"));
+    ModelLoadOptions as_stored;
+    as_stored.cpu_layouts = false;
+    test::ModelRun repacked(Model::load(dir.file("m.gguf")), KvCacheConfig{}, 2);
+    test::ModelRun stored(Model::load(dir.file("m.gguf"), as_stored), KvCacheConfig{}, 2);
+    const WeightMatrix& up = repacked.model->weights().layers[0].w_up;
+    const GgmlType file_type = stored.model->weights().layers[0].w_up.type;
+    INFO(mix << ": ffn_up stored as " << ggml_type_info(file_type).name << ", repacked " << ggml_type_info(up.type).name);
+    CHECK(up.type != file_type);
+    CHECK(up.type == repacked_type(file_type, up.rows));
+    const std::vector<int32_t> tokens = some_tokens(12);
+    const std::vector<float> want = stored.logits(tokens);
+    const std::vector<float> got = repacked.logits(tokens);
+    REQUIRE(got.size() == want.size());
+    double spread = 0, worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      spread = std::max(spread, double(std::fabs(want[i])));
+      worst = std::max(worst, double(std::fabs(got[i] - want[i])));
+    }
+    INFO("largest logit " << spread << ", largest difference " << worst);
+    CHECK(spread > 1.0);
+    CHECK(worst < 1e-4 * spread);
+  }
+  cpu_isa_force(cpu_isa_detected());
 }
 
 TEST_CASE("Llama 3.1 rope factors keep short wavelengths, slow long ones 8x and blend between", "[engine][architectures]") {

@@ -1,5 +1,5 @@
-// Q4_0x8, Q8_0x8, Q4_Kx8 and Q6_Kx8 (kernels/weight_repack.h): repacking keeps every product bit for bit in the
-// scalar twins, the SIMD GEMMs over them match ref for decode and prefill batches on row-group
+// Q4_0x8, Q8_0x8, Q4_Kx8, Q5_Kx8 and Q6_Kx8 (kernels/weight_repack.h): repacking keeps every
+// product bit for bit in the scalar twins, the SIMD GEMMs over them match ref for decode and prefill batches on row-group
 // ranges, and shapes without whole groups keep ggml's layout and its kernels.
 #include <catch2/catch.hpp>
 
@@ -164,13 +164,14 @@ TEST_CASE("Q8_0x8 keeps the extreme quants exact: -128 weights against +-127 act
 }
 
 // The K-quant file types with an interleaved layout.
-constexpr GgmlType kKQuantBases[] = {GgmlType::Q4_K, GgmlType::Q6_K};
+constexpr GgmlType kKQuantBases[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
-TEST_CASE("Q4_Kx8 / Q6_Kx8 are chosen only for whole groups of 8 rows, other shapes keep ggml's bytes",
+TEST_CASE("Q4_Kx8 / Q5_Kx8 / Q6_Kx8 are chosen only for whole groups of 8 rows, other shapes keep ggml's bytes",
           "[kernels][repack]") {
   CHECK(repacked_type(GgmlType::Q4_K, 64) == GgmlType::Q4_Kx8);
+  CHECK(repacked_type(GgmlType::Q5_K, 64) == GgmlType::Q5_Kx8);
   CHECK(repacked_type(GgmlType::Q6_K, 64) == GgmlType::Q6_Kx8);
-  CHECK(repacked_type(GgmlType::Q5_K, 64) == GgmlType::Q5_K);
+  CHECK(repacked_type(GgmlType::Q3_K, 64) == GgmlType::Q3_K);
   for (GgmlType base : kKQuantBases) {
     const GgmlType packed = repacked_type(base, 8);
     INFO("type " << ggml_type_info(base).name);
@@ -183,7 +184,7 @@ TEST_CASE("Q4_Kx8 / Q6_Kx8 are chosen only for whole groups of 8 rows, other sha
   }
 }
 
-TEST_CASE("the Q4_Kx8 / Q6_Kx8 scalar twins equal ref Q4_K / Q6_K bit for bit", "[kernels][repack]") {
+TEST_CASE("the Q4_Kx8 / Q5_Kx8 / Q6_Kx8 scalar twins equal ref Q4_K / Q5_K / Q6_K bit for bit", "[kernels][repack]") {
   for (GgmlType base : kKQuantBases) {
     INFO("type " << ggml_type_info(base).name);
     const Problem p(24, 768, 3, base);
@@ -193,7 +194,7 @@ TEST_CASE("the Q4_Kx8 / Q6_Kx8 scalar twins equal ref Q4_K / Q6_K bit for bit", 
   }
 }
 
-TEST_CASE("SIMD Q4_Kx8 / Q6_Kx8 matmuls match ref for decode and prefill batches on group ranges",
+TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 matmuls match ref for decode and prefill batches on group ranges",
           "[kernels][repack]") {
   const int64_t rows = 48, ld_y = 50, row_begin = 8, row_end = 40;
   for (GgmlType base : kKQuantBases) {
@@ -212,7 +213,7 @@ TEST_CASE("SIMD Q4_Kx8 / Q6_Kx8 matmuls match ref for decode and prefill batches
   }
 }
 
-TEST_CASE("SIMD Q4_Kx8 / Q6_Kx8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
+TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
   const int64_t rows = 160, n = 5632, batch = 6;
   for (GgmlType base : kKQuantBases) {
     const Problem p(rows, n, batch, base);
@@ -225,7 +226,7 @@ TEST_CASE("SIMD Q4_Kx8 / Q6_Kx8 matmuls match ref across several L2 row blocks",
   }
 }
 
-TEST_CASE("Q4_K / Q6_K rows not a multiple of 8 stay on the ggml-layout kernels", "[kernels][repack]") {
+TEST_CASE("Q4_K / Q5_K / Q6_K rows not a multiple of 8 stay on the ggml-layout kernels", "[kernels][repack]") {
   const int64_t rows = 60, n = 512, batch = 5;
   for (GgmlType base : kKQuantBases) {
     const Problem p(rows, n, batch, base);
@@ -238,4 +239,36 @@ TEST_CASE("Q4_K / Q6_K rows not a multiple of 8 stay on the ggml-layout kernels"
       CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-10);
     });
   }
+}
+
+TEST_CASE("Q5_Kx8 keeps the largest sums exact: quants 31, scales and mins 63, activations +-127",
+          "[kernels][repack]") {
+  // Every quant 31 (nibble 15, fifth bit set) and every act value +-127 in runs of 16 of one
+  // sign: the largest s16 run sums the GEMM forms (8 products of 31 x 127).
+  const int64_t rows = 16, n = 512, batch = 5;
+  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::Q5_K, n) * rows);
+  auto* w = reinterpret_cast<BlockQ5_K*>(ggml.data());
+  for (int64_t b = 0; b < rows * n / kQK_K; ++b) {
+    w[b].d = 0x3c00;     // 1.0
+    w[b].dmin = 0x3800;  // 0.5
+    for (uint8_t& v : w[b].scales) v = 0xFF;
+    for (uint8_t& v : w[b].qh) v = 0xFF;
+    for (uint8_t& v : w[b].qs) v = 0xFF;
+  }
+  std::vector<float> x(static_cast<size_t>(batch * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 16 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
+  const size_t a_row = act_row_bytes(GgmlType::Q5_K, n);
+  std::vector<uint8_t> acts(a_row * batch);
+  for (int64_t b = 0; b < batch; ++b) ref::prepare_act_row(GgmlType::Q5_K, &x[static_cast<size_t>(b * n)], &acts[a_row * b], n);
+  std::vector<uint8_t> repacked = ggml;
+  repack_rows(GgmlType::Q5_K, repacked.data(), rows, n);
+  std::vector<float> want(static_cast<size_t>(batch * rows)), twin(want.size()), got(want.size());
+  ref::matmul_rows(MatmulArgs{GgmlType::Q5_K, ggml.data(), n, acts.data(), batch, want.data(), rows}, 0, rows);
+  ref::matmul_rows(MatmulArgs{GgmlType::Q5_Kx8, repacked.data(), n, acts.data(), batch, twin.data(), rows}, 0, rows);
+  CHECK(twin == want);
+  test::for_each_simd_isa([&](CpuIsa isa) {
+    INFO("isa " << cpu_isa_name(isa));
+    cpu::matmul_rows(MatmulArgs{GgmlType::Q5_Kx8, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
+    CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
+  });
 }

@@ -1,0 +1,90 @@
+// Internal, included only by the AVX2 GEMMs over Q4_Kx8 and Q5_Kx8 (kernels/weight_repack.h),
+// whose blocks share the Q4_Kx8 part: a super-block's 128 six-bit scales and mins unpacked for
+// all 8 rows with a few vector shifts, and the once-per-super-block float step that meets the
+// integer sums with fp16(d), fp16(dmin), the mins and each act row's scale.
+#pragma once
+#include "kernels/cpu/interleaved_gemm_avx2.h"
+
+namespace kvdesk {
+namespace {
+
+constexpr int kKSubBlocks = 8;  // 32-value sub-blocks of a super-block
+
+// A super-block's scales and mins, unpacked for the 8 rows.
+struct KX8Scales {
+  __m256i scale[kKSubBlocks];      // [8 sub-blocks][16] s16: sc[s] of row r in lanes 2r, 2r + 1
+  __m256i mins[kKSubBlocks / 2];   // [4 pairs q][16] s16: m[2q] of row r in lane 2r, m[2q + 1] in 2r + 1
+};
+
+// The 128 six-bit values (weight_repack.h) as u8: sc of sub-blocks 0-3, 4-7, m of 0-3, 4-7,
+// each vector byte 8 (s % 4) + r. High bits k sit at bits 2k, 2k + 1 of scale_high.
+ALWAYS_INLINE void unpack_six_bits(const BlockQ4_Kx8& b, __m256i (&v)[4]) {
+  const __m256i low4 = _mm256_set1_epi8(15);
+  const __m256i two = _mm256_set1_epi8(3);
+  const __m256i low[2] = {load_256(b.scale_low), load_256(b.scale_low + 32)};
+  const __m256i high = load_256(b.scale_high);
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const __m256i l = _mm256_and_si256(k < 2 ? low[k] : _mm256_srli_epi16(low[k - 2], 4), low4);
+    const __m256i h = _mm256_and_si256(_mm256_srl_epi16(high, _mm_cvtsi32_si128(2 * k)), two);
+    v[k] = _mm256_or_si256(l, _mm256_slli_epi16(h, 4));
+  }
+}
+
+ALWAYS_INLINE KX8Scales unpack_scales(const BlockQ4_Kx8& b) {
+  __m256i v[4];
+  unpack_six_bits(b, v);
+  // bytes 8h .. 8h + 7 (one sub-block's 8 rows) each twice; bytes i and 8 + i side by side
+  const __m128i dup[2] = {_mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+                          _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)};
+  const __m128i zip = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  KX8Scales out;
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    const __m128i sc = q % 2 == 0 ? _mm256_castsi256_si128(v[q / 2]) : _mm256_extracti128_si256(v[q / 2], 1);
+    const __m128i m = q % 2 == 0 ? _mm256_castsi256_si128(v[2 + q / 2]) : _mm256_extracti128_si256(v[2 + q / 2], 1);
+    out.scale[2 * q] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sc, dup[0]));
+    out.scale[2 * q + 1] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sc, dup[1]));
+    out.mins[q] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(m, zip));
+  }
+  return out;
+}
+
+// Per row lane: sum_s m[s] * (bsums[2s] + bsums[2s + 1]).
+ALWAYS_INLINE __m256i min_dot(const KX8Scales& sc, const BlockQ8K& a) {
+  const __m128i pair_sums = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.bsums)),
+                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.bsums + 8)));
+  const __m256i sums = _mm256_castsi128_si256(pair_sums);
+  __m256i dot = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    const __m256i pair = _mm256_permutevar8x32_epi32(sums, _mm256_set1_epi32(q));
+    dot = _mm256_add_epi32(dot, _mm256_madd_epi16(sc.mins[q], pair));
+  }
+  return dot;
+}
+
+// acc[t] += fp16(d) * a[t].d * iacc[t] - fp16(dmin) * a[t].d * min_dot, per row lane: the
+// super-block's integer sums iacc[t] (sum_s sc[s] * dot) against act row t become floats once.
+template <int C>
+ALWAYS_INLINE void finish_super_block(const BlockQ4_Kx8& b, const KX8Scales& sc, const BlockQ8K* (&a)[C],
+                                      const __m256i (&iacc)[C], __m256 (&acc)[C]) {
+  const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+  const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.dmin)));
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) {
+    const __m256 ad = _mm256_broadcast_ss(&a[t]->d);
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[t]), _mm256_mul_ps(d, ad), acc[t]);
+    acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_dot(sc, *a[t])), _mm256_mul_ps(dmin, ad), acc[t]);
+  }
+}
+
+// Super-block j of every act row: a[t] for act row t of the tile.
+template <int C>
+ALWAYS_INLINE void act_super_blocks(const char* acts, size_t a_stride, int64_t j, const BlockQ8K* (&a)[C]) {
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) a[t] = reinterpret_cast<const BlockQ8K*>(acts + t * a_stride) + j;
+}
+
+}  // namespace
+}  // namespace kvdesk
