@@ -43,13 +43,14 @@ ALWAYS_INLINE __m256i broadcast_4_bytes(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Every cache line of the block at b (the lines of the next group when b is past this group's
-// end; a prefetch past the matrix's end reads nothing and cannot fault).
+// Every cache line of the block `ahead` blocks after b (the lines of the next group when that is
+// past this group's end; a prefetch past the matrix's end reads nothing and cannot fault). The
+// address is computed as an integer: a pointer may not point that far past its array.
 template <class Block>
-ALWAYS_INLINE void prefetch_block(const Block* b) {
-  const char* bytes = reinterpret_cast<const char*>(b);
+ALWAYS_INLINE void prefetch_block(const Block* b, int64_t ahead) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(b) + uintptr_t(ahead) * sizeof(Block);
 #pragma GCC unroll 32
-  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(bytes + line, _MM_HINT_T0);
+  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(reinterpret_cast<const char*>(at + line), _MM_HINT_T0);
 }
 
 // y[t * ld_y + r] for the group's 8 rows r and act rows t < C, over all blocks.
@@ -60,7 +61,7 @@ void interleaved_tile(const typename K::Block* group, const char* acts, size_t a
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t j = 0; j < blocks; ++j) {
-    if constexpr (K::kPrefetchBlocks > 0) prefetch_block(group + j + K::kPrefetchBlocks);
+    if constexpr (K::kPrefetchBlocks > 0) prefetch_block(group + j, K::kPrefetchBlocks);
     K::template step<C>(group[j], acts, a_stride, j, acc);
   }
 #pragma GCC unroll 8
