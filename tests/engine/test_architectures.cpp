@@ -270,6 +270,18 @@ RandomModelSpec tiny_spec(const std::string& arch) {
   return s;
 }
 
+// A llama of one llama.cpp weight mix, wide enough (256) for every block size of its types.
+RandomModelSpec weight_mix_spec(const std::string& mix) {
+  RandomModelSpec spec = tiny_spec("llama");
+  spec.mix = *find_weight_mix(mix);
+  spec.embd = 256;
+  spec.heads = 8;
+  spec.kv_heads = 2;
+  spec.ff = 512;
+  spec.weight_std = 0.1f;
+  return spec;
+}
+
 test::ModelRun open_model(const std::string& path, int threads = 1, int32_t prefill_chunk = 512) {
   return test::ModelRun(Model::load(path), KvCacheConfig{}, threads, prefill_chunk);
 }
@@ -538,14 +550,7 @@ TEST_CASE("low-bit weight mixes load, match the reference forward and generate",
                              MixCase{"q4_k_m", {GgmlType::Q4_K, GgmlType::Q6_K}},
                              MixCase{"iq4_nl", {GgmlType::IQ4_NL}}, MixCase{"iq4_xs", {GgmlType::IQ4_XS}});
   TempDir dir;
-  RandomModelSpec spec = tiny_spec("llama");
-  spec.mix = *find_weight_mix(c.mix);
-  spec.embd = 256;
-  spec.heads = 8;
-  spec.kv_heads = 2;
-  spec.ff = 512;
-  spec.weight_std = 0.1f;
-  write_random_model(spec, dir.file("m.gguf"));
+  write_random_model(weight_mix_spec(c.mix), dir.file("m.gguf"));
   test::ModelRun r = open_model(dir.file("m.gguf"), 2);
   for (GgmlType type : c.types) {
     const auto& tensors = r.model->file().tensors();
@@ -576,14 +581,7 @@ TEST_CASE("AVX2's repacked K-quant layouts give the logits of ggml's layout", "[
   cpu_isa_force(CpuIsa::Avx2);
   for (const char* mix : {"q4_k_m", "q5_k_m"}) {
     TempDir dir;
-    RandomModelSpec spec = tiny_spec("llama");
-    spec.mix = *find_weight_mix(mix);
-    spec.embd = 256;
-    spec.heads = 8;
-    spec.kv_heads = 2;
-    spec.ff = 512;
-    spec.weight_std = 0.1f;
-    write_random_model(spec, dir.file("m.gguf"));
+    write_random_model(weight_mix_spec(mix), dir.file("m.gguf"));
     ModelLoadOptions as_stored;
     as_stored.cpu_layouts = false;
     test::ModelRun repacked(Model::load(dir.file("m.gguf")), KvCacheConfig{}, 2);

@@ -73,6 +73,12 @@ std::vector<KvQuality> quality_events(const std::vector<Event>& events) {
   return out;
 }
 
+// q's figures are the ones measured alone (the same steps, so the same floating-point sums).
+void check_matches_reference(const KvQuality& q) {
+  CHECK(q.kl == Approx(reference_quality().at(q.type).kl).margin(1e-12).epsilon(1e-6));
+  CHECK(q.top1 == reference_quality().at(q.type).top1);
+}
+
 }  // namespace
 
 TEST_CASE("f32 kv measured against itself is exact and f16 is almost", "[engine][kv_quality]") {
@@ -116,8 +122,7 @@ TEST_CASE("the engine measures every kv type in the background, one event each, 
     INFO(kv_type_name(q.type));
     CHECK(q.type == all_kv_types()[i]);
     CHECK(q.model_identity == identity);
-    CHECK(q.kl == Approx(reference_quality().at(q.type).kl).margin(1e-12).epsilon(1e-6));
-    CHECK(q.top1 == reference_quality().at(q.type).top1);
+    check_matches_reference(q);
   }
 }
 
@@ -158,8 +163,7 @@ TEST_CASE("a chat beside a kv quality measurement keeps its greedy tokens and th
   REQUIRE(measured.size() == all_kv_types().size());
   for (const KvQuality& q : measured) {
     INFO(kv_type_name(q.type));
-    CHECK(q.kl == Approx(reference_quality().at(q.type).kl).margin(1e-12).epsilon(1e-6));
-    CHECK(q.top1 == reference_quality().at(q.type).top1);
+    check_matches_reference(q);
   }
 }
 
