@@ -62,6 +62,7 @@ void attend(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs&
   const int32_t d = layer.head_dim;
   KVDESK_ASSERT(seq.num_tokens > 0 && args.num_heads % layer.num_kv_heads == 0);
   KVDESK_ASSERT(args.first_token >= 0 && args.first_token < seq.num_tokens);
+  KVDESK_ASSERT(args.recent_count >= 0 && args.recent_count <= seq.num_tokens - args.first_token);
   const int32_t group = args.num_heads / layer.num_kv_heads;
   const bool compat = args.numerics == AttentionNumerics::LlamaCpp;
   const bool round_q = compat && layer.k.type == KvType::F16;
@@ -77,9 +78,15 @@ void attend(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs&
     const float q_scale = int_keys ? quantize_query(q, d, codes) : 0.0f;
     float running_max = -INFINITY;
     float running_sum = 0;
+    const int32_t recent_first = seq.num_tokens - args.recent_count;
     for (int32_t j = args.first_token; j < seq.num_tokens; ++j) {
+      const bool recent = j >= recent_first;
+      const int64_t recent_offset = (j - recent_first) * args.recent_stride + int64_t(g) * d;
       float s = 0;
-      if (int_keys) {
+      if (recent) {
+        for (int32_t i = 0; i < d; ++i) s += q[i] * args.recent_k[recent_offset + i];
+        s *= args.scale;
+      } else if (int_keys) {
         s = int_key_dot(layer.k.type, row_ptr(layer.k, seq, layer.block_size, j, g), codes, d) * (q_scale * args.scale);
       } else {
         paged_kv_read_k(layer, seq, j, g, row);
@@ -96,7 +103,11 @@ void attend(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs&
       } else {
         weight = std::exp(s - running_max);
       }
-      paged_kv_read_v(layer, seq, j, g, row);
+      if (recent) {
+        std::copy_n(args.recent_v + recent_offset, d, row);
+      } else {
+        paged_kv_read_v(layer, seq, j, g, row);
+      }
       for (int32_t i = 0; i < d; ++i) {
         const float a = acc[i] * acc_scale;
         acc[i] = round_acc ? round_to_fp16(round_to_fp16(a) + row[i] * weight) : a + row[i] * weight;

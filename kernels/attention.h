@@ -31,6 +31,15 @@ struct AttentionArgs {
   // Gemma-style layers (the CUDA kernels run neither; their backend refuses such models):
   float softcap = 0.0f;       // > 0: scores are soft-capped to (-softcap, softcap)
   int32_t first_token = 0;    // the first cached row attended (sliding window); earlier weights are 0
+  // The newest recent_count rows, positions [seq.num_tokens - recent_count, seq.num_tokens), are
+  // read from these f32 copies instead of the cache: a cache of 8-bit or 4-bit KV keeps each
+  // sequence's newest rows at full precision too (engine/kv/recent_rows.h). Row r of kv head g
+  // is at recent_k + r * recent_stride + g * head_dim (recent_v alike). recent_count >= 0,
+  // at most seq.num_tokens - first_token.
+  const float* recent_k = nullptr;   // [recent_count][recent_stride]
+  const float* recent_v = nullptr;   // [recent_count][recent_stride]
+  int32_t recent_count = 0;
+  int64_t recent_stride = 0;         // floats between consecutive rows
 };
 
 // Scratch floats of one call with num_heads query heads (ref:: or cpu::).

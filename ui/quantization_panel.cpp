@@ -99,6 +99,10 @@ void draw_quantization_panel(ViewModel& vm, UiActions& actions) {
     ImGui::Text("K: %s   V: %s   block: %d tokens", kv.k_type.c_str(), kv.v_type.c_str(), kv.block_size);
     ImGui::Text("%s bytes/token, %s per block, pool %s", format_count(int64_t(kv.bytes_per_token)).c_str(),
                 format_bytes(kv.bytes_per_block).c_str(), format_bytes(kv.pool_bytes).c_str());
+    if (kv.recent_rows > 0) {
+      ImGui::Text("Newest %d rows of each conversation also kept in f32 and read exact: %s now", kv.recent_rows,
+                  format_bytes(kv.recent_row_bytes).c_str());
+    }
     const std::string quality = kv_quality_line(vm.kv_types, kv.k_type);
     if (!quality.empty()) ImGui::TextWrapped("K type %s", quality.c_str());
   } else {

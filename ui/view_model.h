@@ -174,6 +174,8 @@ struct KvView {
   std::string k_type;
   std::string v_type;
   int32_t block_size = 0;
+  int32_t recent_rows = 0;        // newest rows per sequence also kept in f32 (low-bit KV)
+  uint64_t recent_row_bytes = 0;  // what the live sequences' f32 rows take
   bool prefix_caching = true;
   uint64_t bytes_per_token = 0;
   uint64_t bytes_per_block = 0;

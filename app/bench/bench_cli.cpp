@@ -29,6 +29,7 @@ void add_knob_flags(CLI::App* cmd, KnobFlags& flags, const std::vector<Knob>& kn
   const std::map<Knob, std::string> help = {
       {Knob::KvType, "KV cache storage type (default f16)"},
       {Knob::BlockSize, "KV block size in tokens (default 16)"},
+      {Knob::KvRecent, "Newest rows per sequence kept in f32 for fp8 / int8 / int4 KV (default 16; 0: none)"},
       {Knob::PrefixCache, "Prefix cache on or off (default on)"},
       {Knob::ChunkSize, "Prefill tokens per forward call / engine step token budget (default 256)"},
       {Knob::PreemptMode, "Preemption: recompute or swap (default recompute)"},
@@ -160,8 +161,8 @@ void add_ab(ModeCommand& c) {
   add_trace(c.app, o);
   c.app
       ->add_option("--knob", *c.ab_knobs,
-                   "The one knob to vary: kv-type, block-size, prefix-cache, chunk-size, "
-                   "preempt-mode or threads")
+                   "The one knob to vary: kv-type, block-size, kv-recent, prefix-cache, chunk-size, "
+                   "preempt-mode, threads or weight-layout")
       ->required()
       ->delimiter(',');
   c.app->add_option("--a", o.a, "The knob's value in arm A")->required();
@@ -186,7 +187,7 @@ std::optional<std::string> check_ab(ModeCommand& c, const KnobFlags& flags) {
   const std::optional<Knob> knob = knob_from_name(o.knob);
   if (!knob)
     return "unknown knob '" + o.knob +
-           "' (choose kv-type, block-size, prefix-cache, chunk-size, preempt-mode or threads)";
+           "' (choose kv-type, block-size, kv-recent, prefix-cache, chunk-size, preempt-mode, threads or weight-layout)";
   const std::vector<Knob> varies = knobs_of_mode(o.ab_mode);
   if (std::find(varies.begin(), varies.end(), *knob) == varies.end()) {
     return "the " + o.ab_mode + " mode does not depend on " + o.knob + "; choose another --mode";
@@ -243,7 +244,7 @@ std::vector<ModeCommand> add_mode_commands(CLI::App& app) {
   std::vector<ModeCommand> commands;
   ModeCommand speed = make_command(app, "speed", "Prefill tok/s per prompt length and decode tok/s per context depth");
   add_knob_flags(speed.app, *speed.knob_flags,
-                 {Knob::KvType, Knob::BlockSize, Knob::ChunkSize, Knob::Threads, Knob::WeightLayout});
+                 {Knob::KvType, Knob::BlockSize, Knob::KvRecent, Knob::ChunkSize, Knob::Threads, Knob::WeightLayout});
   add_speed(speed.app, *speed.options);
   speed.app
       ->add_option("--bandwidth-mib", speed.options->bandwidth_mib,
@@ -273,7 +274,7 @@ std::vector<ModeCommand> add_mode_commands(CLI::App& app) {
 
   ModeCommand quality =
       make_command(app, "quality", "Perplexity, KL divergence and top-1 agreement of each KV type vs f32");
-  add_knob_flags(quality.app, *quality.knob_flags, {Knob::BlockSize, Knob::Threads});
+  add_knob_flags(quality.app, *quality.knob_flags, {Knob::BlockSize, Knob::KvRecent, Knob::Threads});
   add_kv_types(quality.app, *quality.options);
   add_quality(quality.app, *quality.options);
   commands.push_back(quality);

@@ -61,6 +61,7 @@ EngineSettings engine_settings(const BenchOptions& o, const Knobs& k) {
   s.kv.k_type = k.kv_type;
   s.kv.v_type = k.kv_type;
   s.kv.block_size = k.block_size;
+  s.kv.recent_rows = k.kv_recent;
   s.kv_budget_bytes = size_t(o.kv_budget_mib * 1024 * 1024);
   s.prefix_caching = k.prefix_cache;
   s.scheduler.step_token_budget = k.chunk_size;

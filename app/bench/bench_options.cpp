@@ -9,8 +9,8 @@
 namespace kvdesk::bench {
 namespace {
 
-constexpr Knob kKnobs[] = {Knob::KvType,      Knob::BlockSize, Knob::PrefixCache, Knob::ChunkSize,
-                           Knob::PreemptMode, Knob::Threads,   Knob::WeightLayout};
+constexpr Knob kKnobs[] = {Knob::KvType,    Knob::BlockSize,   Knob::KvRecent, Knob::PrefixCache,
+                           Knob::ChunkSize, Knob::PreemptMode, Knob::Threads,  Knob::WeightLayout};
 
 std::string kv_type_names() {
   std::string names;
@@ -47,6 +47,7 @@ const char* knob_name(Knob knob) {
   switch (knob) {
     case Knob::KvType: return "kv-type";
     case Knob::BlockSize: return "block-size";
+    case Knob::KvRecent: return "kv-recent";
     case Knob::PrefixCache: return "prefix-cache";
     case Knob::ChunkSize: return "chunk-size";
     case Knob::PreemptMode: return "preempt-mode";
@@ -86,6 +87,7 @@ void set_knob(Knobs& knobs, Knob knob, const std::string& value) {
       knobs.block_size = b;
       return;
     }
+    case Knob::KvRecent: knobs.kv_recent = parse_int(value, 0, 4096, "kv-recent"); return;
     case Knob::PrefixCache: knobs.prefix_cache = parse_on_off(value); return;
     case Knob::ChunkSize: knobs.chunk_size = parse_int(value, 1, 1 << 16, "chunk-size"); return;
     case Knob::PreemptMode:
@@ -105,6 +107,7 @@ std::string knob_value(const Knobs& knobs, Knob knob) {
   switch (knob) {
     case Knob::KvType: return kv_type_name(knobs.kv_type);
     case Knob::BlockSize: return std::to_string(knobs.block_size);
+    case Knob::KvRecent: return std::to_string(knobs.kv_recent);
     case Knob::PrefixCache: return knobs.prefix_cache ? "on" : "off";
     case Knob::ChunkSize: return std::to_string(knobs.chunk_size);
     case Knob::PreemptMode: return preempt_mode_name(knobs.preempt_mode);

@@ -20,6 +20,7 @@ namespace kvdesk::bench {
 struct Knobs {
   KvType kv_type = KvType::F16;
   int32_t block_size = 16;
+  int32_t kv_recent = kKvRecentRows;   // newest rows per sequence kept in f32 for low-bit KV
   bool prefix_cache = true;
   int32_t chunk_size = 256;  // prefill tokens per forward call (engine: step token budget)
   PreemptMode preempt_mode = PreemptMode::Recompute;
@@ -29,7 +30,7 @@ struct Knobs {
   bool cpu_layouts = true;
 };
 
-enum class Knob : uint8_t { KvType, BlockSize, PrefixCache, ChunkSize, PreemptMode, Threads, WeightLayout };
+enum class Knob : uint8_t { KvType, BlockSize, KvRecent, PrefixCache, ChunkSize, PreemptMode, Threads, WeightLayout };
 
 std::span<const Knob> all_knobs();
 const char* knob_name(Knob knob);  // "kv-type", "block-size", ...

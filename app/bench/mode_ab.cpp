@@ -26,11 +26,11 @@ struct MetricRuns {
 }  // namespace
 
 std::vector<Knob> knobs_of_mode(const std::string& mode) {
-  if (mode == "speed") return {Knob::KvType, Knob::BlockSize, Knob::ChunkSize, Knob::Threads, Knob::WeightLayout};
+  if (mode == "speed") return {Knob::KvType, Knob::BlockSize, Knob::KvRecent, Knob::ChunkSize, Knob::Threads, Knob::WeightLayout};
   if (mode == "kv") return {Knob::KvType, Knob::BlockSize};
   if (mode == "prefix") return {Knob::KvType, Knob::BlockSize, Knob::PrefixCache, Knob::ChunkSize, Knob::Threads};
   if (mode == "trace") {
-    return {Knob::KvType, Knob::BlockSize, Knob::PrefixCache, Knob::ChunkSize, Knob::PreemptMode, Knob::Threads};
+    return {Knob::KvType, Knob::BlockSize, Knob::KvRecent, Knob::PrefixCache, Knob::ChunkSize, Knob::PreemptMode, Knob::Threads};
   }
   return {};
 }

@@ -44,11 +44,12 @@ Text load_text(const BenchOptions& o) {
           random_words(kGeneratedWords, rng)};
 }
 
-KvLayout layout_of(KvType type, int32_t block_size) {
+KvLayout layout_of(KvType type, const Knobs& knobs) {
   KvLayout layout;
   layout.k_type = type;
   layout.v_type = type;
-  layout.block_size = block_size;
+  layout.block_size = knobs.block_size;
+  layout.recent_rows = knobs.kv_recent;
   return layout;
 }
 
@@ -74,8 +75,8 @@ Report run_quality(const BenchOptions& o) {
   std::vector<KvType> types = parse_kv_types(o.kv_types);
   std::erase(types, KvType::F32);
   KvComparisonOptions co;
-  for (KvType type : types) co.layouts.push_back(layout_of(type, o.knobs.block_size));
-  co.reference = layout_of(KvType::F32, o.knobs.block_size);
+  for (KvType type : types) co.layouts.push_back(layout_of(type, o.knobs));
+  co.reference = layout_of(KvType::F32, o.knobs);
   co.ctx = o.ctx;
   co.bos = model->tokenizer().bos_id();
   CpuForward forward(*model, pool);
@@ -109,7 +110,8 @@ Report run_quality(const BenchOptions& o) {
                 {"text_tokens", tokens.size()},
                 {"ctx", rows.empty() ? nlohmann::json(o.ctx) : rows[0]["ctx"]},
                 {"reference", "f32"},
-                {"block_size", o.knobs.block_size}};
+                {"block_size", o.knobs.block_size},
+                {"kv_recent", o.knobs.kv_recent}};
   r.results["types"] = rows;
   r.tables.push_back(t);
   r.plots.push_back(p);

@@ -36,8 +36,9 @@ RequestMetrics run_request(Model& model, ThreadPool& pool, const Knobs& k, KvCac
 
 // Prompt tokens computed per second before the first token.
 double prefill_tok_s(Model& model, ThreadPool& pool, const Knobs& k, const std::vector<int32_t>& prompt) {
-  KvCache kv(model.config(),
-             bench_cache_config(k.kv_type, k.block_size, kv_blocks_for(int64_t(prompt.size()) + 1, k.block_size)));
+  KvCacheConfig cache = bench_cache_config(k.kv_type, k.block_size, kv_blocks_for(int64_t(prompt.size()) + 1, k.block_size));
+  cache.layout.recent_rows = k.kv_recent;
+  KvCache kv(model.config(), cache);
   return run_request(model, pool, k, kv, prompt, 1).prefill_tok_s;
 }
 
@@ -49,6 +50,7 @@ double decode_tok_s(Model& model, ThreadPool& pool, const Knobs& k, int32_t dept
   const ModelConfig& config = model.config();
   KvCacheConfig cache = bench_cache_config(k.kv_type, k.block_size, kv_blocks_for(depth + n + 1, k.block_size) + 1);
   cache.prefix_caching = true;
+  cache.layout.recent_rows = k.kv_recent;
   KvCache kv(config, cache);
   Rng rng(seed);
   const SeqId seq = fill_context(kv, config, depth, rng);

@@ -83,6 +83,7 @@ void add_kv_options(CLI::App* cmd, ModelArgs& args) {
   cmd->add_option("--block-size", args.block_size, "KV block size in tokens")
       ->check(block_size_check())
       ->capture_default_str();
+  add_kv_recent_option(cmd, args);
   cmd->add_option("--attn-numerics", args.attn_numerics,
                   "exact (f32 math) or llamacpp (f16 rounding as llama.cpp's CPU flash attention)")
       ->check(CLI::IsMember({"exact", "llamacpp"}))
@@ -122,6 +123,13 @@ KvType parse_kv_type(const std::string& name) {
   throw UsageError("unknown KV type '" + name + "' (choose one of " + kv_type_names() + ")");
 }
 
+void add_kv_recent_option(CLI::App* cmd, ModelArgs& args) {
+  cmd->add_option("--kv-recent", args.kv_recent,
+                  "newest rows per sequence also kept in f32 and read exact when K or V is fp8, int8 or int4 (0: none)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+}
+
 CLI::Validator block_size_check() {
   return CLI::IsMember(std::vector<int32_t>(kKvBlockSizes.begin(), kKvBlockSizes.end()));
 }
@@ -146,6 +154,7 @@ KvLayout kv_layout(const ModelArgs& args) {
   layout.k_type = parse_kv_type(args.kv_type_k.empty() ? args.kv_type : args.kv_type_k);
   layout.v_type = parse_kv_type(args.kv_type_v.empty() ? args.kv_type : args.kv_type_v);
   layout.block_size = args.block_size;
+  layout.recent_rows = args.kv_recent;
   layout.numerics = args.attn_numerics == "llamacpp" ? AttentionNumerics::LlamaCpp : AttentionNumerics::Exact;
   return layout;
 }

@@ -41,6 +41,7 @@ struct ModelArgs {
   std::string kv_type_k;        // empty: kv_type
   std::string kv_type_v;        // empty: kv_type
   int block_size = 16;
+  int kv_recent = kKvRecentRows;   // newest rows per sequence kept in f32 for low-bit KV
   std::string attn_numerics = "exact";
   double kv_budget_mib = 0;     // 0: a pool just big enough for the run
   double host_tier_mib = double(kDefaultHostTierMib);   // host memory for KV out of the pool; 0: none
@@ -56,6 +57,8 @@ void add_retention_options(CLI::App* cmd, RetentionArgs& args);
 // Throws kvdesk::Error naming the bad policy or budget.
 RetentionOptions retention_options(const RetentionArgs& args);
 
+// --kv-recent N (KvLayout::recent_rows).
+void add_kv_recent_option(CLI::App* cmd, ModelArgs& args);
 // --block-size: one of kKvBlockSizes.
 CLI::Validator block_size_check();
 

@@ -17,6 +17,7 @@
 #include "engine/chat/chat_template.h"
 #include "engine/error.h"
 #include "engine/kv/kv_layer_groups.h"
+#include "engine/kv/recent_rows.h"
 #include "engine/model/model_info.h"
 #include "engine/quality/kv_quality.h"
 #include "kernels/dot.h"
@@ -145,6 +146,7 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Dev
     kv[kv_type_name(q.type)]["kl"] = q.kl;
     kv[kv_type_name(q.type)]["top1"] = q.top1;
   }
+  const int32_t recent_rows = kKvRecentRows;   // what the engine and the quality measurement use
   return {
       {"path", m.file().path()},
       {"gguf_version", m.file().version()},
@@ -177,6 +179,8 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Dev
       {"parameters", m.weights().num_parameters},
       {"weight_bytes", m.weights().weight_bytes},
       {"kv_per_token", kv},
+      {"kv_recent_rows", {{"rows", recent_rows},
+                          {"bytes_per_sequence", recent_rows_bytes(recent_rows, c.block_count, int32_t(c.kv_dim()))}}},
       {"kv_quality", quality_json(quality)},
       {"chat_template", chat_format_name(chat.format)},
       {"chat_template_warning", chat.warning},
@@ -233,6 +237,11 @@ void print_text(const nlohmann::json& j) {
     std::printf("    %-9s %8lld", kv_type_name(type), v["bytes_per_token"].get<long long>());
     if (v.contains("kl")) std::printf(" %12.3g %7.1f%%", v["kl"].get<double>(), v["top1"].get<double>());
     std::printf("\n");
+  }
+  const nlohmann::json& recent = j["kv_recent_rows"];
+  if (recent["rows"].get<int>() > 0) {
+    std::printf("  fp8, int8 and int4 also keep each sequence's newest %d rows in f32, read exact: %.1f KiB a sequence\n",
+                recent["rows"].get<int>(), double(recent["bytes_per_sequence"].get<long long>()) / 1024.0);
   }
   print_capacity(j["kv_capacity"]);
 }

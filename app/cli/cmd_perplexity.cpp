@@ -42,6 +42,7 @@ KvLayout layout_of(KvType type, const ModelArgs& args) {
   layout.k_type = type;
   layout.v_type = type;
   layout.block_size = args.block_size;
+  layout.recent_rows = args.kv_recent;
   return layout;
 }
 
@@ -56,6 +57,7 @@ nlohmann::json result_json(const PerplexityResult& r, const PerplexityArgs& a) {
           {"tokens", r.tokens},
           {"ctx", r.ctx},
           {"kv_type", a.model.kv_type},
+          {"kv_recent", a.model.kv_recent},
           {"compare", compared ? nlohmann::json(a.compare) : nlohmann::json(nullptr)}};
 }
 
@@ -103,6 +105,7 @@ Command add_perplexity_command(CLI::App& app) {
   cmd->add_option("--block-size", args->model.block_size, "KV block size in tokens")
       ->check(block_size_check())
       ->capture_default_str();
+  add_kv_recent_option(cmd, args->model);
   cmd->add_option("--ctx", args->ctx, "Tokens per window, BOS included (default: min(model context, 512))")
       ->check(CLI::Range(2, 1 << 20));
   cmd->add_flag("--json", args->json, "Print one JSON object");

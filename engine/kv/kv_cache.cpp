@@ -13,15 +13,23 @@ namespace {
 
 double percent(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * double(part) / double(whole) : 0.0; }
 
+// The layout as this cache keeps it: newest rows in f32 only for low-bit KV in host memory
+// (the CUDA forward reads every row as stored).
+KvCacheConfig with_recent_rows_kept(KvCacheConfig config) {
+  config.layout.recent_rows = config.device_pool ? 0 : kv_recent_rows(config.layout);
+  return config;
+}
+
 }  // namespace
 
 KvCache::KvCache(const ModelConfig& model, const KvCacheConfig& config)
-    : config_(config),
+    : config_(with_recent_rows_kept(config)),
       groups_(kv_layer_groups(model)),
       max_context_(model.context_length),
       num_layers_(model.block_count),
       num_kv_heads_(model.head_count_kv),
-      storage_(model, config.layout, config.device_pool),
+      kv_dim_(int32_t(model.kv_dim())),
+      storage_(model, config_.layout, config.device_pool),
       pool_(config.layout.num_blocks),
       root_hash_(prefix_root_hash(config.identity, config.layout.k_type, config.layout.v_type,
                                   config.layout.block_size)),
@@ -41,6 +49,8 @@ int32_t KvCache::blocks_for_sequence(int64_t tokens, int32_t chunk_tokens) const
 }
 int32_t KvCache::num_blocks() const { return pool_.num_blocks(); }
 int32_t KvCache::num_available_blocks() const { return pool_.num_available(); }
+const RecentRows& KvCache::recent_rows(SeqId seq) const { return sequence(seq).recent; }
+RecentRows& KvCache::recent_rows(SeqId seq) { return sequence(seq).recent; }
 PagedKvLayer KvCache::layer(int32_t index) const { return storage_.layer(index); }
 
 // --- sequences -------------------------------------------------------------------------
@@ -54,6 +64,7 @@ SeqId KvCache::create_sequence() {
 KvCache::Sequence KvCache::new_sequence() const {
   Sequence s;
   s.tables.resize(size_t(groups_.num_groups));
+  s.recent = RecentRows(layout().recent_rows, num_layers_, kv_dim_);
   return s;
 }
 
@@ -274,6 +285,8 @@ SeqId KvCache::fork_prefix(SeqId seq, int32_t num_tokens) {
   branch.tokens.assign(s.tokens.begin(), s.tokens.begin() + num_tokens);
   branch.chain.assign(s.chain.begin(), s.chain.begin() + num_tokens / B);
   branch.num_computed = num_tokens;
+  branch.recent = s.recent;
+  branch.recent.truncate(num_tokens);
   branch.window_first = groups_.windowed() ? groups_.first_needed_block(num_tokens, B) : 0;
   for (int32_t g = 0; g < groups_.num_groups; ++g) {
     for (int32_t i = 0; i < blocks; ++i) {
@@ -448,6 +461,7 @@ KvSnapshot KvCache::snapshot() const {
   snap.layout = layout();
   snap.bytes_per_token = bytes_per_token();
   snap.bytes_per_block = bytes_per_block();
+  for (const auto& [id, s] : sequences_) snap.recent_row_bytes += s.recent.bytes();
   snap.pool_bytes = storage_.total_bytes();
   snap.max_context = max_context_;
   snap.layer_groups = groups_.num_groups;

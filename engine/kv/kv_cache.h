@@ -56,6 +56,7 @@
 #include "engine/kv/kv_storage.h"
 #include "engine/model/model_config.h"
 #include "engine/kv/prefix_hash.h"
+#include "engine/kv/recent_rows.h"
 
 namespace kvdesk {
 
@@ -168,6 +169,10 @@ class KvCache {
   PagedSeq view(SeqId seq, int32_t num_positions, int32_t layer) const;
   // The same through group 0's table (every block present): for callers that count slots.
   PagedSeq view(SeqId seq, int32_t num_positions) const;
+  // The sequence's newest rows in f32 (layout().recent_rows of them per layer; none for a pool
+  // without them): the forward stores the rows it writes and reads them back for attention.
+  const RecentRows& recent_rows(SeqId seq) const;
+  RecentRows& recent_rows(SeqId seq);
 
   // --- capacity and statistics ---------------------------------------------------------
   int32_t num_blocks() const;
@@ -198,6 +203,7 @@ class KvCache {
     int32_t swapped_blocks = 0;         // blocks whose bytes swap_out handed out, while swapped
     int32_t num_evicted = 0;            // positions dropped by retention
     bool compacted = false;             // rows moved: blocks no longer match token prefixes
+    RecentRows recent;                  // newest rows in f32; copied by fork, cut by fork_prefix
     std::optional<RetentionState> retention;
 
     int32_t num_slots() const { return int32_t(tokens.size()) - num_evicted; }
@@ -248,6 +254,7 @@ class KvCache {
   int32_t max_context_;
   int32_t num_layers_;
   int32_t num_kv_heads_;
+  int32_t kv_dim_;
   KvStorage storage_;
   BlockPool pool_;
   std::map<SeqId, Sequence> sequences_;   // ordered: snapshots and tests iterate by id

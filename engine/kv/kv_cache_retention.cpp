@@ -88,6 +88,7 @@ bool KvCache::compact(SeqId seq, const std::vector<std::vector<int32_t>>& kept) 
   old_table = *table;
   s.num_evicted += old_slots - new_slots;
   s.compacted = true;
+  s.recent.truncate(first_changed);   // the f32 copies of moved rows no longer match their slots
   s.chain.resize(std::min(s.chain.size(), size_t(first_block)));
   if (s.retention) s.retention->compact(kept);
   ++retention_compactions_;

@@ -10,6 +10,7 @@
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
 #include "engine/model/key_smoothing.h"
+#include "engine/model/recent_window.h"
 #include "engine/system/load_progress.h"
 #include "engine/system/memory_limit.h"
 #include "engine/system/thread_pool.h"
@@ -44,6 +45,7 @@ struct Model::Scratch {
   std::vector<uint8_t> acts;                              // prepared activation rows
   std::vector<float> attn_scratch;                        // [threads][attention scratch]
   std::vector<float> attn_weights;                        // observed tokens' [heads][slots]
+  RecentWindow recent;                                    // the f32 rows attention reads exact
 };
 
 namespace {
@@ -299,8 +301,9 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
   grow(s.attn_scratch, attn_floats * pool.num_threads());
   const ObservedAttention observed = observed_attention(batch, kv, c.head_count);
   grow(s.attn_weights, size_t(observed.total_floats));
-  std::vector<int32_t> evicted(static_cast<size_t>(T));   // [T] positions dropped by KV retention before each token's slot
-  for (int64_t t = 0; t < T; ++t) evicted[size_t(t)] = kv.num_evicted(batch.seq_ids[t]);
+  std::vector<int32_t> slot(static_cast<size_t>(T));   // [T] each token's cache slot: position - positions dropped by KV retention
+  for (int64_t t = 0; t < T; ++t) slot[size_t(t)] = batch.positions[t] - kv.num_evicted(batch.seq_ids[t]);
+  s.recent.plan(batch, slot, kv);
 
   // 1. Token embeddings: x[t] = token_embd[token[t]].
   for (int64_t t = 0; t < T; ++t) {
@@ -330,7 +333,7 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
     //    of its original position). A quantized K type stores k minus the layer's mean key,
     //    an int8 or int4 one also scaled by 1 / D with q scaled by D (engine/model/key_smoothing.h);
     //    an int8 or int4 K or V type stores its rows rotated (kernels/hadamard.h): q and k (or v)
-    //    turn by the same H here.
+    //    turn by the same H here. Low-bit KV keeps the newest rows in f32 too (RecentWindow).
     for (int64_t t = 0; t < T; ++t) {
       ops::rope_angles(batch.positions[t], rope, s.rope_cos_sin.data());
       for (int32_t h = 0; h < c.head_count; ++h) {
@@ -344,12 +347,14 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
       if (keys_scaled) scale_queries(*smoothing, l, s.q.data() + t * QD, c);
       rotate_for_kv(kv.layout(), s.q.data() + t * QD, s.k.data() + t * KVD, s.v.data() + t * KVD, c);
       const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1, l);
-      paged_kv_write(kv_layer, seq, batch.positions[t] - evicted[size_t(t)], s.k.data() + t * KVD, s.v.data() + t * KVD);
+      paged_kv_write(kv_layer, seq, slot[size_t(t)], s.k.data() + t * KVD, s.v.data() + t * KVD);
     }
+    if (s.recent.active()) s.recent.gather(kv, l, s.k.data(), s.v.data());
 
     // 4. Causal attention: token t attends to positions [0, pos_t] of its sequence, on a local
     //    layer only to its last `window` slots. One task per (token, kv head) runs that head's
-    //    group of query heads (GQA).
+    //    group of query heads (GQA). The newest rows are read from their f32 copies, and
+    //    this batch's rows then replace the kept ones.
     const int32_t group = c.head_count / c.head_count_kv;
     int64_t attention_macs = 0;
     for (int32_t p : batch.positions) attention_macs += int64_t(p + 1) * QD * 2;
@@ -370,12 +375,14 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
       args.numerics = kv.layout().numerics;
       const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1, l);
       if (window > 0) args.first_token = std::max(0, seq.num_tokens - window);
+      if (s.recent.active()) s.recent.attach(t, g, HD, args);
       if (observed.offset[size_t(t)] >= 0) {
         args.weights = s.attn_weights.data() + observed.offset[size_t(t)] + int64_t(g) * group * seq.num_tokens;
       }
       cpu::paged_attention(one_head, seq, args);
     }, attention_macs);
     add_observed_attention(observed, batch, kv, l, c.head_count_kv, group, s.attn_weights);
+    if (s.recent.active()) s.recent.keep(kv, l, s.k.data(), s.v.data());
     if (kv_type_rotated(kv.layout().v_type)) hadamard_rotate_rows(s.att.data(), T * c.head_count, HD);
 
     // 5. x += att Wo (through the block's post norm and residual scale, where present).

@@ -1,5 +1,5 @@
 // KV quality (see kv_quality.h): the built-in text as one window, f32 KV as the reference, one
-// layout per type with that type for K and V.
+// layout per type with that type for K and V and the default newest rows in f32.
 #include "engine/quality/kv_quality.h"
 
 #include <algorithm>
@@ -38,7 +38,10 @@ KvComparisonOptions quality_options(const Model& model, const std::vector<KvType
 
 }  // namespace
 
-const char* kv_quality_text_id() { return "lighthouse-128"; }
+const char* kv_quality_text_id() {
+  static_assert(kKvQualityTokens == 128 && kKvRecentRows == 16, "name the text and scheme measured");
+  return "lighthouse-128-recent-16";
+}
 
 KvQualityMeasurement::KvQualityMeasurement(Model& model, ForwardBackend& forward, std::vector<KvType> types)
     : types_(std::move(types)) {

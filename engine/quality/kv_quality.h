@@ -21,8 +21,9 @@ class Model;
 inline constexpr int32_t kKvQualityTokens = 128;
 inline constexpr int32_t kKvQualityChunk = 32;
 
-// The text's name in stored results ("lighthouse-128"); it changes with the text or its length,
-// so results measured on another text are not shown as this one's.
+// The measurement's name in stored results ("lighthouse-128-recent-16"); it changes with the
+// text, its length or the newest rows kept in f32 (KvLayout::recent_rows), so results measured
+// another way are not shown as this one's.
 const char* kv_quality_text_id();
 
 class KvQualityMeasurement {

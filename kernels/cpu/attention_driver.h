@@ -15,7 +15,9 @@
 //      per tile of up to 8 heads whose accumulators stay in registers. int8 / int4 values fold
 //      their group scale into p and their min into one sum per group (attention_int_phases.h).
 // A tile's rows may span blocks: row pointers come from the block table, row by row, and the
-// next tile's rows are prefetched while this one computes. The includer provides <immintrin.h>.
+// next tile's rows are prefetched while this one computes. The newest rows, when the caller
+// passes them in f32 (AttentionArgs::recent_k), come last, in tiles of their own read as f32
+// rows, whatever the cache's types. The includer provides <immintrin.h>.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -245,6 +247,19 @@ void locate_rows(const PagedKvLayer& layer, const PagedSeq& seq, int32_t head, i
   }
 }
 
+// Row pointers of the f32 recent rows of kv head `head` at positions [first, first + W), as
+// many as come before `end`; recent row 0 is position recent_first.
+template <class Isa>
+void locate_recent_rows(const AttentionArgs& args, int32_t d, int32_t head, int32_t recent_first, int32_t first,
+                        int32_t end, RowTile<Isa>& tile) {
+  tile.rows = end - first < Isa::kLanes ? end - first : Isa::kLanes;
+  for (int32_t r = 0; r < tile.rows; ++r) {
+    const int64_t offset = (first + r - recent_first) * args.recent_stride + int64_t(head) * d;
+    tile.k[r] = reinterpret_cast<const uint8_t*>(args.recent_k + offset);
+    tile.v[r] = reinterpret_cast<const uint8_t*>(args.recent_v + offset);
+  }
+}
+
 // Asks for the rows of the next tile while this one computes: scattered blocks defeat the
 // hardware prefetcher, which only follows sequential streams.
 template <class Isa>
@@ -352,6 +367,15 @@ void finish_group(const GroupJob& job, const PagedKvLayer& layer, int32_t first_
 // ([block][kv_head][row]), so when one call covers several kv heads, one tile of W positions
 // reads each block it touches as one contiguous run, and the next tile's runs are prefetched
 // a whole tile ahead. (The engine calls once per kv head, to spread heads over threads.)
+// One tile's three steps for one kv head.
+template <class Isa>
+void attend_tile(const RowTile<Isa>& tile, const GroupJob& job, int32_t first, TileFn<Isa> scores, TileFn<Isa> values) {
+  scores(tile, job);
+  if (job.weights) keep_scores<Isa>(job, first, tile.rows);
+  softmax_tile<Isa>(job);
+  values(tile, job);
+}
+
 template <class Isa>
 void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
   constexpr int W = Isa::kLanes;
@@ -359,6 +383,7 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   const int32_t d = layer.head_dim;
   KVDESK_ASSERT(seq.num_tokens > 0 && d % W == 0 && args.num_heads % layer.num_kv_heads == 0);
   KVDESK_ASSERT(args.first_token >= 0 && args.first_token < seq.num_tokens);
+  KVDESK_ASSERT(args.recent_count >= 0 && args.recent_count <= seq.num_tokens - args.first_token);
   const int32_t groups = layer.num_kv_heads;
   const int32_t group_heads = args.num_heads / groups;
   const TileFn<Isa> scores = scores_fn<Isa>(layer.k.type, d);
@@ -366,21 +391,27 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   const size_t k_row_bytes = kv_row_bytes(layer.k.type, d);
   const size_t v_row_bytes = kv_row_bytes(layer.v.type, d);
   for (int32_t g = 0; g < groups; ++g) start_group<Isa>(group_job<Isa>(layer, args, seq.num_tokens, g, group_heads), layer);
+  // The cached rows, then the recent ones in f32 (tiles do not straddle the two).
+  PagedSeq cached = seq;
+  cached.num_tokens = seq.num_tokens - args.recent_count;
   RowTile<Isa> tile;
-  for (int32_t first = args.first_token; first < seq.num_tokens; first += W) {
-    if (first + W < seq.num_tokens) {
+  for (int32_t first = args.first_token; first < cached.num_tokens; first += W) {
+    if (first + W < cached.num_tokens) {
       for (int32_t g = 0; g < groups; ++g) {
-        locate_rows(layer, seq, g, first + W, tile);
+        locate_rows(layer, cached, g, first + W, tile);
         prefetch_rows(tile, k_row_bytes, v_row_bytes);
       }
     }
     for (int32_t g = 0; g < groups; ++g) {
-      const GroupJob job = group_job<Isa>(layer, args, seq.num_tokens, g, group_heads);
-      locate_rows(layer, seq, g, first, tile);
-      scores(tile, job);
-      if (job.weights) keep_scores<Isa>(job, first, tile.rows);
-      softmax_tile<Isa>(job);
-      values(tile, job);
+      locate_rows(layer, cached, g, first, tile);
+      attend_tile(tile, group_job<Isa>(layer, args, seq.num_tokens, g, group_heads), first, scores, values);
+    }
+  }
+  for (int32_t first = cached.num_tokens; first < seq.num_tokens; first += W) {
+    for (int32_t g = 0; g < groups; ++g) {
+      locate_recent_rows(args, d, g, cached.num_tokens, first, seq.num_tokens, tile);
+      attend_tile(tile, group_job<Isa>(layer, args, seq.num_tokens, g, group_heads), first,
+                  &Scores<Isa, KvType::F32>::tile, &Values<Isa, KvType::F32>::tile);
     }
   }
   for (int32_t g = 0; g < groups; ++g) {

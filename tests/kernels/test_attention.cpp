@@ -1,8 +1,9 @@
 // Paged attention: ref:: equals attention over the same keys and values laid out contiguously,
 // whatever the block table's order, block size, GQA ratio, length or KV type; cpu:: (AVX-512
 // and AVX2) equals its scalar twin ref::paged_attention_int_keys, which stays within the
-// query's 14-bit rounding of ref:: over int8 / int4 keys; and each KV type stays within its
-// format's error of f32 attention.
+// query's 14-bit rounding of ref:: over int8 / int4 keys; each KV type stays within its
+// format's error of f32 attention; and the newest rows, when passed in f32, replace their
+// cached copies.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -126,10 +127,17 @@ const char* path_name(Path path) {
   return "?";
 }
 
+// The newest `count` rows of a problem passed in f32 (AttentionArgs::recent_k), and where a
+// sliding window starts.
+struct RecentRows {
+  int count = 0;
+  int first_token = 0;
+};
+
 // weights, when given, receives the softmax weights [heads][n] (AttentionArgs::weights).
 std::vector<float> run_attention(Path path, const PagedKv& kv, const Problem& p,
                                  AttentionNumerics numerics = AttentionNumerics::Exact,
-                                 std::vector<float>* weights = nullptr) {
+                                 std::vector<float>* weights = nullptr, RecentRows recent = {}) {
   std::vector<float> out(size_t(p.heads) * p.d), scratch(size_t(attention_scratch_floats(p.heads, p.d)));
   AttentionArgs args;
   args.q = p.q.data();
@@ -142,6 +150,12 @@ std::vector<float> run_attention(Path path, const PagedKv& kv, const Problem& p,
     weights->assign(size_t(p.heads) * size_t(p.n), NAN);
     args.weights = weights->data();
   }
+  const size_t recent_row = size_t(p.n - recent.count) * p.kv_heads * p.d;
+  args.recent_k = p.k.data() + recent_row;
+  args.recent_v = p.v.data() + recent_row;
+  args.recent_count = recent.count;
+  args.recent_stride = int64_t(p.kv_heads) * p.d;
+  args.first_token = recent.first_token;
   PagedSeq seq = kv.seq();
   seq.num_tokens = p.n;
   if (path == Path::Ref) {
@@ -228,6 +242,39 @@ TEST_CASE("paged attention over shuffled blocks equals contiguous attention for 
     } else {
       check_close(run_attention(path, kv, p), expected, 1e-5f);
     }
+  }
+}
+
+// The newest rows passed in f32 are read instead of the cached ones: every path equals
+// attention over rows [first_token, n - count) as stored and the last `count` rows exact, the
+// integer-key paths within their query rounding of it.
+TEST_CASE("recent rows passed in f32 replace the cached rows they stand for", "[kernels][attention]") {
+  const Path path = GENERATE(Path::Ref, Path::RefIntKeys, Path::Avx2, Path::Avx512);
+  const auto [k_type, v_type] = GENERATE(table<KvType, KvType>({{KvType::INT4, KvType::INT4},
+      {KvType::INT8, KvType::INT8}, {KvType::FP8_E4M3, KvType::FP8_E4M3}, {KvType::INT8, KvType::F16}}));
+  const auto [count, first_token] = GENERATE(table<int, int>({{0, 0}, {1, 0}, {7, 0}, {16, 0}, {17, 0}, {45, 0},
+                                                               {3, 40}, {5, 40}}));
+  const auto [heads, kv_heads, d] = GENERATE(table<int, int, int>({{8, 2, 64}, {3, 1, 8}, {4, 4, 128}}));
+  const int n = 45;
+  const uint32_t seed = uint32_t(count * 97 + heads + d);
+  const Problem p = random_problem(seed, heads, kv_heads, d, n);
+  const PagedKv kv(p, k_type, v_type, 16, seed);
+  const size_t recent_first = size_t(n - count) * kv_heads * d;
+  std::vector<float> k = rounded(k_type, p.k, d), v = rounded(v_type, p.v, d);
+  std::copy(p.k.begin() + long(recent_first), p.k.end(), k.begin() + long(recent_first));
+  std::copy(p.v.begin() + long(recent_first), p.v.end(), v.begin() + long(recent_first));
+  Problem window = p;
+  window.n = n - first_token;
+  window.k.assign(k.begin() + long(size_t(first_token) * kv_heads * d), k.end());
+  window.v.assign(v.begin() + long(size_t(first_token) * kv_heads * d), v.end());
+  const std::vector<float> expected = contiguous_attention(window, window.k, window.v);
+  const std::vector<float> out = run_attention(path, kv, p, AttentionNumerics::Exact, nullptr, {count, first_token});
+  INFO(path_name(path) << " k " << kv_type_name(k_type) << " v " << kv_type_name(v_type) << " recent " << count
+                       << " first " << first_token << " heads " << heads << "/" << kv_heads << " d " << d);
+  if (path != Path::Ref && int_key_scores(k_type, d)) {
+    check_within_query_rounding(out, expected, p, k_type, 1e-5f);
+  } else {
+    check_close(out, expected, 1e-5f);
   }
 }
 
