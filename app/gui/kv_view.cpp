@@ -21,7 +21,7 @@ void copy_counters(const KvSnapshot& s, ui::KvView& v) {
   v.k_type = kv_type_name(s.layout.k_type);
   v.v_type = kv_type_name(s.layout.v_type);
   v.block_size = s.layout.block_size;
-  v.recent_rows = s.layout.recent_rows;
+  v.recent_rows = kv_recent_rows(s.layout);
   v.recent_row_bytes = s.recent_row_bytes;
   v.bytes_per_token = s.bytes_per_token;
   v.bytes_per_block = s.bytes_per_block;

@@ -55,11 +55,13 @@ void read_layout(const json& j, KvSnapshot& kv) {
   if (auto k = kv_type_from_name(j.value("k_type", ""))) kv.layout.k_type = *k;
   if (auto v = kv_type_from_name(j.value("v_type", ""))) kv.layout.v_type = *v;
   read(j, "block_size", kv.layout.block_size);
+  kv.layout.recent_rows = j.value("recent_rows", 0);   // a server that does not say keeps none
   kv.layout.num_blocks = j.value("blocks_total", 0);
 }
 
 void read_counters(const json& j, KvSnapshot& kv) {
   read(j, "bytes_per_token", kv.bytes_per_token);
+  read(j, "recent_row_bytes", kv.recent_row_bytes);
   read(j, "bytes_per_block", kv.bytes_per_block);
   read(j, "pool_bytes", kv.pool_bytes);
   read(j, "max_context", kv.max_context);

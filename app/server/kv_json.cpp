@@ -69,6 +69,8 @@ json kv_snapshot_json(const KvSnapshot& kv) {
       {"k_type", kv_type_name(kv.layout.k_type)},
       {"v_type", kv_type_name(kv.layout.v_type)},
       {"block_size", kv.layout.block_size},
+      {"recent_rows", kv.layout.recent_rows},
+      {"recent_row_bytes", kv.recent_row_bytes},
       {"bytes_per_token", kv.bytes_per_token},
       {"bytes_per_block", kv.bytes_per_block},
       {"pool_bytes", kv.pool_bytes},

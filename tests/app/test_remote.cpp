@@ -191,6 +191,8 @@ TEST_CASE("kvdesk serve's /v1/kv reads back into the same KV picture", "[remote]
   stats.kv.layout.k_type = KvType::INT8;
   stats.kv.layout.v_type = KvType::F16;
   stats.kv.layout.block_size = 32;
+  stats.kv.layout.recent_rows = 8;
+  stats.kv.recent_row_bytes = 4096;
   stats.kv.blocks_total = 3;
   stats.kv.blocks_used = 2;
   stats.kv.blocks_free = 1;
@@ -217,6 +219,8 @@ TEST_CASE("kvdesk serve's /v1/kv reads back into the same KV picture", "[remote]
   CHECK(back.kv.layout.k_type == KvType::INT8);
   CHECK(back.kv.layout.v_type == KvType::F16);
   CHECK(back.kv.layout.block_size == 32);
+  CHECK(back.kv.layout.recent_rows == 8);
+  CHECK(back.kv.recent_row_bytes == 4096);
   CHECK(back.kv.blocks_total == 3);
   REQUIRE(back.kv.blocks.size() == 3);
   CHECK(back.kv.blocks[1].state == BlockState::Shared);

@@ -31,6 +31,7 @@ TEST_CASE("make_kv_view copies the snapshot and names the sequences", "[gui][kv_
   snap.retention_tokens_seen = 480;
   snap.retention_tokens_kept = 120;
   snap.retention_blocks_freed = 21;
+  snap.recent_row_bytes = 2048;
   const ui::KvView v = gui::make_kv_view(snap, true, {{3, {42, "Alpha"}}});
   CHECK(v.valid);
   CHECK(v.k_type == "f16");
@@ -49,6 +50,14 @@ TEST_CASE("make_kv_view copies the snapshot and names the sequences", "[gui][kv_
   CHECK(v.retention_tokens_seen == 480);
   CHECK(v.retention_tokens_kept == 120);
   CHECK(v.retention_blocks_freed == 21);
+  CHECK(v.recent_rows == kKvRecentRows);   // int8 V keeps the newest rows in f32
+  CHECK(v.recent_row_bytes == 2048);
+}
+
+TEST_CASE("a pool of float kv shows no recent rows in f32 whatever its layout says", "[gui][kv_view]") {
+  KvSnapshot snap;   // as a server that says nothing of them is read: f32 types
+  snap.layout.k_type = snap.layout.v_type = KvType::BF16;
+  CHECK(gui::make_kv_view(snap, true, {}).recent_rows == 0);
 }
 
 TEST_CASE("kv_type_costs shows the engine's bytes and the known quality by type name", "[gui][kv_view]") {
