@@ -8,6 +8,7 @@
 #include "kernels/dot.h"
 #include "kernels/fp16.h"
 #include "kernels/weight_repack.h"
+#include "kernels/weight_repack_twin.h"
 
 namespace kvdesk {
 namespace {
@@ -122,22 +123,6 @@ float dot_k_x8_row(const Block* group, int r, const BlockQ8K* a, int64_t blocks)
   return static_cast<float>(sum);
 }
 
-// ref::matmul_rows over a matrix of Block groups (type `type`).
-template <class Block>
-void matmul_k_x8_rows(GgmlType type, const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  KVDESK_ASSERT(args.weight_type == type && row_begin % kInterleavedRows == 0);
-  const int64_t blocks = args.n / kQK_K;
-  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
-  const auto* groups = static_cast<const Block*>(args.weights);
-  for (int64_t b = 0; b < args.batch; ++b) {
-    const auto* a = reinterpret_cast<const BlockQ8K*>(static_cast<const char*>(args.acts) + b * a_stride);
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      const Block* group = groups + (r / kInterleavedRows) * blocks;
-      args.y[b * args.ld_y + r] = dot_k_x8_row(group, static_cast<int>(r % kInterleavedRows), a, blocks);
-    }
-  }
-}
-
 }  // namespace
 
 void interleave_q4_k_group(const BlockQ4_K* rows, int64_t blocks, BlockQ4_Kx8* group) {
@@ -154,11 +139,11 @@ void interleave_q5_k_group(const BlockQ5_K* rows, int64_t blocks, BlockQ5_Kx8* g
 namespace ref {
 
 void matmul_q4_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  matmul_k_x8_rows<BlockQ4_Kx8>(GgmlType::Q4_Kx8, args, row_begin, row_end);
+  matmul_x8_rows<BlockQ4_Kx8, BlockQ8K>(GgmlType::Q4_Kx8, kQK_K, args, row_begin, row_end, dot_k_x8_row<BlockQ4_Kx8>);
 }
 
 void matmul_q5_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  matmul_k_x8_rows<BlockQ5_Kx8>(GgmlType::Q5_Kx8, args, row_begin, row_end);
+  matmul_x8_rows<BlockQ5_Kx8, BlockQ8K>(GgmlType::Q5_Kx8, kQK_K, args, row_begin, row_end, dot_k_x8_row<BlockQ5_Kx8>);
 }
 
 }  // namespace ref
