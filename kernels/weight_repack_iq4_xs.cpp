@@ -8,6 +8,7 @@
 #include "kernels/dot.h"
 #include "kernels/fp16.h"
 #include "kernels/weight_repack.h"
+#include "kernels/weight_repack_six_bits.h"
 #include "kernels/weight_repack_twin.h"
 
 namespace kvdesk {
@@ -22,19 +23,10 @@ constexpr int kSubBlockValues = 32;
 int scale_number(int s, int r) { return kInterleavedRows * s + r; }
 
 void put_scale(BlockIQ4_XSx8& b, int v, int value) {
-  const int low_byte = v % (kIQ4_XSScaleValues / 2);
-  const int low_shift = v < kIQ4_XSScaleValues / 2 ? 0 : 4;
-  b.scale_low[low_byte] = static_cast<uint8_t>(b.scale_low[low_byte] | (value & 15) << low_shift);
-  const int high_byte = v % (kIQ4_XSScaleValues / 4);
-  const int high_shift = 2 * (v / (kIQ4_XSScaleValues / 4));
-  b.scale_high[high_byte] = static_cast<uint8_t>(b.scale_high[high_byte] | (value >> 4) << high_shift);
+  put_six_bit_value<kIQ4_XSScaleValues>(b.scale_low, b.scale_high, v, value);
 }
 
-int scale(const BlockIQ4_XSx8& b, int v) {
-  const int low = b.scale_low[v % (kIQ4_XSScaleValues / 2)] >> (v < kIQ4_XSScaleValues / 2 ? 0 : 4) & 15;
-  const int high = b.scale_high[v % (kIQ4_XSScaleValues / 4)] >> (2 * (v / (kIQ4_XSScaleValues / 4))) & 3;
-  return low | high << 4;
-}
+int scale(const BlockIQ4_XSx8& b, int v) { return six_bit_value<kIQ4_XSScaleValues>(b.scale_low, b.scale_high, v); }
 
 // Super-block j of 8 IQ4_XS rows (in[0], in[stride], ...) into `out`.
 void interleave_block(const BlockIQ4_XS* in, int64_t stride, BlockIQ4_XSx8& out) {

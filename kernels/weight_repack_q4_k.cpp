@@ -8,6 +8,7 @@
 #include "kernels/dot.h"
 #include "kernels/fp16.h"
 #include "kernels/weight_repack.h"
+#include "kernels/weight_repack_six_bits.h"
 #include "kernels/weight_repack_twin.h"
 
 namespace kvdesk {
@@ -23,19 +24,10 @@ int scale_number(int s, int r) { return kInterleavedRows * s + r; }
 int min_number(int s, int r) { return kQ4_KScaleValues / 2 + kInterleavedRows * s + r; }
 
 void put_six_bits(BlockQ4_Kx8& b, int v, uint8_t value) {
-  const int low_byte = v % (kQ4_KScaleValues / 2);
-  const int low_shift = v < kQ4_KScaleValues / 2 ? 0 : 4;
-  b.scale_low[low_byte] = static_cast<uint8_t>(b.scale_low[low_byte] | (value & 15) << low_shift);
-  const int high_byte = v % (kQ4_KScaleValues / 4);
-  const int high_shift = 2 * (v / (kQ4_KScaleValues / 4));
-  b.scale_high[high_byte] = static_cast<uint8_t>(b.scale_high[high_byte] | (value >> 4) << high_shift);
+  put_six_bit_value<kQ4_KScaleValues>(b.scale_low, b.scale_high, v, value);
 }
 
-int six_bits(const BlockQ4_Kx8& b, int v) {
-  const int low = b.scale_low[v % (kQ4_KScaleValues / 2)] >> (v < kQ4_KScaleValues / 2 ? 0 : 4) & 15;
-  const int high = b.scale_high[v % (kQ4_KScaleValues / 4)] >> (2 * (v / (kQ4_KScaleValues / 4))) & 3;
-  return low | high << 4;
-}
+int six_bits(const BlockQ4_Kx8& b, int v) { return six_bit_value<kQ4_KScaleValues>(b.scale_low, b.scale_high, v); }
 
 // d, dmin, scales, mins and low nibbles of 8 Q4_K or Q5_K rows (in[0], in[stride], ...).
 template <class Row>
