@@ -27,7 +27,8 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::Q2_K:
     case GgmlType::Q3_K:
     case GgmlType::IQ4_NL:
-    case GgmlType::IQ4_XS: return ActFormat::Q8Act;
+    case GgmlType::IQ4_XS:
+    case GgmlType::IQ4_XSx8: return ActFormat::Q8Act;
     // The K-quants meet BlockQ8K: one act scale per 256-value super-block, so the sub-block
     // scales multiply integers and the super-block converts to float once.
     case GgmlType::Q4_K:

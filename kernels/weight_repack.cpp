@@ -1,6 +1,6 @@
-// Repacking rows into interleaved groups (Q4_0x8 here, Q4_Kx8 and Q5_Kx8, Q6_Kx8, Q8_0x8 in
-// weight_repack_q4_k.cpp, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp), and the scalar truth
-// of products over Q4_0x8.
+// Repacking rows into interleaved groups (Q4_0x8 here, Q4_Kx8 and Q5_Kx8, Q6_Kx8, Q8_0x8,
+// IQ4_XSx8 in weight_repack_q4_k.cpp, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp,
+// weight_repack_iq4_xs.cpp), and the scalar truth of products over Q4_0x8.
 #include "kernels/weight_repack.h"
 
 #include <cstring>
@@ -9,6 +9,7 @@
 #include "kernels/check.h"
 #include "kernels/dot.h"
 #include "kernels/fp16.h"
+#include "kernels/weight_repack_twin.h"
 
 namespace kvdesk {
 namespace {
@@ -66,6 +67,9 @@ void interleave_any_group(GgmlType type, const uint8_t* rows, int64_t blocks, ui
     case GgmlType::Q8_0:
       return interleave_q8_0_group(reinterpret_cast<const BlockQ8_0*>(rows), blocks,
                                    reinterpret_cast<BlockQ8_0x8*>(group));
+    case GgmlType::IQ4_XS:
+      return interleave_iq4_xs_group(reinterpret_cast<const BlockIQ4_XS*>(rows), blocks,
+                                     reinterpret_cast<BlockIQ4_XSx8*>(group));
     default: KVDESK_ASSERT(!"interleave_any_group: no interleaved layout for the type");
   }
 }
@@ -80,6 +84,7 @@ GgmlType repacked_type(GgmlType type, int64_t rows) {
     case GgmlType::Q5_K: return GgmlType::Q5_Kx8;
     case GgmlType::Q6_K: return GgmlType::Q6_Kx8;
     case GgmlType::Q8_0: return GgmlType::Q8_0x8;
+    case GgmlType::IQ4_XS: return GgmlType::IQ4_XSx8;
     default: return type;
   }
 }
@@ -99,17 +104,8 @@ void repack_rows(GgmlType type, void* data, int64_t rows, int64_t n) {
 namespace ref {
 
 void matmul_q4_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  KVDESK_ASSERT(args.weight_type == GgmlType::Q4_0x8 && row_begin % kInterleavedRows == 0);
-  const int64_t blocks = args.n / kQ4_0BlockValues;
-  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
-  const auto* groups = static_cast<const BlockQ4_0x8*>(args.weights);
-  for (int64_t b = 0; b < args.batch; ++b) {
-    const auto* a = reinterpret_cast<const BlockQ8Act*>(static_cast<const char*>(args.acts) + b * a_stride);
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      const BlockQ4_0x8* group = groups + (r / kInterleavedRows) * blocks;
-      args.y[b * args.ld_y + r] = dot_q4_0x8_row(group, static_cast<int>(r % kInterleavedRows), a, blocks);
-    }
-  }
+  matmul_x8_rows<BlockQ4_0x8, BlockQ8Act>(GgmlType::Q4_0x8, kQ4_0BlockValues, args, row_begin, row_end,
+                                          dot_q4_0x8_row);
 }
 
 }  // namespace ref

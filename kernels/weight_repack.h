@@ -11,9 +11,10 @@
 // so chunk c, masked to low nibbles, is values 4c .. 4c + 3 of rows 0..7 (one int32 lane each),
 // and its high nibbles values 16 + 4c .. 16 + 4c + 3.
 //
-// Q4_Kx8, Q5_Kx8, Q6_Kx8 and Q8_0x8 (kernels/weight_repack_q4_k.cpp for both Q4_K and Q5_K,
-// weight_repack_q6_k.cpp, weight_repack_q8_0.cpp): Q4_K, Q5_K, Q6_K and Q8_0 rows interleaved
-// the same way, one block per block (super-block) of 8 rows, the matrix again keeping its size.
+// Q4_Kx8, Q5_Kx8, Q6_Kx8, Q8_0x8 and IQ4_XSx8 (kernels/weight_repack_q4_k.cpp for both Q4_K
+// and Q5_K, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp, weight_repack_iq4_xs.cpp): Q4_K,
+// Q5_K, Q6_K, Q8_0 and IQ4_XS rows interleaved the same way, one block per block (super-block)
+// of 8 rows, the matrix again keeping its size.
 #pragma once
 #include <cstdint>
 
@@ -90,6 +91,25 @@ struct BlockQ8_0x8 {
 };
 static_assert(sizeof(BlockQ8_0x8) == kInterleavedRows * sizeof(BlockQ8_0));
 
+// Super-block j of an IQ4_XSx8 row group holds super-block j of its 8 rows (each 256 values in 8
+// sub-blocks s of 32, value 32s + l = fp16(d) * (ls[s] - 32) * kIq4nlValues[index]):
+//     d[r]                          = that row's d
+//     qs[32 * (4s + c) + 4r + k]    = that row's qs[16s + 4c + k]   (sub-block s < 8, c < 4, k < 4)
+// so chunk 4s + c, masked to low nibbles, is the indices of values 4c .. 4c + 3 of sub-block s
+// of rows 0..7 (one int32 lane each), its high nibbles those of values 16 + 4c .. 16 + 4c + 3:
+// each sub-block is laid out as a Q4_0x8 block, meeting act block 8j + s.
+// The 64 six-bit scales ls[s] are numbered v = 8s + r; their low 4 bits are nibbles of
+// scale_low (v < 32 low, v >= 32 high nibble of byte v % 32) and their high 2 bits bits 2k,
+// 2k + 1 of scale_high[v % 16] (k = v / 16), so a few vector shifts and masks unpack all of them.
+constexpr int kIQ4_XSScaleValues = 64;
+struct BlockIQ4_XSx8 {
+  uint16_t d[kInterleavedRows];                   // [8] row scales, IEEE half
+  uint8_t scale_low[kIQ4_XSScaleValues / 2];      // [32] low 4 bits of the 64 scales
+  uint8_t scale_high[kIQ4_XSScaleValues / 4];     // [16] high 2 bits, 4 scales a byte
+  uint8_t qs[kInterleavedRows * kQK_K / 2];       // [8 sub-blocks][4 chunks][8 rows][4 bytes]
+};
+static_assert(sizeof(BlockIQ4_XSx8) == kInterleavedRows * sizeof(BlockIQ4_XS));
+
 // The interleaved layout a matrix of `type` takes for the AVX2 GEMM, or `type` itself when there
 // is none or the shape does not fit it (rows not a multiple of 8).
 GgmlType repacked_type(GgmlType type, int64_t rows);
@@ -109,6 +129,8 @@ void matmul_q5_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void matmul_q6_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q8_0x8 matrix, equal bit for bit to ref::matmul_rows on the Q8_0 rows.
 void matmul_q8_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for an IQ4_XSx8 matrix, equal bit for bit to ref::matmul_rows on the IQ4_XS rows.
+void matmul_iq4_xsx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 }  // namespace ref
 
 // Internal to the repacking: the 8 Q4_K rows of one group, super-blocks [blocks] each (ggml
@@ -120,5 +142,7 @@ void interleave_q5_k_group(const BlockQ5_K* rows, int64_t blocks, BlockQ5_Kx8* g
 void interleave_q6_k_group(const BlockQ6_K* rows, int64_t blocks, BlockQ6_Kx8* group);
 // The same for Q8_0 (kernels/weight_repack_q8_0.cpp).
 void interleave_q8_0_group(const BlockQ8_0* rows, int64_t blocks, BlockQ8_0x8* group);
+// The same for IQ4_XS (kernels/weight_repack_iq4_xs.cpp).
+void interleave_iq4_xs_group(const BlockIQ4_XS* rows, int64_t blocks, BlockIQ4_XSx8* group);
 
 }  // namespace kvdesk

@@ -8,6 +8,8 @@
 #include "kernels/dot.h"
 #include "kernels/fp16.h"
 #include "kernels/weight_repack.h"
+#include "kernels/weight_repack_six_bits.h"
+#include "kernels/weight_repack_twin.h"
 
 namespace kvdesk {
 namespace {
@@ -22,19 +24,10 @@ int scale_number(int s, int r) { return kInterleavedRows * s + r; }
 int min_number(int s, int r) { return kQ4_KScaleValues / 2 + kInterleavedRows * s + r; }
 
 void put_six_bits(BlockQ4_Kx8& b, int v, uint8_t value) {
-  const int low_byte = v % (kQ4_KScaleValues / 2);
-  const int low_shift = v < kQ4_KScaleValues / 2 ? 0 : 4;
-  b.scale_low[low_byte] = static_cast<uint8_t>(b.scale_low[low_byte] | (value & 15) << low_shift);
-  const int high_byte = v % (kQ4_KScaleValues / 4);
-  const int high_shift = 2 * (v / (kQ4_KScaleValues / 4));
-  b.scale_high[high_byte] = static_cast<uint8_t>(b.scale_high[high_byte] | (value >> 4) << high_shift);
+  put_six_bit_value<kQ4_KScaleValues>(b.scale_low, b.scale_high, v, value);
 }
 
-int six_bits(const BlockQ4_Kx8& b, int v) {
-  const int low = b.scale_low[v % (kQ4_KScaleValues / 2)] >> (v < kQ4_KScaleValues / 2 ? 0 : 4) & 15;
-  const int high = b.scale_high[v % (kQ4_KScaleValues / 4)] >> (2 * (v / (kQ4_KScaleValues / 4))) & 3;
-  return low | high << 4;
-}
+int six_bits(const BlockQ4_Kx8& b, int v) { return six_bit_value<kQ4_KScaleValues>(b.scale_low, b.scale_high, v); }
 
 // d, dmin, scales, mins and low nibbles of 8 Q4_K or Q5_K rows (in[0], in[stride], ...).
 template <class Row>
@@ -122,22 +115,6 @@ float dot_k_x8_row(const Block* group, int r, const BlockQ8K* a, int64_t blocks)
   return static_cast<float>(sum);
 }
 
-// ref::matmul_rows over a matrix of Block groups (type `type`).
-template <class Block>
-void matmul_k_x8_rows(GgmlType type, const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  KVDESK_ASSERT(args.weight_type == type && row_begin % kInterleavedRows == 0);
-  const int64_t blocks = args.n / kQK_K;
-  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
-  const auto* groups = static_cast<const Block*>(args.weights);
-  for (int64_t b = 0; b < args.batch; ++b) {
-    const auto* a = reinterpret_cast<const BlockQ8K*>(static_cast<const char*>(args.acts) + b * a_stride);
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      const Block* group = groups + (r / kInterleavedRows) * blocks;
-      args.y[b * args.ld_y + r] = dot_k_x8_row(group, static_cast<int>(r % kInterleavedRows), a, blocks);
-    }
-  }
-}
-
 }  // namespace
 
 void interleave_q4_k_group(const BlockQ4_K* rows, int64_t blocks, BlockQ4_Kx8* group) {
@@ -154,11 +131,11 @@ void interleave_q5_k_group(const BlockQ5_K* rows, int64_t blocks, BlockQ5_Kx8* g
 namespace ref {
 
 void matmul_q4_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  matmul_k_x8_rows<BlockQ4_Kx8>(GgmlType::Q4_Kx8, args, row_begin, row_end);
+  matmul_x8_rows<BlockQ4_Kx8, BlockQ8K>(GgmlType::Q4_Kx8, kQK_K, args, row_begin, row_end, dot_k_x8_row<BlockQ4_Kx8>);
 }
 
 void matmul_q5_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  matmul_k_x8_rows<BlockQ5_Kx8>(GgmlType::Q5_Kx8, args, row_begin, row_end);
+  matmul_x8_rows<BlockQ5_Kx8, BlockQ8K>(GgmlType::Q5_Kx8, kQK_K, args, row_begin, row_end, dot_k_x8_row<BlockQ5_Kx8>);
 }
 
 }  // namespace ref

@@ -7,6 +7,7 @@
 #include "kernels/dot.h"
 #include "kernels/fp16.h"
 #include "kernels/weight_repack.h"
+#include "kernels/weight_repack_twin.h"
 
 namespace kvdesk {
 namespace {
@@ -72,17 +73,7 @@ void interleave_q6_k_group(const BlockQ6_K* rows, int64_t blocks, BlockQ6_Kx8* g
 namespace ref {
 
 void matmul_q6_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  KVDESK_ASSERT(args.weight_type == GgmlType::Q6_Kx8 && row_begin % kInterleavedRows == 0);
-  const int64_t blocks = args.n / kQK_K;
-  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
-  const auto* groups = static_cast<const BlockQ6_Kx8*>(args.weights);
-  for (int64_t b = 0; b < args.batch; ++b) {
-    const auto* a = reinterpret_cast<const BlockQ8K*>(static_cast<const char*>(args.acts) + b * a_stride);
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      const BlockQ6_Kx8* group = groups + (r / kInterleavedRows) * blocks;
-      args.y[b * args.ld_y + r] = dot_q6_kx8_row(group, static_cast<int>(r % kInterleavedRows), a, blocks);
-    }
-  }
+  matmul_x8_rows<BlockQ6_Kx8, BlockQ8K>(GgmlType::Q6_Kx8, kQK_K, args, row_begin, row_end, dot_q6_kx8_row);
 }
 
 }  // namespace ref

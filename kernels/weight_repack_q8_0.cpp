@@ -7,6 +7,7 @@
 #include "kernels/dot.h"
 #include "kernels/fp16.h"
 #include "kernels/weight_repack.h"
+#include "kernels/weight_repack_twin.h"
 
 namespace kvdesk {
 namespace {
@@ -48,17 +49,7 @@ void interleave_q8_0_group(const BlockQ8_0* rows, int64_t blocks, BlockQ8_0x8* g
 namespace ref {
 
 void matmul_q8_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  KVDESK_ASSERT(args.weight_type == GgmlType::Q8_0x8 && row_begin % kInterleavedRows == 0);
-  const int64_t blocks = args.n / kQ8_0BlockValues;
-  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
-  const auto* groups = static_cast<const BlockQ8_0x8*>(args.weights);
-  for (int64_t b = 0; b < args.batch; ++b) {
-    const auto* a = reinterpret_cast<const BlockQ8Act*>(static_cast<const char*>(args.acts) + b * a_stride);
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      const BlockQ8_0x8* group = groups + (r / kInterleavedRows) * blocks;
-      args.y[b * args.ld_y + r] = dot_q8_0x8_row(group, static_cast<int>(r % kInterleavedRows), a, blocks);
-    }
-  }
+  matmul_x8_rows<BlockQ8_0x8, BlockQ8Act>(GgmlType::Q8_0x8, kQ8_0BlockValues, args, row_begin, row_end, dot_q8_0x8_row);
 }
 
 }  // namespace ref

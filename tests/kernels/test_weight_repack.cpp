@@ -1,4 +1,4 @@
-// Q4_0x8, Q8_0x8, Q4_Kx8, Q5_Kx8 and Q6_Kx8 (kernels/weight_repack.h): repacking keeps every
+// Q4_0x8, Q8_0x8, Q4_Kx8, Q5_Kx8, Q6_Kx8 and IQ4_XSx8 (kernels/weight_repack.h): repacking keeps every
 // product bit for bit in the scalar twins, the SIMD GEMMs over them match ref for decode and prefill batches on row-group
 // ranges, and shapes without whole groups keep ggml's layout and its kernels.
 #include <catch2/catch.hpp>
@@ -163,16 +163,19 @@ TEST_CASE("Q8_0x8 keeps the extreme quants exact: -128 weights against +-127 act
   });
 }
 
-// The K-quant file types with an interleaved layout.
-constexpr GgmlType kKQuantBases[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+// The 256-value super-block file types with an interleaved layout.
+constexpr GgmlType kSuperBlockBases[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
 
-TEST_CASE("Q4_Kx8 / Q5_Kx8 / Q6_Kx8 are chosen only for whole groups of 8 rows, other shapes keep ggml's bytes",
+TEST_CASE("Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 are chosen only for whole groups of 8 rows, other shapes keep "
+          "ggml's bytes",
           "[kernels][repack]") {
   CHECK(repacked_type(GgmlType::Q4_K, 64) == GgmlType::Q4_Kx8);
   CHECK(repacked_type(GgmlType::Q5_K, 64) == GgmlType::Q5_Kx8);
   CHECK(repacked_type(GgmlType::Q6_K, 64) == GgmlType::Q6_Kx8);
+  CHECK(repacked_type(GgmlType::IQ4_XS, 64) == GgmlType::IQ4_XSx8);
+  CHECK(repacked_type(GgmlType::IQ4_NL, 64) == GgmlType::IQ4_NL);
   CHECK(repacked_type(GgmlType::Q3_K, 64) == GgmlType::Q3_K);
-  for (GgmlType base : kKQuantBases) {
+  for (GgmlType base : kSuperBlockBases) {
     const GgmlType packed = repacked_type(base, 8);
     INFO("type " << ggml_type_info(base).name);
     CHECK(repacked_type(base, 60) == base);
@@ -184,8 +187,9 @@ TEST_CASE("Q4_Kx8 / Q5_Kx8 / Q6_Kx8 are chosen only for whole groups of 8 rows, 
   }
 }
 
-TEST_CASE("the Q4_Kx8 / Q5_Kx8 / Q6_Kx8 scalar twins equal ref Q4_K / Q5_K / Q6_K bit for bit", "[kernels][repack]") {
-  for (GgmlType base : kKQuantBases) {
+TEST_CASE("the Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 scalar twins equal ref Q4_K / Q5_K / Q6_K / IQ4_XS bit for bit",
+          "[kernels][repack]") {
+  for (GgmlType base : kSuperBlockBases) {
     INFO("type " << ggml_type_info(base).name);
     const Problem p(24, 768, 3, base);
     const std::vector<float> want = p.run(ref::matmul_rows, base, 24, 0, 24);
@@ -194,10 +198,10 @@ TEST_CASE("the Q4_Kx8 / Q5_Kx8 / Q6_Kx8 scalar twins equal ref Q4_K / Q5_K / Q6_
   }
 }
 
-TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 matmuls match ref for decode and prefill batches on group ranges",
+TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref for decode and prefill batches on group ranges",
           "[kernels][repack]") {
   const int64_t rows = 48, ld_y = 50, row_begin = 8, row_end = 40;
-  for (GgmlType base : kKQuantBases) {
+  for (GgmlType base : kSuperBlockBases) {
     for (int64_t n : {256, 2304}) {
       for (int64_t batch : {1, 2, 3, 4, 5, 17}) {
         const Problem p(rows, n, batch, base);
@@ -213,9 +217,10 @@ TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 matmuls match ref for decode and prefil
   }
 }
 
-TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
+TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref across several L2 row blocks",
+          "[kernels][repack]") {
   const int64_t rows = 160, n = 5632, batch = 6;
-  for (GgmlType base : kKQuantBases) {
+  for (GgmlType base : kSuperBlockBases) {
     const Problem p(rows, n, batch, base);
     const std::vector<float> want = p.run(ref::matmul_rows, base, rows, 0, rows);
     test::for_each_simd_isa([&](CpuIsa isa) {
@@ -226,9 +231,9 @@ TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 matmuls match ref across several L2 row
   }
 }
 
-TEST_CASE("Q4_K / Q5_K / Q6_K rows not a multiple of 8 stay on the ggml-layout kernels", "[kernels][repack]") {
+TEST_CASE("Q4_K / Q5_K / Q6_K / IQ4_XS rows not a multiple of 8 stay on the ggml-layout kernels", "[kernels][repack]") {
   const int64_t rows = 60, n = 512, batch = 5;
-  for (GgmlType base : kKQuantBases) {
+  for (GgmlType base : kSuperBlockBases) {
     const Problem p(rows, n, batch, base);
     const GgmlType kept = repacked_type(base, rows);
     REQUIRE(kept == base);
@@ -269,6 +274,37 @@ TEST_CASE("Q5_Kx8 keeps the largest sums exact: quants 31, scales and mins 63, a
   test::for_each_simd_isa([&](CpuIsa isa) {
     INFO("isa " << cpu_isa_name(isa));
     cpu::matmul_rows(MatmulArgs{GgmlType::Q5_Kx8, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
+    CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
+  });
+}
+
+TEST_CASE("IQ4_XSx8 keeps the largest sums exact: levels -127, scales 0 and 63, activations +-127",
+          "[kernels][repack]") {
+  // Every index 0 (level -127) and every act value +-127 in runs of 8 of one sign: the largest
+  // maddubs pair sums (2 x 127 x 127) the GEMM forms; sub-block scales -32 and +31 alternate.
+  const int64_t rows = 16, n = 512, batch = 5;
+  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::IQ4_XS, n) * rows);
+  auto* w = reinterpret_cast<BlockIQ4_XS*>(ggml.data());
+  for (int64_t b = 0; b < rows * n / kQK_K; ++b) {
+    w[b].d = 0x3c00;           // 1.0
+    w[b].scales_h = 0xCCCC;    // high bits 0 for even s, 3 for odd s
+    for (uint8_t& v : w[b].scales_l) v = 0xF0;  // low bits 0 for even s, 15 for odd s
+    for (uint8_t& v : w[b].qs) v = 0;
+  }
+  std::vector<float> x(static_cast<size_t>(batch * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 8 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
+  const size_t a_row = act_row_bytes(GgmlType::IQ4_XS, n);
+  std::vector<uint8_t> acts(a_row * batch);
+  for (int64_t b = 0; b < batch; ++b) ref::prepare_act_row(GgmlType::IQ4_XS, &x[static_cast<size_t>(b * n)], &acts[a_row * b], n);
+  std::vector<uint8_t> repacked = ggml;
+  repack_rows(GgmlType::IQ4_XS, repacked.data(), rows, n);
+  std::vector<float> want(static_cast<size_t>(batch * rows)), twin(want.size()), got(want.size());
+  ref::matmul_rows(MatmulArgs{GgmlType::IQ4_XS, ggml.data(), n, acts.data(), batch, want.data(), rows}, 0, rows);
+  ref::matmul_rows(MatmulArgs{GgmlType::IQ4_XSx8, repacked.data(), n, acts.data(), batch, twin.data(), rows}, 0, rows);
+  CHECK(twin == want);
+  test::for_each_simd_isa([&](CpuIsa isa) {
+    INFO("isa " << cpu_isa_name(isa));
+    cpu::matmul_rows(MatmulArgs{GgmlType::IQ4_XSx8, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
     CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
   });
 }
