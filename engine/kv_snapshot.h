@@ -38,8 +38,7 @@ struct KvLayout {
 // The rows a pool of this layout keeps in f32 per sequence: recent_rows for 8-bit and 4-bit
 // K or V, else 0 (f16 and bf16 rows lose too little to be worth it).
 inline int32_t kv_recent_rows(const KvLayout& layout) {
-  const auto low_bit = [](KvType t) { return t != KvType::F32 && t != KvType::F16 && t != KvType::BF16; };
-  return low_bit(layout.k_type) || low_bit(layout.v_type) ? layout.recent_rows : 0;
+  return kv_type_low_bit(layout.k_type) || kv_type_low_bit(layout.v_type) ? layout.recent_rows : 0;
 }
 
 enum class BlockState : uint8_t {

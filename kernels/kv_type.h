@@ -25,6 +25,11 @@ enum class KvType : uint8_t {
 std::span<const KvType> all_kv_types();
 const char* kv_type_name(KvType type);   // "f32", "f16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int4"
 std::optional<KvType> kv_type_from_name(std::string_view name);
+// Stored in 8 bits or fewer a value (fp8, int8, int4): the types whose rows lose enough that
+// keys are smoothed (engine/model/key_smoothing.h) and the newest rows kept in f32 as well.
+constexpr bool kv_type_low_bit(KvType type) {
+  return type != KvType::F32 && type != KvType::F16 && type != KvType::BF16;
+}
 // Bytes of one stored row of head_dim values, scales included.
 size_t kv_row_bytes(KvType type, int32_t head_dim);
 

@@ -30,7 +30,6 @@ class RecentRows {
   // capacity rows per layer of row_floats floats (kv heads x head dim); capacity 0 keeps none.
   RecentRows(int32_t capacity, int32_t num_layers, int32_t row_floats);
 
-  int32_t capacity() const { return capacity_; }
   int32_t row_floats() const { return row_floats_; }
   // Slots [begin(layer), end(layer)) are kept.
   int32_t begin(int32_t layer) const { return ranges_.empty() ? 0 : ranges_[size_t(layer)].begin; }
@@ -46,7 +45,7 @@ class RecentRows {
   // Keeps only rows of slots before `slots`: a fork of a sequence's first tokens, or KV
   // retention moved the rows from there on.
   void truncate(int32_t slots);
-  size_t bytes() const { return sizeof(float) * (k_.capacity() + v_.capacity()); }
+  size_t bytes() const { return k_.empty() ? 0 : recent_rows_bytes(capacity_, num_layers_, row_floats_); }
 
  private:
   struct Range {

@@ -349,7 +349,7 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
       const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1, l);
       paged_kv_write(kv_layer, seq, slot[size_t(t)], s.k.data() + t * KVD, s.v.data() + t * KVD);
     }
-    if (s.recent.active()) s.recent.gather(kv, l, s.k.data(), s.v.data());
+    s.recent.gather(kv, l, s.k.data(), s.v.data());
 
     // 4. Causal attention: token t attends to positions [0, pos_t] of its sequence, on a local
     //    layer only to its last `window` slots. One task per (token, kv head) runs that head's
@@ -375,14 +375,14 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
       args.numerics = kv.layout().numerics;
       const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1, l);
       if (window > 0) args.first_token = std::max(0, seq.num_tokens - window);
-      if (s.recent.active()) s.recent.attach(t, g, HD, args);
+      s.recent.attach(t, g, HD, args);
       if (observed.offset[size_t(t)] >= 0) {
         args.weights = s.attn_weights.data() + observed.offset[size_t(t)] + int64_t(g) * group * seq.num_tokens;
       }
       cpu::paged_attention(one_head, seq, args);
     }, attention_macs);
     add_observed_attention(observed, batch, kv, l, c.head_count_kv, group, s.attn_weights);
-    if (s.recent.active()) s.recent.keep(kv, l, s.k.data(), s.v.data());
+    s.recent.keep(kv, l, s.k.data(), s.v.data());
     if (kv_type_rotated(kv.layout().v_type)) hadamard_rotate_rows(s.att.data(), T * c.head_count, HD);
 
     // 5. x += att Wo (through the block's post norm and residual scale, where present).

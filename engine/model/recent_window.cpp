@@ -48,6 +48,7 @@ void RecentWindow::gather(const KvCache& kv, int32_t layer, const float* k, cons
 }
 
 void RecentWindow::attach(int64_t t, int32_t g, int32_t head_dim, AttentionArgs& args) const {
+  if (runs_.empty()) return;
   const Run& run = runs_[size_t(run_of_token_[size_t(t)])];
   const int32_t slot = run.first_slot + int32_t(t - run.first_t);
   const int32_t start = std::max({run.window_slot, slot - capacity_ + 1, args.first_token});

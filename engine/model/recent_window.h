@@ -19,10 +19,9 @@ struct ForwardBatch;
 
 class RecentWindow {
  public:
-  // The batch's runs, once per forward; slot[t] is token t's cache slot. Nothing to do when
-  // the cache keeps no rows in f32.
+  // The batch's runs, once per forward; slot[t] is token t's cache slot. When the cache keeps
+  // no rows in f32 there are none, and the calls below do nothing.
   void plan(const ForwardBatch& batch, const std::vector<int32_t>& slot, const KvCache& kv);
-  bool active() const { return capacity_ > 0; }
   // Layer's windows: kept rows, then k and v [T][kv_dim] of the batch's tokens.
   void gather(const KvCache& kv, int32_t layer, const float* k, const float* v);
   // Token t's recent rows of kv head g (head_dim floats at g * head_dim) for attention over
