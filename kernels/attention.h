@@ -58,19 +58,25 @@ namespace ref {
 // The truth: one key at a time, each row dequantized to f32, std::exp.
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
 // The scalar twin of cpu::'s SIMD kernels: as paged_attention, except that scores over int8 /
-// int4 keys (head_dim a multiple of 8) come from the query quantized to 14 bits and integer
-// dot products with the key codes (kernels/attention_int_keys.h).
-void paged_attention_int_keys(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
+// int4 keys (head_dim a multiple of 8) come from the query quantized and integer dot products
+// with the key codes (kernels/attention_int_keys.h), and, when value_tile > 0, int8 / int4
+// values are weighted by 8-bit codes per tile of value_tile cached rows from first_token
+// (kernels/attention_int_values.h), as cpu::int_value_tile says the SIMD kernel does.
+void paged_attention_twin(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args, int32_t value_tile);
 }
 
 namespace cpu {
-// SIMD (AVX-512 or AVX2, chosen at run time), same result as ref::paged_attention_int_keys up
-// to f32 rounding, so the same as ref::paged_attention up to f32 rounding for float and fp8
-// keys and up to the query's 14-bit rounding for int8 / int4 keys. Per kv head it runs that
-// head's whole group of query heads, so each K/V row is loaded once for the group. Falls back
-// to ref::paged_attention for LlamaCpp numerics over f16 K/V, for soft-capped scores and for
-// head dims that are not a multiple of 8.
+// SIMD (AVX-512 or AVX2, chosen at run time), same result as ref::paged_attention_twin (with
+// int_value_tile's tile) up to f32 rounding: so the same as ref::paged_attention up to f32
+// rounding for float and fp8 K/V, and up to the query's rounding for int8 / int4 keys and the
+// weights' 8-bit rounding for int8 / int4 values. Per kv head it runs that head's whole group
+// of query heads, so each K/V row is loaded once for the group. Falls back to
+// ref::paged_attention for LlamaCpp numerics over f16 K/V, for soft-capped scores and for head
+// dims that are not a multiple of 8.
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
+// Rows per tile over which paged_attention on this CPU weighs this layer's int8 / int4 values
+// by 8-bit codes; 0 where it weighs them in f32.
+int32_t int_value_tile(const PagedKvLayer& layer, const AttentionArgs& args);
 }
 
 }  // namespace kvdesk

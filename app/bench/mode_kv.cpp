@@ -194,6 +194,38 @@ void add_attention_table(Report& r, const ModelConfig& config, const std::vector
   r.plots.push_back(p);
 }
 
+// f16's time over each type's, run by run (the types alternate within a run, so a busy host
+// slows both sides of a ratio alike), median over the runs: how much faster than f16 KV each
+// type attends. Only when f16 was measured.
+void add_speedup_table(Report& r, const std::vector<KvType>& types, const std::vector<int32_t>& depths,
+                       const Samples& samples) {
+  if (std::find(types.begin(), types.end(), KvType::F16) == types.end()) return;
+  Table t{"Attention speed-up over f16 KV (f16 time / type's time, median of the runs' ratios)", {"KV type"}, {}};
+  for (int32_t d : depths) t.header.push_back("depth " + std::to_string(d));
+  nlohmann::json rows = nlohmann::json::array();
+  for (KvType type : types) {
+    std::vector<std::string> row{kv_type_name(type)};
+    for (int32_t d : depths) {
+      const auto f16 = samples.find({KvType::F16, d});
+      const auto it = samples.find({type, d});
+      if (f16 == samples.end() || it == samples.end()) {
+        row.push_back("-");
+        continue;
+      }
+      std::vector<double> ratios;
+      for (size_t run = 0; run < it->second.size() && run < f16->second.size(); ++run) {
+        ratios.push_back(f16->second[run] / it->second[run]);
+      }
+      const Stats s = summarize(ratios);
+      row.push_back(format_number(s.median, 2) + "x");
+      rows.push_back({{"kv_type", kv_type_name(type)}, {"depth", d}, {"speedup_over_f16", stats_json(s)}});
+    }
+    t.rows.push_back(row);
+  }
+  r.results["speedup_over_f16"] = rows;
+  r.tables.push_back(t);
+}
+
 // Scattered over sequential time per (type, depth): the price of reading through a block table.
 void add_indirection_table(Report& r, const std::vector<KvType>& types, const std::vector<int32_t>& depths,
                            const Samples& sequential, const Samples& scattered) {
@@ -262,6 +294,7 @@ Report run_kv(const BenchOptions& o) {
   r.partial = stop_requested();
   add_size_table(r, config, types, block_size);
   add_attention_table(r, config, types, depths, scattered, block_size);
+  add_speedup_table(r, types, depths, scattered);
   add_indirection_table(r, types, depths, sequential, scattered);
   r.notes.push_back(
       "Formula: layers x 2 x kv_heads x head_dim x bytes per value (the KV arithmetic). Measured: "

@@ -13,6 +13,7 @@ namespace {
 struct Avx2 {
   using Vec = __m256;
   static constexpr int kLanes = 8;
+  static constexpr CpuIsa kIsa = CpuIsa::Avx2;
 
   static Vec zero() { return _mm256_setzero_ps(); }
   static Vec set1(float x) { return _mm256_set1_ps(x); }
@@ -66,8 +67,10 @@ struct Avx2 {
     const __m128i h = _mm_slli_epi16(_mm_cvtepi8_epi16(load8(p)), 7);
     return _mm256_cvtph_ps(_mm_and_si128(h, _mm_set1_epi16(short(0xBF80))));
   }
-  // Integer key scores (attention_int_phases.h): 8 lanes of 4 u8 codes each, one per row,
-  // widened to two words of 2 u16: codes 0 and 2, codes 1 and 3 of the chunk.
+  // Integer key scores (attention_int_phases.h): 8 lanes of 4 u8 codes each, one per row.
+  // int8 codes are widened to two words of 2 u16 (codes 0 and 2, codes 1 and 3 of the chunk)
+  // for vpmaddwd against int16 query codes; int4 codes stay bytes for vpmaddubsw against s8
+  // query codes (in `even`).
   using IVec = __m256i;
   struct KeyChunk {
     __m256i even, odd;
@@ -78,15 +81,24 @@ struct Avx2 {
   static void istore(uint32_t* p, IVec v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
   static IVec low_nibbles(IVec w) { return _mm256_and_si256(w, _mm256_set1_epi8(15)); }
   static IVec high_nibbles(IVec w) { return _mm256_and_si256(_mm256_srli_epi32(w, 4), _mm256_set1_epi8(15)); }
+  // The 32-bit word at rows[r] + offset of each of the 8 rows: two gathers of 4, by each
+  // row's distance from row 0.
+  static IVec gather_words(const uint8_t* const* rows, size_t offset) {
+    const __m256i base = _mm256_set1_epi64x(int64_t(rows[0]));
+    const __m256i lo = _mm256_sub_epi64(load_256(rows), base), hi = _mm256_sub_epi64(load_256(rows + 4), base);
+    const int* at = reinterpret_cast<const int*>(rows[0] + offset);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm256_i64gather_epi32(at, lo, 1)), _mm256_i64gather_epi32(at, hi, 1), 1);
+  }
   // 8 words of (f16 s, f16 m) -> s and m as f32: each half of the words packed to 8 u16.
-  static void f16_pairs(const uint32_t* p, Vec& s, Vec& m) {
-    const __m256i w = iload(p);
+  static void f16_pairs(IVec w, Vec& s, Vec& m) {
     const __m256i lo = _mm256_and_si256(w, _mm256_set1_epi32(0xFFFF)), hi = _mm256_srli_epi32(w, 16);
     s = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
     m = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
   }
+  template <KvType Type>
   static KeyChunk key_chunk(const uint32_t* p) {
     const __m256i t = iload(p);
+    if constexpr (Type == KvType::INT4) return {t, t};
     return {_mm256_and_si256(t, _mm256_set1_epi32(0x00FF00FF)), _mm256_srli_epi16(t, 8)};
   }
   // out[k][r] = 32-bit word k of rows[r] + offset, k in 0..3: 128-bit lane i of z[a] is row
@@ -103,19 +115,105 @@ struct Avx2 {
     istore(out + 16, _mm256_unpacklo_epi64(t1, t3));
     istore(out + 24, _mm256_unpackhi_epi64(t1, t3));
   }
-  // A chunk's query codes as two words of 2 int16: (c0, c2), then (c1, c3).
+  // A chunk's query codes: int8 keys, two words of 2 int16, (c0, c2) then (c1, c3); int4
+  // keys, one word of 4 s8.
+  template <KvType Type>
   static void pack_query_chunk(const int16_t* c, uint32_t* out) {
-    const int16_t even[2] = {c[0], c[2]}, odd[2] = {c[1], c[3]};
-    std::memcpy(out, even, 4);
-    std::memcpy(out + 1, odd, 4);
+    if constexpr (Type == KvType::INT4) {
+      const int8_t bytes[4] = {int8_t(c[0]), int8_t(c[1]), int8_t(c[2]), int8_t(c[3])};
+      std::memcpy(out, bytes, 4);
+      out[1] = 0;
+    } else {
+      const int16_t even[2] = {c[0], c[2]}, odd[2] = {c[1], c[3]};
+      std::memcpy(out, even, 4);
+      std::memcpy(out + 1, odd, 4);
+    }
   }
-  // a0 += (codes 0, 2) . (c0, c2), a1 += (codes 1, 3) . (c1, c3) per lane (vpmaddwd).
+  // int8: a0 += (codes 0, 2) . (c0, c2), a1 += (codes 1, 3) . (c1, c3) per lane (vpmaddwd).
+  // int4: a0 += the chunk's two pair sums in int16 (vpmaddubsw), widened into a1 per span.
+  template <KvType Type>
   static void dot_chunk(IVec& a0, IVec& a1, const KeyChunk& t, const uint32_t* q) {
-    a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(t.even, _mm256_set1_epi32(int32_t(q[0]))));
-    a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(t.odd, _mm256_set1_epi32(int32_t(q[1]))));
+    if constexpr (Type == KvType::INT4) {
+      a0 = _mm256_add_epi16(a0, _mm256_maddubs_epi16(t.even, _mm256_set1_epi32(int32_t(q[0]))));
+    } else {
+      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(t.even, _mm256_set1_epi32(int32_t(q[0]))));
+      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(t.odd, _mm256_set1_epi32(int32_t(q[1]))));
+    }
   }
-  static IVec combine(IVec a0, IVec a1) { return _mm256_add_epi32(a0, a1); }
+  // int4 pair sums reach 8 x 3810 = 30480 after 8 chunks, still inside int16.
+  template <KvType Type>
+  static constexpr int32_t span_chunks() { return Type == KvType::INT4 ? 8 : 1 << 20; }
+  template <KvType Type>
+  static void end_span(IVec& a0, IVec& a1) {
+    if constexpr (Type == KvType::INT4) {
+      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(a0, _mm256_set1_epi16(1)));
+      a0 = izero();
+    }
+  }
+  template <KvType Type>
+  static IVec combine(IVec a0, IVec a1) {
+    if constexpr (Type == KvType::INT4) return a1;
+    return _mm256_add_epi32(a0, a1);
+  }
   static Vec to_float(IVec v) { return _mm256_cvtepi32_ps(v); }
+
+  // Values weighted by codes (attention_weighted_codes.h), int4 only: a unit's 64 codes of a
+  // row as two vectors of centred s8, the low nibbles (even dims) and the high ones (odd dims).
+  static void unit_nibbles(const uint8_t* values, int32_t u, int32_t d, __m256i& lo, __m256i& hi) {
+    const int32_t n = (d - 64 * u) / 2 < 32 ? (d - 64 * u) / 2 : 32;
+    alignas(32) uint8_t bytes[32] = {};
+    std::memcpy(bytes, values + 32 * u, size_t(n));
+    const __m256i raw = load_256(bytes);
+    lo = _mm256_sub_epi8(_mm256_and_si256(raw, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+    hi = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+  }
+  // 4 rows' vectors -> 4: vector k, 32-bit lane 4L + i holds the rows' codes at position
+  // 16L + 4k + i (bytes, then words, interleaved within 128-bit lanes).
+  static void interleave4(const __m256i* r, uint8_t* out) {
+    const __m256i a = _mm256_unpacklo_epi8(r[0], r[1]), b = _mm256_unpackhi_epi8(r[0], r[1]);
+    const __m256i c = _mm256_unpacklo_epi8(r[2], r[3]), e = _mm256_unpackhi_epi8(r[2], r[3]);
+    istore(reinterpret_cast<uint32_t*>(out), _mm256_unpacklo_epi16(a, c));
+    istore(reinterpret_cast<uint32_t*>(out + 32), _mm256_unpackhi_epi16(a, c));
+    istore(reinterpret_cast<uint32_t*>(out + 64), _mm256_unpacklo_epi16(b, e));
+    istore(reinterpret_cast<uint32_t*>(out + 96), _mm256_unpackhi_epi16(b, e));
+  }
+  // Unit u of 4 rows -> 8 vectors: the low nibbles' 4, then the high ones'.
+  template <KvType>
+  static void interleave_values(const uint8_t* const* rows, int32_t u, int32_t d, uint8_t* out) {
+    __m256i lo[4], hi[4];
+    for (int a = 0; a < 4; ++a) unit_nibbles(rows[a], u, d, lo[a], hi[a]);
+    interleave4(lo, out);
+    interleave4(hi, out + 128);
+  }
+  // The dim (within its unit) of float f of a unit's accumulator: vector f / 8 (low nibbles,
+  // then high), lane f % 8.
+  template <KvType>
+  static int32_t value_dim(int32_t f) {
+    const int32_t v = f / 8;
+    return 2 * (16 * (f % 8 / 4) + 4 * (v % 4) + f % 4) + v / 4;
+  }
+  // 8 weights scaled to [0, 255] -> their nearest codes as 8 bytes.
+  static void store_weight_codes(Vec w, uint8_t* out) {
+    const __m256i c = _mm256_cvtps_epi32(w);
+    const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(words, words));
+  }
+  // acc[f] += step * sum over the tile's 2 quads of the weight codes . the centred codes:
+  // vpmaddubsw pairs into int16 (at most 4 products of 255 x 8 per lane), widened once. An int4
+  // unit is one value group, lane_group[0] in codes [groups][16 bytes: rows 0..7] and steps.
+  template <KvType>
+  static void accumulate_unit(const uint8_t* codes, const uint8_t* weight_codes, const float* steps,
+                              const int32_t* lane_group, float* acc) {
+    const __m256i lanes = _mm256_broadcastsi128_si256(load16(weight_codes + 16 * lane_group[0]));
+    const __m256i w0 = _mm256_shuffle_epi32(lanes, 0x00), w1 = _mm256_shuffle_epi32(lanes, 0x55);
+    const Vec step = set1(steps[lane_group[0]]);
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int v = 0; v < 8; ++v) {
+      const __m256i sum = _mm256_add_epi16(_mm256_maddubs_epi16(w0, load_256(codes + v * 32)),
+                                           _mm256_maddubs_epi16(w1, load_256(codes + (8 + v) * 32)));
+      store(acc + 8 * v, fma(step, _mm256_cvtepi32_ps(_mm256_madd_epi16(sum, ones)), load(acc + 8 * v)));
+    }
+  }
 
   // 8 unsigned int8 codes -> f32.
   static Vec load_u8(const uint8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(load8(p))); }

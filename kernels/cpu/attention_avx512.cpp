@@ -12,6 +12,7 @@ namespace {
 struct Avx512 {
   using Vec = __m512;
   static constexpr int kLanes = 16;
+  static constexpr CpuIsa kIsa = CpuIsa::Avx512;
 
   static Vec zero() { return _mm512_setzero_ps(); }
   static Vec set1(float x) { return _mm512_set1_ps(x); }
@@ -76,10 +77,19 @@ struct Avx512 {
   static void istore(uint32_t* p, IVec v) { _mm512_storeu_si512(p, v); }
   static IVec low_nibbles(IVec w) { return _mm512_and_si512(w, _mm512_set1_epi8(15)); }
   static IVec high_nibbles(IVec w) { return _mm512_and_si512(_mm512_srli_epi32(w, 4), _mm512_set1_epi8(15)); }
+  template <KvType>
   static KeyChunk key_chunk(const uint32_t* p) { return iload(p); }
+  // The 32-bit word at rows[r] + offset of each of the 16 rows: two gathers of 8, by each
+  // row's distance from row 0.
+  static IVec gather_words(const uint8_t* const* rows, size_t offset) {
+    const __m512i base = _mm512_set1_epi64(int64_t(rows[0]));
+    const __m512i lo = _mm512_sub_epi64(_mm512_loadu_si512(rows), base);
+    const __m512i hi = _mm512_sub_epi64(_mm512_loadu_si512(rows + 8), base);
+    const uint8_t* at = rows[0] + offset;
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_i64gather_epi32(lo, at, 1)), _mm512_i64gather_epi32(hi, at, 1), 1);
+  }
   // 16 words of (f16 s, f16 m) -> s and m as f32.
-  static void f16_pairs(const uint32_t* p, Vec& s, Vec& m) {
-    const __m512i w = iload(p);
+  static void f16_pairs(IVec w, Vec& s, Vec& m) {
     s = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w));
     m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16)));
   }
@@ -101,24 +111,108 @@ struct Avx512 {
     istore(out + 32, _mm512_unpacklo_epi64(t1, t3));
     istore(out + 48, _mm512_unpackhi_epi64(t1, t3));
   }
-  // A chunk's query codes c = 128 * hi + lo as two words of 4 signed bytes: hi, then lo.
+  // A chunk's query codes: int8 keys, c = 128 * hi + lo as two words of 4 signed bytes, hi
+  // then lo; int4 keys, one word of 4 s8.
+  template <KvType Type>
   static void pack_query_chunk(const int16_t* c, uint32_t* out) {
     uint8_t hi[4], lo[4];
     for (int j = 0; j < 4; ++j) {
-      const int32_t h = (c[j] + 64) >> 7;
+      const int32_t h = Type == KvType::INT4 ? 0 : (c[j] + 64) >> 7;
       hi[j] = uint8_t(int8_t(h));
       lo[j] = uint8_t(int8_t(c[j] - 128 * h));
     }
-    std::memcpy(out, hi, 4);
-    std::memcpy(out + 1, lo, 4);
+    if constexpr (Type == KvType::INT4) {
+      std::memcpy(out, lo, 4);
+      out[1] = 0;
+    } else {
+      std::memcpy(out, hi, 4);
+      std::memcpy(out + 1, lo, 4);
+    }
   }
-  // a0 += codes . hi, a1 += codes . lo per lane (vpdpbusd, u8 x s8 into int32).
+  // int8: a0 += codes . hi, a1 += codes . lo per lane; int4: a0 += codes . c (vpdpbusd, u8 x
+  // s8 into int32, so no span ever needs widening).
+  template <KvType Type>
   static void dot_chunk(IVec& a0, IVec& a1, KeyChunk t, const uint32_t* q) {
     a0 = _mm512_dpbusd_epi32(a0, t, _mm512_set1_epi32(int32_t(q[0])));
-    a1 = _mm512_dpbusd_epi32(a1, t, _mm512_set1_epi32(int32_t(q[1])));
+    if constexpr (Type == KvType::INT8) a1 = _mm512_dpbusd_epi32(a1, t, _mm512_set1_epi32(int32_t(q[1])));
   }
-  static IVec combine(IVec a0, IVec a1) { return _mm512_add_epi32(_mm512_slli_epi32(a0, 7), a1); }
+  template <KvType>
+  static constexpr int32_t span_chunks() { return 1 << 20; }
+  template <KvType>
+  static void end_span(IVec&, IVec&) {}
+  template <KvType Type>
+  static IVec combine(IVec a0, IVec a1) {
+    if constexpr (Type == KvType::INT4) return a0;
+    return _mm512_add_epi32(_mm512_slli_epi32(a0, 7), a1);
+  }
   static Vec to_float(IVec v) { return _mm512_cvtepi32_ps(v); }
+
+  // Values weighted by codes (attention_weighted_codes.h). A unit's 64 codes of a row as one
+  // vector of centred s8: int8 in dim order, int4 as the low nibbles (even dims) then the high
+  // ones (odd dims). Masked loads stop at the row's end.
+  template <KvType Type>
+  static __m512i unit_codes(const uint8_t* values, int32_t u, int32_t d) {
+    if constexpr (Type == KvType::INT8) {
+      const int32_t n = d - 64 * u < 64 ? d - 64 * u : 64;
+      const __mmask64 mask = n == 64 ? ~__mmask64(0) : (__mmask64(1) << n) - 1;
+      return _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, values + 64 * u), _mm512_set1_epi8(char(0x80)));
+    } else {
+      const int32_t n = (d - 64 * u) / 2 < 32 ? (d - 64 * u) / 2 : 32;
+      const __mmask32 mask = n == 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
+      const __m256i raw = _mm256_maskz_loadu_epi8(mask, values + 32 * u);
+      const __m256i lo = _mm256_and_si256(raw, _mm256_set1_epi8(15));
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(15));
+      return _mm512_sub_epi8(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(8));
+    }
+  }
+  // Unit u of 4 rows -> 4 vectors; vector k, 32-bit lane 4L + i holds the 4 rows' codes at
+  // position 16L + 4k + i of unit_codes (bytes, then words, interleaved within 128-bit lanes).
+  template <KvType Type>
+  static void interleave_values(const uint8_t* const* rows, int32_t u, int32_t d, uint8_t* out) {
+    __m512i r[4];
+    for (int a = 0; a < 4; ++a) r[a] = unit_codes<Type>(rows[a], u, d);
+    const __m512i a = _mm512_unpacklo_epi8(r[0], r[1]), b = _mm512_unpackhi_epi8(r[0], r[1]);
+    const __m512i c = _mm512_unpacklo_epi8(r[2], r[3]), e = _mm512_unpackhi_epi8(r[2], r[3]);
+    _mm512_storeu_si512(out, _mm512_unpacklo_epi16(a, c));
+    _mm512_storeu_si512(out + 64, _mm512_unpackhi_epi16(a, c));
+    _mm512_storeu_si512(out + 128, _mm512_unpacklo_epi16(b, e));
+    _mm512_storeu_si512(out + 192, _mm512_unpackhi_epi16(b, e));
+  }
+  // The dim (within its unit) of float f of a unit's accumulator: vector f / 16, lane f % 16.
+  template <KvType Type>
+  static int32_t value_dim(int32_t f) {
+    const int32_t position = 16 * (f % 16 / 4) + 4 * (f / 16) + f % 4;
+    return Type == KvType::INT8 ? position : 2 * (position % 32) + position / 32;
+  }
+  // W weights scaled to [0, 255] -> their nearest codes as W bytes (low bytes of the words).
+  static void store_weight_codes(Vec w, uint8_t* out) { _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(w))); }
+  // acc[f] += step * sum over the tile's 4 quads of the weight codes . the centred codes
+  // (vpdpbusd), with 128-bit lane L's weight codes (16 bytes: rows 0..15) and step those of
+  // group lane_group[L] in codes [groups][16] and steps [groups].
+  template <KvType>
+  static void accumulate_unit(const uint8_t* codes, const uint8_t* weight_codes, const float* steps,
+                              const int32_t* lane_group, float* acc) {
+    __m512i lanes;
+    Vec step;
+    if (lane_group[0] == lane_group[3]) {   // one group: every int4 unit
+      lanes = _mm512_broadcast_i32x4(load16(weight_codes + 16 * lane_group[0]));
+      step = set1(steps[lane_group[0]]);
+    } else {
+      lanes = _mm512_castsi128_si512(load16(weight_codes + 16 * lane_group[0]));
+      lanes = _mm512_inserti32x4(lanes, load16(weight_codes + 16 * lane_group[1]), 1);
+      lanes = _mm512_inserti32x4(lanes, load16(weight_codes + 16 * lane_group[2]), 2);
+      lanes = _mm512_inserti32x4(lanes, load16(weight_codes + 16 * lane_group[3]), 3);
+      const __m128 lane_steps = _mm_setr_ps(steps[lane_group[0]], steps[lane_group[1]], steps[lane_group[2]], steps[lane_group[3]]);
+      step = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), _mm512_castps128_ps512(lane_steps));
+    }
+    const __m512i w[4] = {_mm512_shuffle_epi32(lanes, _MM_PERM_AAAA), _mm512_shuffle_epi32(lanes, _MM_PERM_BBBB),
+                          _mm512_shuffle_epi32(lanes, _MM_PERM_CCCC), _mm512_shuffle_epi32(lanes, _MM_PERM_DDDD)};
+    for (int k = 0; k < 4; ++k) {
+      __m512i sum = izero();
+      for (int q = 0; q < 4; ++q) sum = _mm512_dpbusd_epi32(sum, w[q], _mm512_loadu_si512(codes + (4 * q + k) * 64));
+      store(acc + 16 * k, fma(step, _mm512_cvtepi32_ps(sum), load(acc + 16 * k)));
+    }
+  }
 
   // 16 unsigned int8 codes -> f32.
   static Vec load_u8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16(p))); }

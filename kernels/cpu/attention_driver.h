@@ -13,7 +13,9 @@
 //      and added across lanes once at the end)
 //   3. values  acc[h] += sum_r p[h][r] * row_scale_v[r] * V[r]   each V vector dequantized once
 //      per tile of up to 8 heads whose accumulators stay in registers. int8 / int4 values fold
-//      their group scale into p and their min into one sum per group (attention_int_phases.h).
+//      their group scale into p and their min into one sum per group (attention_int_phases.h),
+//      and where the ISA multiplies bytes cheaply, their codes are weighed by 8-bit codes of
+//      those weights instead (attention_weighted_codes.h, attention_isa.h simd_int_value_tile).
 // A tile's rows may span blocks: row pointers come from the block table, row by row, and the
 // next tile's rows are prefetched while this one computes. The newest rows, when the caller
 // passes them in f32 (AttentionArgs::recent_k), come last, in tiles of their own read as f32
@@ -170,6 +172,15 @@ void rescale_min_terms(const GroupJob& job, int32_t h, float alpha) {
   for (int32_t i = 0; i < groups * Isa::kLanes; i += Isa::kLanes) Isa::store(terms + i, Isa::mul(Isa::load(terms + i), Isa::set1(alpha)));
 }
 
+// The weighted codes' accumulator of head h scales with its accumulator.
+template <class Isa>
+void rescale_value_acc(const GroupJob& job, int32_t h, float alpha) {
+  if (job.ints.value_tile == 0) return;
+  const int64_t floats = simd_value_units(job.d) * 64;
+  float* sums = job.ints.value_acc + h * floats;
+  for (int64_t i = 0; i < floats; i += Isa::kLanes) Isa::store(sums + i, Isa::mul(Isa::load(sums + i), Isa::set1(alpha)));
+}
+
 // Step 2 for every head: turns the tile's scores into weights and rescales what came before.
 template <class Isa>
 void softmax_tile(const GroupJob& job) {
@@ -186,6 +197,7 @@ void softmax_tile(const GroupJob& job) {
         float* acc = job.acc + h * job.d;
         for (int32_t c = 0; c < job.d; c += W) Isa::store(acc + c, Isa::mul(Isa::load(acc + c), Isa::set1(alpha)));
         rescale_min_terms<Isa>(job, h, alpha);
+        rescale_value_acc<Isa>(job, h, alpha);
       }
       job.m[h] = tile_max;
     }
@@ -245,6 +257,7 @@ void locate_rows(const PagedKvLayer& layer, const PagedSeq& seq, int32_t head, i
     tile.v[r] = v_head + block * layer.v.block_stride + size_t(offset) * layer.v.row_stride;
     if (++offset == layer.block_size) offset = 0, ++b;
   }
+  fill_past_rows(tile);
 }
 
 // Row pointers of the f32 recent rows of kv head `head` at positions [first, first + W), as
@@ -258,6 +271,7 @@ void locate_recent_rows(const AttentionArgs& args, int32_t d, int32_t head, int3
     tile.k[r] = reinterpret_cast<const uint8_t*>(args.recent_k + offset);
     tile.v[r] = reinterpret_cast<const uint8_t*>(args.recent_v + offset);
   }
+  fill_past_rows(tile);
 }
 
 // Asks for the rows of the next tile while this one computes: scattered blocks defeat the
@@ -289,19 +303,25 @@ inline void normalize_weights(const GroupJob& job, int32_t first_token) {
   }
 }
 
-// The IntParts of query heads from h0 in the scratch that starts at `base`.
-inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_heads, int64_t h0) {
+// The IntParts of query heads from h0 in the scratch that starts at `base`, for an ISA whose
+// tile weighs int8 / int4 values by codes over value_tile rows (0: in f32).
+inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_heads, int64_t h0, int32_t value_tile) {
   constexpr int64_t W = kSimdMaxLanes;
   const int32_t d = layer.head_dim;
   const int64_t groups = simd_int_groups(d);
+  const int64_t units = simd_value_units(d);
   float* key_scales = base + d / 4 * W;
   float* value_scales = key_scales + 2 * groups * W;
   float* query_codes = value_scales + 2 * groups * W;
-  float* q_chunks = query_codes + d / 2;
+  float* value_codes = query_codes + d / 2;
+  float* q_chunks = value_codes + units * 256;
   float* q_scales = q_chunks + int64_t(num_heads) * (d / 2);
   float* q_sums = q_scales + num_heads;
   float* value_weights = q_sums + num_heads * groups;
   float* value_min_terms = value_weights + num_heads * groups * W;
+  float* weight_codes = value_min_terms + num_heads * groups * W;
+  float* weight_steps = weight_codes + num_heads * groups * 4;
+  float* value_acc = weight_steps + num_heads * groups;
   const int32_t k_groups = kv_row_scales(layer.k.type, d);
   const int32_t v_groups = int_values(layer.v.type) ? kv_row_scales(layer.v.type, d) : 0;
   return IntParts{reinterpret_cast<int16_t*>(query_codes),
@@ -313,7 +333,12 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
                   value_scales,
                   value_weights + h0 * v_groups * W,
                   value_min_terms + h0 * v_groups * W,
-                  v_groups};
+                  v_groups,
+                  reinterpret_cast<uint8_t*>(value_codes),
+                  reinterpret_cast<uint8_t*>(weight_codes) + h0 * v_groups * 16,
+                  weight_steps + h0 * v_groups,
+                  value_acc + h0 * units * 64,
+                  int_values(layer.v.type) ? value_tile : 0};
 }
 
 // Group g's share of the scratch: parts [8][W][W] shared by all groups, then for every query
@@ -335,7 +360,8 @@ GroupJob group_job(const PagedKvLayer& layer, const AttentionArgs& args, int32_t
   float* weights = args.weights ? args.weights + h0 * num_tokens : nullptr;
   return GroupJob{args.q + h0 * d,  args.out + h0 * d, group_heads, d,       args.scale, args.scratch,
                   p + h0 * W,       acc + h0 * d,      m + h0,      l + h0,  l_lanes + h0 * W,
-                  weights,          num_tokens,        int_parts(layer, l_lanes + int64_t(num_heads) * kSimdMaxLanes, num_heads, h0)};
+                  weights,          num_tokens,        int_parts(layer, l_lanes + int64_t(num_heads) * kSimdMaxLanes, num_heads, h0,
+                                                         simd_int_value_tile(layer.v.type, Isa::kIsa))};
 }
 
 template <class Isa>
@@ -343,9 +369,25 @@ void start_group(const GroupJob& job, const PagedKvLayer& layer) {
   for (int32_t h = 0; h < job.heads; ++h) job.m[h] = -INFINITY;
   std::memset(job.l_lanes, 0, sizeof(float) * size_t(job.heads) * Isa::kLanes);
   std::memset(job.acc, 0, sizeof(float) * size_t(job.heads) * size_t(job.d));
-  if (int_key_scores(layer.k.type, job.d)) prepare_int_query<Isa>(job, layer.k.type);
+  if (int_key_scores(layer.k.type, job.d)) {
+    if (layer.k.type == KvType::INT8) prepare_int_query<Isa, KvType::INT8>(job);
+    if (layer.k.type == KvType::INT4) prepare_int_query<Isa, KvType::INT4>(job);
+  }
   if (job.ints.value_groups) {
     std::memset(job.ints.value_min_terms, 0, sizeof(float) * size_t(job.heads) * size_t(job.ints.value_groups) * Isa::kLanes);
+  }
+  if (job.ints.value_tile) {
+    std::memset(job.ints.value_acc, 0, sizeof(float) * size_t(job.heads) * size_t(simd_value_units(job.d)) * 64);
+  }
+}
+
+template <class Isa>
+void finish_weighted_values(const GroupJob& job, KvType v_type) {
+  if constexpr (simd_int_value_tile(KvType::INT8, Isa::kIsa) > 0) {
+    if (v_type == KvType::INT8) WeightedValues<Isa, KvType::INT8>::finish(job);
+  }
+  if constexpr (simd_int_value_tile(KvType::INT4, Isa::kIsa) > 0) {
+    if (v_type == KvType::INT4) WeightedValues<Isa, KvType::INT4>::finish(job);
   }
 }
 
@@ -353,6 +395,7 @@ template <class Isa>
 void finish_group(const GroupJob& job, const PagedKvLayer& layer, int32_t first_token) {
   constexpr int W = Isa::kLanes;
   if (job.ints.value_groups) add_value_min_terms<Isa>(job, layer.v.type);
+  if (job.ints.value_tile) finish_weighted_values<Isa>(job, layer.v.type);
   for (int32_t h = 0; h < job.heads; ++h) job.l[h] = Isa::reduce_add(Isa::load(job.l_lanes + h * W));
   for (int32_t h = 0; h < job.heads; ++h) {
     const typename Isa::Vec inv_l = Isa::set1(1.0f / job.l[h]);
@@ -390,32 +433,40 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   const TileFn<Isa> values = values_fn<Isa>(layer.v.type);
   const size_t k_row_bytes = kv_row_bytes(layer.k.type, d);
   const size_t v_row_bytes = kv_row_bytes(layer.v.type, d);
-  for (int32_t g = 0; g < groups; ++g) start_group<Isa>(group_job<Isa>(layer, args, seq.num_tokens, g, group_heads), layer);
   // The cached rows, then the recent ones in f32 (tiles do not straddle the two).
   PagedSeq cached = seq;
   cached.num_tokens = seq.num_tokens - args.recent_count;
-  RowTile<Isa> tile;
-  for (int32_t first = args.first_token; first < cached.num_tokens; first += W) {
-    if (first + W < cached.num_tokens) {
-      for (int32_t g = 0; g < groups; ++g) {
-        locate_rows(layer, cached, g, first + W, tile);
-        prefetch_rows(tile, k_row_bytes, v_row_bytes);
+  // Up to kBatch kv heads at a time, their jobs made once; each tile's rows are located while
+  // the tile before computes (prefetched), then used.
+  constexpr int32_t kBatch = 8;
+  GroupJob jobs[kBatch];
+  RowTile<Isa> tiles[2][kBatch];
+  for (int32_t g0 = 0; g0 < groups; g0 += kBatch) {
+    const int32_t batch = groups - g0 < kBatch ? groups - g0 : kBatch;
+    for (int32_t i = 0; i < batch; ++i) {
+      jobs[i] = group_job<Isa>(layer, args, seq.num_tokens, g0 + i, group_heads);
+      start_group<Isa>(jobs[i], layer);
+    }
+    int32_t now = 0;
+    if (args.first_token < cached.num_tokens) {
+      for (int32_t i = 0; i < batch; ++i) locate_rows(layer, cached, g0 + i, args.first_token, tiles[now][i]);
+    }
+    for (int32_t first = args.first_token; first < cached.num_tokens; first += W, now ^= 1) {
+      if (first + W < cached.num_tokens) {
+        for (int32_t i = 0; i < batch; ++i) {
+          locate_rows(layer, cached, g0 + i, first + W, tiles[now ^ 1][i]);
+          prefetch_rows(tiles[now ^ 1][i], k_row_bytes, v_row_bytes);
+        }
+      }
+      for (int32_t i = 0; i < batch; ++i) attend_tile(tiles[now][i], jobs[i], first, scores, values);
+    }
+    for (int32_t first = cached.num_tokens; first < seq.num_tokens; first += W) {
+      for (int32_t i = 0; i < batch; ++i) {
+        locate_recent_rows(args, d, g0 + i, cached.num_tokens, first, seq.num_tokens, tiles[0][i]);
+        attend_tile(tiles[0][i], jobs[i], first, &Scores<Isa, KvType::F32>::tile, &Values<Isa, KvType::F32>::tile);
       }
     }
-    for (int32_t g = 0; g < groups; ++g) {
-      locate_rows(layer, cached, g, first, tile);
-      attend_tile(tile, group_job<Isa>(layer, args, seq.num_tokens, g, group_heads), first, scores, values);
-    }
-  }
-  for (int32_t first = cached.num_tokens; first < seq.num_tokens; first += W) {
-    for (int32_t g = 0; g < groups; ++g) {
-      locate_recent_rows(args, d, g, cached.num_tokens, first, seq.num_tokens, tile);
-      attend_tile(tile, group_job<Isa>(layer, args, seq.num_tokens, g, group_heads), first,
-                  &Scores<Isa, KvType::F32>::tile, &Values<Isa, KvType::F32>::tile);
-    }
-  }
-  for (int32_t g = 0; g < groups; ++g) {
-    finish_group<Isa>(group_job<Isa>(layer, args, seq.num_tokens, g, group_heads), layer, args.first_token);
+    for (int32_t i = 0; i < batch; ++i) finish_group<Isa>(jobs[i], layer, args.first_token);
   }
 }
 

@@ -8,7 +8,8 @@
 // per chunk (Isa::dot_chunk, the query chunk broadcast to every lane), so no partial sums are
 // added across lanes. Lane r's score is sq * sum_g (s_g[r] * D_g[r] + m_g[r] * C_g) * scale.
 //
-// Values (IntValues): acc[h] += sum_r p[h][r] * (s_g[r] * code[r] + m_g[r]) is taken apart as
+// Values (IntValues), where the ISA weighs them in f32 (else attention_weighted_codes.h):
+// acc[h] += sum_r p[h][r] * (s_g[r] * code[r] + m_g[r]) is taken apart as
 //   acc[h] += sum_r (p[h][r] * s_g[r]) * code[r]      the codes only widened to f32
 //   min_terms[h][g] += p[h] * m_g                    one vector FMA per head and group per tile
 // and the min terms, rescaled with the accumulator by the online softmax, are added to each
@@ -20,6 +21,7 @@
 
 #include "kernels/attention_int_keys.h"
 #include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/attention_weighted_codes.h"
 #include "kernels/kv_quant.h"
 
 namespace kvdesk {
@@ -29,13 +31,11 @@ namespace {
 // scales[g * W + r] = s_g of row r, scales[(G + g) * W + r] = m_g. Lanes past the tile's rows
 // repeat row 0 (their key scores are masked, their softmax weights 0).
 template <class Isa>
-void tile_group_scales(const uint8_t* const* rows, int32_t n, int32_t groups, float* scales) {
+void tile_group_scales(const uint8_t* const* rows, int32_t groups, float* scales) {
   constexpr int W = Isa::kLanes;
-  alignas(64) uint32_t pairs[W];
   for (int32_t g = 0; g < groups; ++g) {
-    for (int32_t r = 0; r < W; ++r) std::memcpy(&pairs[r], rows[r < n ? r : 0] + 4 * g, sizeof(uint32_t));
     typename Isa::Vec s, m;
-    Isa::f16_pairs(pairs, s, m);
+    Isa::f16_pairs(Isa::gather_words(rows, 4 * size_t(g)), s, m);
     Isa::store(scales + g * W, s);
     Isa::store(scales + (groups + g) * W, m);
   }
@@ -43,21 +43,21 @@ void tile_group_scales(const uint8_t* const* rows, int32_t n, int32_t groups, fl
 
 // Each head's query quantized (attention_int_keys.h), packed per chunk by the ISA, its scale
 // times the attention scale and its code sums per key group.
-template <class Isa>
-void prepare_int_query(const GroupJob& job, KvType k_type) {
+template <class Isa, KvType Type>
+void prepare_int_query(const GroupJob& job) {
   int16_t* codes = job.ints.query_codes;
   const int32_t d = job.d;
-  const int32_t group = kv_row_group(k_type, d);
-  const int32_t groups = kv_row_scales(k_type, d);
+  const int32_t group = kv_row_group(Type, d);
+  const int32_t groups = kv_row_scales(Type, d);
   uint32_t* q_chunks = job.ints.q_chunks;
   float* q_scales = job.ints.q_scales;
   float* q_sums = job.ints.q_sums;
   for (int32_t h = 0; h < job.heads; ++h) {
-    q_scales[h] = quantize_query(job.q + h * d, d, codes) * job.scale;
+    q_scales[h] = quantize_query(job.q + h * d, d, query_code_max(Type), codes) * job.scale;
     for (int32_t k = 0; k < d / 4; ++k) {
       int16_t chunk[4];
-      for (int32_t j = 0; j < 4; ++j) chunk[j] = codes[int_key_chunk_dim(k_type, k, j)];
-      Isa::pack_query_chunk(chunk, q_chunks + (h * d / 4 + k) * 2);
+      for (int32_t j = 0; j < 4; ++j) chunk[j] = codes[int_key_chunk_dim(Type, k, j)];
+      Isa::template pack_query_chunk<Type>(chunk, q_chunks + (h * d / 4 + k) * 2);
     }
     for (int32_t g = 0; g < groups; ++g) {
       int32_t sum = 0;
@@ -93,12 +93,15 @@ void transpose_key_codes(const RowTile<Isa>& tile, int32_t d, uint32_t* key_chun
   }
 }
 
-// Scores of heads [h0, h0 + HT) for the tile in key_chunks / key_scales -> p[h][W].
-template <class Isa, int HT>
+// Scores of heads [h0, h0 + HT) for the tile in key_chunks / key_scales -> p[h][W]. A group's
+// chunks go in spans of Isa::span_chunks<Type>(), after which the ISA may widen what it summed
+// in narrower lanes (Isa::end_span).
+template <class Isa, KvType Type, int HT>
 void int_score_heads(const GroupJob& job, int32_t h0, int32_t rows, int32_t group, int32_t groups) {
   using Vec = typename Isa::Vec;
   using IVec = typename Isa::IVec;
   constexpr int W = Isa::kLanes;
+  constexpr int32_t kSpan = Isa::template span_chunks<Type>();
   const int32_t d = job.d;
   const float* s = job.ints.key_scales;
   const float* m = job.ints.key_scales + groups * W;
@@ -107,13 +110,18 @@ void int_score_heads(const GroupJob& job, int32_t h0, int32_t rows, int32_t grou
   for (int32_t g = 0; g < groups; ++g) {
     IVec a0[HT], a1[HT];
     for (int i = 0; i < HT; ++i) a0[i] = a1[i] = Isa::izero();
-    const int32_t end = (g + 1) * group < d ? (g + 1) * group : d;
-    for (int32_t k = g * group / 4; k < end / 4; ++k) {
-      const typename Isa::KeyChunk t = Isa::key_chunk(job.ints.key_chunks + k * W);
-      for (int i = 0; i < HT; ++i) Isa::dot_chunk(a0[i], a1[i], t, job.ints.q_chunks + ((h0 + i) * d / 4 + k) * 2);
+    const int32_t end = ((g + 1) * group < d ? (g + 1) * group : d) / 4;
+    for (int32_t span = g * group / 4; span < end; span += kSpan) {
+      for (int32_t k = span; k < end && k < span + kSpan; ++k) {
+        const typename Isa::KeyChunk t = Isa::template key_chunk<Type>(job.ints.key_chunks + k * W);
+        for (int i = 0; i < HT; ++i) {
+          Isa::template dot_chunk<Type>(a0[i], a1[i], t, job.ints.q_chunks + ((h0 + i) * d / 4 + k) * 2);
+        }
+      }
+      for (int i = 0; i < HT; ++i) Isa::template end_span<Type>(a0[i], a1[i]);
     }
     for (int i = 0; i < HT; ++i) {
-      score[i] = Isa::fma(Isa::load(s + g * W), Isa::to_float(Isa::combine(a0[i], a1[i])), score[i]);
+      score[i] = Isa::fma(Isa::load(s + g * W), Isa::to_float(Isa::template combine<Type>(a0[i], a1[i])), score[i]);
       score[i] = Isa::fma(Isa::load(m + g * W), Isa::set1(job.ints.q_sums[(h0 + i) * groups + g]), score[i]);
     }
   }
@@ -128,14 +136,14 @@ struct IntScores {
   template <int HT>
   struct Step {
     static void run(int32_t h0, const GroupJob& job, int32_t rows, int32_t group, int32_t groups) {
-      int_score_heads<Isa, HT>(job, h0, rows, group, groups);
+      int_score_heads<Isa, Type, HT>(job, h0, rows, group, groups);
     }
   };
   static void tile(const RowTile<Isa>& tile, const GroupJob& job) {
     const int32_t group = kv_row_group(Type, job.d);
     const int32_t groups = kv_row_scales(Type, job.d);
     transpose_key_codes<Isa, Type>(tile, job.d, job.ints.key_chunks);
-    tile_group_scales<Isa>(tile.k, tile.rows, groups, job.ints.key_scales);
+    tile_group_scales<Isa>(tile.k, groups, job.ints.key_scales);
     for_head_tiles<Step, Isa::kIntHeadTile>(job.heads, job, tile.rows, group, groups);
   }
 };
@@ -187,9 +195,13 @@ struct IntValues {
   }
   static void tile(const RowTile<Isa>& tile, const GroupJob& job) {
     const int32_t groups = job.ints.value_groups;
-    tile_group_scales<Isa>(tile.v, tile.rows, groups, job.ints.value_scales);
-    fold_scales(job, groups);
-    for_head_tiles<Step>(job.heads, tile, job, groups);
+    tile_group_scales<Isa>(tile.v, groups, job.ints.value_scales);
+    if constexpr (simd_int_value_tile(Type, Isa::kIsa) > 0) {
+      WeightedValues<Isa, Type>::tile(tile, job, groups);
+    } else {
+      fold_scales(job, groups);
+      for_head_tiles<Step>(job.heads, tile, job, groups);
+    }
   }
 };
 

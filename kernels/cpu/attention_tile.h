@@ -9,13 +9,19 @@
 namespace kvdesk {
 namespace {
 
-// Up to W consecutive token rows of one kv head: where each K and V row is.
+// Up to W consecutive token rows of one kv head: where each K and V row is. Entries past
+// `rows` repeat row 0, so a whole tile can be read (what those lanes give is masked or weighed 0).
 template <class Isa>
 struct RowTile {
   int32_t rows = 0;
   const uint8_t* k[Isa::kLanes];
   const uint8_t* v[Isa::kLanes];
 };
+
+template <class Isa>
+void fill_past_rows(RowTile<Isa>& tile) {
+  for (int32_t r = tile.rows; r < Isa::kLanes; ++r) tile.k[r] = tile.k[0], tile.v[r] = tile.v[0];
+}
 
 // What the integer key scores and the fused int8 / int4 values keep (attention_int_phases.h);
 // unused (nullptr) for other K and V types. Chunks are 4 key codes of one row (one 32-bit lane),
@@ -31,6 +37,12 @@ struct IntParts {
   float* value_weights;      // [heads][Gv][W]     softmax weight * the row's value s_g
   float* value_min_terms;    // [heads][Gv][W]     running sum of softmax weight * the row's value m_g
   int32_t value_groups;      // Gv; 0 when V is not int8 / int4
+  // Values weighted by codes (attention_weighted_codes.h), when value_tile > 0; U = units of 64 dims.
+  uint8_t* value_codes;      // [U][W / 4][256 bytes]  the tile's centred codes, 4 rows per dim (shared)
+  uint8_t* weight_codes;     // [heads][Gv][16 bytes]  8-bit codes of softmax weight * the row's s_g
+  float* weight_steps;       // [heads][Gv]            their steps
+  float* value_acc;          // [heads][U][64]         the weighted codes' sums, in the ISA's dim order
+  int32_t value_tile;        // rows of a tile weighed by codes; 0: values weighed in f32
 };
 
 // One kv head and its query heads, with the float scratch split into its parts.
