@@ -29,7 +29,7 @@ float round_to_fp16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
 
 // ref:: keeps q, one row, the accumulator with its min terms, the quantized query (int16) of
 // one head, and the twin's value tile (attention.cpp Attend).
-int64_t ref_scratch_floats(int32_t head_dim) { return 5 * int64_t(head_dim) + 3 * kSimdMaxLanes; }
+int64_t ref_scratch_floats(int32_t head_dim) { return 5 * int64_t(head_dim) + 6 * kSimdMaxLanes; }
 
 float f16_at(const uint8_t* p) {
   uint16_t h;
@@ -163,7 +163,7 @@ struct Attend {
     const KvType type = layer.v.type;
     const int32_t group = kv_row_group(type, d);
     const int32_t center = value_code_center(type);
-    const uint8_t* rows[kSimdMaxLanes];
+    const uint8_t* rows[2 * kSimdMaxLanes];
     for (int32_t r = 0; r < n; ++r) rows[r] = row_ptr(layer.v, seq, layer.block_size, first + r, g);
     for (int32_t vg = 0; vg < pass.value_groups; ++vg) {
       for (int32_t r = 0; r < n; ++r) {
@@ -183,7 +183,7 @@ struct Attend {
   void head(int32_t h) {
     const int32_t g = h / (args.num_heads / layer.num_kv_heads);
     for (int32_t i = 0; i < d; ++i) q[i] = round_q ? round_to_fp16(args.q[h * d + i]) : args.q[h * d + i];
-    q_scale = int_keys ? quantize_query(q, d, query_code_max(layer.k.type), codes) : 0.0f;
+    q_scale = int_keys ? quantize_query(q, d, codes) : 0.0f;
     HeadPass pass{acc, d, acc + d, value_tile > 0 ? kv_row_scales(layer.v.type, d) : 0};
     std::fill_n(acc, d + pass.value_groups, 0.0f);
     int32_t j = args.first_token;
@@ -209,7 +209,7 @@ void attend(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs&
   KVDESK_ASSERT(seq.num_tokens > 0 && args.num_heads % layer.num_kv_heads == 0);
   KVDESK_ASSERT(args.first_token >= 0 && args.first_token < seq.num_tokens);
   KVDESK_ASSERT(args.recent_count >= 0 && args.recent_count <= seq.num_tokens - args.first_token);
-  KVDESK_ASSERT(value_tile >= 0 && value_tile <= kSimdMaxLanes);
+  KVDESK_ASSERT(value_tile >= 0 && value_tile <= 2 * kSimdMaxLanes);
   Attend attend{layer, seq, args, int_keys, value_tile};
   for (int32_t h = 0; h < args.num_heads; ++h) attend.head(h);
 }

@@ -10,17 +10,17 @@
 
 namespace kvdesk {
 
-float quantize_query(const float* q, int32_t head_dim, int32_t code_max, int16_t* c) {
+float quantize_query(const float* q, int32_t head_dim, int16_t* c) {
   float amax = 0;
   for (int32_t i = 0; i < head_dim; ++i) amax = std::fmax(amax, std::fabs(q[i]));
-  const float scale = amax / float(code_max);
-  const float inverse = amax > 0 ? float(code_max) / amax : 0.0f;
+  const float scale = amax / float(kQueryCodeMax);
+  const float inverse = amax > 0 ? float(kQueryCodeMax) / amax : 0.0f;
   // Nearest, halves away from zero, by a truncating conversion (no libm call per value);
-  // |q * inverse| <= code_max, up to the rounding of inverse.
+  // |q * inverse| <= kQueryCodeMax, up to the rounding of inverse.
   for (int32_t i = 0; i < head_dim; ++i) {
     const float x = q[i] * inverse;
     const int32_t code = int32_t(x + (x < 0 ? -0.5f : 0.5f));
-    c[i] = int16_t(std::clamp(code, -code_max, code_max));
+    c[i] = int16_t(std::clamp(code, -kQueryCodeMax, kQueryCodeMax));
   }
   return scale;
 }

@@ -1,23 +1,20 @@
 // Integer key scores: over int8 / int4 keys the CPU attention kernels do not dequantize key
 // rows; they quantize the query once per call and take integer dot products with the stored
 // codes, group by group (kernels/kv_quant.h: a key group holds x = s_g * code + m_g):
-//   q[i] ~ sq * c[i],  |c[i]| <= query_code_max(key type), one scale sq per query head
+//   q[i] ~ sq * c[i],  |c[i]| <= 127, one scale sq per query head
 //   dot(q, k) ~ sq * sum_g (s_g * D_g + m_g * C_g),  D_g = sum_{i in g} c[i] * code[i],  C_g = sum_{i in g} c[i]
 // D_g and C_g are exact in int32, so every ISA that computes them agrees with the scalar twin
-// up to the float arithmetic of the last line.
-// int8 keys take c in 13 bits and a sign (|c| <= 8127 = 63 * 128 + 63): AVX-512 VNNI's
-// vpdpbusd multiplies u8 codes by s8 factors, so it takes c as two 7-bit halves
-// (c = 128 * hi + lo, hi and lo in [-63, 63]); AVX2's vpmaddwd takes c as int16 beside codes
-// widened to 16 bits. That rounding (relative 2^-14 of the query's largest value) stays far
-// below the keys' own (2^-9 of a group's range), so the attention matches the float kernel to
-// ~1e-5 and the model's quality does not move. An 8-bit query would halve AVX-512's multiplies
-// but is of the keys' own order: over stories260K it moved int8 KV's KL divergence from f32 KV
-// from 1.3e-5 to 2.3e-5 nats (and every row as stored from 1.6e-4 to 2.6e-4).
-// int4 keys take c in 7 bits and a sign (|c| <= 127): one s8 factor per code, so one vpdpbusd
-// per 4 codes on AVX-512, and on AVX2 vpmaddubsw (u8 code x s8 factor, pairs summed into
-// int16: at most 2 * 15 * 127 = 3810) whose sums 8 chunks may add in int16 before widening.
-// Its rounding (2^-8 of the query's largest value) is still 8 times finer than an int4 key's
-// (2^-5 of a group's range).
+// up to the float arithmetic of the last line. One s8 factor per u8 code: AVX-512 VNNI's
+// vpdpbusd multiplies 4 codes of a row per lane; AVX2 takes int8 codes widened to 16 bits by
+// vpmaddwd (vpmaddubsw's int16 pair sums would overflow: 2 * 255 * 127 > 32767) and int4 codes
+// by vpmaddubsw, whose pair sums (at most 2 * 15 * 127 = 3810) 8 chunks may add in int16 before
+// widening.
+// The query's rounding, half a 127th of its largest value, is 8 times finer than an int4 key's
+// (half a 15th of a group's range) and of the order of an int8 key's (half a 255th): over
+// stories260K with int8 KV and the newest rows in f32 it moves the KL divergence from f32 KV
+// from 1.3e-5 (a 14-bit query) to 2.3e-5 nats, top-1 agreement unchanged at 99.93%
+// (kvdesk-cli perplexity), for half the multiplies of a 14-bit query on AVX-512 (two 7-bit
+// halves): int8 attention at depth 2048 went from 1.43x to 1.58x f16's speed there.
 //
 // Chunks: the kernels read a key row 4 codes at a time (one 32-bit lane holds 4 u8 codes of one
 // row). int8 chunk k is dims 4k..4k+3. An int4 byte holds dims 2i (low nibble) and 2i+1 (high),
@@ -31,8 +28,7 @@
 
 namespace kvdesk {
 
-// The largest query code over keys of this type (int8 or int4).
-constexpr int32_t query_code_max(KvType k_type) { return k_type == KvType::INT4 ? 127 : 8127; }
+constexpr int32_t kQueryCodeMax = 127;
 
 // Whether cpu:: scores keys of this type and head dim by integer dot products (ref:: has a twin).
 // int8 / int4 with head_dim a multiple of 8: every group is then a whole number of chunks.
@@ -45,8 +41,8 @@ constexpr int32_t int_key_chunk_dim(KvType k_type, int32_t k, int32_t j) {
   return k_type == KvType::INT8 ? 4 * k + j : 8 * (k / 2) + 2 * j + k % 2;
 }
 
-// q[head_dim] -> c[head_dim] (|c| <= code_max, nearest); returns sq (0 for an all-zero q).
-float quantize_query(const float* q, int32_t head_dim, int32_t code_max, int16_t* c);
+// q[head_dim] -> c[head_dim] (|c| <= kQueryCodeMax, nearest); returns sq (0 for an all-zero q).
+float quantize_query(const float* q, int32_t head_dim, int16_t* c);
 
 namespace ref {
 // sum_g (s_g * D_g + m_g * C_g) of one int8 / int4 key row and a quantized query c[head_dim]

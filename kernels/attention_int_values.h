@@ -1,14 +1,14 @@
 // Integer values: over int8 / int4 values a CPU attention kernel may weigh the stored codes by
 // integer weights instead of widening every code to f32. Per tile of T consecutive cached rows
-// (the kernel's vector width) and per query head and value group g (kernels/kv_quant.h: a value
+// (twice the kernel's vector width) and per query head and value group g (kernels/kv_quant.h: a value
 // group holds x = s_g * code + m_g), it writes x = s_g * (code - C) + (m_g + C * s_g), with C the
 // middle code (128 for int8, 8 for int4), and takes the tile's share of sum_r p[r] x[r] as
 //   w[r] = p[r] * s_g[r],  step = max_r w[r] / 255,  k[r] = nearest(w[r] / step)   (8 bits)
 //   dims of g:  step * sum_r k[r] * (code[r] - C)            exact in int32
 //   + sum_r p[r] * (m_g[r] + C * s_g[r])                     in f32, added once at the end
 // so the codes are multiplied as bytes: vpdpbusd (u8 weight x s8 code, 4 rows into int32) on
-// AVX-512 VNNI, vpmaddubsw (u8 x s8 pairs into int16) on AVX2, int4 only there: an 8-row tile
-// adds 4 products of at most 255 x 8 in an int16 lane. A weight moves by at most step / 2, a
+// AVX-512 VNNI, vpmaddubsw (u8 x s8 pairs into int16) on AVX2, int4 only there: a 16-row tile
+// adds 8 products of at most 255 x 8 in an int16 lane. A weight moves by at most step / 2, a
 // 510th of the tile's largest p * s, on a code at most C steps from the middle: a row that
 // dominates its tile moves by at most p * s * C / 510, against its own rounding of p * s / 2:
 // a quarter of it for int8, a 32nd for int4 (measured: attention NMSE over int8 KV 6.3e-5

@@ -21,6 +21,7 @@ struct Avx2 {
   static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
   static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+  static Vec max(Vec a, Vec b) { return _mm256_max_ps(a, b); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
   static Vec round(Vec x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   // y * 2^n for integral n in [-126, 127]: n goes straight into the exponent field.
@@ -198,19 +199,21 @@ struct Avx2 {
     const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(words, words));
   }
-  // acc[f] += step * sum over the tile's 2 quads of the weight codes . the centred codes:
-  // vpmaddubsw pairs into int16 (at most 4 products of 255 x 8 per lane), widened once. An int4
-  // unit is one value group, lane_group[0] in codes [groups][16 bytes: rows 0..7] and steps.
+  // acc[f] += step * sum over the pair's 4 quads (16 rows) of the weight codes . the centred
+  // codes: vpmaddubsw pairs into int16 (at most 8 products of 255 x 8 per lane), widened once.
+  // An int4 unit is one value group, lane_group[0] in codes [groups][32 bytes: rows 0..15] and
+  // steps.
   template <KvType>
   static void accumulate_unit(const uint8_t* codes, const uint8_t* weight_codes, const float* steps,
                               const int32_t* lane_group, float* acc) {
-    const __m256i lanes = _mm256_broadcastsi128_si256(load16(weight_codes + 16 * lane_group[0]));
-    const __m256i w0 = _mm256_shuffle_epi32(lanes, 0x00), w1 = _mm256_shuffle_epi32(lanes, 0x55);
+    const __m256i lanes = _mm256_broadcastsi128_si256(load16(weight_codes + 32 * lane_group[0]));
+    const __m256i w[4] = {_mm256_shuffle_epi32(lanes, 0x00), _mm256_shuffle_epi32(lanes, 0x55),
+                          _mm256_shuffle_epi32(lanes, 0xAA), _mm256_shuffle_epi32(lanes, 0xFF)};
     const Vec step = set1(steps[lane_group[0]]);
     const __m256i ones = _mm256_set1_epi16(1);
     for (int v = 0; v < 8; ++v) {
-      const __m256i sum = _mm256_add_epi16(_mm256_maddubs_epi16(w0, load_256(codes + v * 32)),
-                                           _mm256_maddubs_epi16(w1, load_256(codes + (8 + v) * 32)));
+      __m256i sum = _mm256_maddubs_epi16(w[0], load_256(codes + v * 32));
+      for (int q = 1; q < 4; ++q) sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(w[q], load_256(codes + (8 * q + v) * 32)));
       store(acc + 8 * v, fma(step, _mm256_cvtepi32_ps(_mm256_madd_epi16(sum, ones)), load(acc + 8 * v)));
     }
   }

@@ -20,6 +20,7 @@ struct Avx512 {
   static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
   static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
+  static Vec max(Vec a, Vec b) { return _mm512_max_ps(a, b); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
   static Vec round(Vec x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static Vec ldexp(Vec y, Vec n) { return _mm512_scalef_ps(y, n); }
@@ -111,40 +112,24 @@ struct Avx512 {
     istore(out + 32, _mm512_unpacklo_epi64(t1, t3));
     istore(out + 48, _mm512_unpackhi_epi64(t1, t3));
   }
-  // A chunk's query codes: int8 keys, c = 128 * hi + lo as two words of 4 signed bytes, hi
-  // then lo; int4 keys, one word of 4 s8.
-  template <KvType Type>
+  // A chunk's query codes as one word of 4 s8.
+  template <KvType>
   static void pack_query_chunk(const int16_t* c, uint32_t* out) {
-    uint8_t hi[4], lo[4];
-    for (int j = 0; j < 4; ++j) {
-      const int32_t h = Type == KvType::INT4 ? 0 : (c[j] + 64) >> 7;
-      hi[j] = uint8_t(int8_t(h));
-      lo[j] = uint8_t(int8_t(c[j] - 128 * h));
-    }
-    if constexpr (Type == KvType::INT4) {
-      std::memcpy(out, lo, 4);
-      out[1] = 0;
-    } else {
-      std::memcpy(out, hi, 4);
-      std::memcpy(out + 1, lo, 4);
-    }
+    const int8_t bytes[4] = {int8_t(c[0]), int8_t(c[1]), int8_t(c[2]), int8_t(c[3])};
+    std::memcpy(out, bytes, 4);
+    out[1] = 0;
   }
-  // int8: a0 += codes . hi, a1 += codes . lo per lane; int4: a0 += codes . c (vpdpbusd, u8 x
-  // s8 into int32, so no span ever needs widening).
-  template <KvType Type>
-  static void dot_chunk(IVec& a0, IVec& a1, KeyChunk t, const uint32_t* q) {
+  // a0 += codes . c per lane (vpdpbusd, u8 x s8 into int32, so no span ever needs widening).
+  template <KvType>
+  static void dot_chunk(IVec& a0, IVec&, KeyChunk t, const uint32_t* q) {
     a0 = _mm512_dpbusd_epi32(a0, t, _mm512_set1_epi32(int32_t(q[0])));
-    if constexpr (Type == KvType::INT8) a1 = _mm512_dpbusd_epi32(a1, t, _mm512_set1_epi32(int32_t(q[1])));
   }
   template <KvType>
   static constexpr int32_t span_chunks() { return 1 << 20; }
   template <KvType>
   static void end_span(IVec&, IVec&) {}
-  template <KvType Type>
-  static IVec combine(IVec a0, IVec a1) {
-    if constexpr (Type == KvType::INT4) return a0;
-    return _mm512_add_epi32(_mm512_slli_epi32(a0, 7), a1);
-  }
+  template <KvType>
+  static IVec combine(IVec a0, IVec) { return a0; }
   static Vec to_float(IVec v) { return _mm512_cvtepi32_ps(v); }
 
   // Values weighted by codes (attention_weighted_codes.h). A unit's 64 codes of a row as one
@@ -186,30 +171,39 @@ struct Avx512 {
   }
   // W weights scaled to [0, 255] -> their nearest codes as W bytes (low bytes of the words).
   static void store_weight_codes(Vec w, uint8_t* out) { _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(w))); }
-  // acc[f] += step * sum over the tile's 4 quads of the weight codes . the centred codes
-  // (vpdpbusd), with 128-bit lane L's weight codes (16 bytes: rows 0..15) and step those of
-  // group lane_group[L] in codes [groups][16] and steps [groups].
+  // Weight codes of 4 quads (16 bytes of each lane's group, from byte `at` of its 32) with lane
+  // L's from group lane_group[L] of codes [groups][32].
+  static __m512i weight_lanes(const uint8_t* weight_codes, const int32_t* lane_group, int32_t at) {
+    if (lane_group[0] == lane_group[3]) return _mm512_broadcast_i32x4(load16(weight_codes + 32 * lane_group[0] + at));
+    __m512i lanes = _mm512_castsi128_si512(load16(weight_codes + 32 * lane_group[0] + at));
+    lanes = _mm512_inserti32x4(lanes, load16(weight_codes + 32 * lane_group[1] + at), 1);
+    lanes = _mm512_inserti32x4(lanes, load16(weight_codes + 32 * lane_group[2] + at), 2);
+    return _mm512_inserti32x4(lanes, load16(weight_codes + 32 * lane_group[3] + at), 3);
+  }
+  // acc[f] += step * sum over the pair's 8 quads (32 rows) of the weight codes . the centred
+  // codes (vpdpbusd), lane L's weights and step those of group lane_group[L] (one group in every
+  // int4 unit).
   template <KvType>
   static void accumulate_unit(const uint8_t* codes, const uint8_t* weight_codes, const float* steps,
                               const int32_t* lane_group, float* acc) {
-    __m512i lanes;
     Vec step;
-    if (lane_group[0] == lane_group[3]) {   // one group: every int4 unit
-      lanes = _mm512_broadcast_i32x4(load16(weight_codes + 16 * lane_group[0]));
+    if (lane_group[0] == lane_group[3]) {
       step = set1(steps[lane_group[0]]);
     } else {
-      lanes = _mm512_castsi128_si512(load16(weight_codes + 16 * lane_group[0]));
-      lanes = _mm512_inserti32x4(lanes, load16(weight_codes + 16 * lane_group[1]), 1);
-      lanes = _mm512_inserti32x4(lanes, load16(weight_codes + 16 * lane_group[2]), 2);
-      lanes = _mm512_inserti32x4(lanes, load16(weight_codes + 16 * lane_group[3]), 3);
       const __m128 lane_steps = _mm_setr_ps(steps[lane_group[0]], steps[lane_group[1]], steps[lane_group[2]], steps[lane_group[3]]);
       step = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), _mm512_castps128_ps512(lane_steps));
     }
-    const __m512i w[4] = {_mm512_shuffle_epi32(lanes, _MM_PERM_AAAA), _mm512_shuffle_epi32(lanes, _MM_PERM_BBBB),
-                          _mm512_shuffle_epi32(lanes, _MM_PERM_CCCC), _mm512_shuffle_epi32(lanes, _MM_PERM_DDDD)};
+    __m512i w[8];
+    for (int half = 0; half < 2; ++half) {
+      const __m512i lanes = weight_lanes(weight_codes, lane_group, 16 * half);
+      w[4 * half] = _mm512_shuffle_epi32(lanes, _MM_PERM_AAAA);
+      w[4 * half + 1] = _mm512_shuffle_epi32(lanes, _MM_PERM_BBBB);
+      w[4 * half + 2] = _mm512_shuffle_epi32(lanes, _MM_PERM_CCCC);
+      w[4 * half + 3] = _mm512_shuffle_epi32(lanes, _MM_PERM_DDDD);
+    }
     for (int k = 0; k < 4; ++k) {
       __m512i sum = izero();
-      for (int q = 0; q < 4; ++q) sum = _mm512_dpbusd_epi32(sum, w[q], _mm512_loadu_si512(codes + (4 * q + k) * 64));
+      for (int q = 0; q < 8; ++q) sum = _mm512_dpbusd_epi32(sum, w[q], _mm512_loadu_si512(codes + (4 * q + k) * 64));
       store(acc + 16 * k, fma(step, _mm512_cvtepi32_ps(sum), load(acc + 16 * k)));
     }
   }

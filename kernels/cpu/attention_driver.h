@@ -30,6 +30,7 @@
 #include "kernels/cpu/attention_int_phases.h"
 #include "kernels/cpu/attention_isa.h"
 #include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/attention_weighted_codes.h"
 #include "kernels/kv_quant.h"
 
 namespace kvdesk {
@@ -111,7 +112,7 @@ void score_heads(const RowTile<Isa>& tile, const GroupJob& job, int32_t h0, type
   }
   for (int i = 0; i < HT; ++i) {
     const Vec s = Isa::mul(Isa::transpose_sum(job.parts + i * W * W), k_scale);
-    Isa::store(job.p + (h0 + i) * W, Isa::first_lanes(s, tile.rows, -INFINITY));
+    Isa::store(job.p + (h0 + i) * job.p_stride, Isa::first_lanes(s, tile.rows, -INFINITY));
   }
 }
 
@@ -125,7 +126,7 @@ void accumulate_heads(const RowTile<Isa>& tile, const GroupJob& job, int32_t h0)
     for (int i = 0; i < HT; ++i) acc[i] = Isa::load(job.acc + (h0 + i) * job.d + c * W);
     for (int32_t r = 0; r < tile.rows; ++r) {
       const Vec v = RowReader<Isa, Type>::load(tile.v[r], c, job.d);
-      for (int i = 0; i < HT; ++i) acc[i] = Isa::fma(Isa::set1(job.p[(h0 + i) * W + r]), v, acc[i]);
+      for (int i = 0; i < HT; ++i) acc[i] = Isa::fma(Isa::set1(job.p[(h0 + i) * job.p_stride + r]), v, acc[i]);
     }
     for (int i = 0; i < HT; ++i) Isa::store(job.acc + (h0 + i) * job.d + c * W, acc[i]);
   }
@@ -157,7 +158,7 @@ struct Values {
     if constexpr (RowReader<Isa, Type>::kHasRowScale) {
       const typename Isa::Vec v_scale = row_scales<Isa, Type>(tile.v, tile.rows);
       for (int32_t h = 0; h < job.heads; ++h) {
-        Isa::store(job.p + h * Isa::kLanes, Isa::mul(Isa::load(job.p + h * Isa::kLanes), v_scale));
+        Isa::store(job.p + h * job.p_stride, Isa::mul(Isa::load(job.p + h * job.p_stride), v_scale));
       }
     }
     for_head_tiles<Step>(job.heads, tile, job);
@@ -186,7 +187,7 @@ template <class Isa>
 void softmax_tile(const GroupJob& job) {
   constexpr int W = Isa::kLanes;
   for (int32_t h = 0; h < job.heads; ++h) {
-    const typename Isa::Vec s = Isa::load(job.p + h * W);
+    const typename Isa::Vec s = Isa::load(job.p + h * job.p_stride);
     // Past the first tiles the running max rarely moves: one compare skips the reduction.
     const float tile_max = Isa::any_above(s, job.m[h]) ? Isa::reduce_max(s) : job.m[h];
     float* l_lanes = job.l_lanes + h * W;
@@ -198,12 +199,13 @@ void softmax_tile(const GroupJob& job) {
         for (int32_t c = 0; c < job.d; c += W) Isa::store(acc + c, Isa::mul(Isa::load(acc + c), Isa::set1(alpha)));
         rescale_min_terms<Isa>(job, h, alpha);
         rescale_value_acc<Isa>(job, h, alpha);
+        if (job.pending) Isa::store(job.pending + h * job.p_stride, Isa::mul(Isa::load(job.pending + h * job.p_stride), Isa::set1(alpha)));
       }
       job.m[h] = tile_max;
     }
     const typename Isa::Vec p = exp_nonpositive<Isa>(Isa::add(s, Isa::set1(-job.m[h])));
     Isa::store(l_lanes, Isa::add(Isa::load(l_lanes), p));
-    Isa::store(job.p + h * W, p);
+    Isa::store(job.p + h * job.p_stride, p);
   }
 }
 
@@ -242,6 +244,21 @@ TileFn<Isa> values_fn(KvType type) {
 }
 
 inline bool int_values(KvType type) { return type == KvType::INT8 || type == KvType::INT4; }
+
+template <class Isa>
+using PairFn = void (*)(const ValueRows<Isa>&, const GroupJob&);
+
+// Step 3 over a pair of tiles, where the ISA weighs this V type's codes by codes; else nullptr.
+template <class Isa>
+PairFn<Isa> pair_values_fn(KvType type) {
+  if constexpr (simd_int_value_tile(KvType::INT8, Isa::kIsa) > 0) {
+    if (type == KvType::INT8) return &WeightedValues<Isa, KvType::INT8>::pair;
+  }
+  if constexpr (simd_int_value_tile(KvType::INT4, Isa::kIsa) > 0) {
+    if (type == KvType::INT4) return &WeightedValues<Isa, KvType::INT4>::pair;
+  }
+  return nullptr;
+}
 
 // Row pointers of positions [first, first + W) of kv head `head`, as many as the sequence has.
 template <class Isa>
@@ -290,7 +307,7 @@ void prefetch_rows(const RowTile<Isa>& tile, size_t k_row_bytes, size_t v_row_by
 template <class Isa>
 void keep_scores(const GroupJob& job, int32_t first, int32_t rows) {
   for (int32_t h = 0; h < job.heads; ++h) {
-    std::memcpy(job.weights + int64_t(h) * job.num_tokens + first, job.p + h * Isa::kLanes, sizeof(float) * size_t(rows));
+    std::memcpy(job.weights + int64_t(h) * job.num_tokens + first, job.p + h * job.p_stride, sizeof(float) * size_t(rows));
   }
 }
 
@@ -312,15 +329,15 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
   const int64_t units = simd_value_units(d);
   float* key_scales = base + d / 4 * W;
   float* value_scales = key_scales + 2 * groups * W;
-  float* query_codes = value_scales + 2 * groups * W;
+  float* query_codes = value_scales + 4 * groups * W;
   float* value_codes = query_codes + d / 2;
-  float* q_chunks = value_codes + units * 256;
+  float* q_chunks = value_codes + units * 512;
   float* q_scales = q_chunks + int64_t(num_heads) * (d / 2);
   float* q_sums = q_scales + num_heads;
   float* value_weights = q_sums + num_heads * groups;
   float* value_min_terms = value_weights + num_heads * groups * W;
   float* weight_codes = value_min_terms + num_heads * groups * W;
-  float* weight_steps = weight_codes + num_heads * groups * 4;
+  float* weight_steps = weight_codes + num_heads * groups * 8;
   float* value_acc = weight_steps + num_heads * groups;
   const int32_t k_groups = kv_row_scales(layer.k.type, d);
   const int32_t v_groups = int_values(layer.v.type) ? kv_row_scales(layer.v.type, d) : 0;
@@ -335,17 +352,16 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
                   value_min_terms + h0 * v_groups * W,
                   v_groups,
                   reinterpret_cast<uint8_t*>(value_codes),
-                  reinterpret_cast<uint8_t*>(weight_codes) + h0 * v_groups * 16,
+                  reinterpret_cast<uint8_t*>(weight_codes) + h0 * v_groups * 32,
                   weight_steps + h0 * v_groups,
                   value_acc + h0 * units * 64,
                   int_values(layer.v.type) ? value_tile : 0};
 }
 
 // Group g's share of the scratch: parts [8][W][W] shared by all groups, then for every query
-// head p [num_heads][W], acc [num_heads][d], m [num_heads], l [num_heads], l_lanes
-// [num_heads][W]; then the int8 / int4
-// parts (IntParts), shared (sized for the widest ISA) and per query head; group g owns the
-// heads [g * G, (g + 1) * G).
+// head p [num_heads][2W], acc [num_heads][d], m [num_heads], l [num_heads], l_lanes
+// [num_heads][W]; then the int8 / int4 parts (IntParts), shared (sized for the widest ISA) and
+// per query head; group g owns the heads [g * G, (g + 1) * G).
 template <class Isa>
 GroupJob group_job(const PagedKvLayer& layer, const AttentionArgs& args, int32_t num_tokens, int32_t g, int32_t group_heads) {
   constexpr int W = Isa::kLanes;
@@ -353,15 +369,28 @@ GroupJob group_job(const PagedKvLayer& layer, const AttentionArgs& args, int32_t
   const int32_t num_heads = args.num_heads;
   const int64_t h0 = int64_t(g) * group_heads;
   float* p = args.scratch + kSimdMaxHeadTile * W * W;
-  float* acc = p + int64_t(num_heads) * W;
+  float* acc = p + int64_t(num_heads) * 2 * W;
   float* m = acc + int64_t(num_heads) * d;
   float* l = m + num_heads;
   float* l_lanes = l + num_heads;
   float* weights = args.weights ? args.weights + h0 * num_tokens : nullptr;
-  return GroupJob{args.q + h0 * d,  args.out + h0 * d, group_heads, d,       args.scale, args.scratch,
-                  p + h0 * W,       acc + h0 * d,      m + h0,      l + h0,  l_lanes + h0 * W,
-                  weights,          num_tokens,        int_parts(layer, l_lanes + int64_t(num_heads) * kSimdMaxLanes, num_heads, h0,
-                                                         simd_int_value_tile(layer.v.type, Isa::kIsa))};
+  return GroupJob{args.q + h0 * d,
+                  args.out + h0 * d,
+                  group_heads,
+                  d,
+                  args.scale,
+                  args.scratch,
+                  p + h0 * 2 * W,
+                  2 * W,
+                  nullptr,
+                  acc + h0 * d,
+                  m + h0,
+                  l + h0,
+                  l_lanes + h0 * W,
+                  weights,
+                  num_tokens,
+                  int_parts(layer, l_lanes + int64_t(num_heads) * kSimdMaxLanes, num_heads, h0,
+                            simd_int_value_tile(layer.v.type, Isa::kIsa))};
 }
 
 template <class Isa>
@@ -406,10 +435,6 @@ void finish_group(const GroupJob& job, const PagedKvLayer& layer, int32_t first_
   if (job.weights) normalize_weights(job, first_token);
 }
 
-// Tiles outside, kv heads inside: a block stores every kv head's rows next to each other
-// ([block][kv_head][row]), so when one call covers several kv heads, one tile of W positions
-// reads each block it touches as one contiguous run, and the next tile's runs are prefetched
-// a whole tile ahead. (The engine calls once per kv head, to spread heads over threads.)
 // One tile's three steps for one kv head.
 template <class Isa>
 void attend_tile(const RowTile<Isa>& tile, const GroupJob& job, int32_t first, TileFn<Isa> scores, TileFn<Isa> values) {
@@ -419,6 +444,36 @@ void attend_tile(const RowTile<Isa>& tile, const GroupJob& job, int32_t first, T
   values(tile, job);
 }
 
+// Where values are weighed by codes, a pair of tiles: the first's scores and softmax; the
+// second's (the first's weights rescaled with the accumulator), then the values of both. A
+// first tile with no second (the cached rows' last) is weighed alone.
+template <class Isa>
+void attend_paired_tile(const RowTile<Isa>* before, const RowTile<Isa>& tile, const GroupJob& job, int32_t first,
+                        bool second, bool last, TileFn<Isa> scores, PairFn<Isa> pair_values) {
+  constexpr int W = Isa::kLanes;
+  GroupJob half = job;
+  if (second) half.p += W, half.pending = job.p;
+  scores(tile, half);
+  if (half.weights) keep_scores<Isa>(half, first, tile.rows);
+  softmax_tile<Isa>(half);
+  if (!second && !last) return;
+  ValueRows<Isa> pair;
+  pair.rows = second ? W + tile.rows : tile.rows;
+  const RowTile<Isa>& head = second ? *before : tile;
+  for (int32_t r = 0; r < W; ++r) pair.v[r] = head.v[r];
+  for (int32_t r = 0; r < W; ++r) pair.v[W + r] = second ? tile.v[r] : head.v[0];
+  if (!second) {
+    for (int32_t h = 0; h < job.heads; ++h) Isa::store(job.p + h * job.p_stride + W, Isa::zero());
+  }
+  pair_values(pair, job);
+}
+
+// Tiles outside, kv heads inside: a block stores every kv head's rows next to each other
+// ([block][kv_head][row]), so when one call covers several kv heads, one tile of W positions
+// reads each block it touches as one contiguous run, and the next tile's runs are prefetched
+// a whole tile ahead. (The engine calls once per kv head, to spread heads over threads.) Up to
+// kBatch kv heads at a time, their jobs made once; each tile's rows are located while the tile
+// before computes (prefetched), then used; the tile before stays for a pair's values.
 template <class Isa>
 void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
   constexpr int W = Isa::kLanes;
@@ -431,34 +486,39 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   const int32_t group_heads = args.num_heads / groups;
   const TileFn<Isa> scores = scores_fn<Isa>(layer.k.type, d);
   const TileFn<Isa> values = values_fn<Isa>(layer.v.type);
+  const PairFn<Isa> pair_values = pair_values_fn<Isa>(layer.v.type);
   const size_t k_row_bytes = kv_row_bytes(layer.k.type, d);
   const size_t v_row_bytes = kv_row_bytes(layer.v.type, d);
   // The cached rows, then the recent ones in f32 (tiles do not straddle the two).
   PagedSeq cached = seq;
   cached.num_tokens = seq.num_tokens - args.recent_count;
-  // Up to kBatch kv heads at a time, their jobs made once; each tile's rows are located while
-  // the tile before computes (prefetched), then used.
+  const int32_t tiles_cached = (cached.num_tokens - args.first_token + W - 1) / W;
   constexpr int32_t kBatch = 8;
   GroupJob jobs[kBatch];
-  RowTile<Isa> tiles[2][kBatch];
+  RowTile<Isa> tiles[3][kBatch];   // [tile index % 3]: the tile, the next, the one before
   for (int32_t g0 = 0; g0 < groups; g0 += kBatch) {
     const int32_t batch = groups - g0 < kBatch ? groups - g0 : kBatch;
     for (int32_t i = 0; i < batch; ++i) {
       jobs[i] = group_job<Isa>(layer, args, seq.num_tokens, g0 + i, group_heads);
       start_group<Isa>(jobs[i], layer);
+      if (tiles_cached > 0) locate_rows(layer, cached, g0 + i, args.first_token, tiles[0][i]);
     }
-    int32_t now = 0;
-    if (args.first_token < cached.num_tokens) {
-      for (int32_t i = 0; i < batch; ++i) locate_rows(layer, cached, g0 + i, args.first_token, tiles[now][i]);
-    }
-    for (int32_t first = args.first_token; first < cached.num_tokens; first += W, now ^= 1) {
-      if (first + W < cached.num_tokens) {
+    for (int32_t t = 0; t < tiles_cached; ++t) {
+      const int32_t first = args.first_token + t * W;
+      RowTile<Isa>* now = tiles[t % 3];
+      if (t + 1 < tiles_cached) {
         for (int32_t i = 0; i < batch; ++i) {
-          locate_rows(layer, cached, g0 + i, first + W, tiles[now ^ 1][i]);
-          prefetch_rows(tiles[now ^ 1][i], k_row_bytes, v_row_bytes);
+          locate_rows(layer, cached, g0 + i, first + W, tiles[(t + 1) % 3][i]);
+          prefetch_rows(tiles[(t + 1) % 3][i], k_row_bytes, v_row_bytes);
         }
       }
-      for (int32_t i = 0; i < batch; ++i) attend_tile(tiles[now][i], jobs[i], first, scores, values);
+      for (int32_t i = 0; i < batch; ++i) {
+        if (pair_values) {
+          attend_paired_tile(&tiles[(t + 2) % 3][i], now[i], jobs[i], first, t % 2 == 1, t + 1 == tiles_cached, scores, pair_values);
+        } else {
+          attend_tile(now[i], jobs[i], first, scores, values);
+        }
+      }
     }
     for (int32_t first = cached.num_tokens; first < seq.num_tokens; first += W) {
       for (int32_t i = 0; i < batch; ++i) {

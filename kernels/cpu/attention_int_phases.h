@@ -8,7 +8,8 @@
 // per chunk (Isa::dot_chunk, the query chunk broadcast to every lane), so no partial sums are
 // added across lanes. Lane r's score is sq * sum_g (s_g[r] * D_g[r] + m_g[r] * C_g) * scale.
 //
-// Values (IntValues), where the ISA weighs them in f32 (else attention_weighted_codes.h):
+// Values (IntValues), where the ISA weighs them in f32 (else attention_weighted_codes.h, over
+// pairs of tiles):
 // acc[h] += sum_r p[h][r] * (s_g[r] * code[r] + m_g[r]) is taken apart as
 //   acc[h] += sum_r (p[h][r] * s_g[r]) * code[r]      the codes only widened to f32
 //   min_terms[h][g] += p[h] * m_g                    one vector FMA per head and group per tile
@@ -21,23 +22,21 @@
 
 #include "kernels/attention_int_keys.h"
 #include "kernels/cpu/attention_tile.h"
-#include "kernels/cpu/attention_weighted_codes.h"
 #include "kernels/kv_quant.h"
 
 namespace kvdesk {
 namespace {
 
-// The (s, m) of every scale group of a tile's int8 / int4 rows as f32 vectors over the rows:
-// scales[g * W + r] = s_g of row r, scales[(G + g) * W + r] = m_g. Lanes past the tile's rows
-// repeat row 0 (their key scores are masked, their softmax weights 0).
+// The (s, m) of every scale group of W int8 / int4 rows as f32 vectors over the rows:
+// scales[g * stride + r] = s_g of row r, scales[(G + g) * stride + r] = m_g. Lanes past the
+// tile's rows repeat row 0 (their key scores are masked, their softmax weights 0).
 template <class Isa>
-void tile_group_scales(const uint8_t* const* rows, int32_t groups, float* scales) {
-  constexpr int W = Isa::kLanes;
+void tile_group_scales(const uint8_t* const* rows, int32_t groups, int32_t stride, float* scales) {
   for (int32_t g = 0; g < groups; ++g) {
     typename Isa::Vec s, m;
     Isa::f16_pairs(Isa::gather_words(rows, 4 * size_t(g)), s, m);
-    Isa::store(scales + g * W, s);
-    Isa::store(scales + (groups + g) * W, m);
+    Isa::store(scales + g * stride, s);
+    Isa::store(scales + (groups + g) * stride, m);
   }
 }
 
@@ -53,7 +52,7 @@ void prepare_int_query(const GroupJob& job) {
   float* q_scales = job.ints.q_scales;
   float* q_sums = job.ints.q_sums;
   for (int32_t h = 0; h < job.heads; ++h) {
-    q_scales[h] = quantize_query(job.q + h * d, d, query_code_max(Type), codes) * job.scale;
+    q_scales[h] = quantize_query(job.q + h * d, d, codes) * job.scale;
     for (int32_t k = 0; k < d / 4; ++k) {
       int16_t chunk[4];
       for (int32_t j = 0; j < 4; ++j) chunk[j] = codes[int_key_chunk_dim(Type, k, j)];
@@ -127,7 +126,7 @@ void int_score_heads(const GroupJob& job, int32_t h0, int32_t rows, int32_t grou
   }
   for (int i = 0; i < HT; ++i) {
     const Vec scaled = Isa::mul(score[i], Isa::set1(job.ints.q_scales[h0 + i]));
-    Isa::store(job.p + (h0 + i) * W, Isa::first_lanes(scaled, rows, -INFINITY));
+    Isa::store(job.p + (h0 + i) * job.p_stride, Isa::first_lanes(scaled, rows, -INFINITY));
   }
 }
 
@@ -143,7 +142,7 @@ struct IntScores {
     const int32_t group = kv_row_group(Type, job.d);
     const int32_t groups = kv_row_scales(Type, job.d);
     transpose_key_codes<Isa, Type>(tile, job.d, job.ints.key_chunks);
-    tile_group_scales<Isa>(tile.k, groups, job.ints.key_scales);
+    tile_group_scales<Isa>(tile.k, groups, Isa::kLanes, job.ints.key_scales);
     for_head_tiles<Step, Isa::kIntHeadTile>(job.heads, job, tile.rows, group, groups);
   }
 };
@@ -184,7 +183,7 @@ struct IntValues {
     const float* s = job.ints.value_scales;
     const float* m = job.ints.value_scales + groups * W;
     for (int32_t h = 0; h < job.heads; ++h) {
-      const typename Isa::Vec p = Isa::load(job.p + h * W);
+      const typename Isa::Vec p = Isa::load(job.p + h * job.p_stride);
       for (int32_t g = 0; g < groups; ++g) {
         const int32_t at = (h * groups + g) * W;
         Isa::store(job.ints.value_weights + at, Isa::mul(p, Isa::load(s + g * W)));
@@ -195,13 +194,9 @@ struct IntValues {
   }
   static void tile(const RowTile<Isa>& tile, const GroupJob& job) {
     const int32_t groups = job.ints.value_groups;
-    tile_group_scales<Isa>(tile.v, groups, job.ints.value_scales);
-    if constexpr (simd_int_value_tile(Type, Isa::kIsa) > 0) {
-      WeightedValues<Isa, Type>::tile(tile, job, groups);
-    } else {
-      fold_scales(job, groups);
-      for_head_tiles<Step>(job.heads, tile, job, groups);
-    }
+    tile_group_scales<Isa>(tile.v, groups, Isa::kLanes, job.ints.value_scales);
+    fold_scales(job, groups);
+    for_head_tiles<Step>(job.heads, tile, job, groups);
   }
 };
 

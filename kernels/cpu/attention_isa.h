@@ -15,40 +15,41 @@ constexpr int kSimdMaxHeadTile = 8;    // query heads whose accumulators share t
 // Most scale groups of an int8 / int4 row (int8's groups are the smaller).
 constexpr int64_t simd_int_groups(int32_t head_dim) { return kv_row_scales(KvType::INT8, head_dim); }
 
-// Rows per tile over which an ISA's kernel weighs int8 / int4 values by 8-bit codes
-// (attention_int_values.h), 0 where it weighs them in f32: AVX-512 VNNI multiplies 4 rows of
-// bytes per vpdpbusd for both; AVX2 only int4, whose int16 pair sums can wait for the tile's end
-// (int8's would need widening every 4 rows, no fewer instructions than f32 FMAs).
+// Rows over which an ISA's kernel weighs int8 / int4 values by 8-bit codes at once, a pair of
+// its tiles (attention_int_values.h), 0 where it weighs them in f32: AVX-512 VNNI multiplies 4
+// rows of bytes per vpdpbusd for both; AVX2 only int4, whose int16 pair sums can wait for the
+// pair's end (int8's would need widening every 4 rows, no fewer instructions than f32 FMAs).
 constexpr int32_t simd_int_value_tile(KvType v_type, CpuIsa isa) {
-  if (isa == CpuIsa::Avx512) return v_type == KvType::INT8 || v_type == KvType::INT4 ? 16 : 0;
-  return v_type == KvType::INT4 ? 8 : 0;
+  if (isa == CpuIsa::Avx512) return v_type == KvType::INT8 || v_type == KvType::INT4 ? 32 : 0;
+  return v_type == KvType::INT4 ? 16 : 0;
 }
 
 // Units of 64 dims, each weighted value code vectors cover (attention_weighted_codes.h).
 constexpr int64_t simd_value_units(int32_t head_dim) { return (head_dim + 63) / 64; }
 
 // Floats of the shared int8 / int4 parts (attention_tile.h IntParts): the tile's key chunks
-// [head_dim / 4][lanes], key and value scales [2][groups][lanes] each, one head's int16 query
-// codes [head_dim / 2], the tile's interleaved value codes [units][4 quads][256 bytes].
+// [head_dim / 4][lanes], key scales [2][groups][lanes], value scales [2][groups][2 lanes], one
+// head's int16 query codes [head_dim / 2], a pair of tiles' interleaved value codes [units][8
+// quads][256 bytes].
 constexpr int64_t simd_int_shared_floats(int32_t head_dim) {
-  return int64_t(head_dim / 4) * kSimdMaxLanes + 4 * simd_int_groups(head_dim) * kSimdMaxLanes + head_dim / 2 +
-         simd_value_units(head_dim) * 256;
+  return int64_t(head_dim / 4) * kSimdMaxLanes + 6 * simd_int_groups(head_dim) * kSimdMaxLanes + head_dim / 2 +
+         simd_value_units(head_dim) * 512;
 }
 
 // Floats of the int8 / int4 parts of one query head: packed query [head_dim / 4][2], scale,
 // code sums [groups], value weights and min terms [groups][lanes] each, weight codes
-// [groups][16 bytes] and steps [groups], the weighted codes' accumulator [units][64].
+// [groups][32 bytes] and steps [groups], the weighted codes' accumulator [units][64].
 constexpr int64_t simd_int_head_floats(int32_t head_dim) {
-  return int64_t(head_dim / 2) + 1 + simd_int_groups(head_dim) * (1 + 2 * kSimdMaxLanes + 4 + 1) +
+  return int64_t(head_dim / 2) + 1 + simd_int_groups(head_dim) * (1 + 2 * kSimdMaxLanes + 8 + 1) +
          simd_value_units(head_dim) * 64;
 }
 
 // Scratch of the SIMD kernels: partial dot vectors of one head tile ([8][lanes][lanes]), then
-// per query head the tile's weights [lanes], its accumulator [head_dim], running max and sum,
-// the sum by lane [lanes], then the int8 / int4 parts, shared and per head.
+// per query head a pair of tiles' weights [2 lanes], its accumulator [head_dim], running max and
+// sum, the sum by lane [lanes], then the int8 / int4 parts, shared and per head.
 constexpr int64_t simd_scratch_floats(int32_t num_heads, int32_t head_dim) {
   return int64_t(kSimdMaxHeadTile) * kSimdMaxLanes * kSimdMaxLanes +
-         int64_t(num_heads) * (2 * kSimdMaxLanes + head_dim + 2) + simd_int_shared_floats(head_dim) +
+         int64_t(num_heads) * (3 * kSimdMaxLanes + head_dim + 2) + simd_int_shared_floats(head_dim) +
          int64_t(num_heads) * simd_int_head_floats(head_dim);
 }
 

@@ -33,16 +33,25 @@ struct IntParts {
   float* q_sums;             // [heads][Gk]        C_g: the query codes' sum over each key group
   uint32_t* key_chunks;      // [d / 4][W]         the tile's key codes, chunk-major (shared)
   float* key_scales;         // [2][Gk][W]         the tile rows' key s_g, then m_g (shared)
-  float* value_scales;       // [2][Gv][W]         the tile rows' value s_g, then m_g (shared)
+  float* value_scales;       // [2][Gv][W] or [2][Gv][2W] (a pair of tiles): the rows' value s_g, then m_g (shared)
   float* value_weights;      // [heads][Gv][W]     softmax weight * the row's value s_g
   float* value_min_terms;    // [heads][Gv][W]     running sum of softmax weight * the row's value m_g
   int32_t value_groups;      // Gv; 0 when V is not int8 / int4
-  // Values weighted by codes (attention_weighted_codes.h), when value_tile > 0; U = units of 64 dims.
-  uint8_t* value_codes;      // [U][W / 4][256 bytes]  the tile's centred codes, 4 rows per dim (shared)
-  uint8_t* weight_codes;     // [heads][Gv][16 bytes]  8-bit codes of softmax weight * the row's s_g
-  float* weight_steps;       // [heads][Gv]            their steps
-  float* value_acc;          // [heads][U][64]         the weighted codes' sums, in the ISA's dim order
-  int32_t value_tile;        // rows of a tile weighed by codes; 0: values weighed in f32
+  // Values weighted by codes over pairs of tiles (attention_weighted_codes.h), when
+  // value_tile (= 2W) > 0; U = units of 64 dims.
+  uint8_t* value_codes;      // [U][2W / 4][256 bytes]  the pair's centred codes, 4 rows per dim (shared)
+  uint8_t* weight_codes;     // [heads][Gv][32 bytes]   8-bit codes of softmax weight * the row's s_g
+  float* weight_steps;       // [heads][Gv]             their steps
+  float* value_acc;          // [heads][U][64]          the weighted codes' sums, in the ISA's dim order
+  int32_t value_tile;        // rows weighed by codes at once; 0: values weighed in f32, tile by tile
+};
+
+// Up to 2W consecutive rows of one kv head whose values are weighed at once: a pair of tiles.
+// Entries past `rows` repeat row 0.
+template <class Isa>
+struct ValueRows {
+  int32_t rows = 0;
+  const uint8_t* v[2 * Isa::kLanes];
 };
 
 // One kv head and its query heads, with the float scratch split into its parts.
@@ -53,7 +62,10 @@ struct GroupJob {
   int32_t d;
   float scale;
   float* parts;     // [kSimdMaxHeadTile][W][W]   partial dot vectors of one head tile
-  float* p;         // [heads][W]             scores, then softmax weights, of one tile
+  float* p;         // [heads][p_stride]      scores, then softmax weights, of one tile (first W)
+  int32_t p_stride; // 2W: room for a pair of tiles' weights (attention_weighted_codes.h)
+  float* pending;   // nullptr, or [heads][p_stride]: an earlier tile's weights not yet
+                    // weighed into the values, rescaled with the accumulator
   float* acc;       // [heads][d]
   float* m;         // [heads] running max
   float* l;         // [heads] the sum, from l_lanes at the end

@@ -1,21 +1,24 @@
-// Internal, included by attention_int_phases.h: the values step of the SIMD paged attention for
+// Internal, included by attention_driver.h: the values step of the SIMD paged attention for
 // ISAs that weigh int8 / int4 value codes by 8-bit weight codes (attention_int_values.h says the
 // arithmetic and attention_isa.h simd_int_value_tile which ISA does it for which type).
 //
-// Per tile: each head's softmax weights times the rows' value scales become 8-bit codes per
-// value group (one step per head and group), and p * (m_g + C s_g) joins the f32 min terms.
-// The tile's codes, centred, are laid out once for every head in units of 64 dims: for each
-// quad of 4 rows, the ISA's vectors hold those rows' codes of a dim side by side in one 32-bit
-// lane (Isa::interleave_values), so one u8 x s8 multiply-add with the quad's 4 weight codes
-// (one 32-bit lane, repeated) sums 4 rows per dim. Each 128-bit lane of those vectors holds dims
-// of one value group, so a head's weight codes are laid out per lane (the group of its dims).
-// A head's integer sums over the tile, times its steps, go to its value accumulator in the
-// ISA's dim order (Isa::value_dim), which joins the f32 accumulator at the end.
+// It runs once per pair of tiles (2W rows; the driver scores and softmaxes both first, the
+// earlier tile's weights rescaled with the accumulator), so its fixed costs, the weights'
+// codes and the widening of the sums, are paid once per 2W rows. Per pair: each head's softmax
+// weights times the rows' value scales become 8-bit codes per value group (one step per head
+// and group), and p * (m_g + C s_g) joins the f32 min terms. The pair's codes, centred, are laid
+// out once for every head in units of 64 dims: for each quad of 4 rows, the ISA's vectors hold
+// those rows' codes of a dim side by side in one 32-bit lane (Isa::interleave_values), so one
+// u8 x s8 multiply-add with the quad's 4 weight codes (one 32-bit lane, repeated) sums 4 rows
+// per dim. Each 128-bit lane of those vectors holds dims of one value group, so a head's weight
+// codes are laid out per lane (the group of its dims). A head's integer sums over the pair,
+// times its steps, go to its value accumulator in the ISA's dim order (Isa::value_dim), which
+// joins the f32 accumulator at the end.
 #pragma once
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/attention_int_values.h"
+#include "kernels/cpu/attention_int_phases.h"
 #include "kernels/cpu/attention_tile.h"
 #include "kernels/kv_quant.h"
 
@@ -26,43 +29,48 @@ template <class Isa, KvType Type>
 struct WeightedValues {
   using Vec = typename Isa::Vec;
   static constexpr int W = Isa::kLanes;
+  static constexpr int kRows = 2 * W;
+  static constexpr int kQuads = kRows / 4;
   static constexpr int kQuadBytes = 256;   // one quad of 4 rows x 64 dims
+  static constexpr int kWeightBytes = 32;  // a head's weight codes of one group (kRows <= 32)
 
-  // Quad q of unit u in the tile's interleaved codes.
+  // Quad q of unit u in the pair's interleaved codes.
   static uint8_t* unit_codes(const GroupJob& job, int32_t u, int32_t q) {
-    return job.ints.value_codes + (u * (W / 4) + q) * kQuadBytes;
+    return job.ints.value_codes + (u * kQuads + q) * kQuadBytes;
   }
 
-  // min terms += p * (m_g + C s_g); the weight codes and steps of p * s_g.
+  // min terms += p * (m_g + C s_g); the weight codes and steps of p * s_g, both tiles of the pair.
   static void quantize_weights(const GroupJob& job, int32_t groups) {
     const float* s = job.ints.value_scales;
-    const float* m = job.ints.value_scales + groups * W;
+    const float* m = job.ints.value_scales + groups * kRows;
     const Vec center = Isa::set1(float(value_code_center(Type)));
     for (int32_t h = 0; h < job.heads; ++h) {
-      const Vec p = Isa::load(job.p + h * W);
+      const Vec p0 = Isa::load(job.p + h * job.p_stride), p1 = Isa::load(job.p + h * job.p_stride + W);
       for (int32_t g = 0; g < groups; ++g) {
         const int32_t at = h * groups + g;
-        const Vec scale = Isa::load(s + g * W);
+        const Vec s0 = Isa::load(s + g * kRows), s1 = Isa::load(s + g * kRows + W);
         float* terms = job.ints.value_min_terms + at * W;
-        Isa::store(terms, Isa::fma(p, Isa::fma(center, scale, Isa::load(m + g * W)), Isa::load(terms)));
-        const Vec w = Isa::mul(p, scale);
-        const float wmax = Isa::reduce_max(w);
-        const float inverse = wmax > 0 ? float(kValueWeightCodeMax) / wmax : 0.0f;
-        Isa::store_weight_codes(Isa::mul(w, Isa::set1(inverse)), job.ints.weight_codes + at * 16);
+        const Vec min0 = Isa::fma(center, s0, Isa::load(m + g * kRows));
+        const Vec min1 = Isa::fma(center, s1, Isa::load(m + g * kRows + W));
+        Isa::store(terms, Isa::fma(p1, min1, Isa::fma(p0, min0, Isa::load(terms))));
+        const Vec w0 = Isa::mul(p0, s0), w1 = Isa::mul(p1, s1);
+        const float wmax = Isa::reduce_max(Isa::max(w0, w1));
+        const Vec inverse = Isa::set1(wmax > 0 ? float(kValueWeightCodeMax) / wmax : 0.0f);
+        uint8_t* codes = job.ints.weight_codes + at * kWeightBytes;
+        Isa::store_weight_codes(Isa::mul(w0, inverse), codes);
+        Isa::store_weight_codes(Isa::mul(w1, inverse), codes + W);
         job.ints.weight_steps[at] = wmax / float(kValueWeightCodeMax);
       }
     }
   }
 
-  // The tile's value codes, every quad of the vector width; rows past the tile repeat row 0
-  // (their weights are 0).
-  static void interleave(const RowTile<Isa>& tile, const GroupJob& job) {
+  static void interleave(const ValueRows<Isa>& pair, const GroupJob& job) {
     const int32_t d = job.d;
     const size_t offset = kv_row_values_offset(Type, d);
     for (int32_t u = 0; u < simd_value_units(d); ++u) {
-      for (int32_t q = 0; q < W / 4; ++q) {
+      for (int32_t q = 0; q < kQuads; ++q) {
         const uint8_t* rows[4];
-        for (int32_t a = 0; a < 4; ++a) rows[a] = tile.v[4 * q + a < tile.rows ? 4 * q + a : 0] + offset;
+        for (int32_t a = 0; a < 4; ++a) rows[a] = pair.v[4 * q + a] + offset;
         Isa::template interleave_values<Type>(rows, u, d, unit_codes(job, u, q));
       }
     }
@@ -78,15 +86,19 @@ struct WeightedValues {
     }
   }
 
-  static void tile(const RowTile<Isa>& tile, const GroupJob& job, int32_t groups) {
+  // The pair's rows, weighed; p holds both tiles' weights (the second tile's 0 where absent).
+  static void pair(const ValueRows<Isa>& pair, const GroupJob& job) {
+    const int32_t groups = job.ints.value_groups;
     const int64_t units = simd_value_units(job.d);
+    tile_group_scales<Isa>(pair.v, groups, kRows, job.ints.value_scales);
+    tile_group_scales<Isa>(pair.v + W, groups, kRows, job.ints.value_scales + W);
     quantize_weights(job, groups);
-    interleave(tile, job);
+    interleave(pair, job);
     for (int32_t u = 0; u < units; ++u) {
       int32_t lane_group[W / 4];
       lane_groups(job, u, groups, lane_group);
       for (int32_t h = 0; h < job.heads; ++h) {
-        Isa::template accumulate_unit<Type>(unit_codes(job, u, 0), job.ints.weight_codes + h * groups * 16,
+        Isa::template accumulate_unit<Type>(unit_codes(job, u, 0), job.ints.weight_codes + h * groups * kWeightBytes,
                                             job.ints.weight_steps + h * groups, lane_group,
                                             job.ints.value_acc + (h * units + u) * 64);
       }
@@ -106,7 +118,6 @@ struct WeightedValues {
       }
     }
   }
-
 };
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Paged attention: ref:: equals attention over the same keys and values laid out contiguously,
 // whatever the block table's order, block size, GQA ratio, length or KV type; cpu:: (AVX-512
 // and AVX2) equals its scalar twin ref::paged_attention_twin, which stays within the query's
-// rounding (14 bits over int8 keys, 8 over int4) of ref:: and, with int8 / int4 values
-// weighted by 8-bit codes, within that rounding's measured error; each KV type stays within its
+// 8-bit rounding of ref:: over int8 / int4 keys and, with int8 / int4 values weighted by 8-bit
+// codes, within that rounding's measured error; each KV type stays within its
 // format's error of f32 attention; and the newest rows, when passed in f32, replace their
 // cached copies.
 #include <catch2/catch.hpp>
@@ -232,7 +232,19 @@ void check_close(const std::vector<float>& out, const std::vector<float>& expect
   }
 }
 
-// Quantizing head h's query moves each of its codes by at most sq / 2 (sq = amax_h / code max),
+// A SIMD kernel's output against its twin's. Where values are weighed by 8-bit codes, a code
+// may round the other way in one and not the other (their exp and sums differ in the last
+// bits), which moves the outputs of that head by up to a 255th of a row's weight times its
+// value: the outputs then agree in NMSE (measured up to 2e-7, one such code over 37 rows).
+void check_twin(const std::vector<float>& out, const std::vector<float>& twin, bool weighed_by_codes) {
+  if (weighed_by_codes) {
+    CHECK(nmse(out, twin) < 1e-6);
+  } else {
+    check_close(out, twin, 1e-5f);
+  }
+}
+
+// Quantizing head h's query moves each of its codes by at most sq / 2 (sq = amax_h / 127),
 // so every score by at most E = scale * sq / 2 * max_j sum_i |k_ji| (k as stored): E per head
 // (query_score_bounds). The softmax weights then move by at most 2E in sum, and an output by
 // at most max|v| 2E to first order: that bound (x 1.1) per head (query_rounding_bounds).
@@ -248,7 +260,7 @@ std::vector<double> query_score_bounds(const Problem& p, KvType type) {
       for (int i = 0; i < p.d; ++i) sum += std::fabs(k[(size_t(j) * p.kv_heads + g) * p.d + i]);
       k_sum = std::max(k_sum, sum);
     }
-    bounds[size_t(h)] = k_sum * q_max / query_code_max(type) / 2 / std::sqrt(double(p.d));
+    bounds[size_t(h)] = k_sum * q_max / kQueryCodeMax / 2 / std::sqrt(double(p.d));
   }
   return bounds;
 }
@@ -291,7 +303,7 @@ TEST_CASE("paged attention over shuffled blocks equals contiguous attention for 
                             << " n " << n << " " << path_name(path));
     if (path != Path::Ref && value_tile_of(CpuIsa::Avx512, kv) > 0) {
       // Weighted by codes: equal to the twin that does the same (which reads rows as ref:: does).
-      check_close(run_attention(path, kv, p), run_attention(twin_of(path), kv, p), 1e-5f);
+      check_twin(run_attention(path, kv, p), run_attention(twin_of(path), kv, p), true);
     } else if (path != Path::Ref && int_key_scores(type, d)) {
       check_within_query_rounding(run_attention(path, kv, p), expected, p, type, 1e-5f);
     } else {
@@ -329,7 +341,7 @@ TEST_CASE("recent rows passed in f32 replace the cached rows they stand for", "[
   const bool simd = path == Path::Avx2 || path == Path::Avx512;
   if (simd && value_tile_of(path == Path::Avx2 ? CpuIsa::Avx2 : CpuIsa::Avx512, kv) > 0) {
     // Weighted by codes: equal to the twin that does the same (which reads rows as ref:: does).
-    check_close(out, run_attention(twin_of(path), kv, p, AttentionNumerics::Exact, nullptr, {count, first_token}), 1e-5f);
+    check_twin(out, run_attention(twin_of(path), kv, p, AttentionNumerics::Exact, nullptr, {count, first_token}), true);
   } else if (path != Path::Ref && int_key_scores(k_type, d)) {
     check_within_query_rounding(out, expected, p, k_type, 1e-5f);
   } else {
@@ -349,39 +361,34 @@ TEST_CASE("integer key scores stay within the query rounding of float attention"
   const std::vector<float> twin = run_attention(Path::RefIntKeys, kv, p);
   INFO(kv_type_name(type) << " heads " << heads << "/" << kv_heads << " d " << d << " n " << n);
   check_within_query_rounding(twin, expected, p, type, 1e-6f);
-  // NMSE measured 1.3e-9 to 1.3e-8 over int8 keys (14-bit query), three to four orders below
-  // int8 KV's own (6.8e-5, below); 3.4e-6 to 4.2e-5 over int4 keys (8-bit query), two and a
-  // half orders below int4 KV's own (1.5e-2).
+  // NMSE measured 3e-6 to 4.2e-5 over int8 and int4 keys alike: below int8 KV's own (6.8e-5,
+  // below), two and a half orders below int4 KV's (1.5e-2).
   CHECK(nmse(twin, expected) > 0);
-  CHECK(nmse(twin, expected) < (type == KvType::INT8 ? 1e-7 : 1e-4));
+  CHECK(nmse(twin, expected) < 1e-4);
 }
 
-// The query quantizer: codes within +-code max (8127 for int8 keys, 127 for int4), each within
-// half a step of q / sq, the largest magnitude at the limit; an all-zero query gives zero codes
-// and scale.
-TEST_CASE("query quantizer rounds to the nearest step of its largest value over the key type's codes", "[kernels][attention]") {
-  const KvType type = GENERATE(KvType::INT8, KvType::INT4);
-  const int32_t code_max = query_code_max(type);
-  CHECK(code_max == (type == KvType::INT8 ? 8127 : 127));
+// The query quantizer: codes within +-127, each within half a step of q / sq, the largest
+// magnitude at the limit; an all-zero query gives zero codes and scale.
+TEST_CASE("query quantizer rounds to the nearest of 127 steps of its largest value", "[kernels][attention]") {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   std::vector<float> q(64);
   for (float& x : q) x = normal(rng);
   std::vector<int16_t> c(q.size());
-  const float sq = quantize_query(q.data(), int32_t(q.size()), code_max, c.data());
+  const float sq = quantize_query(q.data(), int32_t(q.size()), c.data());
   float amax = 0;
   int max_code = 0;
   for (size_t i = 0; i < q.size(); ++i) {
     amax = std::max(amax, std::fabs(q[i]));
     max_code = std::max(max_code, std::abs(int(c[i])));
-    REQUIRE(std::abs(int(c[i])) <= code_max);
+    REQUIRE(std::abs(int(c[i])) <= kQueryCodeMax);
     REQUIRE(std::fabs(q[i] - sq * c[i]) <= 0.5f * sq * 1.001f);
   }
-  CHECK(sq == amax / float(code_max));
-  CHECK(max_code == code_max);
+  CHECK(sq == amax / kQueryCodeMax);
+  CHECK(max_code == kQueryCodeMax);
   const std::vector<float> zeros(8, 0.0f);
   std::vector<int16_t> zero_codes(8, 1);
-  CHECK(quantize_query(zeros.data(), 8, code_max, zero_codes.data()) == 0.0f);
+  CHECK(quantize_query(zeros.data(), 8, zero_codes.data()) == 0.0f);
   CHECK(std::all_of(zero_codes.begin(), zero_codes.end(), [](int16_t x) { return x == 0; }));
 }
 
@@ -404,7 +411,7 @@ TEST_CASE("value weight quantizer rounds to the nearest of 255 steps of the larg
   CHECK(std::all_of(zero_codes.begin(), zero_codes.end(), [](uint8_t x) { return x == 0; }));
 }
 
-// Values weighted by 8-bit codes over tiles of 8 or 16 rows (the twin as the SIMD kernels run
+// Values weighted by 8-bit codes over tiles of 16 or 32 rows (the twin as the SIMD kernels run
 // it) against the same twin weighting in f32, with the newest rows in f32 and a sliding window
 // cutting the tiles short: output NMSE measured 5e-6 (tiles of 8) to 1.5e-5 (16) for int8 and
 // int4 alike (the weights' rounding scales with the value's scale times a code's distance from
@@ -413,7 +420,7 @@ TEST_CASE("value weight quantizer rounds to the nearest of 255 steps of the larg
 // attention NMSE against f32 KV, is 6.8e-5 (int8) and 1.5e-2 (int4).
 TEST_CASE("values weighted by 8-bit codes stay within their rounding of f32 weights", "[kernels][attention]") {
   const KvType type = GENERATE(KvType::INT8, KvType::INT4);
-  const int32_t tile = GENERATE(8, 16);
+  const int32_t tile = GENERATE(16, 32);
   const auto [count, first_token] = GENERATE(table<int, int>({{0, 0}, {16, 0}, {5, 37}}));
   const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({{16, 4, 64, 300}, {8, 1, 128, 130}, {6, 2, 48, 77}}));
   const Problem p = random_problem(uint32_t(heads * 13 + d + n + tile), heads, kv_heads, d, n);
@@ -482,8 +489,9 @@ TEST_CASE("cpu paged attention equals the reference for every kv type shape and 
   // int8 / int4 values add their min term apart from the codes' sum (s * code + m as two
   // sums), so f32 rounding grows with |m| / |x|: NMSE up to 4e-10 there, 1e-11 elsewhere.
   const bool int_v = v_type == KvType::INT8 || v_type == KvType::INT4;
-  CHECK(nmse(out, expected) < (int_v ? 1e-9 : 1e-11));
-  check_close(out, expected, 1e-5f);
+  const bool weighed_by_codes = value_tile_of(path == Path::Avx2 ? CpuIsa::Avx2 : CpuIsa::Avx512, kv) > 0;
+  if (!weighed_by_codes) CHECK(nmse(out, expected) < (int_v ? 1e-9 : 1e-11));
+  check_twin(out, expected, weighed_by_codes);
 }
 
 TEST_CASE("llama.cpp numerics over f16 kv take the reference path bit for bit", "[kernels][attention]") {
@@ -498,10 +506,12 @@ TEST_CASE("llama.cpp numerics over f16 kv take the reference path bit for bit", 
 // Output NMSE against exact f32 attention over N(0, 1) keys and values (d 64, 300 tokens):
 // the keys' and the values' round-trip errors add, so it is about twice a row's round-trip
 // NMSE (kv_quant.h: e4m3 6.6e-4, e5m2 2.6e-3, int8 3.5e-5, int4 7.3e-3; measured here 1.1e-3,
-// 4.9e-3, 6.8e-5, 1.5e-2). Bounds: 3x the round-trip NMSE; the floor shows it was quantized.
+// 4.9e-3, 1.1e-4, 1.4e-2: int8's also carries the 8-bit query and weights of its integer
+// arithmetic, attention_int_keys.h and attention_int_values.h, 6.8e-5 without them). Bounds:
+// 3x the round-trip NMSE, int8's 6x; the floor shows it was quantized.
 TEST_CASE("quantized kv attention stays within its format's error of f32 attention", "[kernels][attention]") {
   const auto [type, bound] = GENERATE(table<KvType, double>({{KvType::FP8_E4M3, 2e-3}, {KvType::FP8_E5M2, 8e-3},
-                                                             {KvType::INT8, 1e-4}, {KvType::INT4, 2.2e-2}}));
+                                                             {KvType::INT8, 2e-4}, {KvType::INT4, 2.2e-2}}));
   const Problem p = random_problem(11, 16, 4, 64, 300);
   const PagedKv kv(p, type, type, 16, 11);
   const std::vector<float> expected = contiguous_attention(p, p.k, p.v);
