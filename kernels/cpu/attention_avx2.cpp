@@ -97,8 +97,7 @@ struct Avx2 {
     m = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
   }
   template <KvType Type>
-  static KeyChunk key_chunk(const uint32_t* p) {
-    const __m256i t = iload(p);
+  static KeyChunk key_chunk(__m256i t) {
     if constexpr (Type == KvType::INT4) return {t, t};
     return {_mm256_and_si256(t, _mm256_set1_epi32(0x00FF00FF)), _mm256_srli_epi16(t, 8)};
   }

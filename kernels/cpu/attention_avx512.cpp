@@ -79,7 +79,7 @@ struct Avx512 {
   static IVec low_nibbles(IVec w) { return _mm512_and_si512(w, _mm512_set1_epi8(15)); }
   static IVec high_nibbles(IVec w) { return _mm512_and_si512(_mm512_srli_epi32(w, 4), _mm512_set1_epi8(15)); }
   template <KvType>
-  static KeyChunk key_chunk(const uint32_t* p) { return iload(p); }
+  static KeyChunk key_chunk(__m512i t) { return t; }
   // The 32-bit word at rows[r] + offset of each of the 16 rows: two gathers of 8, by each
   // row's distance from row 0.
   static IVec gather_words(const uint8_t* const* rows, size_t offset) {

@@ -268,6 +268,14 @@ void locate_rows(const PagedKvLayer& layer, const PagedSeq& seq, int32_t head, i
   const uint8_t* v_head = layer.v.data + size_t(head) * layer.v.head_stride;
   int32_t b = first / layer.block_size;
   int32_t offset = first % layer.block_size;
+  if (offset + tile.rows <= layer.block_size) {   // one block: rows at a fixed stride
+    const size_t block = size_t(seq.block_table[b]);
+    const uint8_t* k = k_head + block * layer.k.block_stride + size_t(offset) * layer.k.row_stride;
+    const uint8_t* v = v_head + block * layer.v.block_stride + size_t(offset) * layer.v.row_stride;
+    for (int32_t r = 0; r < tile.rows; ++r) tile.k[r] = k + size_t(r) * layer.k.row_stride, tile.v[r] = v + size_t(r) * layer.v.row_stride;
+    fill_past_rows(tile);
+    return;
+  }
   for (int32_t r = 0; r < tile.rows; ++r) {
     const size_t block = size_t(seq.block_table[b]);
     tile.k[r] = k_head + block * layer.k.block_stride + size_t(offset) * layer.k.row_stride;

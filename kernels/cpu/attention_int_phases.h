@@ -1,9 +1,10 @@
 // Internal, included by attention_driver.h: the steps of the SIMD paged attention that read
 // int8 / int4 rows without dequantizing them.
 //
-// Key scores (IntScores), tokens in lanes: a tile's W key rows are laid out chunk-major,
-// key_chunks[k][r] = the 4 codes of chunk k of row r (int4: the nibbles split per chunk as
-// attention_int_keys.h orders them), once per tile for all query heads. Then each query head
+// Key scores (IntScores), tokens in lanes: a tile's W key rows are laid out word-major,
+// key_chunks[k][r] = 32-bit word k of row r's codes, once per tile for all query heads (int8:
+// a word is a chunk of 4 codes; int4: 8 codes, split into the chunks' nibbles as they are
+// read, as attention_int_keys.h orders them). Then each query head
 // takes, per key group g, the integer dot D_g of every row at once: one u8 x int multiply-add
 // per chunk (Isa::dot_chunk, the query chunk broadcast to every lane), so no partial sums are
 // added across lanes. Lane r's score is sq * sum_g (s_g[r] * D_g[r] + m_g[r] * C_g) * scale.
@@ -66,30 +67,29 @@ void prepare_int_query(const GroupJob& job) {
   }
 }
 
-// key_chunks[k][r] for the tile's rows; lanes past them repeat row 0 (their scores are
-// masked). Words go four at a time through Isa::transpose_words4, the rest one by one. int4
-// rows are copied as nibble words to the upper half first, then each word splits into its low
-// and high nibbles, chunks 2j and 2j + 1.
+// The tile's key codes, word-major: key_chunks[k][r] = 32-bit word k of row r's codes (int8:
+// chunk k; int4: the nibbles of chunks 2k and 2k + 1, split as they are read, key_codes).
+// Lanes past the rows repeat row 0 (their scores are masked). Words go four at a time through
+// Isa::transpose_words4, the rest one by one.
 template <class Isa, KvType Type>
 void transpose_key_codes(const RowTile<Isa>& tile, int32_t d, uint32_t* key_chunks) {
   constexpr int W = Isa::kLanes;
   const size_t offset = kv_row_values_offset(Type, d);
   const int32_t words = Type == KvType::INT8 ? d / 4 : d / 8;
-  uint32_t* raw = key_chunks + (d / 4 - words) * W;
-  const uint8_t* rows[W];
-  for (int32_t r = 0; r < W; ++r) rows[r] = tile.k[r < tile.rows ? r : 0];
   int32_t k = 0;
-  for (; k + 4 <= words; k += 4) Isa::transpose_words4(rows, offset + 4 * size_t(k), raw + k * W);
+  for (; k + 4 <= words; k += 4) Isa::transpose_words4(tile.k, offset + 4 * size_t(k), key_chunks + k * W);
   for (; k < words; ++k) {
-    for (int32_t r = 0; r < W; ++r) std::memcpy(raw + k * W + r, rows[r] + offset + 4 * k, sizeof(uint32_t));
+    for (int32_t r = 0; r < W; ++r) std::memcpy(key_chunks + k * W + r, tile.k[r] + offset + 4 * k, sizeof(uint32_t));
   }
-  if constexpr (Type == KvType::INT4) {
-    for (int32_t k = 0; k < words; ++k) {
-      const typename Isa::IVec w = Isa::iload(raw + k * W);
-      Isa::istore(key_chunks + 2 * k * W, Isa::low_nibbles(w));
-      Isa::istore(key_chunks + (2 * k + 1) * W, Isa::high_nibbles(w));
-    }
-  }
+}
+
+// Chunk k of the tile's key codes (transpose_key_codes), 4 u8 codes a lane.
+template <class Isa, KvType Type>
+typename Isa::IVec key_codes(const uint32_t* key_chunks, int32_t k) {
+  constexpr int W = Isa::kLanes;
+  if constexpr (Type == KvType::INT8) return Isa::iload(key_chunks + k * W);
+  const typename Isa::IVec w = Isa::iload(key_chunks + k / 2 * W);
+  return k % 2 ? Isa::high_nibbles(w) : Isa::low_nibbles(w);
 }
 
 // Scores of heads [h0, h0 + HT) for the tile in key_chunks / key_scales -> p[h][W]. A group's
@@ -112,7 +112,7 @@ void int_score_heads(const GroupJob& job, int32_t h0, int32_t rows, int32_t grou
     const int32_t end = ((g + 1) * group < d ? (g + 1) * group : d) / 4;
     for (int32_t span = g * group / 4; span < end; span += kSpan) {
       for (int32_t k = span; k < end && k < span + kSpan; ++k) {
-        const typename Isa::KeyChunk t = Isa::template key_chunk<Type>(job.ints.key_chunks + k * W);
+        const typename Isa::KeyChunk t = Isa::template key_chunk<Type>(key_codes<Isa, Type>(job.ints.key_chunks, k));
         for (int i = 0; i < HT; ++i) {
           Isa::template dot_chunk<Type>(a0[i], a1[i], t, job.ints.q_chunks + ((h0 + i) * d / 4 + k) * 2);
         }

@@ -31,7 +31,7 @@ struct IntParts {
   uint32_t* q_chunks;        // [heads][d / 4][2]  the quantized query, as the ISA multiplies it
   float* q_scales;           // [heads]            sq * the attention scale
   float* q_sums;             // [heads][Gk]        C_g: the query codes' sum over each key group
-  uint32_t* key_chunks;      // [d / 4][W]         the tile's key codes, chunk-major (shared)
+  uint32_t* key_chunks;      // [d / 4][W]         the tile's key codes, word-major (shared; transpose_key_codes)
   float* key_scales;         // [2][Gk][W]         the tile rows' key s_g, then m_g (shared)
   float* value_scales;       // [2][Gv][W] or [2][Gv][2W] (a pair of tiles): the rows' value s_g, then m_g (shared)
   float* value_weights;      // [heads][Gv][W]     softmax weight * the row's value s_g
