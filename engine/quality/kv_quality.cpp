@@ -7,6 +7,7 @@
 #include "engine/model/key_smoothing.h"
 #include "engine/model/model.h"
 #include "engine/quality/kv_comparison.h"
+#include "kernels/attention_int_keys.h"
 
 namespace kvdesk {
 namespace {
@@ -39,8 +40,8 @@ KvComparisonOptions quality_options(const Model& model, const std::vector<KvType
 }  // namespace
 
 const char* kv_quality_text_id() {
-  static_assert(kKvQualityTokens == 128 && kKvRecentRows == 16, "name the text and scheme measured");
-  return "lighthouse-128-recent-16";
+  static_assert(kKvQualityTokens == 128 && kKvRecentRows == 16 && kQueryCodeMax == 127, "name the text and scheme measured");
+  return "lighthouse-128-recent-16-q8";
 }
 
 KvQualityMeasurement::KvQualityMeasurement(Model& model, ForwardBackend& forward, std::vector<KvType> types)
