@@ -16,6 +16,12 @@ namespace {
 constexpr std::array<KvType, 7> kAllKvTypes = {KvType::F32,      KvType::F16,      KvType::BF16, KvType::FP8_E4M3,
                                                KvType::FP8_E5M2, KvType::INT8, KvType::INT4};
 
+// The larger / smaller of a and b, ignoring a NaN b as std::fmax / std::fmin do for NaNs met
+// here (a is never NaN): written as comparisons so they compile to maxss / minss, where
+// std::fmax is a libm call per value.
+float max_of(float a, float b) { return b > a ? b : a; }
+float min_of(float a, float b) { return b < a ? b : a; }
+
 // Nearest code (ties to even) of an 8-bit float with kMant mantissa bits and exponent bias
 // kBias, saturating at max: with q = max(floor(log2 |x|), 1 - kBias) - kMant the grid step is
 // 2^q, and steps = round(|x| / 2^q) is the code's significand (the implicit 1 included).
@@ -23,7 +29,7 @@ template <int kMant, int kBias>
 uint8_t encode_fp8(float x, float max, uint8_t nan_code) {
   const uint8_t sign = std::signbit(x) ? 0x80 : 0;
   if (std::isnan(x)) return sign | nan_code;
-  const float a = std::fmin(std::fabs(x), max);
+  const float a = min_of(max, std::fabs(x));
   if (a == 0.0f) return sign;
   constexpr int kMinExp = 1 - kBias;
   int exp = std::max(std::ilogb(a), kMinExp);
@@ -44,7 +50,7 @@ float row_scale(const uint8_t* row) {
 
 float abs_max(const float* x, int32_t n) {
   float amax = 0.0f;
-  for (int32_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  for (int32_t i = 0; i < n; ++i) amax = max_of(amax, std::fabs(x[i]));
   return amax;
 }
 
@@ -57,7 +63,7 @@ void quantize_fp8_row(const float* x, uint8_t* row, int32_t n, float max) {
   for (int32_t i = 0; i < n; ++i) codes[i] = s != 0.0f ? kEncode(x[i] / s) : 0;
 }
 
-float clamp_to_fp16_range(float x) { return std::fmin(std::fmax(x, -65504.0f), 65504.0f); }
+float clamp_to_fp16_range(float x) { return min_of(65504.0f, max_of(-65504.0f, x)); }
 
 // A group's stored (scale, min): bits = f16 s | f16 m << 16 (s first in memory), and both as f32.
 struct AffineScale {
@@ -73,7 +79,7 @@ AffineScale affine_scale_from_range(float lo, float hi, float levels) {
   if (!(lo <= hi)) return {};
   const uint16_t m16 = fp32_to_fp16(clamp_to_fp16_range(lo));
   const float m = fp16_to_fp32(m16);
-  const float span = std::fmax(hi - m, 0.0f);
+  const float span = max_of(0.0f, hi - m);
   uint16_t s16 = fp32_to_fp16(clamp_to_fp16_range(span / levels));
   if (fp16_to_fp32(s16) * levels < span && s16 < 0x7BFF) ++s16;
   return {uint32_t(s16) | uint32_t(m16) << 16, fp16_to_fp32(s16), m};
@@ -82,7 +88,7 @@ AffineScale affine_scale_from_range(float lo, float hi, float levels) {
 // code = clamp(round((x - m) / s), 0, levels); a NaN gets 0.
 uint8_t affine_code(float x, const AffineScale& a, float levels) {
   const float r = a.s != 0.0f ? std::nearbyint((x - a.m) / a.s) : 0.0f;
-  return uint8_t(std::fmin(std::fmax(r, 0.0f), levels));
+  return uint8_t(min_of(levels, max_of(0.0f, r)));
 }
 
 // x = s * code + m, fused as every kernel computes it.
@@ -91,10 +97,10 @@ float affine_value(uint32_t bits, int code) {
 }
 
 // A group's (scale, min) pair as stored: m = f16(min), s = f16((max - m) / levels). NaNs are
-// skipped (fmin / fmax ignore them); an empty or all-NaN group gets (0, 0).
+// skipped (min_of / max_of ignore them); an empty or all-NaN group gets (0, 0).
 AffineScale affine_group_scale(const float* x, int32_t n, float levels) {
   float lo = INFINITY, hi = -INFINITY;
-  for (int32_t i = 0; i < n; ++i) lo = std::fmin(lo, x[i]), hi = std::fmax(hi, x[i]);
+  for (int32_t i = 0; i < n; ++i) lo = min_of(lo, x[i]), hi = max_of(hi, x[i]);
   return affine_scale_from_range(lo, hi, levels);
 }
 
