@@ -67,7 +67,8 @@ void paged_attention_twin(const PagedKvLayer& layer, const PagedSeq& seq, const 
 
 namespace cpu {
 // SIMD (AVX-512 or AVX2, chosen at run time), same result as ref::paged_attention_twin (with
-// int_value_tile's tile) up to f32 rounding: so the same as ref::paged_attention up to f32
+// int_value_tile's tile) up to f32 rounding (which may round a weight code the other way where
+// values are weighed by codes): so the same as ref::paged_attention up to f32
 // rounding for float and fp8 K/V, and up to the query's rounding for int8 / int4 keys and the
 // weights' 8-bit rounding for int8 / int4 values. Per kv head it runs that head's whole group
 // of query heads, so each K/V row is loaded once for the group. Falls back to
