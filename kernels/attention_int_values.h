@@ -7,8 +7,9 @@
 //   dims of g:  step * sum_r k[r] * (code[r] - C)            exact in int32
 //   + sum_r p[r] * (m_g[r] + C * s_g[r])                     in f32, added once at the end
 // so the codes are multiplied as bytes: vpdpbusd (u8 weight x s8 code, 4 rows into int32) on
-// AVX-512 VNNI, vpmaddubsw (u8 x s8 pairs into int16) on AVX2, int4 only there: a 16-row tile
-// adds 8 products of at most 255 x 8 in an int16 lane. A weight moves by at most step / 2, a
+// AVX-512 VNNI, vpmaddubsw (u8 x s8 pairs into int16) on AVX2, where a 16-row tile adds 8
+// products in an int16 lane: at most 255 x 8 for int4, and int8's centred code taken as two
+// nibbles, 16 * (c / 16 - 8) + c % 16, at most 255 x 15 for either. A weight moves by at most step / 2, a
 // 510th of the tile's largest p * s, on a code at most C steps from the middle: a row that
 // dominates its tile moves by at most p * s * C / 510, against its own rounding of p * s / 2:
 // a quarter of it for int8, a 32nd for int4 (measured: attention NMSE over int8 KV 6.3e-5

@@ -23,8 +23,9 @@ inline constexpr int32_t kKvQualityChunk = 32;
 
 // The measurement's name in stored results ("lighthouse-128-recent-16-q8"); it changes with the
 // text, its length, the newest rows kept in f32 (KvLayout::recent_rows) or the integer
-// attention's own rounding (q8: int8 / int4 keys against an 8-bit query, kernels/attention_int_keys.h),
-// so results measured another way are not shown as this one's.
+// attention's own rounding (q8: int8 / int4 keys against an 8-bit query and their values
+// weighed by 8-bit codes, kernels/attention_int_keys.h and attention_int_values.h), so results
+// measured another way are not shown as this one's.
 const char* kv_quality_text_id();
 
 class KvQualityMeasurement {

@@ -157,63 +157,113 @@ struct Avx2 {
   }
   static Vec to_float(IVec v) { return _mm256_cvtepi32_ps(v); }
 
-  // Values weighted by codes (attention_weighted_codes.h), int4 only: a unit's 64 codes of a
-  // row as two vectors of centred s8, the low nibbles (even dims) and the high ones (odd dims).
-  static void unit_nibbles(const uint8_t* values, int32_t u, int32_t d, __m256i& lo, __m256i& hi) {
-    const int32_t n = (d - 64 * u) / 2 < 32 ? (d - 64 * u) / 2 : 32;
-    alignas(32) uint8_t bytes[32] = {};
-    std::memcpy(bytes, values + 32 * u, size_t(n));
-    const __m256i raw = load_256(bytes);
-    lo = _mm256_sub_epi8(_mm256_and_si256(raw, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
-    hi = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
-  }
-  // 4 rows' vectors -> 4: vector k, 32-bit lane 4L + i holds the rows' codes at position
-  // 16L + 4k + i (bytes, then words, interleaved within 128-bit lanes).
-  static void interleave4(const __m256i* r, uint8_t* out) {
+  // Values weighted by codes (attention_weighted_codes.h). vpmaddubsw multiplies u8 weights by
+  // s8 codes into int16 pairs that a pair of tiles (4 quads) adds up before widening, so every
+  // code must stay within [-8, 15]: int4's centred codes (the low nibbles, even dims, and the
+  // high ones, odd dims); int8's centred code c - 128 split as 16 * (c / 16 - 8) + c % 16, its
+  // high and low nibbles side by side, summed as 16 * high + low once widened.
+  //
+  // 4 rows' vectors -> 4, `stride` bytes apart: vector k, 32-bit lane 4L + i holds the rows'
+  // codes at position 16L + 4k + i (bytes, then words, interleaved within 128-bit lanes).
+  static void interleave4(const __m256i* r, uint8_t* out, int32_t stride) {
     const __m256i a = _mm256_unpacklo_epi8(r[0], r[1]), b = _mm256_unpackhi_epi8(r[0], r[1]);
     const __m256i c = _mm256_unpacklo_epi8(r[2], r[3]), e = _mm256_unpackhi_epi8(r[2], r[3]);
     istore(reinterpret_cast<uint32_t*>(out), _mm256_unpacklo_epi16(a, c));
-    istore(reinterpret_cast<uint32_t*>(out + 32), _mm256_unpackhi_epi16(a, c));
-    istore(reinterpret_cast<uint32_t*>(out + 64), _mm256_unpacklo_epi16(b, e));
-    istore(reinterpret_cast<uint32_t*>(out + 96), _mm256_unpackhi_epi16(b, e));
+    istore(reinterpret_cast<uint32_t*>(out + stride), _mm256_unpackhi_epi16(a, c));
+    istore(reinterpret_cast<uint32_t*>(out + 2 * stride), _mm256_unpacklo_epi16(b, e));
+    istore(reinterpret_cast<uint32_t*>(out + 3 * stride), _mm256_unpackhi_epi16(b, e));
   }
-  // Unit u of 4 rows -> 8 vectors: the low nibbles' 4, then the high ones'.
-  template <KvType>
+  // Up to 32 bytes of a row from `at`, zero past its `bytes`.
+  static __m256i row_bytes(const uint8_t* values, int32_t at, int32_t bytes) {
+    const int32_t n = bytes - at < 32 ? (bytes - at > 0 ? bytes - at : 0) : 32;
+    if (n == 32) return load_256(values + at);
+    alignas(32) uint8_t part[32] = {};
+    std::memcpy(part, values + at, size_t(n));
+    return load_256(part);
+  }
+  static __m256i low_nibble(__m256i raw) { return _mm256_and_si256(raw, _mm256_set1_epi8(15)); }
+  static __m256i high_nibble(__m256i raw) { return _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(15)); }
+  // Unit u of 4 rows. int4: 8 vectors, the low nibbles' 4 then the high ones'. int8: for each
+  // 32-dim half b and vector k, the high nibbles' vector (4b + k) * 2, then the low ones'.
+  template <KvType Type>
   static void interleave_values(const uint8_t* const* rows, int32_t u, int32_t d, uint8_t* out) {
-    __m256i lo[4], hi[4];
-    for (int a = 0; a < 4; ++a) unit_nibbles(rows[a], u, d, lo[a], hi[a]);
-    interleave4(lo, out);
-    interleave4(hi, out + 128);
+    const __m256i eight = _mm256_set1_epi8(8);
+    if constexpr (Type == KvType::INT4) {
+      __m256i lo[4], hi[4];
+      for (int a = 0; a < 4; ++a) {
+        const __m256i raw = row_bytes(rows[a], 32 * u, d / 2);
+        lo[a] = _mm256_sub_epi8(low_nibble(raw), eight);
+        hi[a] = _mm256_sub_epi8(high_nibble(raw), eight);
+      }
+      interleave4(lo, out, 32);
+      interleave4(hi, out + 128, 32);
+    } else {
+      for (int half = 0; half < 2; ++half) {
+        __m256i hi[4], lo[4];
+        for (int a = 0; a < 4; ++a) {
+          const __m256i raw = row_bytes(rows[a], 64 * u + 32 * half, d);
+          hi[a] = _mm256_sub_epi8(high_nibble(raw), eight);
+          lo[a] = low_nibble(raw);
+        }
+        interleave4(hi, out + 256 * half, 64);
+        interleave4(lo, out + 256 * half + 32, 64);
+      }
+    }
   }
-  // The dim (within its unit) of float f of a unit's accumulator: vector f / 8 (low nibbles,
-  // then high), lane f % 8.
-  template <KvType>
+  template <KvType Type>
+  static constexpr int quad_bytes() { return Type == KvType::INT8 ? 512 : 256; }
+  // The dim (within its unit) of float f of a unit's accumulator, vector f / 8, lane f % 8:
+  // int4, vector v of the low nibbles (v < 4) or the high ones; int8, vector v of half v / 4.
+  template <KvType Type>
   static int32_t value_dim(int32_t f) {
-    const int32_t v = f / 8;
-    return 2 * (16 * (f % 8 / 4) + 4 * (v % 4) + f % 4) + v / 4;
+    const int32_t v = f / 8, position = 16 * (f % 8 / 4) + 4 * (v % 4) + f % 4;
+    return Type == KvType::INT4 ? 2 * position + v / 4 : 32 * (v / 4) + position;
   }
+  // Group slots: the first float of each vector (a vector's dims share a group; an int4 unit is
+  // one group, an int8 unit's halves one each).
+  static constexpr int kGroupSlots = 8;
+  static constexpr int32_t group_slot(int32_t i) { return 8 * i; }
   // 8 weights scaled to [0, 255] -> their nearest codes as 8 bytes.
   static void store_weight_codes(Vec w, uint8_t* out) {
     const __m256i c = _mm256_cvtps_epi32(w);
     const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(words, words));
   }
+  // The 4 quads' weight codes of group g (rows 0..15 of codes [groups][32]), each quad's 4 in
+  // every 32-bit lane.
+  static void quad_weights(const uint8_t* weight_codes, int32_t g, __m256i* w) {
+    const __m256i lanes = _mm256_broadcastsi128_si256(load16(weight_codes + 32 * g));
+    w[0] = _mm256_shuffle_epi32(lanes, 0x00), w[1] = _mm256_shuffle_epi32(lanes, 0x55);
+    w[2] = _mm256_shuffle_epi32(lanes, 0xAA), w[3] = _mm256_shuffle_epi32(lanes, 0xFF);
+  }
+  // sum over the 4 quads of w[q] . codes at `at` of quad q (quad_bytes apart): int16 pairs.
+  static __m256i quad_sum(const __m256i* w, const uint8_t* codes, int32_t at, int32_t quad) {
+    __m256i sum = _mm256_maddubs_epi16(w[0], load_256(codes + at));
+    for (int q = 1; q < 4; ++q) sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(w[q], load_256(codes + q * quad + at)));
+    return sum;
+  }
   // acc[f] += step * sum over the pair's 4 quads (16 rows) of the weight codes . the centred
-  // codes: vpmaddubsw pairs into int16 (at most 8 products of 255 x 8 per lane), widened once.
-  // An int4 unit is one value group, lane_group[0] in codes [groups][32 bytes: rows 0..15] and
-  // steps.
-  template <KvType>
+  // codes, vector v's weights and step those of group slot_group[v] in codes [groups][32] and
+  // steps. The int16 sums hold 8 products of at most 255 x 8 (int4, int8's high nibbles) or
+  // 255 x 15 (int8's low nibbles).
+  template <KvType Type>
   static void accumulate_unit(const uint8_t* codes, const uint8_t* weight_codes, const float* steps,
-                              const int32_t* lane_group, float* acc) {
-    const __m256i lanes = _mm256_broadcastsi128_si256(load16(weight_codes + 32 * lane_group[0]));
-    const __m256i w[4] = {_mm256_shuffle_epi32(lanes, 0x00), _mm256_shuffle_epi32(lanes, 0x55),
-                          _mm256_shuffle_epi32(lanes, 0xAA), _mm256_shuffle_epi32(lanes, 0xFF)};
-    const Vec step = set1(steps[lane_group[0]]);
+                              const int32_t* slot_group, float* acc) {
+    constexpr int32_t quad = quad_bytes<Type>();
     const __m256i ones = _mm256_set1_epi16(1);
+    __m256i w[2][4];
+    quad_weights(weight_codes, slot_group[0], w[0]);
+    quad_weights(weight_codes, slot_group[4], w[1]);
     for (int v = 0; v < 8; ++v) {
-      __m256i sum = _mm256_maddubs_epi16(w[0], load_256(codes + v * 32));
-      for (int q = 1; q < 4; ++q) sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(w[q], load_256(codes + (8 * q + v) * 32)));
-      store(acc + 8 * v, fma(step, _mm256_cvtepi32_ps(_mm256_madd_epi16(sum, ones)), load(acc + 8 * v)));
+      const __m256i* wv = w[v / 4];
+      __m256i sum;
+      if constexpr (Type == KvType::INT4) {
+        sum = _mm256_madd_epi16(quad_sum(wv, codes, v * 32, quad), ones);
+      } else {
+        sum = _mm256_add_epi32(_mm256_madd_epi16(quad_sum(wv, codes, 2 * v * 32, quad), _mm256_set1_epi16(16)),
+                               _mm256_madd_epi16(quad_sum(wv, codes, (2 * v + 1) * 32, quad), ones));
+      }
+      store(acc + 8 * v, fma(set1(steps[slot_group[v]]), _mm256_cvtepi32_ps(sum), load(acc + 8 * v)));
     }
   }
 

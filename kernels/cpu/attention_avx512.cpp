@@ -171,6 +171,12 @@ struct Avx512 {
   }
   // W weights scaled to [0, 255] -> their nearest codes as W bytes (low bytes of the words).
   static void store_weight_codes(Vec w, uint8_t* out) { _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(w))); }
+  // A unit's codes per quad of rows; group slots: the first float of each 128-bit lane of
+  // vector 0 (every vector's lane L holds dims of the same group).
+  template <KvType>
+  static constexpr int quad_bytes() { return 256; }
+  static constexpr int kGroupSlots = 4;
+  static constexpr int32_t group_slot(int32_t i) { return 4 * i; }
   // Weight codes of 4 quads (16 bytes of each lane's group, from byte `at` of its 32) with lane
   // L's from group lane_group[L] of codes [groups][32].
   static __m512i weight_lanes(const uint8_t* weight_codes, const int32_t* lane_group, int32_t at) {

@@ -17,11 +17,11 @@ constexpr int64_t simd_int_groups(int32_t head_dim) { return kv_row_scales(KvTyp
 
 // Rows over which an ISA's kernel weighs int8 / int4 values by 8-bit codes at once, a pair of
 // its tiles (attention_int_values.h), 0 where it weighs them in f32: AVX-512 VNNI multiplies 4
-// rows of bytes per vpdpbusd for both; AVX2 only int4, whose int16 pair sums can wait for the
-// pair's end (int8's would need widening every 4 rows, no fewer instructions than f32 FMAs).
+// rows of bytes per vpdpbusd; AVX2's vpmaddubsw 2 into int16 pairs that a pair of tiles adds
+// before widening (int8 codes as two nibbles, attention_avx2.cpp).
 constexpr int32_t simd_int_value_tile(KvType v_type, CpuIsa isa) {
-  if (isa == CpuIsa::Avx512) return v_type == KvType::INT8 || v_type == KvType::INT4 ? 32 : 0;
-  return v_type == KvType::INT4 ? 16 : 0;
+  if (v_type != KvType::INT8 && v_type != KvType::INT4) return 0;
+  return isa == CpuIsa::Avx512 ? 32 : 16;
 }
 
 // Units of 64 dims, each weighted value code vectors cover (attention_weighted_codes.h).

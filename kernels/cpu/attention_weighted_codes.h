@@ -10,8 +10,8 @@
 // out once for every head in units of 64 dims: for each quad of 4 rows, the ISA's vectors hold
 // those rows' codes of a dim side by side in one 32-bit lane (Isa::interleave_values), so one
 // u8 x s8 multiply-add with the quad's 4 weight codes (one 32-bit lane, repeated) sums 4 rows
-// per dim. Each 128-bit lane of those vectors holds dims of one value group, so a head's weight
-// codes are laid out per lane (the group of its dims). A head's integer sums over the pair,
+// per dim. The dims of one 128-bit lane share a value group, so the ISA lays a head's weight
+// codes out per lane from the groups of its group slots. A head's integer sums over the pair,
 // times its steps, go to its value accumulator in the ISA's dim order (Isa::value_dim), which
 // joins the f32 accumulator at the end.
 #pragma once
@@ -31,7 +31,7 @@ struct WeightedValues {
   static constexpr int W = Isa::kLanes;
   static constexpr int kRows = 2 * W;
   static constexpr int kQuads = kRows / 4;
-  static constexpr int kQuadBytes = 256;   // one quad of 4 rows x 64 dims
+  static constexpr int kQuadBytes = Isa::template quad_bytes<Type>();   // one quad of 4 rows x 64 dims
   static constexpr int kWeightBytes = 32;  // a head's weight codes of one group (kRows <= 32)
 
   // Quad q of unit u in the pair's interleaved codes.
@@ -76,13 +76,14 @@ struct WeightedValues {
     }
   }
 
-  // The value group of each 128-bit lane of unit u (a lane's dims share one; dims past the
-  // head's, in its last unit, read the last group).
-  static void lane_groups(const GroupJob& job, int32_t u, int32_t groups, int32_t* lane_group) {
+  // The value group of each of the ISA's group slots of unit u (Isa::group_slot: the slots
+  // whose dims stand for a run of dims sharing one group; dims past the head's, in its last
+  // unit, read the last group).
+  static void slot_groups(const GroupJob& job, int32_t u, int32_t groups, int32_t* slot_group) {
     const int32_t group = kv_row_group(Type, job.d);
-    for (int32_t lane = 0; lane < W / 4; ++lane) {
-      const int32_t g = (64 * u + Isa::template value_dim<Type>(4 * lane)) / group;
-      lane_group[lane] = g < groups ? g : groups - 1;
+    for (int32_t i = 0; i < Isa::kGroupSlots; ++i) {
+      const int32_t g = (64 * u + Isa::template value_dim<Type>(Isa::group_slot(i))) / group;
+      slot_group[i] = g < groups ? g : groups - 1;
     }
   }
 
@@ -95,11 +96,11 @@ struct WeightedValues {
     quantize_weights(job, groups);
     interleave(pair, job);
     for (int32_t u = 0; u < units; ++u) {
-      int32_t lane_group[W / 4];
-      lane_groups(job, u, groups, lane_group);
+      int32_t slot_group[Isa::kGroupSlots];
+      slot_groups(job, u, groups, slot_group);
       for (int32_t h = 0; h < job.heads; ++h) {
         Isa::template accumulate_unit<Type>(unit_codes(job, u, 0), job.ints.weight_codes + h * groups * kWeightBytes,
-                                            job.ints.weight_steps + h * groups, lane_group,
+                                            job.ints.weight_steps + h * groups, slot_group,
                                             job.ints.value_acc + (h * units + u) * 64);
       }
     }
