@@ -266,18 +266,6 @@ struct Avx2 {
       store(acc + 8 * v, fma(set1(steps[slot_group[v]]), _mm256_cvtepi32_ps(sum), load(acc + 8 * v)));
     }
   }
-
-  // 8 unsigned int8 codes -> f32.
-  static Vec load_u8(const uint8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(load8(p))); }
-  // 4 bytes of nibble pairs -> 8 codes: each byte twice, then odd lanes shifted by 4.
-  static Vec load_u4(const uint8_t* p) {
-    int32_t bytes;
-    std::memcpy(&bytes, p, sizeof(bytes));
-    const __m128i b = _mm_cvtsi32_si128(bytes);
-    const __m256i w = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
-    const __m256i shifts = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
-    return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(w, shifts), _mm256_set1_epi32(15)));
-  }
 };
 
 }  // namespace

@@ -213,16 +213,6 @@ struct Avx512 {
       store(acc + 16 * k, fma(step, _mm512_cvtepi32_ps(sum), load(acc + 16 * k)));
     }
   }
-
-  // 16 unsigned int8 codes -> f32.
-  static Vec load_u8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16(p))); }
-  // 8 bytes of nibble pairs -> 16 codes: each byte twice, odd lanes shifted by 4, masked.
-  static Vec load_u4(const uint8_t* p) {
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    const __m512i w = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
-    const __m512i shifts = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
-    return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srlv_epi32(w, shifts), _mm512_set1_epi32(15)));
-  }
 };
 
 }  // namespace

@@ -12,10 +12,9 @@
 //      (the online softmax of ref::, one step per tile instead of per token; l is kept per lane
 //      and added across lanes once at the end)
 //   3. values  acc[h] += sum_r p[h][r] * row_scale_v[r] * V[r]   each V vector dequantized once
-//      per tile of up to 8 heads whose accumulators stay in registers. int8 / int4 values fold
-//      their group scale into p and their min into one sum per group (attention_int_phases.h),
-//      and where the ISA multiplies bytes cheaply, their codes are weighed by 8-bit codes of
-//      those weights instead (attention_weighted_codes.h, attention_isa.h simd_int_value_tile).
+//      per tile of up to 8 heads whose accumulators stay in registers. int8 / int4 values are
+//      weighed once per pair of tiles, their codes by 8-bit codes of p times their group scale
+//      and their min into one sum per group (attention_weighted_codes.h).
 // A tile's rows may span blocks: row pointers come from the block table, row by row, and the
 // next tile's rows are prefetched while this one computes. The newest rows, when the caller
 // passes them in f32 (AttentionArgs::recent_k), come last, in tiles of their own read as f32
@@ -176,7 +175,7 @@ void rescale_min_terms(const GroupJob& job, int32_t h, float alpha) {
 // The weighted codes' accumulator of head h scales with its accumulator.
 template <class Isa>
 void rescale_value_acc(const GroupJob& job, int32_t h, float alpha) {
-  if (job.ints.value_tile == 0) return;
+  if (job.ints.value_groups == 0) return;
   const int64_t floats = simd_value_units(job.d) * 64;
   float* sums = job.ints.value_acc + h * floats;
   for (int64_t i = 0; i < floats; i += Isa::kLanes) Isa::store(sums + i, Isa::mul(Isa::load(sums + i), Isa::set1(alpha)));
@@ -221,7 +220,7 @@ TileFn<Isa> float_tile_fn(KvType type) {
     case KvType::FP8_E4M3: return &Phase<Isa, KvType::FP8_E4M3>::tile;
     case KvType::FP8_E5M2: return &Phase<Isa, KvType::FP8_E5M2>::tile;
     case KvType::INT8:
-    case KvType::INT4: break;   // scores_fn / values_fn take these
+    case KvType::INT4: break;   // IntScores / WeightedValues take these
   }
   KVDESK_ASSERT(false);
   return nullptr;
@@ -235,28 +234,22 @@ TileFn<Isa> scores_fn(KvType type, int32_t d) {
   return float_tile_fn<Isa, Scores>(type);
 }
 
-// Step 3 for the layer's V type: int8 / int4 codes with their scales folded into p, else float.
+inline bool int_values(KvType type) { return type == KvType::INT8 || type == KvType::INT4; }
+
+// Step 3 for float and fp8 values, tile by tile; nullptr for int8 / int4 (pair_values_fn).
 template <class Isa>
 TileFn<Isa> values_fn(KvType type) {
-  if (type == KvType::INT8) return &IntValues<Isa, KvType::INT8>::tile;
-  if (type == KvType::INT4) return &IntValues<Isa, KvType::INT4>::tile;
-  return float_tile_fn<Isa, Values>(type);
+  return int_values(type) ? nullptr : float_tile_fn<Isa, Values>(type);
 }
-
-inline bool int_values(KvType type) { return type == KvType::INT8 || type == KvType::INT4; }
 
 template <class Isa>
 using PairFn = void (*)(const ValueRows<Isa>&, const GroupJob&);
 
-// Step 3 over a pair of tiles, where the ISA weighs this V type's codes by codes; else nullptr.
+// Step 3 for int8 / int4 values, weighed by codes over a pair of tiles; nullptr for others.
 template <class Isa>
 PairFn<Isa> pair_values_fn(KvType type) {
-  if constexpr (simd_int_value_tile(KvType::INT8, Isa::kIsa) > 0) {
-    if (type == KvType::INT8) return &WeightedValues<Isa, KvType::INT8>::pair;
-  }
-  if constexpr (simd_int_value_tile(KvType::INT4, Isa::kIsa) > 0) {
-    if (type == KvType::INT4) return &WeightedValues<Isa, KvType::INT4>::pair;
-  }
+  if (type == KvType::INT8) return &WeightedValues<Isa, KvType::INT8>::pair;
+  if (type == KvType::INT4) return &WeightedValues<Isa, KvType::INT4>::pair;
   return nullptr;
 }
 
@@ -328,9 +321,8 @@ inline void normalize_weights(const GroupJob& job, int32_t first_token) {
   }
 }
 
-// The IntParts of query heads from h0 in the scratch that starts at `base`, for an ISA whose
-// tile weighs int8 / int4 values by codes over value_tile rows (0: in f32).
-inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_heads, int64_t h0, int32_t value_tile) {
+// The IntParts of query heads from h0 in the scratch that starts at `base`.
+inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_heads, int64_t h0) {
   constexpr int64_t W = kSimdMaxLanes;
   const int32_t d = layer.head_dim;
   const int64_t groups = simd_int_groups(d);
@@ -342,8 +334,7 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
   float* q_chunks = value_codes + units * 512;
   float* q_scales = q_chunks + int64_t(num_heads) * (d / 2);
   float* q_sums = q_scales + num_heads;
-  float* value_weights = q_sums + num_heads * groups;
-  float* value_min_terms = value_weights + num_heads * groups * W;
+  float* value_min_terms = q_sums + num_heads * groups;
   float* weight_codes = value_min_terms + num_heads * groups * W;
   float* weight_steps = weight_codes + num_heads * groups * 8;
   float* value_acc = weight_steps + num_heads * groups;
@@ -356,14 +347,12 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
                   reinterpret_cast<uint32_t*>(base),
                   key_scales,
                   value_scales,
-                  value_weights + h0 * v_groups * W,
                   value_min_terms + h0 * v_groups * W,
                   v_groups,
                   reinterpret_cast<uint8_t*>(value_codes),
                   reinterpret_cast<uint8_t*>(weight_codes) + h0 * v_groups * 32,
                   weight_steps + h0 * v_groups,
-                  value_acc + h0 * units * 64,
-                  int_values(layer.v.type) ? value_tile : 0};
+                  value_acc + h0 * units * 64};
 }
 
 // Group g's share of the scratch: parts [8][W][W] shared by all groups, then for every query
@@ -397,8 +386,7 @@ GroupJob group_job(const PagedKvLayer& layer, const AttentionArgs& args, int32_t
                   l_lanes + h0 * W,
                   weights,
                   num_tokens,
-                  int_parts(layer, l_lanes + int64_t(num_heads) * kSimdMaxLanes, num_heads, h0,
-                            simd_int_value_tile(layer.v.type, Isa::kIsa))};
+                  int_parts(layer, l_lanes + int64_t(num_heads) * kSimdMaxLanes, num_heads, h0)};
 }
 
 template <class Isa>
@@ -412,27 +400,23 @@ void start_group(const GroupJob& job, const PagedKvLayer& layer) {
   }
   if (job.ints.value_groups) {
     std::memset(job.ints.value_min_terms, 0, sizeof(float) * size_t(job.heads) * size_t(job.ints.value_groups) * Isa::kLanes);
-  }
-  if (job.ints.value_tile) {
     std::memset(job.ints.value_acc, 0, sizeof(float) * size_t(job.heads) * size_t(simd_value_units(job.d)) * 64);
   }
 }
 
 template <class Isa>
 void finish_weighted_values(const GroupJob& job, KvType v_type) {
-  if constexpr (simd_int_value_tile(KvType::INT8, Isa::kIsa) > 0) {
-    if (v_type == KvType::INT8) WeightedValues<Isa, KvType::INT8>::finish(job);
-  }
-  if constexpr (simd_int_value_tile(KvType::INT4, Isa::kIsa) > 0) {
-    if (v_type == KvType::INT4) WeightedValues<Isa, KvType::INT4>::finish(job);
-  }
+  if (v_type == KvType::INT8) WeightedValues<Isa, KvType::INT8>::finish(job);
+  if (v_type == KvType::INT4) WeightedValues<Isa, KvType::INT4>::finish(job);
 }
 
 template <class Isa>
 void finish_group(const GroupJob& job, const PagedKvLayer& layer, int32_t first_token) {
   constexpr int W = Isa::kLanes;
-  if (job.ints.value_groups) add_value_min_terms<Isa>(job, layer.v.type);
-  if (job.ints.value_tile) finish_weighted_values<Isa>(job, layer.v.type);
+  if (job.ints.value_groups) {
+    add_value_min_terms<Isa>(job, layer.v.type);
+    finish_weighted_values<Isa>(job, layer.v.type);
+  }
   for (int32_t h = 0; h < job.heads; ++h) job.l[h] = Isa::reduce_add(Isa::load(job.l_lanes + h * W));
   for (int32_t h = 0; h < job.heads; ++h) {
     const typename Isa::Vec inv_l = Isa::set1(1.0f / job.l[h]);

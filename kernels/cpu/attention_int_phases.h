@@ -9,13 +9,9 @@
 // per chunk (Isa::dot_chunk, the query chunk broadcast to every lane), so no partial sums are
 // added across lanes. Lane r's score is sq * sum_g (s_g[r] * D_g[r] + m_g[r] * C_g) * scale.
 //
-// Values (IntValues), where the ISA weighs them in f32 (else attention_weighted_codes.h, over
-// pairs of tiles):
-// acc[h] += sum_r p[h][r] * (s_g[r] * code[r] + m_g[r]) is taken apart as
-//   acc[h] += sum_r (p[h][r] * s_g[r]) * code[r]      the codes only widened to f32
-//   min_terms[h][g] += p[h] * m_g                    one vector FMA per head and group per tile
-// and the min terms, rescaled with the accumulator by the online softmax, are added to each
-// group's dims once at the end (add_value_min_terms).
+// Values: int8 / int4 values are weighed by codes over pairs of tiles
+// (attention_weighted_codes.h); their min terms, rescaled with the accumulator by the online
+// softmax, are added to each group's dims once at the end (add_value_min_terms).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -144,59 +140,6 @@ struct IntScores {
     transpose_key_codes<Isa, Type>(tile, job.d, job.ints.key_chunks);
     tile_group_scales<Isa>(tile.k, groups, Isa::kLanes, job.ints.key_scales);
     for_head_tiles<Step, Isa::kIntHeadTile>(job.heads, job, tile.rows, group, groups);
-  }
-};
-
-// acc[h] += sum_r value_weights[h][g][r] * code[r] for heads [h0, h0 + HT).
-template <class Isa, KvType Type, int HT>
-void int_accumulate_heads(const RowTile<Isa>& tile, const GroupJob& job, int32_t h0, int32_t groups) {
-  using Vec = typename Isa::Vec;
-  constexpr int W = Isa::kLanes;
-  const int32_t d = job.d;
-  const int32_t group = kv_row_group(Type, d);
-  const size_t offset = kv_row_values_offset(Type, d);
-  for (int32_t c = 0; c < d / W; ++c) {
-    const int32_t g = c * W / group;
-    const float* weights = job.ints.value_weights + (h0 * groups + g) * W;
-    Vec acc[HT];
-    for (int i = 0; i < HT; ++i) acc[i] = Isa::load(job.acc + (h0 + i) * d + c * W);
-    for (int32_t r = 0; r < tile.rows; ++r) {
-      const uint8_t* values = tile.v[r] + offset;
-      const Vec v = Type == KvType::INT8 ? Isa::load_u8(values + c * W) : Isa::load_u4(values + c * W / 2);
-      for (int i = 0; i < HT; ++i) acc[i] = Isa::fma(Isa::set1(weights[i * groups * W + r]), v, acc[i]);
-    }
-    for (int i = 0; i < HT; ++i) Isa::store(job.acc + (h0 + i) * d + c * W, acc[i]);
-  }
-}
-
-template <class Isa, KvType Type>
-struct IntValues {
-  template <int HT>
-  struct Step {
-    static void run(int32_t h0, const RowTile<Isa>& tile, const GroupJob& job, int32_t groups) {
-      int_accumulate_heads<Isa, Type, HT>(tile, job, h0, groups);
-    }
-  };
-  // value_weights = p * s_g; min terms += p * m_g.
-  static void fold_scales(const GroupJob& job, int32_t groups) {
-    constexpr int W = Isa::kLanes;
-    const float* s = job.ints.value_scales;
-    const float* m = job.ints.value_scales + groups * W;
-    for (int32_t h = 0; h < job.heads; ++h) {
-      const typename Isa::Vec p = Isa::load(job.p + h * job.p_stride);
-      for (int32_t g = 0; g < groups; ++g) {
-        const int32_t at = (h * groups + g) * W;
-        Isa::store(job.ints.value_weights + at, Isa::mul(p, Isa::load(s + g * W)));
-        Isa::store(job.ints.value_min_terms + at,
-                   Isa::fma(p, Isa::load(m + g * W), Isa::load(job.ints.value_min_terms + at)));
-      }
-    }
-  }
-  static void tile(const RowTile<Isa>& tile, const GroupJob& job) {
-    const int32_t groups = job.ints.value_groups;
-    tile_group_scales<Isa>(tile.v, groups, Isa::kLanes, job.ints.value_scales);
-    fold_scales(job, groups);
-    for_head_tiles<Step>(job.heads, tile, job, groups);
   }
 };
 

@@ -16,9 +16,9 @@ constexpr int kSimdMaxHeadTile = 8;    // query heads whose accumulators share t
 constexpr int64_t simd_int_groups(int32_t head_dim) { return kv_row_scales(KvType::INT8, head_dim); }
 
 // Rows over which an ISA's kernel weighs int8 / int4 values by 8-bit codes at once, a pair of
-// its tiles (attention_int_values.h), 0 where it weighs them in f32: AVX-512 VNNI multiplies 4
-// rows of bytes per vpdpbusd; AVX2's vpmaddubsw 2 into int16 pairs that a pair of tiles adds
-// before widening (int8 codes as two nibbles, attention_avx2.cpp).
+// its tiles (attention_int_values.h), 0 for other value types: AVX-512 VNNI multiplies 4 rows of
+// bytes per vpdpbusd; AVX2's vpmaddubsw 2 into int16 pairs that a pair of tiles adds before
+// widening (int8 codes as two nibbles, attention_avx2.cpp).
 constexpr int32_t simd_int_value_tile(KvType v_type, CpuIsa isa) {
   if (v_type != KvType::INT8 && v_type != KvType::INT4) return 0;
   return isa == CpuIsa::Avx512 ? 32 : 16;
@@ -37,10 +37,10 @@ constexpr int64_t simd_int_shared_floats(int32_t head_dim) {
 }
 
 // Floats of the int8 / int4 parts of one query head: packed query [head_dim / 4][2], scale,
-// code sums [groups], value weights and min terms [groups][lanes] each, weight codes
-// [groups][32 bytes] and steps [groups], the weighted codes' accumulator [units][64].
+// code sums [groups], value min terms [groups][lanes], weight codes [groups][32 bytes] and
+// steps [groups], the weighted codes' accumulator [units][64].
 constexpr int64_t simd_int_head_floats(int32_t head_dim) {
-  return int64_t(head_dim / 2) + 1 + simd_int_groups(head_dim) * (1 + 2 * kSimdMaxLanes + 8 + 1) +
+  return int64_t(head_dim / 2) + 1 + simd_int_groups(head_dim) * (1 + kSimdMaxLanes + 8 + 1) +
          simd_value_units(head_dim) * 64;
 }
 

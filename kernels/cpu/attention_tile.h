@@ -34,16 +34,14 @@ struct IntParts {
   uint32_t* key_chunks;      // [d / 4][W]         the tile's key codes, word-major (shared; transpose_key_codes)
   float* key_scales;         // [2][Gk][W]         the tile rows' key s_g, then m_g (shared)
   float* value_scales;       // [2][Gv][W] or [2][Gv][2W] (a pair of tiles): the rows' value s_g, then m_g (shared)
-  float* value_weights;      // [heads][Gv][W]     softmax weight * the row's value s_g
   float* value_min_terms;    // [heads][Gv][W]     running sum of softmax weight * the row's value m_g
-  int32_t value_groups;      // Gv; 0 when V is not int8 / int4
-  // Values weighted by codes over pairs of tiles (attention_weighted_codes.h), when
-  // value_tile (= 2W) > 0; U = units of 64 dims.
+  int32_t value_groups;      // Gv; 0 when V is not int8 / int4 (nothing below is used then)
+  // int8 / int4 values weighed by codes over pairs of tiles (attention_weighted_codes.h); U =
+  // units of 64 dims.
   uint8_t* value_codes;      // [U][2W / 4][256 bytes]  the pair's centred codes, 4 rows per dim (shared)
   uint8_t* weight_codes;     // [heads][Gv][32 bytes]   8-bit codes of softmax weight * the row's s_g
   float* weight_steps;       // [heads][Gv]             their steps
   float* value_acc;          // [heads][U][64]          the weighted codes' sums, in the ISA's dim order
-  int32_t value_tile;        // rows weighed by codes at once; 0: values weighed in f32, tile by tile
 };
 
 // Up to 2W consecutive rows of one kv head whose values are weighed at once: a pair of tiles.

@@ -1,6 +1,6 @@
-// Internal, included by attention_driver.h: the values step of the SIMD paged attention for
-// ISAs that weigh int8 / int4 value codes by 8-bit weight codes (attention_int_values.h says the
-// arithmetic and attention_isa.h simd_int_value_tile which ISA does it for which type).
+// Internal, included by attention_driver.h: the values step of the SIMD paged attention over
+// int8 / int4 values, their codes weighed by 8-bit weight codes (attention_int_values.h says the
+// arithmetic, attention_isa.h simd_int_value_tile the rows weighed at once per ISA).
 //
 // It runs once per pair of tiles (2W rows; the driver scores and softmaxes both first, the
 // earlier tile's weights rescaled with the accumulator), so its fixed costs, the weights'
