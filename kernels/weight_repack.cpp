@@ -1,6 +1,7 @@
-// Repacking rows into interleaved groups (Q4_0x8 here, Q4_Kx8 and Q5_Kx8, Q6_Kx8, Q8_0x8,
-// IQ4_XSx8 in weight_repack_q4_k.cpp, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp,
-// weight_repack_iq4_xs.cpp), and the scalar truth of products over Q4_0x8.
+// Repacking rows into interleaved groups (Q4_0x8 and IQ4_NLx8 here, Q4_Kx8 and Q5_Kx8,
+// Q6_Kx8, Q8_0x8, IQ4_XSx8 in weight_repack_q4_k.cpp, weight_repack_q6_k.cpp,
+// weight_repack_q8_0.cpp, weight_repack_iq4_xs.cpp), and the scalar truth of products over
+// Q4_0x8 and IQ4_NLx8.
 #include "kernels/weight_repack.h"
 
 #include <cstring>
@@ -17,12 +18,15 @@ namespace {
 constexpr int kChunks = 4;        // 32-byte chunks of a BlockQ4_0x8's qs
 constexpr int kChunkBytes = 4;    // bytes of one row in a chunk
 
-// The 8 rows of one group, blocks [blocks] each (ggml layout in `rows`), into `group`.
-void interleave_group(const BlockQ4_0* rows, int64_t blocks, BlockQ4_0x8* group) {
+// The 8 rows of one group, blocks [blocks] each (ggml layout in `rows`), into `group`. Block is
+// BlockQ4_0 or BlockIQ4_NL: an fp16 d and 16 bytes of nibbles either way.
+template <class Block>
+void interleave_group(const Block* rows, int64_t blocks, BlockQ4_0x8* group) {
+  static_assert(sizeof(Block) == sizeof(BlockQ4_0));
   for (int64_t j = 0; j < blocks; ++j) {
     BlockQ4_0x8& out = group[j];
     for (int r = 0; r < kInterleavedRows; ++r) {
-      const BlockQ4_0& in = rows[r * blocks + j];
+      const Block& in = rows[r * blocks + j];
       out.d[r] = in.d;
       for (int c = 0; c < kChunks; ++c) {
         std::memcpy(&out.qs[c * kInterleavedRows * kChunkBytes + r * kChunkBytes], &in.qs[c * kChunkBytes], kChunkBytes);
@@ -50,6 +54,17 @@ float dot_q4_0x8_row(const BlockQ4_0x8* group, int r, const BlockQ8Act* a, int64
   return static_cast<float>(sum);
 }
 
+// sum_b fp16(d[r]) * a[b].d * sum_i kIq4nlValues[q[i]] * a[b].qs[i], as ref::vec_dot for IQ4_NL.
+float dot_iq4_nlx8_row(const BlockQ4_0x8* group, int r, const BlockQ8Act* a, int64_t blocks) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < blocks; ++j) {
+    int32_t isum = 0;
+    for (int i = 0; i < kIq4nlBlockValues; ++i) isum += kIq4nlValues[q4_0x8_value(group[j], r, i)] * a[j].qs[i];
+    sum += static_cast<double>(fp16_to_fp32(group[j].d[r]) * a[j].d) * isum;
+  }
+  return static_cast<float>(sum);
+}
+
 // The group's 8 rows (ggml layout in `rows`, blocks [blocks] each) into its interleaved layout.
 void interleave_any_group(GgmlType type, const uint8_t* rows, int64_t blocks, uint8_t* group) {
   switch (type) {
@@ -70,6 +85,8 @@ void interleave_any_group(GgmlType type, const uint8_t* rows, int64_t blocks, ui
     case GgmlType::IQ4_XS:
       return interleave_iq4_xs_group(reinterpret_cast<const BlockIQ4_XS*>(rows), blocks,
                                      reinterpret_cast<BlockIQ4_XSx8*>(group));
+    case GgmlType::IQ4_NL:
+      return interleave_group(reinterpret_cast<const BlockIQ4_NL*>(rows), blocks, reinterpret_cast<BlockQ4_0x8*>(group));
     default: KVDESK_ASSERT(!"interleave_any_group: no interleaved layout for the type");
   }
 }
@@ -85,6 +102,7 @@ GgmlType repacked_type(GgmlType type, int64_t rows) {
     case GgmlType::Q6_K: return GgmlType::Q6_Kx8;
     case GgmlType::Q8_0: return GgmlType::Q8_0x8;
     case GgmlType::IQ4_XS: return GgmlType::IQ4_XSx8;
+    case GgmlType::IQ4_NL: return GgmlType::IQ4_NLx8;
     default: return type;
   }
 }
@@ -106,6 +124,11 @@ namespace ref {
 void matmul_q4_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   matmul_x8_rows<BlockQ4_0x8, BlockQ8Act>(GgmlType::Q4_0x8, kQ4_0BlockValues, args, row_begin, row_end,
                                           dot_q4_0x8_row);
+}
+
+void matmul_iq4_nlx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  matmul_x8_rows<BlockQ4_0x8, BlockQ8Act>(GgmlType::IQ4_NLx8, kIq4nlBlockValues, args, row_begin, row_end,
+                                          dot_iq4_nlx8_row);
 }
 
 }  // namespace ref

@@ -11,6 +11,10 @@
 // so chunk c, masked to low nibbles, is values 4c .. 4c + 3 of rows 0..7 (one int32 lane each),
 // and its high nibbles values 16 + 4c .. 16 + 4c + 3.
 //
+// IQ4_NLx8: IQ4_NL rows, whose blocks are laid out as Q4_0's (an fp16 scale, 32 nibbles),
+// interleaved exactly as Q4_0x8, in BlockQ4_0x8: the nibbles are indices into kIq4nlValues
+// instead of q + 8.
+//
 // Q4_Kx8, Q5_Kx8, Q6_Kx8, Q8_0x8 and IQ4_XSx8 (kernels/weight_repack_q4_k.cpp for both Q4_K
 // and Q5_K, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp, weight_repack_iq4_xs.cpp): Q4_K,
 // Q5_K, Q6_K, Q8_0 and IQ4_XS rows interleaved the same way, one block per block (super-block)
@@ -131,6 +135,8 @@ void matmul_q6_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void matmul_q8_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for an IQ4_XSx8 matrix, equal bit for bit to ref::matmul_rows on the IQ4_XS rows.
 void matmul_iq4_xsx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for an IQ4_NLx8 matrix, equal bit for bit to ref::matmul_rows on the IQ4_NL rows.
+void matmul_iq4_nlx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 }  // namespace ref
 
 // Internal to the repacking: the 8 Q4_K rows of one group, super-blocks [blocks] each (ggml

@@ -355,7 +355,7 @@ using Avx512Table = KernelTable<
     Serves<GgmlType::Q4_0, QuantKernel<Q4_0Format>>, Serves<GgmlType::Q4_1, SubBlock<Q4_1Format>>,
     Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>,
     Interleaved<GgmlType::Q4_0x8, &matmul_q4_0x8_avx2>, Interleaved<GgmlType::Q4_Kx8, &matmul_q4_kx8_avx2>,
-    Serves<GgmlType::IQ4_NL, QuantKernel<IQ4_NLFormat>>, HandsOff<GgmlType::Q2_K, kAvx512LowbitKernels>,
+    Serves<GgmlType::IQ4_NL, QuantKernel<IQ4_NLFormat>>, Interleaved<GgmlType::IQ4_NLx8, &matmul_iq4_nlx8_avx2>, HandsOff<GgmlType::Q2_K, kAvx512LowbitKernels>,
     HandsOff<GgmlType::Q3_K, kAvx512LowbitKernels>, HandsOff<GgmlType::IQ4_XS, kAvx512LowbitKernels>,
     HandsOff<GgmlType::Q4_K, kAvx512KQuantKernels>, HandsOff<GgmlType::Q5_K, kAvx512KQuantKernels>,
     Interleaved<GgmlType::Q5_Kx8, &matmul_q5_kx8_avx2>,

@@ -30,8 +30,10 @@ void matmul_q5_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void matmul_q6_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // Q8_0x8 x Q8Act the same way (kernels/cpu/matmul_q8_0x8_avx2.cpp).
 void matmul_q8_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
-// IQ4_XSx8 x Q8Act the same way (kernels/cpu/matmul_iq4_xsx8_avx2.cpp).
+// IQ4_XSx8 and IQ4_NLx8 x Q8Act the same way (kernels/cpu/matmul_iq4_xsx8_avx2.cpp,
+// matmul_iq4_nlx8_avx2.cpp).
 void matmul_iq4_xsx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+void matmul_iq4_nlx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 
 // The table of cpu_isa_active(); set once at startup, changed only by cpu_isa_force.
 const IsaKernels& cpu_isa_kernels();

@@ -1,16 +1,13 @@
 // AVX2 GEMM over IQ4_XSx8 weights (kernels/weight_repack.h) x Q8Act activation rows. A tile is
 // one group of 8 rows x C activation rows, one output row per 32-bit lane. Each 32-byte chunk of
-// a sub-block becomes two vectors of signed levels (low and high nibbles) with one byte shuffle
-// each (the 16-entry level table in both 128-bit lanes), unpacked once for all C act rows. As in
-// the Q8_0x8 GEMM, maddubs takes u8 x s8: the levels' absolute values meet the activations
-// carrying the levels' signs; |level| <= 127, so a pair sum reaches 2 x 127 x 127 = 32258 and two
-// could overflow s16: every vector is widened to s32 by its own madd. Sub-block s meets act block
-// 8j + s with its own scale (the act format of IQ4_XS, so the products are those of ggml's
-// layout), so its int32 sums become floats once per sub-block: one conversion and one FMA for 8
-// rows per act row, scaled by fp16(d) * (ls[s] - 32) of the 8 rows times the act scale. The
-// super-block's 64 six-bit scales are unpacked for all 8 rows with a few vector shifts. Built with
-// AVX2 flags, reached only through the ISA tables.
-#include "kernels/cpu/interleaved_gemm_avx2.h"
+// a sub-block becomes two vectors of signed levels, unpacked once for all C act rows, and meets
+// the act rows as kernels/cpu/iq4_levels_avx2.h says. Sub-block s meets act block 8j + s with
+// its own scale (the act format of IQ4_XS, so the products are those of ggml's layout), so its
+// int32 sums become floats once per sub-block: one conversion and one FMA for 8 rows per act
+// row, scaled by fp16(d) * (ls[s] - 32) of the 8 rows times the act scale. The super-block's 64
+// six-bit scales are unpacked for all 8 rows with a few vector shifts. Built with AVX2 flags,
+// reached only through the ISA tables.
+#include "kernels/cpu/iq4_levels_avx2.h"
 
 namespace kvdesk {
 namespace {
@@ -55,25 +52,11 @@ ALWAYS_INLINE __m256 row_scales(const XsScales& sc, int s) {
   return _mm256_mul_ps(sc.d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(ls)));
 }
 
-// dot[t] += per row lane: the 4 products of one levels vector with act bytes a[t] + offset.
-template <int C>
-ALWAYS_INLINE void levels_dot(__m256i levels, const BlockQ8Act* (&a)[C], int offset, __m256i (&dot)[C]) {
-  const __m256i abs_levels = _mm256_abs_epi8(levels);
-  const __m256i ones = _mm256_set1_epi16(1);
-#pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) {
-    const __m256i signed_a = _mm256_sign_epi8(broadcast_4_bytes(a[t]->qs + offset), levels);
-    dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(abs_levels, signed_a), ones));
-  }
-}
-
 // Sub-block s of the group against act block 8j + s of every act row.
 template <int C>
 ALWAYS_INLINE void sub_block_step(const BlockIQ4_XSx8& b, const XsScales& sc, const char* acts, size_t a_stride,
                                   int64_t j, int s, __m256 (&acc)[C]) {
-  const __m256i table =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
-  const __m256i nibble = _mm256_set1_epi8(15);
+  const __m256i table = iq4_level_table();
   const BlockQ8Act* a[C];
   __m256i dot[C];
 #pragma GCC unroll 8
@@ -84,8 +67,8 @@ ALWAYS_INLINE void sub_block_step(const BlockIQ4_XSx8& b, const XsScales& sc, co
 #pragma GCC unroll 4
   for (int c = 0; c < kChunks; ++c) {
     const __m256i raw = load_256(b.qs + 32 * (kChunks * s + c));
-    levels_dot(_mm256_shuffle_epi8(table, _mm256_and_si256(raw, nibble)), a, 4 * c, dot);
-    levels_dot(_mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble)), a, 16 + 4 * c, dot);
+    levels_dot(iq4_levels(table, raw, false), a, 4 * c, dot);
+    levels_dot(iq4_levels(table, raw, true), a, 16 + 4 * c, dot);
   }
   const __m256 scale = row_scales(sc, s);
 #pragma GCC unroll 8

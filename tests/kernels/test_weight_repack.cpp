@@ -1,4 +1,4 @@
-// Q4_0x8, Q8_0x8, Q4_Kx8, Q5_Kx8, Q6_Kx8 and IQ4_XSx8 (kernels/weight_repack.h): repacking keeps every
+// Q4_0x8, Q8_0x8, IQ4_NLx8, Q4_Kx8, Q5_Kx8, Q6_Kx8 and IQ4_XSx8 (kernels/weight_repack.h): repacking keeps every
 // product bit for bit in the scalar twins, the SIMD GEMMs over them match ref for decode and prefill batches on row-group
 // ranges, and shapes without whole groups keep ggml's layout and its kernels.
 #include <catch2/catch.hpp>
@@ -77,11 +77,13 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 }  // namespace
 
 // The 32-value block file types with an interleaved layout.
-constexpr GgmlType kBlock32Bases[] = {GgmlType::Q4_0, GgmlType::Q8_0};
+constexpr GgmlType kBlock32Bases[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL};
 
-TEST_CASE("Q4_0x8 / Q8_0x8 are chosen only for whole groups of 8 Q4_0 / Q8_0 rows", "[kernels][repack]") {
+TEST_CASE("Q4_0x8 / Q8_0x8 / IQ4_NLx8 are chosen only for whole groups of 8 Q4_0 / Q8_0 / IQ4_NL rows",
+          "[kernels][repack]") {
   CHECK(repacked_type(GgmlType::Q4_0, 64) == GgmlType::Q4_0x8);
   CHECK(repacked_type(GgmlType::Q8_0, 64) == GgmlType::Q8_0x8);
+  CHECK(repacked_type(GgmlType::IQ4_NL, 64) == GgmlType::IQ4_NLx8);
   CHECK(repacked_type(GgmlType::Q4_1, 64) == GgmlType::Q4_1);
   for (GgmlType base : kBlock32Bases) {
     const GgmlType packed = repacked_type(base, 8);
@@ -95,7 +97,8 @@ TEST_CASE("Q4_0x8 / Q8_0x8 are chosen only for whole groups of 8 Q4_0 / Q8_0 row
   }
 }
 
-TEST_CASE("the Q4_0x8 / Q8_0x8 scalar twins equal ref Q4_0 / Q8_0 bit for bit", "[kernels][repack]") {
+TEST_CASE("the Q4_0x8 / Q8_0x8 / IQ4_NLx8 scalar twins equal ref Q4_0 / Q8_0 / IQ4_NL bit for bit",
+          "[kernels][repack]") {
   for (GgmlType base : kBlock32Bases) {
     INFO("type " << ggml_type_info(base).name);
     const Problem p(24, 160, 3, base);
@@ -105,7 +108,7 @@ TEST_CASE("the Q4_0x8 / Q8_0x8 scalar twins equal ref Q4_0 / Q8_0 bit for bit", 
   }
 }
 
-TEST_CASE("SIMD Q4_0x8 / Q8_0x8 matmuls match ref for decode and prefill batches on group ranges",
+TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 matmuls match ref for decode and prefill batches on group ranges",
           "[kernels][repack]") {
   // rows [8, 40) of 48 (groups 1..4), ld_y 50: the rows outside stay untouched.
   const int64_t rows = 48, ld_y = 50, row_begin = 8, row_end = 40;
@@ -124,7 +127,7 @@ TEST_CASE("SIMD Q4_0x8 / Q8_0x8 matmuls match ref for decode and prefill batches
   }
 }
 
-TEST_CASE("SIMD Q4_0x8 / Q8_0x8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
+TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
   const int64_t rows = 160, n = 4128, batch = 6;
   for (GgmlType base : kBlock32Bases) {
     const Problem p(rows, n, batch, base);
@@ -173,7 +176,6 @@ TEST_CASE("Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 are chosen only for whole groups 
   CHECK(repacked_type(GgmlType::Q5_K, 64) == GgmlType::Q5_Kx8);
   CHECK(repacked_type(GgmlType::Q6_K, 64) == GgmlType::Q6_Kx8);
   CHECK(repacked_type(GgmlType::IQ4_XS, 64) == GgmlType::IQ4_XSx8);
-  CHECK(repacked_type(GgmlType::IQ4_NL, 64) == GgmlType::IQ4_NL);
   CHECK(repacked_type(GgmlType::Q3_K, 64) == GgmlType::Q3_K);
   for (GgmlType base : kSuperBlockBases) {
     const GgmlType packed = repacked_type(base, 8);
@@ -305,6 +307,35 @@ TEST_CASE("IQ4_XSx8 keeps the largest sums exact: levels -127, scales 0 and 63, 
   test::for_each_simd_isa([&](CpuIsa isa) {
     INFO("isa " << cpu_isa_name(isa));
     cpu::matmul_rows(MatmulArgs{GgmlType::IQ4_XSx8, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
+    CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
+  });
+}
+
+TEST_CASE("IQ4_NLx8 keeps the largest sums exact: levels -127 and 113 against activations +-127",
+          "[kernels][repack]") {
+  // Every index 0 (level -127) in one row half, 15 (level 113) in the other, and every act value
+  // +-127 in runs of 8 of one sign: the largest maddubs pair sums (2 x 127 x 127) the GEMM forms.
+  const int64_t rows = 16, n = 512, batch = 5;
+  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::IQ4_NL, n) * rows);
+  auto* w = reinterpret_cast<BlockIQ4_NL*>(ggml.data());
+  for (int64_t b = 0; b < rows * n / kIq4nlBlockValues; ++b) {
+    w[b].d = b % 2 == 0 ? 0x3c00 : 0xbc00;  // +-1.0
+    for (uint8_t& v : w[b].qs) v = b % 3 == 0 ? 0xFF : 0;
+  }
+  std::vector<float> x(static_cast<size_t>(batch * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 8 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
+  const size_t a_row = act_row_bytes(GgmlType::IQ4_NL, n);
+  std::vector<uint8_t> acts(a_row * batch);
+  for (int64_t b = 0; b < batch; ++b) ref::prepare_act_row(GgmlType::IQ4_NL, &x[static_cast<size_t>(b * n)], &acts[a_row * b], n);
+  std::vector<uint8_t> repacked = ggml;
+  repack_rows(GgmlType::IQ4_NL, repacked.data(), rows, n);
+  std::vector<float> want(static_cast<size_t>(batch * rows)), twin(want.size()), got(want.size());
+  ref::matmul_rows(MatmulArgs{GgmlType::IQ4_NL, ggml.data(), n, acts.data(), batch, want.data(), rows}, 0, rows);
+  ref::matmul_rows(MatmulArgs{GgmlType::IQ4_NLx8, repacked.data(), n, acts.data(), batch, twin.data(), rows}, 0, rows);
+  CHECK(twin == want);
+  test::for_each_simd_isa([&](CpuIsa isa) {
+    INFO("isa " << cpu_isa_name(isa));
+    cpu::matmul_rows(MatmulArgs{GgmlType::IQ4_NLx8, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
     CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
   });
 }

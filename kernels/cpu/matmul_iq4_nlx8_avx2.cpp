@@ -1,0 +1,62 @@
+// AVX2 GEMM over IQ4_NLx8 weights (kernels/weight_repack.h: Q4_0x8's layout, the nibbles level
+// indices) x Q8Act activation rows. A tile is one group of 8 rows x C activation rows, one output
+// row per 32-bit lane. Each 32-byte chunk of a block becomes two vectors of signed levels,
+// unpacked once for all C act rows, and meets the act rows as kernels/cpu/iq4_levels_avx2.h
+// says; a block's int32 sums become floats once: one conversion and one FMA for 8 rows per act
+// row, scaled by fp16(d) of the 8 rows times the act scale (the products of ggml's layout, which
+// meets the same act blocks). Built with AVX2 flags, reached only through the ISA tables.
+#include "kernels/cpu/iq4_levels_avx2.h"
+
+namespace kvdesk {
+namespace {
+
+constexpr int kChunks = 4;  // 32-byte chunks of a block: 4 values x 8 rows, low and high nibbles
+
+// kTileActs (4) act rows per tile: per chunk the levels and their absolute values, 4 int32
+// block sums and 4 float accumulators, the table, the nibble mask and a broadcast fill the 16
+// ymm registers.
+
+// Block j of the group against block j of every act row.
+template <int C>
+ALWAYS_INLINE void block_step(const BlockQ4_0x8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
+  const __m256i table = iq4_level_table();
+  const BlockQ8Act* a[C];
+  __m256i dot[C];
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) {
+    a[t] = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride) + j;
+    dot[t] = _mm256_setzero_si256();
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < kChunks; ++c) {
+    const __m256i raw = load_256(b.qs + 32 * c);
+    levels_dot(iq4_levels(table, raw, false), a, 4 * c, dot);
+    levels_dot(iq4_levels(table, raw, true), a, 16 + 4 * c, dot);
+  }
+  const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) {
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(dw, _mm256_set1_ps(a[t]->d)), acc[t]);
+  }
+}
+
+// The kernel as interleaved_matmul runs it.
+struct IQ4_NLx8Kernel {
+  using Block = BlockQ4_0x8;
+  static constexpr GgmlType kType = GgmlType::IQ4_NLx8;
+  static constexpr GgmlType kRowType = GgmlType::IQ4_NL;
+  static constexpr int64_t kBlockValues = kIq4nlBlockValues;
+  static constexpr int kPrefetchBlocks = 0;
+  template <int C>
+  ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
+    block_step<C>(b, acts, a_stride, j, acc);
+  }
+};
+
+}  // namespace
+
+void matmul_iq4_nlx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  interleaved_matmul<IQ4_NLx8Kernel>(args, row_begin, row_end);
+}
+
+}  // namespace kvdesk
