@@ -74,6 +74,32 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
   return err / ref;
 }
 
+// For weights chosen to make the GEMMs' integer sums largest: ggml holds `rows` rows of n values
+// of `base`, x [batch][n] the activations. The scalar twin over the repacked bytes must equal
+// ref bit for bit, and every SIMD path must match ref (an overflowing sum would be far off).
+void check_largest_sums(GgmlType base, const std::vector<uint8_t>& ggml, int64_t rows, int64_t n,
+                        const std::vector<float>& x) {
+  const int64_t batch = static_cast<int64_t>(x.size()) / n;
+  const size_t a_row = act_row_bytes(base, n);
+  std::vector<uint8_t> acts(a_row * static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    ref::prepare_act_row(base, &x[static_cast<size_t>(b * n)], &acts[a_row * static_cast<size_t>(b)], n);
+  }
+  std::vector<uint8_t> repacked = ggml;
+  repack_rows(base, repacked.data(), rows, n);
+  const GgmlType packed = repacked_type(base, rows);
+  REQUIRE(packed != base);
+  std::vector<float> want(static_cast<size_t>(batch * rows)), twin(want.size()), got(want.size());
+  ref::matmul_rows(MatmulArgs{base, ggml.data(), n, acts.data(), batch, want.data(), rows}, 0, rows);
+  ref::matmul_rows(MatmulArgs{packed, repacked.data(), n, acts.data(), batch, twin.data(), rows}, 0, rows);
+  CHECK(twin == want);
+  test::for_each_simd_isa([&](CpuIsa isa) {
+    INFO("isa " << cpu_isa_name(isa));
+    cpu::matmul_rows(MatmulArgs{packed, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
+    CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
+  });
+}
+
 }  // namespace
 
 // The 32-value block file types with an interleaved layout.
@@ -151,19 +177,7 @@ TEST_CASE("Q8_0x8 keeps the extreme quants exact: -128 weights against +-127 act
   }
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = i % 5 == 0 ? -1.0f : 1.0f;
-  std::vector<uint8_t> acts(act_row_bytes(GgmlType::Q8_0, n) * batch);
-  for (int64_t b = 0; b < batch; ++b) {
-    ref::prepare_act_row(GgmlType::Q8_0, &x[static_cast<size_t>(b * n)], &acts[act_row_bytes(GgmlType::Q8_0, n) * b], n);
-  }
-  std::vector<uint8_t> repacked = ggml;
-  repack_rows(GgmlType::Q8_0, repacked.data(), rows, n);
-  std::vector<float> want(static_cast<size_t>(batch * rows)), got(want.size());
-  ref::matmul_rows(MatmulArgs{GgmlType::Q8_0, ggml.data(), n, acts.data(), batch, want.data(), rows}, 0, rows);
-  test::for_each_simd_isa([&](CpuIsa isa) {
-    INFO("isa " << cpu_isa_name(isa));
-    cpu::matmul_rows(MatmulArgs{GgmlType::Q8_0x8, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
-    CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
-  });
+  check_largest_sums(GgmlType::Q8_0, ggml, rows, n, x);
 }
 
 // The 256-value super-block file types with an interleaved layout.
@@ -264,20 +278,7 @@ TEST_CASE("Q5_Kx8 keeps the largest sums exact: quants 31, scales and mins 63, a
   }
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 16 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
-  const size_t a_row = act_row_bytes(GgmlType::Q5_K, n);
-  std::vector<uint8_t> acts(a_row * batch);
-  for (int64_t b = 0; b < batch; ++b) ref::prepare_act_row(GgmlType::Q5_K, &x[static_cast<size_t>(b * n)], &acts[a_row * b], n);
-  std::vector<uint8_t> repacked = ggml;
-  repack_rows(GgmlType::Q5_K, repacked.data(), rows, n);
-  std::vector<float> want(static_cast<size_t>(batch * rows)), twin(want.size()), got(want.size());
-  ref::matmul_rows(MatmulArgs{GgmlType::Q5_K, ggml.data(), n, acts.data(), batch, want.data(), rows}, 0, rows);
-  ref::matmul_rows(MatmulArgs{GgmlType::Q5_Kx8, repacked.data(), n, acts.data(), batch, twin.data(), rows}, 0, rows);
-  CHECK(twin == want);
-  test::for_each_simd_isa([&](CpuIsa isa) {
-    INFO("isa " << cpu_isa_name(isa));
-    cpu::matmul_rows(MatmulArgs{GgmlType::Q5_Kx8, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
-    CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
-  });
+  check_largest_sums(GgmlType::Q5_K, ggml, rows, n, x);
 }
 
 TEST_CASE("IQ4_XSx8 keeps the largest sums exact: levels -127, scales 0 and 63, activations +-127",
@@ -295,25 +296,12 @@ TEST_CASE("IQ4_XSx8 keeps the largest sums exact: levels -127, scales 0 and 63, 
   }
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 8 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
-  const size_t a_row = act_row_bytes(GgmlType::IQ4_XS, n);
-  std::vector<uint8_t> acts(a_row * batch);
-  for (int64_t b = 0; b < batch; ++b) ref::prepare_act_row(GgmlType::IQ4_XS, &x[static_cast<size_t>(b * n)], &acts[a_row * b], n);
-  std::vector<uint8_t> repacked = ggml;
-  repack_rows(GgmlType::IQ4_XS, repacked.data(), rows, n);
-  std::vector<float> want(static_cast<size_t>(batch * rows)), twin(want.size()), got(want.size());
-  ref::matmul_rows(MatmulArgs{GgmlType::IQ4_XS, ggml.data(), n, acts.data(), batch, want.data(), rows}, 0, rows);
-  ref::matmul_rows(MatmulArgs{GgmlType::IQ4_XSx8, repacked.data(), n, acts.data(), batch, twin.data(), rows}, 0, rows);
-  CHECK(twin == want);
-  test::for_each_simd_isa([&](CpuIsa isa) {
-    INFO("isa " << cpu_isa_name(isa));
-    cpu::matmul_rows(MatmulArgs{GgmlType::IQ4_XSx8, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
-    CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
-  });
+  check_largest_sums(GgmlType::IQ4_XS, ggml, rows, n, x);
 }
 
 TEST_CASE("IQ4_NLx8 keeps the largest sums exact: levels -127 and 113 against activations +-127",
           "[kernels][repack]") {
-  // Every index 0 (level -127) in one row half, 15 (level 113) in the other, and every act value
+  // Every index of a block 0 (level -127) or 15 (level 113), scales +-1, and every act value
   // +-127 in runs of 8 of one sign: the largest maddubs pair sums (2 x 127 x 127) the GEMM forms.
   const int64_t rows = 16, n = 512, batch = 5;
   std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::IQ4_NL, n) * rows);
@@ -324,18 +312,5 @@ TEST_CASE("IQ4_NLx8 keeps the largest sums exact: levels -127 and 113 against ac
   }
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 8 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
-  const size_t a_row = act_row_bytes(GgmlType::IQ4_NL, n);
-  std::vector<uint8_t> acts(a_row * batch);
-  for (int64_t b = 0; b < batch; ++b) ref::prepare_act_row(GgmlType::IQ4_NL, &x[static_cast<size_t>(b * n)], &acts[a_row * b], n);
-  std::vector<uint8_t> repacked = ggml;
-  repack_rows(GgmlType::IQ4_NL, repacked.data(), rows, n);
-  std::vector<float> want(static_cast<size_t>(batch * rows)), twin(want.size()), got(want.size());
-  ref::matmul_rows(MatmulArgs{GgmlType::IQ4_NL, ggml.data(), n, acts.data(), batch, want.data(), rows}, 0, rows);
-  ref::matmul_rows(MatmulArgs{GgmlType::IQ4_NLx8, repacked.data(), n, acts.data(), batch, twin.data(), rows}, 0, rows);
-  CHECK(twin == want);
-  test::for_each_simd_isa([&](CpuIsa isa) {
-    INFO("isa " << cpu_isa_name(isa));
-    cpu::matmul_rows(MatmulArgs{GgmlType::IQ4_NLx8, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
-    CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
-  });
+  check_largest_sums(GgmlType::IQ4_NL, ggml, rows, n, x);
 }
