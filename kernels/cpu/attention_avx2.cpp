@@ -13,7 +13,6 @@ namespace {
 struct Avx2 {
   using Vec = __m256;
   static constexpr int kLanes = 8;
-  static constexpr CpuIsa kIsa = CpuIsa::Avx2;
 
   static Vec zero() { return _mm256_setzero_ps(); }
   static Vec set1(float x) { return _mm256_set1_ps(x); }

@@ -12,7 +12,6 @@ namespace {
 struct Avx512 {
   using Vec = __m512;
   static constexpr int kLanes = 16;
-  static constexpr CpuIsa kIsa = CpuIsa::Avx512;
 
   static Vec zero() { return _mm512_setzero_ps(); }
   static Vec set1(float x) { return _mm512_set1_ps(x); }
