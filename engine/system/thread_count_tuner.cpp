@@ -30,23 +30,33 @@ void ThreadCountTuner::record_probe(LoopSignature signature, double seconds) {
     on_candidate_ = !on_candidate_;
     loops_in_turn_ = 0;
   }
-  if (arm_seconds_[0] >= kArmSeconds && arm_seconds_[1] >= kArmSeconds) finish_probe();
+  const Comparison c = compare();
+  if ((arm_seconds_[0] >= kArmSeconds && arm_seconds_[1] >= kArmSeconds) || clearly_slower(c)) finish_probe(c);
 }
 
-// The verdict: each signature both counts ran weighs in with the loops it has at both, at each
-// count's mean time; the candidate replaces the chosen count only when enough loops could be
-// compared and it was faster by the margin.
-void ThreadCountTuner::finish_probe() {
-  double chosen_total = 0, candidate_total = 0;
-  int matched = 0;
+// Each signature both counts ran weighs in with the loops it has at both, at each count's mean
+// time.
+ThreadCountTuner::Comparison ThreadCountTuner::compare() const {
+  Comparison c;
   for (const auto& [signature, t] : probe_) {
     const int weight = std::min(t.loops[0], t.loops[1]);
     if (weight == 0) continue;
-    matched += weight;
-    chosen_total += weight * t.seconds[0] / t.loops[0];
-    candidate_total += weight * t.seconds[1] / t.loops[1];
+    c.matched += weight;
+    c.chosen_seconds += weight * t.seconds[0] / t.loops[0];
+    c.candidate_seconds += weight * t.seconds[1] / t.loops[1];
   }
-  if (matched >= kMinMatchedLoops && candidate_total < chosen_total * (1 - kMargin)) {
+  return c;
+}
+
+bool ThreadCountTuner::clearly_slower(const Comparison& c) const {
+  const bool enough = c.matched >= kMinMatchedLoops || (c.matched > 0 && c.chosen_seconds >= kMinComparedSeconds);
+  return enough && c.candidate_seconds > c.chosen_seconds * (1 + kClearLoss);
+}
+
+// The verdict: the candidate replaces the chosen count only when enough loops could be compared
+// and it was faster by the margin.
+void ThreadCountTuner::finish_probe(const Comparison& c) {
+  if (c.matched >= kMinMatchedLoops && c.candidate_seconds < c.chosen_seconds * (1 - kMargin)) {
     chosen_ = candidate_;
     settled_due_ = kFirstSettledSeconds;
   } else {

@@ -6,7 +6,14 @@
 // every kSwitchLoops loops, so a slow spell of the machine falls on both alike, and they are
 // compared over loops of equal signature only (a decode step repeats the same matmul loops
 // layer after layer), so a change of workload cannot pass for a change of speed. The candidate
-// is kept when it is faster by more than kMargin. A probe that keeps the chosen count doubles
+// is kept when it is faster by more than kMargin. A candidate slower by more than kClearLoss
+// loses as soon as kMinMatchedLoops loops, or kMinComparedSeconds of the chosen count's time,
+// can be compared, without waiting for kArmSeconds: one thread of two on a free machine runs a
+// matmul at about 0.6x, and a prefill's loops take milliseconds each, so a full probe of one
+// thread kept a third of a short prefill's loop time at one thread (kvdesk-bench speed, 128
+// tokens, TinyLlama-shaped Q4_0); lost early it costs one loop of each large signature. Only
+// losing is decided early: a stall that slows one turn of the chosen count must not make a
+// candidate look faster on a handful of loops. A probe that keeps the chosen count doubles
 // the time to the next one (up to kMaxSettledSeconds), one that changes it starts over at
 // kFirstSettledSeconds: on a steady machine probes cost little, and the count drops when a
 // core is taken and climbs back when it is freed. The tuner only sees the times it is given,
@@ -38,6 +45,10 @@ class ThreadCountTuner {
   static constexpr double kMaxSettledSeconds = 4.0;
   // How much faster the candidate must be to replace the chosen count.
   static constexpr double kMargin = 0.03;
+  // How much slower the candidate must be to lose before kArmSeconds, and over how much of the
+  // chosen count's loop time, when fewer than kMinMatchedLoops loops compare.
+  static constexpr double kClearLoss = 0.2;
+  static constexpr double kMinComparedSeconds = 0.005;
 
   // Starts at max_threads (at least 1) with a probe.
   explicit ThreadCountTuner(int max_threads);
@@ -58,8 +69,17 @@ class ThreadCountTuner {
     int loops[2] = {0, 0};
   };
 
+  // The probe's loops so far, compared signature by signature.
+  struct Comparison {
+    int matched = 0;               // loops that ran at both counts, per signature the fewer
+    double chosen_seconds = 0;     // those loops' time at the chosen count (mean per signature)
+    double candidate_seconds = 0;  // and at the candidate count
+  };
+
   void record_probe(LoopSignature signature, double seconds);
-  void finish_probe();
+  Comparison compare() const;
+  bool clearly_slower(const Comparison& c) const;
+  void finish_probe(const Comparison& c);
   void start_probe();
   int next_candidate();
 

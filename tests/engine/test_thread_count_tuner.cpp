@@ -18,6 +18,8 @@ constexpr double kSecondsPerWork = 1e-10;
 
 // A decode-like step: per layer, two matmul loops and one attention loop.
 const std::vector<LoopSignature> kLayerLoops = {{16, 3'000'000}, {16, 10'000'000}, {8, 1'000'000}};
+// A prefill-like step: per layer, matmul loops of 6-10 ms each at one thread.
+const std::vector<LoopSignature> kPrefillLayerLoops = {{16, 60'000'000}, {16, 100'000'000}, {16, 80'000'000}};
 constexpr int kLayers = 22;
 
 struct RunSummary {
@@ -27,12 +29,13 @@ struct RunSummary {
 };
 
 // Feeds `seconds` of simulated loop time, step after step, at whatever count the tuner picks.
-RunSummary run_for(ThreadCountTuner& tuner, const std::map<int, double>& speed, double seconds) {
+RunSummary run_for(ThreadCountTuner& tuner, const std::map<int, double>& speed, double seconds,
+                   const std::vector<LoopSignature>& layer_loops = kLayerLoops) {
   RunSummary s;
   double elapsed = 0;
   while (elapsed < seconds) {
     for (int layer = 0; layer < kLayers; ++layer) {
-      for (const LoopSignature& loop : kLayerLoops) {
+      for (const LoopSignature& loop : layer_loops) {
         const int threads = tuner.threads();
         const double t = double(loop.work) * kSecondsPerWork * speed.at(threads);
         ++s.loops_at[threads];
@@ -74,6 +77,25 @@ TEST_CASE("the tuner drops to one thread when the helper is slow and climbs back
   CHECK(share_at(free2, 2) > 0.4);
   CHECK(free2.min_threads >= 1);
   CHECK(free2.max_threads <= 2);
+}
+
+TEST_CASE("a plainly slower candidate loses its probe within a few loops", "[engine][thread_pool][tuner]") {
+  // One thread of two runs a matmul at about 0.6x on a free machine. Decode's short loops: a
+  // probe of one thread ends once kMinMatchedLoops loops compare, long before kArmSeconds of
+  // one-thread loops. Prefill's long ones: after one loop of a signature the chosen count ran.
+  const std::map<int, double> free_machine = {{1, 1.0}, {2, 0.6}};
+  ThreadCountTuner decode(2);
+  const RunSummary d = run_for(decode, free_machine, 2.0);
+  CHECK(decode.chosen_threads() == 2);
+  CHECK(d.loops_at.count(1) == 1);
+  CHECK(share_at(d, 1) < 0.005);
+
+  ThreadCountTuner prefill(2);
+  const RunSummary p = run_for(prefill, free_machine, 4.0, kPrefillLayerLoops);
+  CHECK(prefill.chosen_threads() == 2);
+  CHECK(p.loops_at.count(1) == 1);
+  INFO("share of prefill loops at one thread " << share_at(p, 1));
+  CHECK(share_at(p, 1) < 0.01);
 }
 
 TEST_CASE("the tuner climbs down one thread at a time to the fastest count", "[engine][thread_pool][tuner]") {
