@@ -16,11 +16,12 @@ ALWAYS_INLINE __m256i iq4_level_table() {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
 }
 
-// The levels of a chunk's low (high = false) or high nibbles.
-ALWAYS_INLINE __m256i iq4_levels(__m256i table, __m256i raw, bool high) {
-  const __m256i nibble = _mm256_set1_epi8(15);
-  const __m256i indices = high ? _mm256_srli_epi16(raw, 4) : raw;
-  return _mm256_shuffle_epi8(table, _mm256_and_si256(indices, nibble));
+// The levels of a chunk's low nibbles, and of its high nibbles.
+ALWAYS_INLINE __m256i low_levels(__m256i table, __m256i raw) {
+  return _mm256_shuffle_epi8(table, _mm256_and_si256(raw, _mm256_set1_epi8(15)));
+}
+ALWAYS_INLINE __m256i high_levels(__m256i table, __m256i raw) {
+  return low_levels(table, _mm256_srli_epi16(raw, 4));
 }
 
 // dot[t] += per row lane: the 4 products of one levels vector with act bytes a[t] + offset.

@@ -12,9 +12,10 @@ namespace {
 
 constexpr int kChunks = 4;  // 32-byte chunks of a block: 4 values x 8 rows, low and high nibbles
 
-// kTileActs (4) act rows per tile: per chunk the levels and their absolute values, 4 int32
-// block sums and 4 float accumulators, the table, the nibble mask and a broadcast fill the 16
-// ymm registers.
+// Registers: the 1-act-row tile (decode) keeps everything in the 16 ymm registers; the
+// kTileActs (4) tile needs more (per chunk the levels and their absolute values, 4 int32 block
+// sums, 4 float accumulators, the table, the nibble mask, a broadcast), and the compiler keeps
+// some of them on the stack.
 
 // Block j of the group against block j of every act row.
 template <int C>
@@ -30,8 +31,8 @@ ALWAYS_INLINE void block_step(const BlockQ4_0x8& b, const char* acts, size_t a_s
 #pragma GCC unroll 4
   for (int c = 0; c < kChunks; ++c) {
     const __m256i raw = load_256(b.qs + 32 * c);
-    levels_dot(iq4_levels(table, raw, false), a, 4 * c, dot);
-    levels_dot(iq4_levels(table, raw, true), a, 16 + 4 * c, dot);
+    levels_dot(low_levels(table, raw), a, 4 * c, dot);
+    levels_dot(high_levels(table, raw), a, 16 + 4 * c, dot);
   }
   const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
 #pragma GCC unroll 8

@@ -15,9 +15,10 @@ namespace {
 constexpr int kSubBlocks = 8;   // 32-value sub-blocks of a super-block
 constexpr int kChunks = 4;      // 32-byte chunks of a sub-block: 4 values x 8 rows, low and high nibbles
 
-// kTileActs (4) act rows per tile: per chunk the levels and their absolute values, 4 int32
-// sub-block sums and 4 float accumulators, the table, the nibble mask and a broadcast fill the
-// 16 ymm registers.
+// Registers: the 1-act-row tile (decode) keeps everything in the 16 ymm registers; the
+// kTileActs (4) tile needs more (per chunk the levels and their absolute values, 4 int32
+// sub-block sums, 4 float accumulators, the table, the nibble mask, a broadcast), and the
+// compiler keeps some of them on the stack.
 
 // A super-block's sub-block scales, unpacked for the 8 rows.
 struct XsScales {
@@ -67,8 +68,8 @@ ALWAYS_INLINE void sub_block_step(const BlockIQ4_XSx8& b, const XsScales& sc, co
 #pragma GCC unroll 4
   for (int c = 0; c < kChunks; ++c) {
     const __m256i raw = load_256(b.qs + 32 * (kChunks * s + c));
-    levels_dot(iq4_levels(table, raw, false), a, 4 * c, dot);
-    levels_dot(iq4_levels(table, raw, true), a, 16 + 4 * c, dot);
+    levels_dot(low_levels(table, raw), a, 4 * c, dot);
+    levels_dot(high_levels(table, raw), a, 16 + 4 * c, dot);
   }
   const __m256 scale = row_scales(sc, s);
 #pragma GCC unroll 8
