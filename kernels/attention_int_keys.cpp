@@ -11,8 +11,9 @@
 namespace kvdesk {
 
 float quantize_query(const float* q, int32_t head_dim, int16_t* c) {
+  // A comparison, not std::fmax (a libm call per value); a NaN q[i] is skipped either way.
   float amax = 0;
-  for (int32_t i = 0; i < head_dim; ++i) amax = std::fmax(amax, std::fabs(q[i]));
+  for (int32_t i = 0; i < head_dim; ++i) amax = std::fabs(q[i]) > amax ? std::fabs(q[i]) : amax;
   const float scale = amax / float(kQueryCodeMax);
   const float inverse = amax > 0 ? float(kQueryCodeMax) / amax : 0.0f;
   // Nearest, halves away from zero, by a truncating conversion (no libm call per value);
