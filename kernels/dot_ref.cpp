@@ -26,6 +26,7 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::Q5_1:
     case GgmlType::Q2_K:
     case GgmlType::Q3_K:
+    case GgmlType::Q3_Kx8:
     case GgmlType::IQ4_NL:
     case GgmlType::IQ4_NLx8:
     case GgmlType::IQ4_XS:

@@ -15,10 +15,10 @@
 // interleaved exactly as Q4_0x8, in BlockQ4_0x8: the nibbles are indices into kIq4nlValues
 // instead of q + 8.
 //
-// Q4_Kx8, Q5_Kx8, Q6_Kx8, Q8_0x8 and IQ4_XSx8 (kernels/weight_repack_q4_k.cpp for both Q4_K
-// and Q5_K, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp, weight_repack_iq4_xs.cpp): Q4_K,
-// Q5_K, Q6_K, Q8_0 and IQ4_XS rows interleaved the same way, one block per block (super-block)
-// of 8 rows, the matrix again keeping its size.
+// Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8, Q8_0x8 and IQ4_XSx8 (kernels/weight_repack_q3_k.cpp,
+// weight_repack_q4_k.cpp for both Q4_K and Q5_K, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp,
+// weight_repack_iq4_xs.cpp): Q3_K, Q4_K, Q5_K, Q6_K, Q8_0 and IQ4_XS rows interleaved the same
+// way, one block per block (super-block) of 8 rows, the matrix again keeping its size.
 #pragma once
 #include <cstdint>
 
@@ -85,6 +85,26 @@ struct BlockQ6_Kx8 {
 };
 static_assert(sizeof(BlockQ6_Kx8) == kInterleavedRows * sizeof(BlockQ6_K));
 
+// Super-block j of a Q3_Kx8 row group holds super-block j of its 8 rows (value
+// v = 128h + 32k + l = fp16(d) * (sc[v / 16] - 32) * (q - 4), q = bit pair | third bit << 2, 0..7):
+//     qs[32 * (8h + c) + 4r + k']  = that row's qs[32h + 4c + k']     (half h < 2, chunk c < 8)
+//     hmask[32 * c + 4r + k']      = that row's hmask[4c + k']        (chunk c < 8)
+//     d[r]                         = that row's d
+// so chunk 8h + c of qs, shifted right by 2k, holds the bit pairs of values 4c .. 4c + 3 of the
+// 32 at 128h + 32k of rows 0..7 (one int32 lane each), and chunk c of hmask, bit 4h + k, their
+// third bits. The 128 six-bit scales sc[i] are numbered v = 8i + r (16-value sub-block i, row r)
+// and packed as Q4_Kx8's scales and mins, which is what makes the block fit Q3_K's 110 bytes a
+// row: the scales unpack with the same vector shifts.
+constexpr int kQ3_KScaleValues = 128;
+struct BlockQ3_Kx8 {
+  uint8_t hmask[kInterleavedRows * kQK_K / 8];    // [8 chunks][8 rows][4 bytes]
+  uint8_t qs[kInterleavedRows * kQK_K / 4];       // [2 halves][8 chunks][8 rows][4 bytes]
+  uint8_t scale_low[kQ3_KScaleValues / 2];        // [64] low 4 bits of the 128 scales
+  uint8_t scale_high[kQ3_KScaleValues / 4];       // [32] high 2 bits, 4 scales a byte
+  uint16_t d[kInterleavedRows];                   // [8] row scales, IEEE half
+};
+static_assert(sizeof(BlockQ3_Kx8) == kInterleavedRows * sizeof(BlockQ3_K));
+
 // Block j of a Q8_0x8 row group holds block j of its 8 rows (value i = fp16(d) * qs[i]):
 //     d[r]                   = that row's d
 //     qs[32 * c + 4 * r + k] = that row's qs[4c + k]    (c < 8, k < 4)
@@ -125,6 +145,8 @@ void repack_rows(GgmlType type, void* data, int64_t rows, int64_t n);
 namespace ref {
 // matmul_rows for a Q4_0x8 matrix: row_begin and row_end multiples of 8 (or row_end == rows).
 void matmul_q4_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for a Q3_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q3_K rows.
+void matmul_q3_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q4_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q4_K rows.
 void matmul_q4_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q5_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q5_K rows.
@@ -142,6 +164,8 @@ void matmul_iq4_nlx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row
 // Internal to the repacking: the 8 Q4_K rows of one group, super-blocks [blocks] each (ggml
 // layout in `rows`), into `group` (kernels/weight_repack_q4_k.cpp).
 void interleave_q4_k_group(const BlockQ4_K* rows, int64_t blocks, BlockQ4_Kx8* group);
+// The same for Q3_K (kernels/weight_repack_q3_k.cpp).
+void interleave_q3_k_group(const BlockQ3_K* rows, int64_t blocks, BlockQ3_Kx8* group);
 // The same for Q5_K (kernels/weight_repack_q4_k.cpp).
 void interleave_q5_k_group(const BlockQ5_K* rows, int64_t blocks, BlockQ5_Kx8* group);
 // The same for Q6_K (kernels/weight_repack_q6_k.cpp).

@@ -1,27 +1,17 @@
 // Q6_K rows into Q6_Kx8 groups (layout in kernels/weight_repack.h), and the scalar truth of
 // products over that layout: it reads every quant and scale back out of the interleaved bytes
 // and sums them exactly as ref::vec_dot does for Q6_K, so the two agree bit for bit.
-#include <cstring>
-
 #include "kernels/check.h"
 #include "kernels/dot.h"
 #include "kernels/fp16.h"
 #include "kernels/weight_repack.h"
+#include "kernels/weight_repack_runs.h"
 #include "kernels/weight_repack_twin.h"
 
 namespace kvdesk {
 namespace {
 
-constexpr int kChunks = 8;        // chunks of 4 bytes per row in a 32-byte run
-constexpr int kChunkBytes = 4;    // bytes of one row in a chunk
 constexpr int kSubBlocks = 16;    // 16-value sub-blocks of a super-block
-
-// Run `run` of a row (32 bytes at 32 * run) into chunks 8 * run .. 8 * run + 7 of `out`.
-void interleave_run(const uint8_t* row_bytes, int run, int r, uint8_t* out) {
-  for (int c = 0; c < kChunks; ++c) {
-    std::memcpy(&out[32 * (kChunks * run + c) + kChunkBytes * r], &row_bytes[32 * run + kChunkBytes * c], kChunkBytes);
-  }
-}
 
 void interleave_block(const BlockQ6_K* in, int64_t stride, BlockQ6_Kx8& out) {
   for (int r = 0; r < kInterleavedRows; ++r) {
@@ -31,11 +21,6 @@ void interleave_block(const BlockQ6_K* in, int64_t stride, BlockQ6_Kx8& out) {
     for (int run = 0; run < 4; ++run) interleave_run(row.ql, run, r, out.ql);
     for (int run = 0; run < 2; ++run) interleave_run(row.qh, run, r, out.qh);
   }
-}
-
-// Byte l (< 32) of run `run` of row r in interleaved bytes.
-uint8_t run_byte(const uint8_t* bytes, int run, int r, int l) {
-  return bytes[32 * (kChunks * run + l / kChunkBytes) + kChunkBytes * r + l % kChunkBytes];
 }
 
 // q (0..63) of value v = 128h + 32k + l of row r.

@@ -226,7 +226,8 @@ using Avx2Table = KernelTable<
     HandsOff<GgmlType::Q5_K, kAvx2KQuantKernels>, Interleaved<GgmlType::Q5_Kx8, &matmul_q5_kx8_avx2>,
     HandsOff<GgmlType::Q6_K, kAvx2KQuantKernels>,
     Interleaved<GgmlType::Q6_Kx8, &matmul_q6_kx8_avx2>, Serves<GgmlType::Q2_K, SubBlock<Q2_KFormat>>,
-    Serves<GgmlType::Q3_K, SubBlock<Q3_KFormat>>, Serves<GgmlType::IQ4_NL, SubBlock<IQ4_NLFormat>>,
+    Serves<GgmlType::Q3_K, SubBlock<Q3_KFormat>>, Interleaved<GgmlType::Q3_Kx8, &matmul_q3_kx8_avx2>,
+    Serves<GgmlType::IQ4_NL, SubBlock<IQ4_NLFormat>>,
     Interleaved<GgmlType::IQ4_NLx8, &matmul_iq4_nlx8_avx2>,
     Serves<GgmlType::IQ4_XS, SubBlock<IQ4_XSFormat>>, Interleaved<GgmlType::IQ4_XSx8, &matmul_iq4_xsx8_avx2>>;
 

@@ -4,6 +4,7 @@
 // integer sums with fp16(d), fp16(dmin), the mins and each act row's scale.
 #pragma once
 #include "kernels/cpu/interleaved_gemm_avx2.h"
+#include "kernels/cpu/six_bits_avx2.h"
 
 namespace kvdesk {
 namespace {
@@ -16,24 +17,9 @@ struct KX8Scales {
   __m256i mins[kKSubBlocks / 2];   // [4 pairs q][16] s16: m[2q] of row r in lane 2r, m[2q + 1] in 2r + 1
 };
 
-// The 128 six-bit values (weight_repack.h) as u8: sc of sub-blocks 0-3, 4-7, m of 0-3, 4-7,
-// each vector byte 8 (s % 4) + r. High bits k sit at bits 2k, 2k + 1 of scale_high.
-ALWAYS_INLINE void unpack_six_bits(const BlockQ4_Kx8& b, __m256i (&v)[4]) {
-  const __m256i low4 = _mm256_set1_epi8(15);
-  const __m256i two = _mm256_set1_epi8(3);
-  const __m256i low[2] = {load_256(b.scale_low), load_256(b.scale_low + 32)};
-  const __m256i high = load_256(b.scale_high);
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    const __m256i l = _mm256_and_si256(k < 2 ? low[k] : _mm256_srli_epi16(low[k - 2], 4), low4);
-    const __m256i h = _mm256_and_si256(_mm256_srl_epi16(high, _mm_cvtsi32_si128(2 * k)), two);
-    v[k] = _mm256_or_si256(l, _mm256_slli_epi16(h, 4));
-  }
-}
-
 ALWAYS_INLINE KX8Scales unpack_scales(const BlockQ4_Kx8& b) {
   __m256i v[4];
-  unpack_six_bits(b, v);
+  unpack_six_bits(b.scale_low, b.scale_high, v);
   // bytes 8h .. 8h + 7 (one sub-block's 8 rows) each twice; bytes i and 8 + i side by side
   const __m128i dup[2] = {_mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
                           _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)};

@@ -1,6 +1,6 @@
-// Q4_0x8, Q8_0x8, IQ4_NLx8, Q4_Kx8, Q5_Kx8, Q6_Kx8 and IQ4_XSx8 (kernels/weight_repack.h): repacking keeps every
-// product bit for bit in the scalar twins, the SIMD GEMMs over them match ref for decode and prefill batches on row-group
-// ranges, and shapes without whole groups keep ggml's layout and its kernels.
+// Q4_0x8, Q8_0x8, IQ4_NLx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8 and IQ4_XSx8 (kernels/weight_repack.h): repacking
+// keeps every product bit for bit in the scalar twins, the SIMD GEMMs over them match ref for decode and prefill
+// batches on row-group ranges, and shapes without whole groups keep ggml's layout and its kernels.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -181,16 +181,18 @@ TEST_CASE("Q8_0x8 keeps the extreme quants exact: -128 weights against +-127 act
 }
 
 // The 256-value super-block file types with an interleaved layout.
-constexpr GgmlType kSuperBlockBases[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
+constexpr GgmlType kSuperBlockBases[] = {GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                                         GgmlType::IQ4_XS};
 
-TEST_CASE("Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 are chosen only for whole groups of 8 rows, other shapes keep "
+TEST_CASE("Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 are chosen only for whole groups of 8 rows, other shapes keep "
           "ggml's bytes",
           "[kernels][repack]") {
+  CHECK(repacked_type(GgmlType::Q3_K, 64) == GgmlType::Q3_Kx8);
   CHECK(repacked_type(GgmlType::Q4_K, 64) == GgmlType::Q4_Kx8);
   CHECK(repacked_type(GgmlType::Q5_K, 64) == GgmlType::Q5_Kx8);
   CHECK(repacked_type(GgmlType::Q6_K, 64) == GgmlType::Q6_Kx8);
   CHECK(repacked_type(GgmlType::IQ4_XS, 64) == GgmlType::IQ4_XSx8);
-  CHECK(repacked_type(GgmlType::Q3_K, 64) == GgmlType::Q3_K);
+  CHECK(repacked_type(GgmlType::Q2_K, 64) == GgmlType::Q2_K);
   for (GgmlType base : kSuperBlockBases) {
     const GgmlType packed = repacked_type(base, 8);
     INFO("type " << ggml_type_info(base).name);
@@ -203,7 +205,8 @@ TEST_CASE("Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 are chosen only for whole groups 
   }
 }
 
-TEST_CASE("the Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 scalar twins equal ref Q4_K / Q5_K / Q6_K / IQ4_XS bit for bit",
+TEST_CASE("the Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 scalar twins equal ref Q3_K / Q4_K / Q5_K / Q6_K / "
+          "IQ4_XS bit for bit",
           "[kernels][repack]") {
   for (GgmlType base : kSuperBlockBases) {
     INFO("type " << ggml_type_info(base).name);
@@ -214,7 +217,8 @@ TEST_CASE("the Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 scalar twins equal ref Q4_K /
   }
 }
 
-TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref for decode and prefill batches on group ranges",
+TEST_CASE("SIMD Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref for decode and prefill batches on "
+          "group ranges",
           "[kernels][repack]") {
   const int64_t rows = 48, ld_y = 50, row_begin = 8, row_end = 40;
   for (GgmlType base : kSuperBlockBases) {
@@ -233,7 +237,7 @@ TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref for decode
   }
 }
 
-TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref across several L2 row blocks",
+TEST_CASE("SIMD Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref across several L2 row blocks",
           "[kernels][repack]") {
   const int64_t rows = 160, n = 5632, batch = 6;
   for (GgmlType base : kSuperBlockBases) {
@@ -247,7 +251,8 @@ TEST_CASE("SIMD Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref across sev
   }
 }
 
-TEST_CASE("Q4_K / Q5_K / Q6_K / IQ4_XS rows not a multiple of 8 stay on the ggml-layout kernels", "[kernels][repack]") {
+TEST_CASE("Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS rows not a multiple of 8 stay on the ggml-layout kernels",
+          "[kernels][repack]") {
   const int64_t rows = 60, n = 512, batch = 5;
   for (GgmlType base : kSuperBlockBases) {
     const Problem p(rows, n, batch, base);
@@ -279,6 +284,26 @@ TEST_CASE("Q5_Kx8 keeps the largest sums exact: quants 31, scales and mins 63, a
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 16 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
   check_largest_sums(GgmlType::Q5_K, ggml, rows, n, x);
+}
+
+TEST_CASE("Q3_Kx8 keeps the largest sums exact: quants -4 and 3, scales -32 and 31, activations +-127",
+          "[kernels][repack]") {
+  // Quants -4 (bit pair 0, third bit clear) and 3 (pair 3, third bit set) in runs of 8, every act
+  // value +-127 in runs of 16 of one sign: the largest s16 sub-block sums the GEMM forms (16
+  // products of 4 x 127); sub-blocks 0-7 take scale 0 (-32), 8-15 scale 63 (+31).
+  const int64_t rows = 16, n = 512, batch = 5;
+  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::Q3_K, n) * rows);
+  auto* w = reinterpret_cast<BlockQ3_K*>(ggml.data());
+  for (int64_t b = 0; b < rows * n / kQK_K; ++b) {
+    w[b].d = 0x3c00;  // 1.0
+    for (int i = 0; i < 8; ++i) w[b].scales[i] = 0xF0;          // low bits 0 (i < 8), 15 (i >= 8)
+    for (int i = 8; i < 12; ++i) w[b].scales[i] = 0xF0;         // high bits 0 (i < 8), 3 (i >= 8)
+    for (int l = 0; l < 32; ++l) w[b].hmask[l] = (l / 8 + b) % 2 ? 0xFF : 0x00;
+    for (int l = 0; l < 64; ++l) w[b].qs[l] = (l % 32 / 8 + b) % 2 ? 0xFF : 0x00;
+  }
+  std::vector<float> x(static_cast<size_t>(batch * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 16 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
+  check_largest_sums(GgmlType::Q3_K, ggml, rows, n, x);
 }
 
 TEST_CASE("IQ4_XSx8 keeps the largest sums exact: levels -127, scales 0 and 63, activations +-127",

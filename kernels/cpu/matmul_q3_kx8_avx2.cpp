@@ -1,0 +1,115 @@
+// AVX2 GEMM over Q3_Kx8 weights (kernels/weight_repack.h) x Q8Act activation rows. A tile is one
+// group of 8 rows x C activation rows, one output row per 32-bit lane. The quants are signed
+// (-4..3), so each chunk of 4 values x 8 rows is multiplied as |q| (u8) by the activations with
+// q's signs (vpsignb), which also leaves no offset to take back; a 16-value sub-block's 4 chunks
+// share one s16 sum (8 products of at most 4 x 127) that meets the sub-block's scale in one madd.
+// Each act block (two sub-blocks) has its own scale, so the integer sums become floats once per
+// 32 values, as the ggml-layout kernel and ref::vec_dot do. Built with AVX2 flags, reached only
+// through the ISA tables.
+#include "kernels/cpu/interleaved_gemm_avx2.h"
+#include "kernels/cpu/six_bits_avx2.h"
+
+namespace kvdesk {
+namespace {
+
+constexpr int kSubBlocks = 16;                              // 16-value sub-blocks of a super-block
+constexpr int kActBlocks = kQK_K / kQ8ActBlockValues;       // act blocks a super-block meets
+constexpr int kSubBlockChunks = 4;                          // chunks of 4 values in a sub-block
+
+// A super-block's scales for the 8 rows: sc[i] - 32 of row r in lanes 2r, 2r + 1 of scale[i].
+struct Q3_KScales {
+  __m256i scale[kSubBlocks];   // [16 sub-blocks][16] s16
+};
+
+ALWAYS_INLINE Q3_KScales unpack_scales(const BlockQ3_Kx8& b) {
+  __m256i v[4];   // byte 8 (i % 4) + r of v[i / 4]: sc[i] of row r
+  unpack_six_bits(b.scale_low, b.scale_high, v);
+  // bytes 8h .. 8h + 7 (one sub-block's 8 rows) each twice
+  const __m128i dup[2] = {_mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+                          _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)};
+  const __m256i offset = _mm256_set1_epi16(32);
+  Q3_KScales out;
+#pragma GCC unroll 16
+  for (int i = 0; i < kSubBlocks; ++i) {
+    const __m128i half = i % 4 < 2 ? _mm256_castsi256_si128(v[i / 4]) : _mm256_extracti128_si256(v[i / 4], 1);
+    out.scale[i] = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_shuffle_epi8(half, dup[i % 2])), offset);
+  }
+  return out;
+}
+
+// Chunk c of sub-block i (the 16 values at 16i = 128h + 32k + 16 half): values 4c .. 4c + 3 of
+// the sub-block for rows 0..7, as s8 q in -4..3.
+ALWAYS_INLINE __m256i sub_block_chunk(const BlockQ3_Kx8& b, int i, int c) {
+  const int h = i / 8;
+  const int k = i % 8 / 2;
+  const int chunk = 4 * (i % 2) + c;
+  const __m256i pairs = _mm256_and_si256(_mm256_srli_epi16(load_256(b.qs + 32 * (8 * h + chunk)), 2 * k),
+                                         _mm256_set1_epi8(3));
+  // bit 4h + k of hmask to bit 2
+  const __m256i bits = load_256(b.hmask + 32 * chunk);
+  const int bit = 4 * h + k;
+  const __m256i moved = bit >= 2 ? _mm256_srli_epi16(bits, bit - 2) : _mm256_slli_epi16(bits, 2 - bit);
+  const __m256i third = _mm256_and_si256(moved, _mm256_set1_epi8(4));
+  return _mm256_sub_epi8(_mm256_or_si256(pairs, third), _mm256_set1_epi8(4));
+}
+
+// Super-block j of the group against act blocks 8j .. 8j + 7 of every act row.
+template <int C>
+ALWAYS_INLINE void super_step(const BlockQ3_Kx8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
+  const Q3_KScales sc = unpack_scales(b);
+  const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+  const BlockQ8Act* a[C];
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) a[t] = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride) + kActBlocks * j;
+#pragma GCC unroll 8
+  for (int s = 0; s < kActBlocks; ++s) {
+    __m256i iacc[C];
+#pragma GCC unroll 8
+    for (int t = 0; t < C; ++t) iacc[t] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int half = 0; half < 2; ++half) {
+      const int i = 2 * s + half;
+      __m256i sums[C];
+#pragma GCC unroll 8
+      for (int t = 0; t < C; ++t) sums[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int c = 0; c < kSubBlockChunks; ++c) {
+        const __m256i q = sub_block_chunk(b, i, c);
+        const __m256i magnitude = _mm256_abs_epi8(q);
+#pragma GCC unroll 8
+        for (int t = 0; t < C; ++t) {
+          const __m256i signed_acts = _mm256_sign_epi8(broadcast_4_bytes(a[t][s].qs + 16 * half + 4 * c), q);
+          sums[t] = _mm256_add_epi16(sums[t], _mm256_maddubs_epi16(magnitude, signed_acts));
+        }
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < C; ++t) iacc[t] = _mm256_add_epi32(iacc[t], _mm256_madd_epi16(sums[t], sc.scale[i]));
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < C; ++t) {
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[t]), _mm256_mul_ps(d, _mm256_broadcast_ss(&a[t][s].d)), acc[t]);
+    }
+  }
+}
+
+// The kernel as interleaved_matmul runs it.
+struct Q3_Kx8Kernel {
+  using Block = BlockQ3_Kx8;
+  static constexpr GgmlType kType = GgmlType::Q3_Kx8;
+  static constexpr GgmlType kRowType = GgmlType::Q3_K;
+  static constexpr int64_t kBlockValues = kQK_K;
+  // every sub-block reads a qs chunk and an hmask chunk, out of address order
+  static constexpr int kPrefetchBlocks = 8;
+  template <int C>
+  ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
+    super_step<C>(b, acts, a_stride, j, acc);
+  }
+};
+
+}  // namespace
+
+void matmul_q3_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  interleaved_matmul<Q3_Kx8Kernel>(args, row_begin, row_end);
+}
+
+}  // namespace kvdesk
