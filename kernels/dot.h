@@ -16,11 +16,14 @@
 namespace kvdesk {
 
 // Activation block for integer dots: 32 values x[i] ~= d * qs[i]; sum = sum(qs) lets Q4_0's
-// -8 offset be applied once per block instead of per value.
+// -8 offset be applied once per block instead of per value, and low_sum = sum(qs[0..15]) (with
+// sum - low_sum) Q2_K's mins, one per 16 values. |sum| <= 32 * 127 fits int16.
 constexpr int kQ8ActBlockValues = 32;
+constexpr int kQ8ActLowValues = 16;
 struct BlockQ8Act {
   float d;
-  int32_t sum;
+  int16_t sum;
+  int16_t low_sum;
   int8_t qs[kQ8ActBlockValues];
 };
 static_assert(sizeof(BlockQ8Act) == 40);

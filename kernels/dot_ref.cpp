@@ -25,6 +25,7 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::Q5_0:
     case GgmlType::Q5_1:
     case GgmlType::Q2_K:
+    case GgmlType::Q2_Kx8:
     case GgmlType::Q3_K:
     case GgmlType::Q3_Kx8:
     case GgmlType::IQ4_NL:
@@ -59,7 +60,7 @@ size_t act_row_bytes(GgmlType weight_type, int64_t n) {
 namespace ref {
 namespace {
 
-// d = amax / 127, qs[i] = round_half_even(x[i] * (1 / d)), sum = sum(qs)
+// d = amax / 127, qs[i] = round_half_even(x[i] * (1 / d)), sum = sum(qs), low_sum its first 16
 // (x * (1/d) and ties-to-even are what the SIMD paths compute, so they match bit for bit).
 void quantize_act_block(const float* x, BlockQ8Act& y) {
   float amax = 0.0f;
@@ -67,11 +68,13 @@ void quantize_act_block(const float* x, BlockQ8Act& y) {
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   y.d = d;
-  y.sum = 0;
+  int32_t sums[2] = {0, 0};
   for (int i = 0; i < kQ8ActBlockValues; ++i) {
     y.qs[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
-    y.sum += y.qs[i];
+    sums[i / kQ8ActLowValues] += y.qs[i];
   }
+  y.low_sum = static_cast<int16_t>(sums[0]);
+  y.sum = static_cast<int16_t>(sums[0] + sums[1]);
 }
 
 // d = amax / 127 over 256 values, qs[i] = round_half_even(x[i] * (1 / d)), bsums[k] = sum of

@@ -15,6 +15,7 @@ namespace ref {
 void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   KVDESK_ASSERT(0 <= row_begin && row_begin <= row_end);
   if (args.weight_type == GgmlType::Q4_0x8) return matmul_q4_0x8_rows(args, row_begin, row_end);
+  if (args.weight_type == GgmlType::Q2_Kx8) return matmul_q2_kx8_rows(args, row_begin, row_end);
   if (args.weight_type == GgmlType::Q3_Kx8) return matmul_q3_kx8_rows(args, row_begin, row_end);
   if (args.weight_type == GgmlType::Q4_Kx8) return matmul_q4_kx8_rows(args, row_begin, row_end);
   if (args.weight_type == GgmlType::Q5_Kx8) return matmul_q5_kx8_rows(args, row_begin, row_end);

@@ -1,7 +1,7 @@
-// Repacking rows into interleaved groups (Q4_0x8 and IQ4_NLx8 here, Q3_Kx8, Q4_Kx8 and Q5_Kx8,
-// Q6_Kx8, Q8_0x8, IQ4_XSx8 in weight_repack_q3_k.cpp, weight_repack_q4_k.cpp,
-// weight_repack_q6_k.cpp, weight_repack_q8_0.cpp, weight_repack_iq4_xs.cpp), and the scalar
-// truth of products over Q4_0x8 and IQ4_NLx8.
+// Repacking rows into interleaved groups (Q4_0x8 and IQ4_NLx8 here, Q2_Kx8, Q3_Kx8, Q4_Kx8 and
+// Q5_Kx8, Q6_Kx8, Q8_0x8, IQ4_XSx8 in weight_repack_q2_k.cpp, weight_repack_q3_k.cpp,
+// weight_repack_q4_k.cpp, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp,
+// weight_repack_iq4_xs.cpp), and the scalar truth of products over Q4_0x8 and IQ4_NLx8.
 #include "kernels/weight_repack.h"
 
 #include <cstring>
@@ -70,6 +70,9 @@ void interleave_any_group(GgmlType type, const uint8_t* rows, int64_t blocks, ui
   switch (type) {
     case GgmlType::Q4_0:
       return interleave_group(reinterpret_cast<const BlockQ4_0*>(rows), blocks, reinterpret_cast<BlockQ4_0x8*>(group));
+    case GgmlType::Q2_K:
+      return interleave_q2_k_group(reinterpret_cast<const BlockQ2_K*>(rows), blocks,
+                                   reinterpret_cast<BlockQ2_Kx8*>(group));
     case GgmlType::Q3_K:
       return interleave_q3_k_group(reinterpret_cast<const BlockQ3_K*>(rows), blocks,
                                    reinterpret_cast<BlockQ3_Kx8*>(group));
@@ -100,6 +103,7 @@ GgmlType repacked_type(GgmlType type, int64_t rows) {
   if (rows % kInterleavedRows != 0) return type;
   switch (type) {
     case GgmlType::Q4_0: return GgmlType::Q4_0x8;
+    case GgmlType::Q2_K: return GgmlType::Q2_Kx8;
     case GgmlType::Q3_K: return GgmlType::Q3_Kx8;
     case GgmlType::Q4_K: return GgmlType::Q4_Kx8;
     case GgmlType::Q5_K: return GgmlType::Q5_Kx8;

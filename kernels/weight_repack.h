@@ -15,10 +15,11 @@
 // interleaved exactly as Q4_0x8, in BlockQ4_0x8: the nibbles are indices into kIq4nlValues
 // instead of q + 8.
 //
-// Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8, Q8_0x8 and IQ4_XSx8 (kernels/weight_repack_q3_k.cpp,
-// weight_repack_q4_k.cpp for both Q4_K and Q5_K, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp,
-// weight_repack_iq4_xs.cpp): Q3_K, Q4_K, Q5_K, Q6_K, Q8_0 and IQ4_XS rows interleaved the same
-// way, one block per block (super-block) of 8 rows, the matrix again keeping its size.
+// Q2_Kx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8, Q8_0x8 and IQ4_XSx8 (kernels/weight_repack_q2_k.cpp,
+// weight_repack_q3_k.cpp, weight_repack_q4_k.cpp for both Q4_K and Q5_K, weight_repack_q6_k.cpp,
+// weight_repack_q8_0.cpp, weight_repack_iq4_xs.cpp): Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0 and
+// IQ4_XS rows interleaved the same way, one block per block (super-block) of 8 rows, the matrix
+// again keeping its size.
 #pragma once
 #include <cstdint>
 
@@ -85,6 +86,21 @@ struct BlockQ6_Kx8 {
 };
 static_assert(sizeof(BlockQ6_Kx8) == kInterleavedRows * sizeof(BlockQ6_K));
 
+// Super-block j of a Q2_Kx8 row group holds super-block j of its 8 rows (value
+// v = 128h + 32k + l = fp16(d) * (sm[v / 16] & 15) * q - fp16(dmin) * (sm[v / 16] >> 4), q 0..3):
+//     qs[32 * (8h + c) + 4r + k']  = that row's qs[32h + 4c + k']     (half h < 2, chunk c < 8)
+//     scales[8i + r]               = that row's scales[i] (sm)         (16-value sub-block i)
+//     d[r], dmin[r]                = that row's d, dmin
+// so chunk 8h + c of qs, shifted right by 2k and masked to 2 bits, is values 4c .. 4c + 3 of the
+// 32 at 128h + 32k of rows 0..7, one int32 lane each.
+struct BlockQ2_Kx8 {
+  uint8_t qs[kInterleavedRows * kQK_K / 4];       // [2 halves][8 chunks][8 rows][4 bytes]
+  uint8_t scales[kInterleavedRows * kQK_K / 16];  // [16 sub-blocks][8 rows]
+  uint16_t d[kInterleavedRows];                   // [8] row scales of the scales, IEEE half
+  uint16_t dmin[kInterleavedRows];                // [8] row scales of the mins, IEEE half
+};
+static_assert(sizeof(BlockQ2_Kx8) == kInterleavedRows * sizeof(BlockQ2_K));
+
 // Super-block j of a Q3_Kx8 row group holds super-block j of its 8 rows (value
 // v = 128h + 32k + l = fp16(d) * (sc[v / 16] - 32) * (q - 4), q = bit pair | third bit << 2, 0..7):
 //     qs[32 * (8h + c) + 4r + k']  = that row's qs[32h + 4c + k']     (half h < 2, chunk c < 8)
@@ -145,6 +161,8 @@ void repack_rows(GgmlType type, void* data, int64_t rows, int64_t n);
 namespace ref {
 // matmul_rows for a Q4_0x8 matrix: row_begin and row_end multiples of 8 (or row_end == rows).
 void matmul_q4_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for a Q2_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q2_K rows.
+void matmul_q2_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q3_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q3_K rows.
 void matmul_q3_kx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q4_Kx8 matrix, equal bit for bit to ref::matmul_rows on the Q4_K rows.
@@ -164,6 +182,8 @@ void matmul_iq4_nlx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row
 // Internal to the repacking: the 8 Q4_K rows of one group, super-blocks [blocks] each (ggml
 // layout in `rows`), into `group` (kernels/weight_repack_q4_k.cpp).
 void interleave_q4_k_group(const BlockQ4_K* rows, int64_t blocks, BlockQ4_Kx8* group);
+// The same for Q2_K (kernels/weight_repack_q2_k.cpp).
+void interleave_q2_k_group(const BlockQ2_K* rows, int64_t blocks, BlockQ2_Kx8* group);
 // The same for Q3_K (kernels/weight_repack_q3_k.cpp).
 void interleave_q3_k_group(const BlockQ3_K* rows, int64_t blocks, BlockQ3_Kx8* group);
 // The same for Q5_K (kernels/weight_repack_q4_k.cpp).

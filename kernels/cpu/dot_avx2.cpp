@@ -36,7 +36,9 @@ void quantize_act_block(const float* x, BlockQ8Act& y) {
   const __m256i ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(y.qs), ordered);
   y.d = d;
-  y.sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+  const int32_t low_sum = hsum_epi32(_mm256_add_epi32(q[0], q[1]));
+  y.low_sum = static_cast<int16_t>(low_sum);
+  y.sum = static_cast<int16_t>(low_sum + hsum_epi32(_mm256_add_epi32(q[2], q[3])));
 }
 
 void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n) {
@@ -226,6 +228,7 @@ using Avx2Table = KernelTable<
     HandsOff<GgmlType::Q5_K, kAvx2KQuantKernels>, Interleaved<GgmlType::Q5_Kx8, &matmul_q5_kx8_avx2>,
     HandsOff<GgmlType::Q6_K, kAvx2KQuantKernels>,
     Interleaved<GgmlType::Q6_Kx8, &matmul_q6_kx8_avx2>, Serves<GgmlType::Q2_K, SubBlock<Q2_KFormat>>,
+    Interleaved<GgmlType::Q2_Kx8, &matmul_q2_kx8_avx2>,
     Serves<GgmlType::Q3_K, SubBlock<Q3_KFormat>>, Interleaved<GgmlType::Q3_Kx8, &matmul_q3_kx8_avx2>,
     Serves<GgmlType::IQ4_NL, SubBlock<IQ4_NLFormat>>,
     Interleaved<GgmlType::IQ4_NLx8, &matmul_iq4_nlx8_avx2>,

@@ -31,7 +31,9 @@ void quantize_act_block(const float* x, BlockQ8Act& y) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs), _mm512_cvtsepi32_epi8(q0));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs + 16), _mm512_cvtsepi32_epi8(q1));
   y.d = d;
-  y.sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+  const int32_t low_sum = _mm512_reduce_add_epi32(q0);
+  y.low_sum = static_cast<int16_t>(low_sum);
+  y.sum = static_cast<int16_t>(low_sum + _mm512_reduce_add_epi32(q1));
 }
 
 void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n) {
@@ -355,7 +357,8 @@ using Avx512Table = KernelTable<
     Serves<GgmlType::Q4_0, QuantKernel<Q4_0Format>>, Serves<GgmlType::Q4_1, SubBlock<Q4_1Format>>,
     Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>,
     Interleaved<GgmlType::Q4_0x8, &matmul_q4_0x8_avx2>, Interleaved<GgmlType::Q4_Kx8, &matmul_q4_kx8_avx2>,
-    Serves<GgmlType::IQ4_NL, QuantKernel<IQ4_NLFormat>>, Interleaved<GgmlType::IQ4_NLx8, &matmul_iq4_nlx8_avx2>, HandsOff<GgmlType::Q2_K, kAvx512LowbitKernels>,
+    Serves<GgmlType::IQ4_NL, QuantKernel<IQ4_NLFormat>>, Interleaved<GgmlType::IQ4_NLx8, &matmul_iq4_nlx8_avx2>,
+    HandsOff<GgmlType::Q2_K, kAvx512LowbitKernels>, Interleaved<GgmlType::Q2_Kx8, &matmul_q2_kx8_avx2>,
     HandsOff<GgmlType::Q3_K, kAvx512LowbitKernels>, Interleaved<GgmlType::Q3_Kx8, &matmul_q3_kx8_avx2>,
     HandsOff<GgmlType::IQ4_XS, kAvx512LowbitKernels>,
     HandsOff<GgmlType::Q4_K, kAvx512KQuantKernels>, HandsOff<GgmlType::Q5_K, kAvx512KQuantKernels>,

@@ -55,16 +55,21 @@ inline std::vector<int64_t> sizes_for(GgmlType type) {
   return {32, 96, 4128};
 }
 
+// sum and low_sum of a hand-built act block from its qs.
+inline void set_act_sums(BlockQ8Act& a) {
+  int32_t sum = 0, low_sum = 0;
+  for (int i = 0; i < kQ8ActBlockValues; ++i) (i < kQ8ActLowValues ? low_sum : sum) += a.qs[i];
+  a.low_sum = static_cast<int16_t>(low_sum);
+  a.sum = static_cast<int16_t>(low_sum + sum);
+}
+
 // An act block of unit scale and quants -127, 127, 127, -127, ... (-127 at every third value):
 // the largest integer sums a dot against it can reach.
 inline BlockQ8Act extreme_act_block() {
   BlockQ8Act a;
   a.d = 1.0f;
-  a.sum = 0;
-  for (int i = 0; i < kQ8ActBlockValues; ++i) {
-    a.qs[i] = static_cast<int8_t>(i % 3 ? 127 : -127);
-    a.sum += a.qs[i];
-  }
+  for (int i = 0; i < kQ8ActBlockValues; ++i) a.qs[i] = static_cast<int8_t>(i % 3 ? 127 : -127);
+  set_act_sums(a);
   return a;
 }
 

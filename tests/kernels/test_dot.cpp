@@ -83,14 +83,17 @@ TEST_CASE("activation formats and row sizes follow the weight type", "[kernels][
 }
 
 TEST_CASE("a hand-built activation block quantizes with ties to even", "[kernels][dot]") {
-  // amax = 127 -> d = 1: qs = x rounded half to even, sum = their sum.
+  // amax = 127 -> d = 1: qs = x rounded half to even, sum = their sum, low_sum that of the first 16.
   float x[32] = {127.0f, -127.0f, 2.5f, 3.5f, -2.5f, 0.5f, 1.5f, -0.49f};
+  x[20] = 5.0f;
   BlockQ8Act a;
   ref::prepare_act_row(GgmlType::Q8_0, x, &a, 32);
   CHECK(a.d == 1.0f);
   const int8_t expected[8] = {127, -127, 2, 4, -2, 0, 2, 0};
   for (int i = 0; i < 8; ++i) CHECK(a.qs[i] == expected[i]);
-  CHECK(a.sum == 127 - 127 + 2 + 4 - 2 + 0 + 2 + 0);
+  CHECK(a.qs[20] == 5);
+  CHECK(a.low_sum == 127 - 127 + 2 + 4 - 2 + 0 + 2 + 0);
+  CHECK(a.sum == a.low_sum + 5);
 }
 
 TEST_CASE("SIMD activation quantization matches ref bit for bit", "[kernels][dot]") {
@@ -190,11 +193,8 @@ TEST_CASE("SIMD integer dots are exact on single blocks with extreme quants", "[
   for (int i = 0; i < 16; ++i) w4.qs[i] = static_cast<uint8_t>(i % 3 ? 0xF0 : 0x0F);
   BlockQ8Act a;
   a.d = 1.0f;
-  a.sum = 0;
-  for (int i = 0; i < 32; ++i) {
-    a.qs[i] = static_cast<int8_t>(i % 4 < 2 ? -127 : 127);
-    a.sum += a.qs[i];
-  }
+  for (int i = 0; i < 32; ++i) a.qs[i] = static_cast<int8_t>(i % 4 < 2 ? -127 : 127);
+  set_act_sums(a);
   for_each_simd_isa([&](CpuIsa isa) {
     INFO("isa " << cpu_isa_name(isa));
     CHECK(cpu::vec_dot(GgmlType::Q8_0, &w8, &a, 32) == ref::vec_dot(GgmlType::Q8_0, &w8, &a, 32));

@@ -1,4 +1,4 @@
-// Q4_0x8, Q8_0x8, IQ4_NLx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8 and IQ4_XSx8 (kernels/weight_repack.h): repacking
+// Q4_0x8, Q8_0x8, IQ4_NLx8, Q2_Kx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8 and IQ4_XSx8 (kernels/weight_repack.h): repacking
 // keeps every product bit for bit in the scalar twins, the SIMD GEMMs over them match ref for decode and prefill
 // batches on row-group ranges, and shapes without whole groups keep ggml's layout and its kernels.
 #include <catch2/catch.hpp>
@@ -181,10 +181,10 @@ TEST_CASE("Q8_0x8 keeps the extreme quants exact: -128 weights against +-127 act
 }
 
 // The 256-value super-block file types with an interleaved layout.
-constexpr GgmlType kSuperBlockBases[] = {GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                                         GgmlType::IQ4_XS};
+constexpr GgmlType kSuperBlockBases[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                                         GgmlType::Q6_K, GgmlType::IQ4_XS};
 
-TEST_CASE("Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 are chosen only for whole groups of 8 rows, other shapes keep "
+TEST_CASE("Q2_Kx8 / Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 are chosen only for whole groups of 8 rows, other shapes keep "
           "ggml's bytes",
           "[kernels][repack]") {
   CHECK(repacked_type(GgmlType::Q3_K, 64) == GgmlType::Q3_Kx8);
@@ -192,7 +192,8 @@ TEST_CASE("Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 are chosen only for whol
   CHECK(repacked_type(GgmlType::Q5_K, 64) == GgmlType::Q5_Kx8);
   CHECK(repacked_type(GgmlType::Q6_K, 64) == GgmlType::Q6_Kx8);
   CHECK(repacked_type(GgmlType::IQ4_XS, 64) == GgmlType::IQ4_XSx8);
-  CHECK(repacked_type(GgmlType::Q2_K, 64) == GgmlType::Q2_K);
+  CHECK(repacked_type(GgmlType::Q2_K, 64) == GgmlType::Q2_Kx8);
+  CHECK(repacked_type(GgmlType::Q4_1, 64) == GgmlType::Q4_1);
   for (GgmlType base : kSuperBlockBases) {
     const GgmlType packed = repacked_type(base, 8);
     INFO("type " << ggml_type_info(base).name);
@@ -205,8 +206,8 @@ TEST_CASE("Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 are chosen only for whol
   }
 }
 
-TEST_CASE("the Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 scalar twins equal ref Q3_K / Q4_K / Q5_K / Q6_K / "
-          "IQ4_XS bit for bit",
+TEST_CASE("the Q2_Kx8 / Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 scalar twins equal ref Q2_K / Q3_K / Q4_K / Q5_K / "
+          "Q6_K / IQ4_XS bit for bit",
           "[kernels][repack]") {
   for (GgmlType base : kSuperBlockBases) {
     INFO("type " << ggml_type_info(base).name);
@@ -217,7 +218,7 @@ TEST_CASE("the Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 scalar twins equal r
   }
 }
 
-TEST_CASE("SIMD Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref for decode and prefill batches on "
+TEST_CASE("SIMD Q2_Kx8 / Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref for decode and prefill batches on "
           "group ranges",
           "[kernels][repack]") {
   const int64_t rows = 48, ld_y = 50, row_begin = 8, row_end = 40;
@@ -237,7 +238,7 @@ TEST_CASE("SIMD Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref f
   }
 }
 
-TEST_CASE("SIMD Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref across several L2 row blocks",
+TEST_CASE("SIMD Q2_Kx8 / Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref across several L2 row blocks",
           "[kernels][repack]") {
   const int64_t rows = 160, n = 5632, batch = 6;
   for (GgmlType base : kSuperBlockBases) {
@@ -251,7 +252,7 @@ TEST_CASE("SIMD Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref a
   }
 }
 
-TEST_CASE("Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS rows not a multiple of 8 stay on the ggml-layout kernels",
+TEST_CASE("Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS rows not a multiple of 8 stay on the ggml-layout kernels",
           "[kernels][repack]") {
   const int64_t rows = 60, n = 512, batch = 5;
   for (GgmlType base : kSuperBlockBases) {
@@ -284,6 +285,25 @@ TEST_CASE("Q5_Kx8 keeps the largest sums exact: quants 31, scales and mins 63, a
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 16 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
   check_largest_sums(GgmlType::Q5_K, ggml, rows, n, x);
+}
+
+TEST_CASE("Q2_Kx8 keeps the largest sums exact: quants 3, scales and mins 15, activations +-127",
+          "[kernels][repack]") {
+  // Every quant 3, every scale and min 15, and every act value +-127 in runs of 16 of one sign:
+  // the largest s16 sub-block sums the GEMM forms (16 products of 3 x 127) and the largest act
+  // half sums (16 x 127) the mins meet.
+  const int64_t rows = 16, n = 512, batch = 5;
+  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::Q2_K, n) * rows);
+  auto* w = reinterpret_cast<BlockQ2_K*>(ggml.data());
+  for (int64_t b = 0; b < rows * n / kQK_K; ++b) {
+    w[b].d = 0x3c00;     // 1.0
+    w[b].dmin = 0x3800;  // 0.5
+    for (uint8_t& v : w[b].scales) v = 0xFF;
+    for (uint8_t& v : w[b].qs) v = 0xFF;
+  }
+  std::vector<float> x(static_cast<size_t>(batch * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 16 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
+  check_largest_sums(GgmlType::Q2_K, ggml, rows, n, x);
 }
 
 TEST_CASE("Q3_Kx8 keeps the largest sums exact: quants -4 and 3, scales -32 and 31, activations +-127",
