@@ -23,7 +23,9 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::Q4_0x8:
     case GgmlType::Q4_1:
     case GgmlType::Q5_0:
+    case GgmlType::Q5_0x8:
     case GgmlType::Q5_1:
+    case GgmlType::Q5_1x8:
     case GgmlType::Q2_K:
     case GgmlType::Q2_Kx8:
     case GgmlType::Q3_K:

@@ -1,7 +1,7 @@
-// Repacking rows into interleaved groups (Q4_0x8 and IQ4_NLx8 here, Q2_Kx8, Q3_Kx8, Q4_Kx8 and
-// Q5_Kx8, Q6_Kx8, Q8_0x8, IQ4_XSx8 in weight_repack_q2_k.cpp, weight_repack_q3_k.cpp,
-// weight_repack_q4_k.cpp, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp,
-// weight_repack_iq4_xs.cpp), and the scalar truth of products over Q4_0x8 and IQ4_NLx8.
+// Repacking rows into interleaved groups (Q4_0x8, IQ4_NLx8, Q5_0x8 and Q5_1x8 here; Q2_Kx8,
+// Q3_Kx8, Q4_Kx8 and Q5_Kx8, Q6_Kx8, Q8_0x8, IQ4_XSx8 in weight_repack_q2_k.cpp,
+// weight_repack_q3_k.cpp, weight_repack_q4_k.cpp, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp,
+// weight_repack_iq4_xs.cpp), and the scalar truth of products over the layouts made here.
 #include "kernels/weight_repack.h"
 
 #include <cstring>
@@ -18,19 +18,45 @@ namespace {
 constexpr int kChunks = 4;        // 32-byte chunks of a BlockQ4_0x8's qs
 constexpr int kChunkBytes = 4;    // bytes of one row in a chunk
 
+// Row r's d and 16 bytes of nibbles (a Q4_0, IQ4_NL, Q5_0 or Q5_1 block) into `out`.
+template <class Block>
+void interleave_nibbles(const Block& in, int r, BlockQ4_0x8& out) {
+  out.d[r] = in.d;
+  for (int c = 0; c < kChunks; ++c) {
+    std::memcpy(&out.qs[c * kInterleavedRows * kChunkBytes + r * kChunkBytes], &in.qs[c * kChunkBytes], kChunkBytes);
+  }
+}
+
 // The 8 rows of one group, blocks [blocks] each (ggml layout in `rows`), into `group`. Block is
 // BlockQ4_0 or BlockIQ4_NL: an fp16 d and 16 bytes of nibbles either way.
 template <class Block>
 void interleave_group(const Block* rows, int64_t blocks, BlockQ4_0x8* group) {
   static_assert(sizeof(Block) == sizeof(BlockQ4_0));
   for (int64_t j = 0; j < blocks; ++j) {
-    BlockQ4_0x8& out = group[j];
+    for (int r = 0; r < kInterleavedRows; ++r) interleave_nibbles(rows[r * blocks + j], r, group[j]);
+  }
+}
+
+// Row r's 32 fifth bits (bit i of qh: value i) into the transposed qh of weight_repack.h.
+void interleave_fifth_bits(const uint8_t* qh, int r, uint8_t* out) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof(bits));
+  for (int k = 0; k < kChunkBytes; ++k) {
+    uint8_t byte = 0;
+    for (int c = 0; c < 8; ++c) byte = static_cast<uint8_t>(byte | ((bits >> (4 * c + k)) & 1) << c);
+    out[kChunkBytes * r + k] = byte;
+  }
+}
+
+// The same for Q5_0 rows into Q5_0x8 blocks and Q5_1 rows into Q5_1x8 blocks (with their m).
+template <class Block, class Out>
+void interleave_q5_group(const Block* rows, int64_t blocks, Out* group) {
+  for (int64_t j = 0; j < blocks; ++j) {
     for (int r = 0; r < kInterleavedRows; ++r) {
       const Block& in = rows[r * blocks + j];
-      out.d[r] = in.d;
-      for (int c = 0; c < kChunks; ++c) {
-        std::memcpy(&out.qs[c * kInterleavedRows * kChunkBytes + r * kChunkBytes], &in.qs[c * kChunkBytes], kChunkBytes);
-      }
+      interleave_nibbles(in, r, group[j].low);
+      interleave_fifth_bits(in.qh, r, group[j].qh);
+      if constexpr (requires { in.m; }) group[j].m[r] = in.m;
     }
   }
 }
@@ -65,6 +91,36 @@ float dot_iq4_nlx8_row(const BlockQ4_0x8* group, int r, const BlockQ8Act* a, int
   return static_cast<float>(sum);
 }
 
+// q (0..31) of value i of row r in a Q5_0x8 or Q5_1x8 block: the nibble and the fifth bit.
+template <class Block>
+int q5_x8_value(const Block& b, int r, int i) {
+  return q4_0x8_value(b.low, r, i) | ((b.qh[kChunkBytes * r + i % kChunkBytes] >> (i / kChunkBytes)) & 1) << 4;
+}
+
+// sum_b fp16(d[r]) * a[b].d * (sum_i q[i] * a[b].qs[i] - 16 * a[b].sum), as ref::vec_dot for Q5_0.
+float dot_q5_0x8_row(const BlockQ5_0x8* group, int r, const BlockQ8Act* a, int64_t blocks) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < blocks; ++j) {
+    int32_t isum = 0;
+    for (int i = 0; i < kQ5_0BlockValues; ++i) isum += q5_x8_value(group[j], r, i) * a[j].qs[i];
+    sum += static_cast<double>(fp16_to_fp32(group[j].low.d[r]) * a[j].d) * (isum - 16 * a[j].sum);
+  }
+  return static_cast<float>(sum);
+}
+
+// sum_b fp16(d[r]) * a[b].d * sum_i q[i] * a[b].qs[i] + fp16(m[r]) * a[b].d * a[b].sum, as
+// ref::vec_dot for Q5_1.
+float dot_q5_1x8_row(const BlockQ5_1x8* group, int r, const BlockQ8Act* a, int64_t blocks) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < blocks; ++j) {
+    int32_t isum = 0;
+    for (int i = 0; i < kQ5_1BlockValues; ++i) isum += q5_x8_value(group[j], r, i) * a[j].qs[i];
+    sum += static_cast<double>(fp16_to_fp32(group[j].low.d[r]) * a[j].d) * isum +
+           static_cast<double>(fp16_to_fp32(group[j].m[r])) * (a[j].d * static_cast<float>(a[j].sum));
+  }
+  return static_cast<float>(sum);
+}
+
 // The group's 8 rows (ggml layout in `rows`, blocks [blocks] each) into its interleaved layout.
 void interleave_any_group(GgmlType type, const uint8_t* rows, int64_t blocks, uint8_t* group) {
   switch (type) {
@@ -93,6 +149,10 @@ void interleave_any_group(GgmlType type, const uint8_t* rows, int64_t blocks, ui
                                      reinterpret_cast<BlockIQ4_XSx8*>(group));
     case GgmlType::IQ4_NL:
       return interleave_group(reinterpret_cast<const BlockIQ4_NL*>(rows), blocks, reinterpret_cast<BlockQ4_0x8*>(group));
+    case GgmlType::Q5_0:
+      return interleave_q5_group(reinterpret_cast<const BlockQ5_0*>(rows), blocks, reinterpret_cast<BlockQ5_0x8*>(group));
+    case GgmlType::Q5_1:
+      return interleave_q5_group(reinterpret_cast<const BlockQ5_1*>(rows), blocks, reinterpret_cast<BlockQ5_1x8*>(group));
     default: KVDESK_ASSERT(!"interleave_any_group: no interleaved layout for the type");
   }
 }
@@ -111,6 +171,8 @@ GgmlType repacked_type(GgmlType type, int64_t rows) {
     case GgmlType::Q8_0: return GgmlType::Q8_0x8;
     case GgmlType::IQ4_XS: return GgmlType::IQ4_XSx8;
     case GgmlType::IQ4_NL: return GgmlType::IQ4_NLx8;
+    case GgmlType::Q5_0: return GgmlType::Q5_0x8;
+    case GgmlType::Q5_1: return GgmlType::Q5_1x8;
     default: return type;
   }
 }
@@ -137,6 +199,14 @@ void matmul_q4_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void matmul_iq4_nlx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   matmul_x8_rows<BlockQ4_0x8, BlockQ8Act>(GgmlType::IQ4_NLx8, kIq4nlBlockValues, args, row_begin, row_end,
                                           dot_iq4_nlx8_row);
+}
+
+void matmul_q5_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  matmul_x8_rows<BlockQ5_0x8, BlockQ8Act>(GgmlType::Q5_0x8, kQ5_0BlockValues, args, row_begin, row_end, dot_q5_0x8_row);
+}
+
+void matmul_q5_1x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  matmul_x8_rows<BlockQ5_1x8, BlockQ8Act>(GgmlType::Q5_1x8, kQ5_1BlockValues, args, row_begin, row_end, dot_q5_1x8_row);
 }
 
 }  // namespace ref

@@ -36,6 +36,25 @@ struct BlockQ4_0x8 {
 };
 static_assert(sizeof(BlockQ4_0x8) == kInterleavedRows * sizeof(BlockQ4_0));
 
+// Q5_0x8 and Q5_1x8: Q5_0 / Q5_1 rows, whose d and low nibbles are laid out as Q4_0's, are the
+// Q4_0x8 block of those plus their fifth bits transposed so that one 32-byte vector serves the
+// whole block (and Q5_1's minimums, one per row):
+//     bit c of qh[4r + k] = the fifth bit of value 4c + k of row r   (c < 8, k < 4)
+// so qh, shifted to bring bit c to bit 4, is the fifth bits of values 4c .. 4c + 3 of rows 0..7,
+// in the bytes where chunk c % 4 of `low` has their nibbles (low nibbles for c < 4, high ones
+// for c >= 4).
+struct BlockQ5_0x8 {
+  BlockQ4_0x8 low;                                         // d, low nibbles
+  uint8_t qh[kInterleavedRows * kQ5_0BlockValues / 8];     // [8 rows][4 bytes], bit c: value 4c + k
+};
+static_assert(sizeof(BlockQ5_0x8) == kInterleavedRows * sizeof(BlockQ5_0));
+struct BlockQ5_1x8 {
+  BlockQ4_0x8 low;                                         // d, low nibbles
+  uint16_t m[kInterleavedRows];                            // [8] row minimums, IEEE half
+  uint8_t qh[kInterleavedRows * kQ5_1BlockValues / 8];     // as BlockQ5_0x8's
+};
+static_assert(sizeof(BlockQ5_1x8) == kInterleavedRows * sizeof(BlockQ5_1));
+
 // Super-block j of a Q4_Kx8 row group holds super-block j of its 8 rows (each 256 values in 8
 // sub-blocks s of 32, value 32s + l = fp16(d) * sc[s] * q - fp16(dmin) * m[s]):
 //     d[r], dmin[r]            = that row's d, dmin
@@ -177,6 +196,10 @@ void matmul_q8_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void matmul_iq4_xsx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for an IQ4_NLx8 matrix, equal bit for bit to ref::matmul_rows on the IQ4_NL rows.
 void matmul_iq4_nlx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for a Q5_0x8 matrix, equal bit for bit to ref::matmul_rows on the Q5_0 rows.
+void matmul_q5_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for a Q5_1x8 matrix, equal bit for bit to ref::matmul_rows on the Q5_1 rows.
+void matmul_q5_1x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 }  // namespace ref
 
 // Internal to the repacking: the 8 Q4_K rows of one group, super-blocks [blocks] each (ggml

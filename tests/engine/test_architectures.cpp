@@ -575,17 +575,18 @@ TEST_CASE("low-bit weight mixes load, match the reference forward and generate",
 
 TEST_CASE("AVX2's repacked K-quant, IQ4_XS and IQ4_NL layouts give the logits of ggml's layout",
           "[engine][architectures][lowbit]") {
-  // q4_k_m (Q4_K, Q6_K), q5_k_m (Q5_K, Q6_K), iq4_xs, iq4_nl, q3_k_m (Q3_K, Q4_K, Q5_K, Q6_K)
-  // and q2_k (Q2_K, Q3_K, Q4_K, Q6_K) loaded twice under the AVX2 kernels: repacked at load
-  // (Q2_Kx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8, IQ4_XSx8, IQ4_NLx8) and as stored. Both kernels sum
-  // each super-block (IQ4_XS, IQ4_NL, Q2_K, Q3_K: each 32 values, against their own act scale)
-  // in integers, so only the order of the float terms differs. That order can still move an
+  // q4_k_m (Q4_K, Q6_K), q5_k_m (Q5_K, Q6_K), iq4_xs, iq4_nl, q3_k_m (Q3_K, Q4_K, Q5_K, Q6_K),
+  // q2_k (Q2_K, Q3_K, Q4_K, Q6_K), q5_0 and q5_1 loaded twice under the AVX2 kernels: repacked
+  // at load (Q2_Kx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8, IQ4_XSx8, IQ4_NLx8, Q5_0x8, Q5_1x8) and as
+  // stored. Both kernels sum each super-block (IQ4_XS, IQ4_NL, Q2_K, Q3_K, Q5_0, Q5_1: each 32
+  // values, against their own act scale) in integers, so only the order of the float terms
+  // differs. That order can still move an
   // activation across a rounding tie of its int8 quantization, which shifts every later logit
   // by 0.5-1.5% of their spread: on the iq4_xs model (whose activations have a scale per 32
   // values, so more ties), over 12 token sets, the stored and the repacked layout each differed
   // so from the scalar kernels on 5 (4 of them the same sets, so not the layout's doing) and
   // agreed to 2e-6 on the others; some_tokens(12) is one where the stored layout flips. Its
-  // bound, and iq4_nl's, q3_k_m's and q2_k's (the same act blocks), is therefore one flip's 3%
+  // bound, and that of the other types with act blocks of their own, is therefore one flip's 3%
   // of the spread: a layout read wrong moves logits by their whole spread.
   if (!cpu_isa_supported(CpuIsa::Avx2)) return;
   cpu_isa_force(CpuIsa::Avx2);
@@ -594,7 +595,8 @@ TEST_CASE("AVX2's repacked K-quant, IQ4_XS and IQ4_NL layouts give the logits of
     double bound;   // largest logit difference, as a share of the largest logit
   };
   for (const MixCase c : {MixCase{"q4_k_m", 1e-4}, MixCase{"q5_k_m", 1e-4}, MixCase{"iq4_xs", 0.03},
-                           MixCase{"iq4_nl", 0.03}, MixCase{"q3_k_m", 0.03}, MixCase{"q2_k", 0.03}}) {
+                           MixCase{"iq4_nl", 0.03}, MixCase{"q3_k_m", 0.03}, MixCase{"q2_k", 0.03},
+                           MixCase{"q5_0", 0.03}, MixCase{"q5_1", 0.03}}) {
     const char* mix = c.mix;
     TempDir dir;
     write_random_model(weight_mix_spec(mix), dir.file("m.gguf"));
