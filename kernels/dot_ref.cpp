@@ -22,6 +22,7 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::Q4_0:
     case GgmlType::Q4_0x8:
     case GgmlType::Q4_1:
+    case GgmlType::Q4_1x8:
     case GgmlType::Q5_0:
     case GgmlType::Q5_0x8:
     case GgmlType::Q5_1:

@@ -1,4 +1,4 @@
-// Repacking rows into interleaved groups (Q4_0x8, IQ4_NLx8, Q5_0x8 and Q5_1x8 here; Q2_Kx8,
+// Repacking rows into interleaved groups (Q4_0x8, IQ4_NLx8, Q4_1x8, Q5_0x8 and Q5_1x8 here; Q2_Kx8,
 // Q3_Kx8, Q4_Kx8 and Q5_Kx8, Q6_Kx8, Q8_0x8, IQ4_XSx8 in weight_repack_q2_k.cpp,
 // weight_repack_q3_k.cpp, weight_repack_q4_k.cpp, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp,
 // weight_repack_iq4_xs.cpp), and the scalar truth of products over the layouts made here.
@@ -48,14 +48,15 @@ void interleave_fifth_bits(const uint8_t* qh, int r, uint8_t* out) {
   }
 }
 
-// The same for Q5_0 rows into Q5_0x8 blocks and Q5_1 rows into Q5_1x8 blocks (with their m).
+// The same for Q4_1, Q5_0 and Q5_1 rows into Q4_1x8, Q5_0x8 and Q5_1x8 blocks: the nibbles, and
+// the fifth bits and minimums where the type has them.
 template <class Block, class Out>
-void interleave_q5_group(const Block* rows, int64_t blocks, Out* group) {
+void interleave_q4_1_q5_group(const Block* rows, int64_t blocks, Out* group) {
   for (int64_t j = 0; j < blocks; ++j) {
     for (int r = 0; r < kInterleavedRows; ++r) {
       const Block& in = rows[r * blocks + j];
       interleave_nibbles(in, r, group[j].low);
-      interleave_fifth_bits(in.qh, r, group[j].qh);
+      if constexpr (requires { in.qh; }) interleave_fifth_bits(in.qh, r, group[j].qh);
       if constexpr (requires { in.m; }) group[j].m[r] = in.m;
     }
   }
@@ -91,10 +92,12 @@ float dot_iq4_nlx8_row(const BlockQ4_0x8* group, int r, const BlockQ8Act* a, int
   return static_cast<float>(sum);
 }
 
-// q (0..31) of value i of row r in a Q5_0x8 or Q5_1x8 block: the nibble and the fifth bit.
+// q of value i of row r in a Q4_1x8 (0..15), Q5_0x8 or Q5_1x8 block (0..31, with the fifth bit).
 template <class Block>
-int q5_x8_value(const Block& b, int r, int i) {
-  return q4_0x8_value(b.low, r, i) | ((b.qh[kChunkBytes * r + i % kChunkBytes] >> (i / kChunkBytes)) & 1) << 4;
+int q_x8_value(const Block& b, int r, int i) {
+  const int nibble = q4_0x8_value(b.low, r, i);
+  if constexpr (requires { b.qh; }) return nibble | ((b.qh[kChunkBytes * r + i % kChunkBytes] >> (i / kChunkBytes)) & 1) << 4;
+  return nibble;
 }
 
 // sum_b fp16(d[r]) * a[b].d * (sum_i q[i] * a[b].qs[i] - 16 * a[b].sum), as ref::vec_dot for Q5_0.
@@ -102,19 +105,20 @@ float dot_q5_0x8_row(const BlockQ5_0x8* group, int r, const BlockQ8Act* a, int64
   double sum = 0.0;
   for (int64_t j = 0; j < blocks; ++j) {
     int32_t isum = 0;
-    for (int i = 0; i < kQ5_0BlockValues; ++i) isum += q5_x8_value(group[j], r, i) * a[j].qs[i];
+    for (int i = 0; i < kQ5_0BlockValues; ++i) isum += q_x8_value(group[j], r, i) * a[j].qs[i];
     sum += static_cast<double>(fp16_to_fp32(group[j].low.d[r]) * a[j].d) * (isum - 16 * a[j].sum);
   }
   return static_cast<float>(sum);
 }
 
 // sum_b fp16(d[r]) * a[b].d * sum_i q[i] * a[b].qs[i] + fp16(m[r]) * a[b].d * a[b].sum, as
-// ref::vec_dot for Q5_1.
-float dot_q5_1x8_row(const BlockQ5_1x8* group, int r, const BlockQ8Act* a, int64_t blocks) {
+// ref::vec_dot for Q4_1 and Q5_1 (Block BlockQ4_1x8 or BlockQ5_1x8).
+template <class Block>
+float dot_affine_x8_row(const Block* group, int r, const BlockQ8Act* a, int64_t blocks) {
   double sum = 0.0;
   for (int64_t j = 0; j < blocks; ++j) {
     int32_t isum = 0;
-    for (int i = 0; i < kQ5_1BlockValues; ++i) isum += q5_x8_value(group[j], r, i) * a[j].qs[i];
+    for (int i = 0; i < kQ8ActBlockValues; ++i) isum += q_x8_value(group[j], r, i) * a[j].qs[i];
     sum += static_cast<double>(fp16_to_fp32(group[j].low.d[r]) * a[j].d) * isum +
            static_cast<double>(fp16_to_fp32(group[j].m[r])) * (a[j].d * static_cast<float>(a[j].sum));
   }
@@ -149,10 +153,15 @@ void interleave_any_group(GgmlType type, const uint8_t* rows, int64_t blocks, ui
                                      reinterpret_cast<BlockIQ4_XSx8*>(group));
     case GgmlType::IQ4_NL:
       return interleave_group(reinterpret_cast<const BlockIQ4_NL*>(rows), blocks, reinterpret_cast<BlockQ4_0x8*>(group));
+    case GgmlType::Q4_1:
+      return interleave_q4_1_q5_group(reinterpret_cast<const BlockQ4_1*>(rows), blocks,
+                                      reinterpret_cast<BlockQ4_1x8*>(group));
     case GgmlType::Q5_0:
-      return interleave_q5_group(reinterpret_cast<const BlockQ5_0*>(rows), blocks, reinterpret_cast<BlockQ5_0x8*>(group));
+      return interleave_q4_1_q5_group(reinterpret_cast<const BlockQ5_0*>(rows), blocks,
+                                      reinterpret_cast<BlockQ5_0x8*>(group));
     case GgmlType::Q5_1:
-      return interleave_q5_group(reinterpret_cast<const BlockQ5_1*>(rows), blocks, reinterpret_cast<BlockQ5_1x8*>(group));
+      return interleave_q4_1_q5_group(reinterpret_cast<const BlockQ5_1*>(rows), blocks,
+                                      reinterpret_cast<BlockQ5_1x8*>(group));
     default: KVDESK_ASSERT(!"interleave_any_group: no interleaved layout for the type");
   }
 }
@@ -171,10 +180,17 @@ GgmlType repacked_type(GgmlType type, int64_t rows) {
     case GgmlType::Q8_0: return GgmlType::Q8_0x8;
     case GgmlType::IQ4_XS: return GgmlType::IQ4_XSx8;
     case GgmlType::IQ4_NL: return GgmlType::IQ4_NLx8;
+    case GgmlType::Q4_1: return GgmlType::Q4_1x8;
     case GgmlType::Q5_0: return GgmlType::Q5_0x8;
     case GgmlType::Q5_1: return GgmlType::Q5_1x8;
     default: return type;
   }
+}
+
+bool cpu_layout_pays(GgmlType type, CpuIsa isa) {
+  if (isa == CpuIsa::Avx2) return true;
+  if (isa == CpuIsa::Avx512) return type == GgmlType::Q4_1 || type == GgmlType::Q5_0 || type == GgmlType::Q5_1;
+  return false;
 }
 
 void repack_rows(GgmlType type, void* data, int64_t rows, int64_t n) {
@@ -201,12 +217,18 @@ void matmul_iq4_nlx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row
                                           dot_iq4_nlx8_row);
 }
 
+void matmul_q4_1x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  matmul_x8_rows<BlockQ4_1x8, BlockQ8Act>(GgmlType::Q4_1x8, kQ4_1BlockValues, args, row_begin, row_end,
+                                          dot_affine_x8_row<BlockQ4_1x8>);
+}
+
 void matmul_q5_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   matmul_x8_rows<BlockQ5_0x8, BlockQ8Act>(GgmlType::Q5_0x8, kQ5_0BlockValues, args, row_begin, row_end, dot_q5_0x8_row);
 }
 
 void matmul_q5_1x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  matmul_x8_rows<BlockQ5_1x8, BlockQ8Act>(GgmlType::Q5_1x8, kQ5_1BlockValues, args, row_begin, row_end, dot_q5_1x8_row);
+  matmul_x8_rows<BlockQ5_1x8, BlockQ8Act>(GgmlType::Q5_1x8, kQ5_1BlockValues, args, row_begin, row_end,
+                                          dot_affine_x8_row<BlockQ5_1x8>);
 }
 
 }  // namespace ref

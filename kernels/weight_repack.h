@@ -23,6 +23,7 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/dot.h"
 #include "kernels/ggml_types.h"
 #include "kernels/matmul.h"
 
@@ -35,6 +36,14 @@ struct BlockQ4_0x8 {
   uint8_t qs[kInterleavedRows * kQ4_0BlockValues / 2];       // [4 chunks][8 rows][4 bytes]
 };
 static_assert(sizeof(BlockQ4_0x8) == kInterleavedRows * sizeof(BlockQ4_0));
+
+// Q4_1x8: Q4_1 rows, whose d and nibbles are laid out as Q4_0's, as the Q4_0x8 block of those
+// plus each row's minimum.
+struct BlockQ4_1x8 {
+  BlockQ4_0x8 low;                 // d, nibbles
+  uint16_t m[kInterleavedRows];    // [8] row minimums, IEEE half
+};
+static_assert(sizeof(BlockQ4_1x8) == kInterleavedRows * sizeof(BlockQ4_1));
 
 // Q5_0x8 and Q5_1x8: Q5_0 / Q5_1 rows, whose d and low nibbles are laid out as Q4_0's, are the
 // Q4_0x8 block of those plus their fifth bits transposed so that one 32-byte vector serves the
@@ -173,6 +182,13 @@ static_assert(sizeof(BlockIQ4_XSx8) == kInterleavedRows * sizeof(BlockIQ4_XS));
 // is none or the shape does not fit it (rows not a multiple of 8).
 GgmlType repacked_type(GgmlType type, int64_t rows);
 
+// Whether that layout is worth making when the kernels run `isa`: on AVX2 for every type that has
+// one; on AVX-512 only for Q4_1, Q5_0 and Q5_1, whose AVX2 tiles beat the AVX-512 kernels over
+// ggml's rows (TinyLlama shape, 2 threads, kvdesk-bench ab --knob weight-layout: prefill 128
+// 4.95x, 1.62x, 4.43x, decode 2.65x, 1.45x, 2.37x), while the VNNI kernels of the other types are
+// ahead of their tiles; never for the scalar ones.
+bool cpu_layout_pays(GgmlType type, CpuIsa isa);
+
 // Rewrites data ([rows][ggml_row_bytes(type, n)] in ggml's layout) in place into
 // repacked_type(type, rows)'s layout. Nothing happens when that is `type` itself.
 void repack_rows(GgmlType type, void* data, int64_t rows, int64_t n);
@@ -196,6 +212,8 @@ void matmul_q8_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void matmul_iq4_xsx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for an IQ4_NLx8 matrix, equal bit for bit to ref::matmul_rows on the IQ4_NL rows.
 void matmul_iq4_nlx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for a Q4_1x8 matrix, equal bit for bit to ref::matmul_rows on the Q4_1 rows.
+void matmul_q4_1x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q5_0x8 matrix, equal bit for bit to ref::matmul_rows on the Q5_0 rows.
 void matmul_q5_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q5_1x8 matrix, equal bit for bit to ref::matmul_rows on the Q5_1 rows.

@@ -233,16 +233,19 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   std::unique_ptr<Model> m(new Model());
   // Measured before the file is read in, which may take its size from what is available.
   const uint64_t memory = memory_budget(options.memory_limit_bytes);
-  // The interleaved layouts serve the AVX2 GEMM; AVX-512 and scalar keep ggml's rows. Repacking
-  // touches every matrix byte once more, about as much work as reading it: half the progress.
-  const bool repack = options.cpu_layouts && cpu_isa_active() == CpuIsa::Avx2;
-  const double read_share = repack ? 0.5 : 1.0;
+  // The interleaved layouts serve the AVX2 GEMM, which AVX-512 machines run too for the types
+  // where it beats their own kernels (cpu_layout_pays); the scalar kernels keep ggml's rows. On
+  // AVX2 repacking touches every matrix byte once more, about as much work as reading it: half
+  // the progress; on AVX-512 it is rare (a few types), so reading gets all of it.
+  const CpuIsa isa = cpu_isa_active();
+  const bool repack = options.cpu_layouts && isa != CpuIsa::Scalar;
+  const double read_share = repack && isa == CpuIsa::Avx2 ? 0.5 : 1.0;
   m->file_ = GgufFile::open(path, progress, read_share);
   m->config_ = read_model_config(*m->file_);
   m->weights_ = bind_model_weights(*m->file_, m->config_);
   progress.check_cancelled();
   if (repack && m->file_->data_in_memory()) {
-    m->file_->rewrite_tensor_data([&] { repack_matrices(m->weights_, progress, 1.0 - read_share); });
+    m->file_->rewrite_tensor_data([&] { repack_matrices(m->weights_, isa, progress, 1.0 - read_share); });
   }
   require_memory(m->weights_.weight_bytes, memory, path + ": the model's weights");
   m->tokenizer_ = options.tokenizer_path.empty() ? Tokenizer::from_gguf(*m->file_)

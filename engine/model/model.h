@@ -38,8 +38,9 @@ struct ForwardBatch {
 struct ModelLoadOptions {
   std::string tokenizer_path;  // a SentencePiece .model to use instead of the GGUF vocabulary
   uint64_t memory_limit_bytes = 0;  // the weights must fit in this; 0: MemAvailable
-  // Repack matrices into the layouts of the active ISA's GEMM at load (repack_matrices in
-  // engine/model/model_weights.h); false when the weights go to a GPU, which wants ggml's.
+  // Repack matrices into the layouts of the active ISA's GEMM at load where they pay
+  // (repack_matrices in engine/model/model_weights.h); false when the weights go to a GPU, which
+  // wants ggml's.
   bool cpu_layouts = true;
 };
 

@@ -179,16 +179,11 @@ std::vector<WeightMatrix*> repackable_matrices(ModelWeights& w) {
 
 }  // namespace
 
-int repack_matrices(ModelWeights& w) {
-  LoadProgress quiet;
-  return repack_matrices(w, quiet, 1.0);
-}
-
-int repack_matrices(ModelWeights& w, LoadProgress& progress, double share) {
+int repack_matrices(ModelWeights& w, CpuIsa isa, LoadProgress& progress, double share) {
   std::vector<WeightMatrix*> to_repack;
   uint64_t total = 0;
   for (WeightMatrix* m : repackable_matrices(w)) {
-    if (repacked_type(m->type, m->rows) == m->type) continue;
+    if (repacked_type(m->type, m->rows) == m->type || !cpu_layout_pays(m->type, isa)) continue;
     to_repack.push_back(m);
     total += matrix_bytes(*m);
   }

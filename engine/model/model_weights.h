@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/model/model_config.h"
+#include "kernels/dot.h"
 #include "kernels/ggml_types.h"
 
 namespace kvdesk {
@@ -67,11 +68,11 @@ uint64_t decode_weight_read_bytes(const ModelWeights& weights);
 ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& config);
 
 // Rewrites, in place, every layer matrix and the untied output matrix that has an interleaved
-// layout for the GEMM (kernels/weight_repack.h, decided by repacked_type) and gives it that
-// type; the token embedding, read row by row, keeps the file's. Only inside
-// GgufFile::rewrite_tensor_data. Returns how many matrices changed. With progress, repacking is
-// one stage of the load (`share` of it, by bytes repacked), cancelled between matrices.
-int repack_matrices(ModelWeights& weights);
-int repack_matrices(ModelWeights& weights, LoadProgress& progress, double share);
+// layout for the GEMM (kernels/weight_repack.h, decided by repacked_type) that pays on `isa`
+// (cpu_layout_pays) and gives it that type; the token embedding, read row by row, keeps the
+// file's. Only inside GgufFile::rewrite_tensor_data. Returns how many matrices changed.
+// Repacking is one stage of the load (`share` of it, by bytes repacked), cancelled between
+// matrices.
+int repack_matrices(ModelWeights& weights, CpuIsa isa, LoadProgress& progress, double share);
 
 }  // namespace kvdesk

@@ -223,6 +223,7 @@ using Avx2Table = KernelTable<
     Interleaved<GgmlType::Q8_0x8, &matmul_q8_0x8_avx2>,
     Serves<GgmlType::Q4_0, QuantKernel<Q4_0Format>>, Interleaved<GgmlType::Q4_0x8, &matmul_q4_0x8_avx2>,
     Serves<GgmlType::Q4_1, SubBlock<Q4_1Format>>,
+    Interleaved<GgmlType::Q4_1x8, &matmul_q4_1x8_avx2>,
     Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Interleaved<GgmlType::Q5_0x8, &matmul_q5_0x8_avx2>,
     Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>, Interleaved<GgmlType::Q5_1x8, &matmul_q5_1x8_avx2>,
     HandsOff<GgmlType::Q4_K, kAvx2KQuantKernels>, Interleaved<GgmlType::Q4_Kx8, &matmul_q4_kx8_avx2>,

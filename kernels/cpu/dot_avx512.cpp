@@ -355,6 +355,7 @@ using Avx512Table = KernelTable<
     Serves<GgmlType::F32, FloatKernel<F32Format>>, Serves<GgmlType::F16, FloatKernel<F16Format>>,
     Serves<GgmlType::BF16, FloatKernel<Bf16Format>>, Serves<GgmlType::Q8_0, QuantKernel<Q8_0Format>>,
     Serves<GgmlType::Q4_0, QuantKernel<Q4_0Format>>, Serves<GgmlType::Q4_1, SubBlock<Q4_1Format>>,
+    Interleaved<GgmlType::Q4_1x8, &matmul_q4_1x8_avx2>,
     Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Interleaved<GgmlType::Q5_0x8, &matmul_q5_0x8_avx2>,
     Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>, Interleaved<GgmlType::Q5_1x8, &matmul_q5_1x8_avx2>,
     Interleaved<GgmlType::Q4_0x8, &matmul_q4_0x8_avx2>, Interleaved<GgmlType::Q4_Kx8, &matmul_q4_kx8_avx2>,

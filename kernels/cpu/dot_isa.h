@@ -23,7 +23,8 @@ extern const IsaKernels kAvx512KQuantKernels;  // kernels/cpu/dot_kquant_avx512.
 // Q4_0x8 (kernels/weight_repack.h) x Q8Act, row_begin and row_end multiples of 8; the AVX-512
 // table uses it too (kernels/cpu/matmul_q4_0x8_avx2.cpp).
 void matmul_q4_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
-// Q5_0x8 and Q5_1x8 x Q8Act the same way (kernels/cpu/matmul_q5_x8_avx2.cpp).
+// Q4_1x8, Q5_0x8 and Q5_1x8 x Q8Act the same way (kernels/cpu/matmul_q4_1_q5_x8_avx2.cpp).
+void matmul_q4_1x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 void matmul_q5_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 void matmul_q5_1x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // Q2_Kx8 and Q3_Kx8 x Q8Act the same way (kernels/cpu/matmul_q2_kx8_avx2.cpp,

@@ -576,11 +576,11 @@ TEST_CASE("low-bit weight mixes load, match the reference forward and generate",
 TEST_CASE("AVX2's repacked K-quant, IQ4_XS and IQ4_NL layouts give the logits of ggml's layout",
           "[engine][architectures][lowbit]") {
   // q4_k_m (Q4_K, Q6_K), q5_k_m (Q5_K, Q6_K), iq4_xs, iq4_nl, q3_k_m (Q3_K, Q4_K, Q5_K, Q6_K),
-  // q2_k (Q2_K, Q3_K, Q4_K, Q6_K), q5_0 and q5_1 loaded twice under the AVX2 kernels: repacked
-  // at load (Q2_Kx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8, IQ4_XSx8, IQ4_NLx8, Q5_0x8, Q5_1x8) and as
-  // stored. Both kernels sum each super-block (IQ4_XS, IQ4_NL, Q2_K, Q3_K, Q5_0, Q5_1: each 32
-  // values, against their own act scale) in integers, so only the order of the float terms
-  // differs. That order can still move an
+  // q2_k (Q2_K, Q3_K, Q4_K, Q6_K), q4_1, q5_0 and q5_1 loaded twice under the AVX2 kernels:
+  // repacked at load (Q2_Kx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8, IQ4_XSx8, IQ4_NLx8, Q4_1x8, Q5_0x8,
+  // Q5_1x8) and as stored. Both kernels sum each super-block (IQ4_XS, IQ4_NL, Q2_K, Q3_K, Q4_1,
+  // Q5_0, Q5_1: each 32 values, against their own act scale) in integers, so only the order of
+  // the float terms differs. That order can still move an
   // activation across a rounding tie of its int8 quantization, which shifts every later logit
   // by 0.5-1.5% of their spread: on the iq4_xs model (whose activations have a scale per 32
   // values, so more ties), over 12 token sets, the stored and the repacked layout each differed
@@ -596,7 +596,7 @@ TEST_CASE("AVX2's repacked K-quant, IQ4_XS and IQ4_NL layouts give the logits of
   };
   for (const MixCase c : {MixCase{"q4_k_m", 1e-4}, MixCase{"q5_k_m", 1e-4}, MixCase{"iq4_xs", 0.03},
                            MixCase{"iq4_nl", 0.03}, MixCase{"q3_k_m", 0.03}, MixCase{"q2_k", 0.03},
-                           MixCase{"q5_0", 0.03}, MixCase{"q5_1", 0.03}}) {
+                           MixCase{"q4_1", 0.03}, MixCase{"q5_0", 0.03}, MixCase{"q5_1", 0.03}}) {
     const char* mix = c.mix;
     TempDir dir;
     write_random_model(weight_mix_spec(mix), dir.file("m.gguf"));
@@ -622,6 +622,39 @@ TEST_CASE("AVX2's repacked K-quant, IQ4_XS and IQ4_NL layouts give the logits of
     CHECK(spread > 1.0);
     CHECK(worst < c.bound * spread);
   }
+  cpu_isa_force(cpu_isa_detected());
+}
+
+TEST_CASE("AVX-512 repacks only the types whose AVX2 tile beats its kernels: Q4_1, Q5_0, Q5_1",
+          "[engine][architectures][lowbit]") {
+  // On AVX-512 the interleaved layouts pay only for Q4_1, Q5_0 and Q5_1 (cpu_layout_pays): a
+  // q5_1 model's matrices are repacked and give the stored layout's logits, a q4_k_m model's are
+  // not repacked at all.
+  if (!cpu_isa_supported(CpuIsa::Avx512)) return;
+  cpu_isa_force(CpuIsa::Avx512);
+  TempDir dir;
+  write_random_model(weight_mix_spec("q5_1"), dir.file("q5_1.gguf"));
+  write_random_model(weight_mix_spec("q4_k_m"), dir.file("q4_k_m.gguf"));
+  ModelLoadOptions as_stored;
+  as_stored.cpu_layouts = false;
+  test::ModelRun repacked(Model::load(dir.file("q5_1.gguf")), KvCacheConfig{}, 2);
+  test::ModelRun stored(Model::load(dir.file("q5_1.gguf"), as_stored), KvCacheConfig{}, 2);
+  CHECK(stored.model->weights().layers[0].w_up.type == GgmlType::Q5_1);
+  CHECK(repacked.model->weights().layers[0].w_up.type == GgmlType::Q5_1x8);
+  const std::vector<int32_t> tokens = some_tokens(12);
+  const std::vector<float> want = stored.logits(tokens);
+  const std::vector<float> got = repacked.logits(tokens);
+  REQUIRE(got.size() == want.size());
+  double spread = 0, worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    spread = std::max(spread, double(std::fabs(want[i])));
+    worst = std::max(worst, double(std::fabs(got[i] - want[i])));
+  }
+  INFO("largest logit " << spread << ", largest difference " << worst);
+  CHECK(spread > 1.0);
+  CHECK(worst < 0.03 * spread);
+  const std::unique_ptr<Model> k_quants = Model::load(dir.file("q4_k_m.gguf"));
+  CHECK(k_quants->weights().layers[0].w_up.type == GgmlType::Q4_K);
   cpu_isa_force(cpu_isa_detected());
 }
 

@@ -1,6 +1,7 @@
-// Q4_0x8, Q8_0x8, IQ4_NLx8, Q5_0x8, Q5_1x8, Q2_Kx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8 and IQ4_XSx8 (kernels/weight_repack.h): repacking
-// keeps every product bit for bit in the scalar twins, the SIMD GEMMs over them match ref for decode and prefill
-// batches on row-group ranges, and shapes without whole groups keep ggml's layout and its kernels.
+// Q4_0x8, Q8_0x8, IQ4_NLx8, Q4_1x8, Q5_0x8, Q5_1x8, Q2_Kx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8 and
+// IQ4_XSx8 (kernels/weight_repack.h): repacking keeps every product bit for bit in the scalar twins,
+// the SIMD GEMMs over them match ref for decode and prefill batches on row-group ranges, and shapes
+// without whole groups keep ggml's layout and its kernels.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -103,17 +104,18 @@ void check_largest_sums(GgmlType base, const std::vector<uint8_t>& ggml, int64_t
 }  // namespace
 
 // The 32-value block file types with an interleaved layout.
-constexpr GgmlType kBlock32Bases[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::Q5_0,
-                                      GgmlType::Q5_1};
+constexpr GgmlType kBlock32Bases[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::Q4_1,
+                                      GgmlType::Q5_0, GgmlType::Q5_1};
 
-TEST_CASE("Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q5_0x8 / Q5_1x8 are chosen only for whole groups of 8 rows",
+TEST_CASE("Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 are chosen only for whole groups of 8 rows",
           "[kernels][repack]") {
   CHECK(repacked_type(GgmlType::Q4_0, 64) == GgmlType::Q4_0x8);
   CHECK(repacked_type(GgmlType::Q8_0, 64) == GgmlType::Q8_0x8);
   CHECK(repacked_type(GgmlType::IQ4_NL, 64) == GgmlType::IQ4_NLx8);
   CHECK(repacked_type(GgmlType::Q5_0, 64) == GgmlType::Q5_0x8);
   CHECK(repacked_type(GgmlType::Q5_1, 64) == GgmlType::Q5_1x8);
-  CHECK(repacked_type(GgmlType::Q4_1, 64) == GgmlType::Q4_1);
+  CHECK(repacked_type(GgmlType::Q4_1, 64) == GgmlType::Q4_1x8);
+  CHECK(repacked_type(GgmlType::F16, 64) == GgmlType::F16);
   for (GgmlType base : kBlock32Bases) {
     const GgmlType packed = repacked_type(base, 8);
     INFO("type " << ggml_type_info(base).name);
@@ -126,8 +128,8 @@ TEST_CASE("Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q5_0x8 / Q5_1x8 are chosen only for whol
   }
 }
 
-TEST_CASE("the Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q5_0x8 / Q5_1x8 scalar twins equal ref Q4_0 / Q8_0 / IQ4_NL / "
-          "Q5_0 / Q5_1 bit for bit",
+TEST_CASE("the Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 scalar twins equal ref Q4_0 / Q8_0 / IQ4_NL / "
+          "Q4_1 / Q5_0 / Q5_1 bit for bit",
           "[kernels][repack]") {
   for (GgmlType base : kBlock32Bases) {
     INFO("type " << ggml_type_info(base).name);
@@ -138,7 +140,7 @@ TEST_CASE("the Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q5_0x8 / Q5_1x8 scalar twins equal r
   }
 }
 
-TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q5_0x8 / Q5_1x8 matmuls match ref for decode and prefill batches on group ranges",
+TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 matmuls match ref for decode and prefill batches on group ranges",
           "[kernels][repack]") {
   // rows [8, 40) of 48 (groups 1..4), ld_y 50: the rows outside stay untouched.
   const int64_t rows = 48, ld_y = 50, row_begin = 8, row_end = 40;
@@ -157,7 +159,7 @@ TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q5_0x8 / Q5_1x8 matmuls match ref f
   }
 }
 
-TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q5_0x8 / Q5_1x8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
+TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
   const int64_t rows = 160, n = 4128, batch = 6;
   for (GgmlType base : kBlock32Bases) {
     const Problem p(rows, n, batch, base);
@@ -197,7 +199,6 @@ TEST_CASE("Q2_Kx8 / Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 are chosen only
   CHECK(repacked_type(GgmlType::Q6_K, 64) == GgmlType::Q6_Kx8);
   CHECK(repacked_type(GgmlType::IQ4_XS, 64) == GgmlType::IQ4_XSx8);
   CHECK(repacked_type(GgmlType::Q2_K, 64) == GgmlType::Q2_Kx8);
-  CHECK(repacked_type(GgmlType::Q4_1, 64) == GgmlType::Q4_1);
   for (GgmlType base : kSuperBlockBases) {
     const GgmlType packed = repacked_type(base, 8);
     INFO("type " << ggml_type_info(base).name);
@@ -291,12 +292,21 @@ TEST_CASE("Q5_Kx8 keeps the largest sums exact: quants 31, scales and mins 63, a
   check_largest_sums(GgmlType::Q5_K, ggml, rows, n, x);
 }
 
-TEST_CASE("Q5_0x8 / Q5_1x8 keep the largest sums exact: quants 31, activations +-127", "[kernels][repack]") {
-  // Every quant 31 (nibble 15, fifth bit set) and every act value +-127 in runs of 16 of one sign:
-  // the largest s16 half-block sums the GEMM forms (8 maddubs pairs of 31 x 127).
+TEST_CASE("Q4_1x8 / Q5_0x8 / Q5_1x8 keep the largest sums exact: quants 15 / 31, activations +-127",
+          "[kernels][repack]") {
+  // Every quant 31 (nibble 15, fifth bit set; Q4_1: 15) and every act value +-127 in runs of 16 of
+  // one sign: the largest s16 half-block sums the GEMM forms (8 maddubs pairs of 31 x 127).
   const int64_t rows = 16, n = 256, batch = 5;
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 16 + i / 64) % 3 == 0 ? -1.0f : 1.0f;
+  std::vector<uint8_t> q4_1(ggml_row_bytes(GgmlType::Q4_1, n) * rows);
+  for (int64_t b = 0; b < rows * n / kQ4_1BlockValues; ++b) {
+    BlockQ4_1& w = reinterpret_cast<BlockQ4_1*>(q4_1.data())[b];
+    w.d = 0x3c00;  // 1.0
+    w.m = 0xb800;  // -0.5
+    for (uint8_t& v : w.qs) v = 0xFF;
+  }
+  check_largest_sums(GgmlType::Q4_1, q4_1, rows, n, x);
   std::vector<uint8_t> q5_0(ggml_row_bytes(GgmlType::Q5_0, n) * rows);
   for (int64_t b = 0; b < rows * n / kQ5_0BlockValues; ++b) {
     BlockQ5_0& w = reinterpret_cast<BlockQ5_0*>(q5_0.data())[b];

@@ -1,12 +1,10 @@
-// AVX2 GEMM over Q5_0x8 and Q5_1x8 weights (kernels/weight_repack.h) x Q8Act activation rows. A
-// tile is one group of 8 rows x C activation rows, one output row per 32-bit lane, as Q4_0x8's:
-// a block unpacks once into 8 vectors of 4 values x 8 rows, q = nibble | fifth bit << 4 (0..31,
-// unsigned for maddubs), and per activation row the values' halves each take one s16 sum of 4
-// maddubs (16 products of at most 31 x 127: 31496 < 2^15). Q5_0's -16 offset is taken back as
-// 16 * a.sum, Q5_1's minimum added as m * a.d * a.sum, as ref::vec_dot does. Built with AVX2
-// flags, reached only through the ISA tables.
-#include <type_traits>
-
+// AVX2 GEMM over Q4_1x8, Q5_0x8 and Q5_1x8 weights (kernels/weight_repack.h) x Q8Act activation
+// rows. A tile is one group of 8 rows x C activation rows, one output row per 32-bit lane, as
+// Q4_0x8's: a block unpacks once into 8 vectors of 4 values x 8 rows, q = nibble (| fifth bit
+// << 4 for Q5: 0..31, unsigned for maddubs), and per activation row the values' halves each take
+// one s16 sum of 4 maddubs (16 products of at most 31 x 127: 31496 < 2^15). Q5_0's -16 offset is
+// taken back as 16 * a.sum, Q4_1's and Q5_1's minimum added as m * a.d * a.sum, as ref::vec_dot
+// does. Built with AVX2 flags, reached only through the ISA tables.
 #include "kernels/cpu/interleaved_gemm_avx2.h"
 
 namespace kvdesk {
@@ -18,23 +16,27 @@ ALWAYS_INLINE __m256i bit_to_four(__m256i v, int c) {
 }
 
 // The block's 32 values per row as 8 vectors of 4 values x 8 rows: w[c] holds values
-// 4c .. 4c + 3 (chunk c % 4's low nibbles for c < 4, its high ones for c >= 4, with fifth bit c).
+// 4c .. 4c + 3 (chunk c % 4's low nibbles for c < 4, its high ones for c >= 4, with fifth bit c
+// where the block has fifth bits).
 template <class Block>
 ALWAYS_INLINE void unpack_block(const Block& b, __m256i (&w)[8]) {
   const __m256i nibble = _mm256_set1_epi8(15);
-  const __m256i fifth = _mm256_set1_epi8(16);
-  const __m256i qh = load_256(b.qh);
 #pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
     const __m256i raw = load_256(b.low.qs + 32 * c);
-    w[c] = _mm256_or_si256(_mm256_and_si256(raw, nibble), _mm256_and_si256(bit_to_four(qh, c), fifth));
-    w[4 + c] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble),
-                               _mm256_and_si256(bit_to_four(qh, 4 + c), fifth));
+    w[c] = _mm256_and_si256(raw, nibble);
+    w[4 + c] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+  }
+  if constexpr (requires { b.qh; }) {
+    const __m256i fifth = _mm256_set1_epi8(16);
+    const __m256i qh = load_256(b.qh);
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) w[c] = _mm256_or_si256(w[c], _mm256_and_si256(bit_to_four(qh, c), fifth));
   }
 }
 
 // acc (rows of the group) += fp16(d) * a.d * (dot - 16 * a.sum) for Q5_0, or fp16(d) * a.d * dot
-// + fp16(m) * a.d * a.sum for Q5_1, per row lane; dw = fp16(d), mw = fp16(m) (Q5_1).
+// + fp16(m) * a.d * a.sum for Q4_1 and Q5_1, per row lane; dw = fp16(d), mw = fp16(m).
 template <bool kHasMin>
 ALWAYS_INLINE void act_step(const __m256i (&w)[8], __m256 dw, __m256 mw, const BlockQ8Act& a, __m256& acc) {
   __m256i low = _mm256_maddubs_epi16(w[0], broadcast_4_bytes(a.qs));
@@ -54,7 +56,7 @@ ALWAYS_INLINE void act_step(const __m256i (&w)[8], __m256 dw, __m256 mw, const B
 // One block of the group against block j of every act row.
 template <class Block, int C>
 ALWAYS_INLINE void block_step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-  constexpr bool kHasMin = std::is_same_v<Block, BlockQ5_1x8>;
+  constexpr bool kHasMin = requires { b.m; };
   __m256i w[8];
   unpack_block(b, w);
   const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.low.d)));
@@ -68,11 +70,11 @@ ALWAYS_INLINE void block_step(const Block& b, const char* acts, size_t a_stride,
 
 // The kernels as interleaved_matmul runs them.
 template <class B, GgmlType kInterleaved, GgmlType kRow>
-struct Q5x8Kernel {
+struct Block32x8Kernel {
   using Block = B;
   static constexpr GgmlType kType = kInterleaved;
   static constexpr GgmlType kRowType = kRow;
-  static constexpr int64_t kBlockValues = kQ5_0BlockValues;
+  static constexpr int64_t kBlockValues = kQ8ActBlockValues;
   static constexpr int kPrefetchBlocks = 0;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
@@ -82,12 +84,16 @@ struct Q5x8Kernel {
 
 }  // namespace
 
+void matmul_q4_1x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  interleaved_matmul<Block32x8Kernel<BlockQ4_1x8, GgmlType::Q4_1x8, GgmlType::Q4_1>>(args, row_begin, row_end);
+}
+
 void matmul_q5_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  interleaved_matmul<Q5x8Kernel<BlockQ5_0x8, GgmlType::Q5_0x8, GgmlType::Q5_0>>(args, row_begin, row_end);
+  interleaved_matmul<Block32x8Kernel<BlockQ5_0x8, GgmlType::Q5_0x8, GgmlType::Q5_0>>(args, row_begin, row_end);
 }
 
 void matmul_q5_1x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
-  interleaved_matmul<Q5x8Kernel<BlockQ5_1x8, GgmlType::Q5_1x8, GgmlType::Q5_1>>(args, row_begin, row_end);
+  interleaved_matmul<Block32x8Kernel<BlockQ5_1x8, GgmlType::Q5_1x8, GgmlType::Q5_1>>(args, row_begin, row_end);
 }
 
 }  // namespace kvdesk
