@@ -6,14 +6,10 @@
 // block. Each act block has its own scale, so the integer sums become floats once per 32 values,
 // as the ggml-layout kernel and ref::vec_dot do. Built with AVX2 flags, reached only through the
 // ISA tables.
-#include "kernels/cpu/interleaved_gemm_avx2.h"
+#include "kernels/cpu/sub_block16_x8_avx2.h"
 
 namespace kvdesk {
 namespace {
-
-constexpr int kSubBlocks = 16;                              // 16-value sub-blocks of a super-block
-constexpr int kActBlocks = kQK_K / kQ8ActBlockValues;       // act blocks a super-block meets
-constexpr int kSubBlockChunks = 4;                          // chunks of 4 values in a sub-block
 
 // A super-block's scales and mins for the 8 rows.
 struct Q2_KScales {
@@ -61,34 +57,20 @@ ALWAYS_INLINE void super_step(const BlockQ2_Kx8& b, const char* acts, size_t a_s
   const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
   const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.dmin)));
   const BlockQ8Act* a[C];
+  super_block_acts(acts, a_stride, j, a);
+  const auto add_chunk = [&](int i, int c, __m256i (&sums)[C]) __attribute__((always_inline)) {
+    const __m256i q = sub_block_chunk(b, i, c);
 #pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) a[t] = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride) + kActBlocks * j;
+    for (int t = 0; t < C; ++t) sums[t] = _mm256_add_epi16(sums[t], _mm256_maddubs_epi16(q, chunk_acts(a[t], i, c)));
+  };
 #pragma GCC unroll 8
   for (int s = 0; s < kActBlocks; ++s) {
-    __m256i iacc[C];
-#pragma GCC unroll 8
-    for (int t = 0; t < C; ++t) iacc[t] = _mm256_setzero_si256();
-#pragma GCC unroll 2
-    for (int half = 0; half < 2; ++half) {
-      const int i = 2 * s + half;
-      __m256i sums[C];
-#pragma GCC unroll 8
-      for (int t = 0; t < C; ++t) sums[t] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int c = 0; c < kSubBlockChunks; ++c) {
-        const __m256i q = sub_block_chunk(b, i, c);
-#pragma GCC unroll 8
-        for (int t = 0; t < C; ++t) {
-          sums[t] = _mm256_add_epi16(sums[t], _mm256_maddubs_epi16(q, broadcast_4_bytes(a[t][s].qs + 16 * half + 4 * c)));
-        }
-      }
-#pragma GCC unroll 8
-      for (int t = 0; t < C; ++t) iacc[t] = _mm256_add_epi32(iacc[t], _mm256_madd_epi16(sums[t], sc.scale[i]));
-    }
+    __m256i dots[C];
+    act_block_dots(s, sc.scale, add_chunk, dots);
 #pragma GCC unroll 8
     for (int t = 0; t < C; ++t) {
       const __m256 ad = _mm256_broadcast_ss(&a[t][s].d);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[t]), _mm256_mul_ps(d, ad), acc[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[t]), _mm256_mul_ps(d, ad), acc[t]);
       acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_dot(sc, s, a[t][s])), _mm256_mul_ps(dmin, ad), acc[t]);
     }
   }

@@ -302,6 +302,21 @@ double worst_logit_difference(const std::vector<float>& engine, const std::vecto
   return worst;
 }
 
+// The largest |logit| of want and the largest |got - want|, over all positions.
+struct LogitGap {
+  double spread = 0;
+  double worst = 0;
+};
+LogitGap logit_gap(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  LogitGap gap;
+  for (size_t i = 0; i < want.size(); ++i) {
+    gap.spread = std::max(gap.spread, double(std::fabs(want[i])));
+    gap.worst = std::max(gap.worst, double(std::fabs(got[i] - want[i])));
+  }
+  return gap;
+}
+
 struct Variant {
   std::string arch;
   std::string rope_scaling;
@@ -610,17 +625,10 @@ TEST_CASE("AVX2's repacked K-quant, IQ4_XS and IQ4_NL layouts give the logits of
     CHECK(up.type != file_type);
     CHECK(up.type == repacked_type(file_type, up.rows));
     const std::vector<int32_t> tokens = some_tokens(12);
-    const std::vector<float> want = stored.logits(tokens);
-    const std::vector<float> got = repacked.logits(tokens);
-    REQUIRE(got.size() == want.size());
-    double spread = 0, worst = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      spread = std::max(spread, double(std::fabs(want[i])));
-      worst = std::max(worst, double(std::fabs(got[i] - want[i])));
-    }
-    INFO("largest logit " << spread << ", largest difference " << worst);
-    CHECK(spread > 1.0);
-    CHECK(worst < c.bound * spread);
+    const LogitGap gap = logit_gap(repacked.logits(tokens), stored.logits(tokens));
+    INFO("largest logit " << gap.spread << ", largest difference " << gap.worst);
+    CHECK(gap.spread > 1.0);
+    CHECK(gap.worst < c.bound * gap.spread);
   }
   cpu_isa_force(cpu_isa_detected());
 }
@@ -642,17 +650,10 @@ TEST_CASE("AVX-512 repacks only the types whose AVX2 tile beats its kernels: Q4_
   CHECK(stored.model->weights().layers[0].w_up.type == GgmlType::Q5_1);
   CHECK(repacked.model->weights().layers[0].w_up.type == GgmlType::Q5_1x8);
   const std::vector<int32_t> tokens = some_tokens(12);
-  const std::vector<float> want = stored.logits(tokens);
-  const std::vector<float> got = repacked.logits(tokens);
-  REQUIRE(got.size() == want.size());
-  double spread = 0, worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    spread = std::max(spread, double(std::fabs(want[i])));
-    worst = std::max(worst, double(std::fabs(got[i] - want[i])));
-  }
-  INFO("largest logit " << spread << ", largest difference " << worst);
-  CHECK(spread > 1.0);
-  CHECK(worst < 0.03 * spread);
+  const LogitGap gap = logit_gap(repacked.logits(tokens), stored.logits(tokens));
+  INFO("largest logit " << gap.spread << ", largest difference " << gap.worst);
+  CHECK(gap.spread > 1.0);
+  CHECK(gap.worst < 0.03 * gap.spread);
   const std::unique_ptr<Model> k_quants = Model::load(dir.file("q4_k_m.gguf"));
   CHECK(k_quants->weights().layers[0].w_up.type == GgmlType::Q4_K);
   cpu_isa_force(cpu_isa_detected());
