@@ -95,10 +95,15 @@ void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJo
   for (const MatmulJob& job : jobs) act_bytes_total += act_row_bytes(job.w->type, job.w->cols) * size_t(batch);
   if (act_buffer.size() < act_bytes_total) act_buffer.resize(act_bytes_total);
 
+  int64_t total_macs = 0;
+  for (const MatmulJob& job : jobs) total_macs += job.w->rows * job.w->cols * batch;
+  // About 8 chunks per thread balance uneven cores. Chunks of equal work across the jobs give
+  // each thread's contiguous range of tasks (ThreadPool) an equal share; 16-row multiples keep
+  // SIMD tiles whole.
+  const int64_t chunk_macs = (total_macs + pool.num_threads() * 8 - 1) / (pool.num_threads() * 8);
+
   size_t act_offset = 0;
   int64_t num_tasks = 0;
-  int64_t total_macs = 0;
-  const int64_t threads = pool.num_threads();
   const MatmulJob* prepared_for = nullptr;
   uint8_t* acts = nullptr;
   for (const MatmulJob& job : jobs) {
@@ -115,14 +120,12 @@ void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJo
       }, batch * w.cols);
       prepared_for = &job;
     }
-    // About 8 chunks per thread balances uneven cores; 16-row multiples keep SIMD tiles whole.
-    int64_t rows_per_task = (w.rows + threads * 8 - 1) / (threads * 8);
-    rows_per_task = (rows_per_task + 15) / 16 * 16;
+    const int64_t chunk_rows = (chunk_macs + w.cols * batch - 1) / (w.cols * batch);
+    const int64_t rows_per_task = (chunk_rows + 15) / 16 * 16;
     const int64_t tasks = (w.rows + rows_per_task - 1) / rows_per_task;
     parts.push_back(Part{MatmulArgs{w.type, w.data, w.cols, acts, batch, job.y, w.rows}, w.rows,
                          rows_per_task, num_tasks});
     num_tasks += tasks;
-    total_macs += w.rows * w.cols * batch;
   }
   pool.parallel_for(num_tasks, [&](int64_t task, int) {
     size_t p = parts.size() - 1;

@@ -1,8 +1,11 @@
 // ThreadPool: open a loop by making the generation odd, let everyone (the caller included)
-// pull task indices until none are left, wait until every task is done, close the loop.
+// run its own range of tasks and then the rest of the others', wait until every task is done,
+// close the loop.
 #include "engine/system/thread_pool.h"
 
 #include <bit>
+
+#include "kernels/check.h"
 
 namespace kvdesk {
 namespace {
@@ -19,10 +22,17 @@ constexpr auto kCallerSpin = std::chrono::microseconds(50);
 
 bool is_open(uint64_t generation) { return (generation & 1) != 0; }
 
+uint64_t pack_range(int64_t front, int64_t back) { return uint64_t(front) | (uint64_t(back) << 32); }
+int64_t range_front(uint64_t bounds) { return int64_t(bounds & 0xffffffffu); }
+int64_t range_back(uint64_t bounds) { return int64_t(bounds >> 32); }
+
+constexpr int64_t kNoTask = -1;
+
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads)
     : num_threads_(num_threads < 1 ? 1 : num_threads),
+      ranges_(std::make_unique<TaskRange[]>(size_t(num_threads_))),
       wake_(std::make_unique<std::condition_variable[]>(size_t(num_threads_))) {
   for (int i = 1; i < num_threads_; ++i) {
     workers_.emplace_back([this, i] { worker_main(i); });
@@ -41,6 +51,7 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::parallel_for(int64_t num_tasks, const Task& task, int64_t total_work) {
   if (num_tasks <= 0) return;
+  KVDESK_ASSERT(num_tasks <= kMaxTasks);
   if (num_threads_ == 1 || num_tasks == 1 || total_work < kMinParallelWork) {
     for (int64_t i = 0; i < num_tasks; ++i) task(i, 0);
     return;
@@ -69,7 +80,7 @@ void ThreadPool::run_loop(int64_t num_tasks, const Task& task, int threads) {
     task_ = &task;
     num_tasks_ = num_tasks;
     loop_threads_ = threads;
-    next_task_.store(0, std::memory_order_relaxed);
+    split_tasks(num_tasks, threads);
     done_tasks_.store(0, std::memory_order_relaxed);
     generation_.fetch_add(1);  // open
   }
@@ -79,19 +90,62 @@ void ThreadPool::run_loop(int64_t num_tasks, const Task& task, int threads) {
   generation_.fetch_add(1);  // closed
 }
 
+// Thread t of T owns tasks [t * N / T, (t + 1) * N / T); threads past T own none.
+void ThreadPool::split_tasks(int64_t num_tasks, int threads) {
+  for (int t = 0; t < num_threads_; ++t) {
+    const int64_t front = t < threads ? num_tasks * t / threads : 0;
+    const int64_t back = t < threads ? num_tasks * (t + 1) / threads : 0;
+    ranges_[t].bounds.store(pack_range(front, back), std::memory_order_relaxed);
+  }
+}
+
+// The owner's range front to back, then the others' from their back ends, the next thread's
+// first. A range seen empty stays empty, so one pass over the others leaves no task untaken.
+// The tasks run are counted in done_tasks_ once, at the end.
 void ThreadPool::run_tasks(int thread_index) {
-  const int64_t num_tasks = num_tasks_;
+  const int threads = loop_threads_;
   const Task& task = *task_;
-  for (;;) {
-    const int64_t i = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (i >= num_tasks) return;
+  int64_t ran = 0;
+  for (int64_t i = take_front(thread_index); i != kNoTask; i = take_front(thread_index)) {
     task(i, thread_index);
-    const bool last = done_tasks_.fetch_add(1, std::memory_order_acq_rel) + 1 == num_tasks;
-    if (last && thread_index != 0) {
-      { std::lock_guard<std::mutex> lock(mutex_); }  // the caller is either before its check or asleep
-      all_done_.notify_one();
+    ++ran;
+  }
+  for (int k = 1; k < threads; ++k) {
+    const int victim = (thread_index + k) % threads;
+    for (int64_t i = take_back(victim); i != kNoTask; i = take_back(victim)) {
+      task(i, thread_index);
+      ++ran;
     }
   }
+  const bool last = done_tasks_.fetch_add(ran, std::memory_order_acq_rel) + ran == num_tasks_;
+  if (last && thread_index != 0) {
+    { std::lock_guard<std::mutex> lock(mutex_); }  // the caller is either before its check or asleep
+    all_done_.notify_one();
+  }
+}
+
+int64_t ThreadPool::take_front(int owner) {
+  std::atomic<uint64_t>& bounds = ranges_[owner].bounds;
+  uint64_t seen = bounds.load(std::memory_order_relaxed);
+  while (range_front(seen) < range_back(seen)) {
+    if (bounds.compare_exchange_weak(seen, pack_range(range_front(seen) + 1, range_back(seen)),
+                                     std::memory_order_relaxed)) {
+      return range_front(seen);
+    }
+  }
+  return kNoTask;
+}
+
+int64_t ThreadPool::take_back(int victim) {
+  std::atomic<uint64_t>& bounds = ranges_[victim].bounds;
+  uint64_t seen = bounds.load(std::memory_order_relaxed);
+  while (range_front(seen) < range_back(seen)) {
+    if (bounds.compare_exchange_weak(seen, pack_range(range_front(seen), range_back(seen) - 1),
+                                     std::memory_order_relaxed)) {
+      return range_back(seen) - 1;
+    }
+  }
+  return kNoTask;
 }
 
 void ThreadPool::wait_until_done(int64_t num_tasks) {
