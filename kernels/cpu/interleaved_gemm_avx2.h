@@ -43,6 +43,18 @@ ALWAYS_INLINE __m256i broadcast_4_bytes(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
+// Bytes 8h .. 8h + 7 of v (one sub-block's scales of the 8 rows, h = 0 or 1) each twice: widened
+// to 16 bits, row r's scale fills lanes 2r and 2r + 1, the pair a madd meets with row r's sums.
+ALWAYS_INLINE __m128i row_bytes_twice(__m128i v, int h) {
+  return _mm_shuffle_epi8(v, h == 0 ? _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7)
+                                    : _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15));
+}
+
+// Two sub-blocks' bytes of the 8 rows side by side: bytes r and 8 + r of v at 2r and 2r + 1.
+ALWAYS_INLINE __m128i row_bytes_zipped(__m128i v) {
+  return _mm_shuffle_epi8(v, _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
+}
+
 // Every cache line of the block `ahead` blocks after b (the lines of the next group when that is
 // past this group's end; a prefetch past the matrix's end reads nothing and cannot fault). The
 // address is computed as an integer: a pointer may not point that far past its array.

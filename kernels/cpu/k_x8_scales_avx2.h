@@ -20,18 +20,14 @@ struct KX8Scales {
 ALWAYS_INLINE KX8Scales unpack_scales(const BlockQ4_Kx8& b) {
   __m256i v[4];
   unpack_six_bits(b.scale_low, b.scale_high, v);
-  // bytes 8h .. 8h + 7 (one sub-block's 8 rows) each twice; bytes i and 8 + i side by side
-  const __m128i dup[2] = {_mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
-                          _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)};
-  const __m128i zip = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
   KX8Scales out;
 #pragma GCC unroll 4
   for (int q = 0; q < 4; ++q) {
     const __m128i sc = q % 2 == 0 ? _mm256_castsi256_si128(v[q / 2]) : _mm256_extracti128_si256(v[q / 2], 1);
     const __m128i m = q % 2 == 0 ? _mm256_castsi256_si128(v[2 + q / 2]) : _mm256_extracti128_si256(v[2 + q / 2], 1);
-    out.scale[2 * q] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sc, dup[0]));
-    out.scale[2 * q + 1] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sc, dup[1]));
-    out.mins[q] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(m, zip));
+    out.scale[2 * q] = _mm256_cvtepu8_epi16(row_bytes_twice(sc, 0));
+    out.scale[2 * q + 1] = _mm256_cvtepu8_epi16(row_bytes_twice(sc, 1));
+    out.mins[q] = _mm256_cvtepu8_epi16(row_bytes_zipped(m));
   }
   return out;
 }

@@ -18,19 +18,15 @@ struct Q2_KScales {
 };
 
 ALWAYS_INLINE Q2_KScales unpack_scales(const BlockQ2_Kx8& b) {
-  // bytes 8h .. 8h + 7 (one sub-block's 8 rows) each twice; bytes i and 8 + i side by side
-  const __m128i dup[2] = {_mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
-                          _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)};
-  const __m128i zip = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
   const __m128i nibble = _mm_set1_epi8(15);
   Q2_KScales out;
 #pragma GCC unroll 8
   for (int s = 0; s < kActBlocks; ++s) {
     const __m128i two = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales + 16 * s));  // sub-blocks 2s, 2s + 1
     const __m128i scales = _mm_and_si128(two, nibble);
-    out.scale[2 * s] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(scales, dup[0]));
-    out.scale[2 * s + 1] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(scales, dup[1]));
-    out.mins[s] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_and_si128(_mm_srli_epi16(two, 4), nibble), zip));
+    out.scale[2 * s] = _mm256_cvtepu8_epi16(row_bytes_twice(scales, 0));
+    out.scale[2 * s + 1] = _mm256_cvtepu8_epi16(row_bytes_twice(scales, 1));
+    out.mins[s] = _mm256_cvtepu8_epi16(row_bytes_zipped(_mm_and_si128(_mm_srli_epi16(two, 4), nibble)));
   }
   return out;
 }

@@ -20,15 +20,12 @@ struct Q3_KScales {
 ALWAYS_INLINE Q3_KScales unpack_scales(const BlockQ3_Kx8& b) {
   __m256i v[4];   // byte 8 (i % 4) + r of v[i / 4]: sc[i] of row r
   unpack_six_bits(b.scale_low, b.scale_high, v);
-  // bytes 8h .. 8h + 7 (one sub-block's 8 rows) each twice
-  const __m128i dup[2] = {_mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
-                          _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)};
   const __m256i offset = _mm256_set1_epi16(32);
   Q3_KScales out;
 #pragma GCC unroll 16
   for (int i = 0; i < kSubBlocks; ++i) {
     const __m128i half = i % 4 < 2 ? _mm256_castsi256_si128(v[i / 4]) : _mm256_extracti128_si256(v[i / 4], 1);
-    out.scale[i] = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_shuffle_epi8(half, dup[i % 2])), offset);
+    out.scale[i] = _mm256_sub_epi16(_mm256_cvtepu8_epi16(row_bytes_twice(half, i % 2)), offset);
   }
   return out;
 }

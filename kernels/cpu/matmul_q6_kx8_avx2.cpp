@@ -23,17 +23,13 @@ struct Q6_KScales {
 };
 
 ALWAYS_INLINE Q6_KScales unpack_scales(const BlockQ6_Kx8& b) {
-  // bytes 8h .. 8h + 7 (one sub-block's 8 rows) each twice; bytes i and 8 + i side by side
-  const __m128i dup[2] = {_mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
-                          _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)};
-  const __m128i zip = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
   Q6_KScales out;
 #pragma GCC unroll 8
   for (int q = 0; q < kSubBlocks / 2; ++q) {
     const __m128i two = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales + 16 * q));
-    out.scale[2 * q] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(two, dup[0]));
-    out.scale[2 * q + 1] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(two, dup[1]));
-    out.pairs[q] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(two, zip));
+    out.scale[2 * q] = _mm256_cvtepi8_epi16(row_bytes_twice(two, 0));
+    out.scale[2 * q + 1] = _mm256_cvtepi8_epi16(row_bytes_twice(two, 1));
+    out.pairs[q] = _mm256_cvtepi8_epi16(row_bytes_zipped(two));
   }
   return out;
 }
