@@ -75,6 +75,15 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
   return err / ref;
 }
 
+// rows x n values of `type` (blocks of struct Block), fill(block, index) setting each block.
+template <class Block, class Fill>
+std::vector<uint8_t> filled_blocks(GgmlType type, int64_t rows, int64_t n, Fill fill) {
+  std::vector<uint8_t> bytes(ggml_row_bytes(type, n) * static_cast<size_t>(rows));
+  auto* blocks = reinterpret_cast<Block*>(bytes.data());
+  for (int64_t b = 0; b < static_cast<int64_t>(bytes.size() / sizeof(Block)); ++b) fill(blocks[b], b);
+  return bytes;
+}
+
 // For weights chosen to make the GEMMs' integer sums largest: ggml holds `rows` rows of n values
 // of `base`, x [batch][n] the activations. The scalar twin over the repacked bytes must equal
 // ref bit for bit, and every SIMD path must match ref (an overflowing sum would be far off).
@@ -175,12 +184,10 @@ TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 matmuls ma
 TEST_CASE("Q8_0x8 keeps the extreme quants exact: -128 weights against +-127 activations", "[kernels][repack]") {
   // Every weight -128 or 127 and every activation +-127: the largest pair sums maddubs sees.
   const int64_t rows = 16, n = 256, batch = 5;
-  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::Q8_0, n) * rows);
-  auto* w = reinterpret_cast<BlockQ8_0*>(ggml.data());
-  for (int64_t b = 0; b < rows * n / kQ8_0BlockValues; ++b) {
-    w[b].d = 0x3c00;  // 1.0
-    for (int i = 0; i < kQ8_0BlockValues; ++i) w[b].qs[i] = static_cast<int8_t>((b + i) % 3 == 0 ? 127 : -128);
-  }
+  const std::vector<uint8_t> ggml = filled_blocks<BlockQ8_0>(GgmlType::Q8_0, rows, n, [](BlockQ8_0& w, int64_t b) {
+    w.d = 0x3c00;  // 1.0
+    for (int i = 0; i < kQ8_0BlockValues; ++i) w.qs[i] = static_cast<int8_t>((b + i) % 3 == 0 ? 127 : -128);
+  });
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = i % 5 == 0 ? -1.0f : 1.0f;
   check_largest_sums(GgmlType::Q8_0, ggml, rows, n, x);
@@ -278,15 +285,13 @@ TEST_CASE("Q5_Kx8 keeps the largest sums exact: quants 31, scales and mins 63, a
   // Every quant 31 (nibble 15, fifth bit set) and every act value +-127 in runs of 16 of one
   // sign: the largest s16 run sums the GEMM forms (8 products of 31 x 127).
   const int64_t rows = 16, n = 512, batch = 5;
-  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::Q5_K, n) * rows);
-  auto* w = reinterpret_cast<BlockQ5_K*>(ggml.data());
-  for (int64_t b = 0; b < rows * n / kQK_K; ++b) {
-    w[b].d = 0x3c00;     // 1.0
-    w[b].dmin = 0x3800;  // 0.5
-    for (uint8_t& v : w[b].scales) v = 0xFF;
-    for (uint8_t& v : w[b].qh) v = 0xFF;
-    for (uint8_t& v : w[b].qs) v = 0xFF;
-  }
+  const std::vector<uint8_t> ggml = filled_blocks<BlockQ5_K>(GgmlType::Q5_K, rows, n, [](BlockQ5_K& w, int64_t) {
+    w.d = 0x3c00;     // 1.0
+    w.dmin = 0x3800;  // 0.5
+    for (uint8_t& v : w.scales) v = 0xFF;
+    for (uint8_t& v : w.qh) v = 0xFF;
+    for (uint8_t& v : w.qs) v = 0xFF;
+  });
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 16 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
   check_largest_sums(GgmlType::Q5_K, ggml, rows, n, x);
@@ -299,30 +304,24 @@ TEST_CASE("Q4_1x8 / Q5_0x8 / Q5_1x8 keep the largest sums exact: quants 15 / 31,
   const int64_t rows = 16, n = 256, batch = 5;
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 16 + i / 64) % 3 == 0 ? -1.0f : 1.0f;
-  std::vector<uint8_t> q4_1(ggml_row_bytes(GgmlType::Q4_1, n) * rows);
-  for (int64_t b = 0; b < rows * n / kQ4_1BlockValues; ++b) {
-    BlockQ4_1& w = reinterpret_cast<BlockQ4_1*>(q4_1.data())[b];
+  const std::vector<uint8_t> q4_1 = filled_blocks<BlockQ4_1>(GgmlType::Q4_1, rows, n, [](BlockQ4_1& w, int64_t) {
     w.d = 0x3c00;  // 1.0
     w.m = 0xb800;  // -0.5
     for (uint8_t& v : w.qs) v = 0xFF;
-  }
+  });
   check_largest_sums(GgmlType::Q4_1, q4_1, rows, n, x);
-  std::vector<uint8_t> q5_0(ggml_row_bytes(GgmlType::Q5_0, n) * rows);
-  for (int64_t b = 0; b < rows * n / kQ5_0BlockValues; ++b) {
-    BlockQ5_0& w = reinterpret_cast<BlockQ5_0*>(q5_0.data())[b];
+  const std::vector<uint8_t> q5_0 = filled_blocks<BlockQ5_0>(GgmlType::Q5_0, rows, n, [](BlockQ5_0& w, int64_t) {
     w.d = 0x3c00;  // 1.0
     for (uint8_t& v : w.qh) v = 0xFF;
     for (uint8_t& v : w.qs) v = 0xFF;
-  }
+  });
   check_largest_sums(GgmlType::Q5_0, q5_0, rows, n, x);
-  std::vector<uint8_t> q5_1(ggml_row_bytes(GgmlType::Q5_1, n) * rows);
-  for (int64_t b = 0; b < rows * n / kQ5_1BlockValues; ++b) {
-    BlockQ5_1& w = reinterpret_cast<BlockQ5_1*>(q5_1.data())[b];
+  const std::vector<uint8_t> q5_1 = filled_blocks<BlockQ5_1>(GgmlType::Q5_1, rows, n, [](BlockQ5_1& w, int64_t) {
     w.d = 0x3c00;  // 1.0
     w.m = 0xb800;  // -0.5
     for (uint8_t& v : w.qh) v = 0xFF;
     for (uint8_t& v : w.qs) v = 0xFF;
-  }
+  });
   check_largest_sums(GgmlType::Q5_1, q5_1, rows, n, x);
 }
 
@@ -332,14 +331,12 @@ TEST_CASE("Q2_Kx8 keeps the largest sums exact: quants 3, scales and mins 15, ac
   // the largest s16 sub-block sums the GEMM forms (16 products of 3 x 127) and the largest act
   // half sums (16 x 127) the mins meet.
   const int64_t rows = 16, n = 512, batch = 5;
-  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::Q2_K, n) * rows);
-  auto* w = reinterpret_cast<BlockQ2_K*>(ggml.data());
-  for (int64_t b = 0; b < rows * n / kQK_K; ++b) {
-    w[b].d = 0x3c00;     // 1.0
-    w[b].dmin = 0x3800;  // 0.5
-    for (uint8_t& v : w[b].scales) v = 0xFF;
-    for (uint8_t& v : w[b].qs) v = 0xFF;
-  }
+  const std::vector<uint8_t> ggml = filled_blocks<BlockQ2_K>(GgmlType::Q2_K, rows, n, [](BlockQ2_K& w, int64_t) {
+    w.d = 0x3c00;     // 1.0
+    w.dmin = 0x3800;  // 0.5
+    for (uint8_t& v : w.scales) v = 0xFF;
+    for (uint8_t& v : w.qs) v = 0xFF;
+  });
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 16 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
   check_largest_sums(GgmlType::Q2_K, ggml, rows, n, x);
@@ -351,15 +348,13 @@ TEST_CASE("Q3_Kx8 keeps the largest sums exact: quants -4 and 3, scales -32 and 
   // value +-127 in runs of 16 of one sign: the largest s16 sub-block sums the GEMM forms (16
   // products of 4 x 127); sub-blocks 0-7 take scale 0 (-32), 8-15 scale 63 (+31).
   const int64_t rows = 16, n = 512, batch = 5;
-  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::Q3_K, n) * rows);
-  auto* w = reinterpret_cast<BlockQ3_K*>(ggml.data());
-  for (int64_t b = 0; b < rows * n / kQK_K; ++b) {
-    w[b].d = 0x3c00;  // 1.0
-    for (int i = 0; i < 8; ++i) w[b].scales[i] = 0xF0;          // low bits 0 (i < 8), 15 (i >= 8)
-    for (int i = 8; i < 12; ++i) w[b].scales[i] = 0xF0;         // high bits 0 (i < 8), 3 (i >= 8)
-    for (int l = 0; l < 32; ++l) w[b].hmask[l] = (l / 8 + b) % 2 ? 0xFF : 0x00;
-    for (int l = 0; l < 64; ++l) w[b].qs[l] = (l % 32 / 8 + b) % 2 ? 0xFF : 0x00;
-  }
+  const std::vector<uint8_t> ggml = filled_blocks<BlockQ3_K>(GgmlType::Q3_K, rows, n, [](BlockQ3_K& w, int64_t b) {
+    w.d = 0x3c00;  // 1.0
+    for (int i = 0; i < 8; ++i) w.scales[i] = 0xF0;          // low bits 0 (i < 8), 15 (i >= 8)
+    for (int i = 8; i < 12; ++i) w.scales[i] = 0xF0;         // high bits 0 (i < 8), 3 (i >= 8)
+    for (int l = 0; l < 32; ++l) w.hmask[l] = (l / 8 + b) % 2 ? 0xFF : 0x00;
+    for (int l = 0; l < 64; ++l) w.qs[l] = (l % 32 / 8 + b) % 2 ? 0xFF : 0x00;
+  });
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 16 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
   check_largest_sums(GgmlType::Q3_K, ggml, rows, n, x);
@@ -370,14 +365,12 @@ TEST_CASE("IQ4_XSx8 keeps the largest sums exact: levels -127, scales 0 and 63, 
   // Every index 0 (level -127) and every act value +-127 in runs of 8 of one sign: the largest
   // maddubs pair sums (2 x 127 x 127) the GEMM forms; sub-block scales -32 and +31 alternate.
   const int64_t rows = 16, n = 512, batch = 5;
-  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::IQ4_XS, n) * rows);
-  auto* w = reinterpret_cast<BlockIQ4_XS*>(ggml.data());
-  for (int64_t b = 0; b < rows * n / kQK_K; ++b) {
-    w[b].d = 0x3c00;           // 1.0
-    w[b].scales_h = 0xCCCC;    // high bits 0 for even s, 3 for odd s
-    for (uint8_t& v : w[b].scales_l) v = 0xF0;  // low bits 0 for even s, 15 for odd s
-    for (uint8_t& v : w[b].qs) v = 0;
-  }
+  const std::vector<uint8_t> ggml = filled_blocks<BlockIQ4_XS>(GgmlType::IQ4_XS, rows, n, [](BlockIQ4_XS& w, int64_t) {
+    w.d = 0x3c00;           // 1.0
+    w.scales_h = 0xCCCC;    // high bits 0 for even s, 3 for odd s
+    for (uint8_t& v : w.scales_l) v = 0xF0;  // low bits 0 for even s, 15 for odd s
+    for (uint8_t& v : w.qs) v = 0;
+  });
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 8 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
   check_largest_sums(GgmlType::IQ4_XS, ggml, rows, n, x);
@@ -388,12 +381,10 @@ TEST_CASE("IQ4_NLx8 keeps the largest sums exact: levels -127 and 113 against ac
   // Every index of a block 0 (level -127) or 15 (level 113), scales +-1, and every act value
   // +-127 in runs of 8 of one sign: the largest maddubs pair sums (2 x 127 x 127) the GEMM forms.
   const int64_t rows = 16, n = 512, batch = 5;
-  std::vector<uint8_t> ggml(ggml_row_bytes(GgmlType::IQ4_NL, n) * rows);
-  auto* w = reinterpret_cast<BlockIQ4_NL*>(ggml.data());
-  for (int64_t b = 0; b < rows * n / kIq4nlBlockValues; ++b) {
-    w[b].d = b % 2 == 0 ? 0x3c00 : 0xbc00;  // +-1.0
-    for (uint8_t& v : w[b].qs) v = b % 3 == 0 ? 0xFF : 0;
-  }
+  const std::vector<uint8_t> ggml = filled_blocks<BlockIQ4_NL>(GgmlType::IQ4_NL, rows, n, [](BlockIQ4_NL& w, int64_t b) {
+    w.d = b % 2 == 0 ? 0x3c00 : 0xbc00;  // +-1.0
+    for (uint8_t& v : w.qs) v = b % 3 == 0 ? 0xFF : 0;
+  });
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 8 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
   check_largest_sums(GgmlType::IQ4_NL, ggml, rows, n, x);
