@@ -417,7 +417,7 @@ void Engine::State::start_kv_quality(std::vector<KvType> types) {
   try {
     quality = std::make_unique<KvQualityMeasurement>(*model, *forward, types);
   } catch (const Error& e) {
-    kv_quality_event(KvQuality{model_hash, kv_quality_text_id(), types.front()}, e.what());
+    kv_quality_event(KvQuality{model_hash, kv_quality_text_id(model->config().head_dim), types.front()}, e.what());
   }
 }
 
@@ -431,7 +431,7 @@ void Engine::State::step_kv_quality() {
   } catch (const std::exception& e) {
     const std::vector<KvType> remaining = quality->remaining();
     quality.reset();
-    if (!remaining.empty()) kv_quality_event(KvQuality{model_hash, kv_quality_text_id(), remaining.front()}, e.what());
+    if (!remaining.empty()) kv_quality_event(KvQuality{model_hash, kv_quality_text_id(model->config().head_dim), remaining.front()}, e.what());
     return;
   }
   for (KvQuality& q : measured) {

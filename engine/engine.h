@@ -21,7 +21,7 @@ namespace kvdesk {
 std::vector<std::string> chat_template_names();
 bool is_chat_template_name(const std::string& name);
 // The built-in text KV quality is measured on, as KvQuality::text_id names it.
-const char* kv_quality_text_id();
+const char* kv_quality_text_id(int32_t head_dim);
 
 // What a front end drives to chat: the in-process Engine below, or a remote OpenAI-compatible
 // server (app/remote/remote_engine.h) whose answers and statistics come back as the same

@@ -105,7 +105,7 @@ struct Attend {
   const PagedSeq& seq;
   const AttentionArgs& args;
   bool int_keys;
-  int32_t value_tile;   // > 0: int8 / int4 values weighted by 8-bit codes over tiles of these rows
+  IntAttentionScheme scheme;   // value_tile > 0: int8 / int4 values weighted by codes over tiles of these rows
   int32_t d = layer.head_dim;
   int32_t recent_first = seq.num_tokens - args.recent_count;
   bool compat = args.numerics == AttentionNumerics::LlamaCpp;
@@ -115,7 +115,7 @@ struct Attend {
   float* row = args.scratch + d;      // [d]
   float* acc = args.scratch + 2 * d;  // [d], then the min terms [value groups]
   int16_t* codes = reinterpret_cast<int16_t*>(args.scratch + 4 * d);  // [d] the quantized q
-  float* tile = args.scratch + 5 * d; // [3][value_tile]: scores, weights, weights * s_g
+  float* tile = args.scratch + 5 * d; // [3][scheme.value_tile]: scores, weights, weights * s_g
   float q_scale = 0;
 
   // Score of cached or recent row j for query head h over kv head g.
@@ -154,8 +154,8 @@ struct Attend {
   // Cached rows [first, first + n) with integer-weighted values (attention_int_values.h).
   void add_value_tile(HeadPass& pass, int32_t h, int32_t g, int32_t first, int32_t n) const {
     float* p = tile;
-    float* w = tile + value_tile;
-    uint8_t* k = reinterpret_cast<uint8_t*>(tile + 2 * value_tile);
+    float* w = tile + scheme.value_tile;
+    uint8_t* k = reinterpret_cast<uint8_t*>(tile + 2 * scheme.value_tile);
     float tile_max = -INFINITY;
     for (int32_t r = 0; r < n; ++r) tile_max = std::max(tile_max, p[r] = score(h, g, first + r));
     if (tile_max > pass.running_max) pass.rescale(std::exp(pass.running_max - tile_max), tile_max);
@@ -171,7 +171,7 @@ struct Attend {
         w[r] = p[r] * scale;
         pass.min_terms[vg] += p[r] * (min + float(center) * scale);
       }
-      const float step = quantize_value_weights(w, n, k);
+      const float step = quantize_value_weights(w, n, scheme.weight_code_max, k);
       for (int32_t i = vg * group; i < d && i < (vg + 1) * group; ++i) {
         int32_t sum = 0;
         for (int32_t r = 0; r < n; ++r) sum += int32_t(k[r]) * (int_value_code(type, rows[r], d, i) - center);
@@ -183,12 +183,12 @@ struct Attend {
   void head(int32_t h) {
     const int32_t g = h / (args.num_heads / layer.num_kv_heads);
     for (int32_t i = 0; i < d; ++i) q[i] = round_q ? round_to_fp16(args.q[h * d + i]) : args.q[h * d + i];
-    q_scale = int_keys ? quantize_query(q, d, codes) : 0.0f;
-    HeadPass pass{acc, d, acc + d, value_tile > 0 ? kv_row_scales(layer.v.type, d) : 0};
+    q_scale = int_keys ? quantize_query(q, d, scheme.query_pair_max, codes) : 0.0f;
+    HeadPass pass{acc, d, acc + d, scheme.value_tile > 0 ? kv_row_scales(layer.v.type, d) : 0};
     std::fill_n(acc, d + pass.value_groups, 0.0f);
     int32_t j = args.first_token;
-    while (value_tile > 0 && j < recent_first) {
-      const int32_t rows = std::min(value_tile, recent_first - j);
+    while (scheme.value_tile > 0 && j < recent_first) {
+      const int32_t rows = std::min(scheme.value_tile, recent_first - j);
       add_value_tile(pass, h, g, j, rows);
       j += rows;
     }
@@ -205,24 +205,30 @@ struct Attend {
   }
 };
 
-void attend(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args, bool int_keys, int32_t value_tile) {
+void attend(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args, bool int_keys,
+            const IntAttentionScheme& scheme) {
   KVDESK_ASSERT(seq.num_tokens > 0 && args.num_heads % layer.num_kv_heads == 0);
   KVDESK_ASSERT(args.first_token >= 0 && args.first_token < seq.num_tokens);
   KVDESK_ASSERT(args.recent_count >= 0 && args.recent_count <= seq.num_tokens - args.first_token);
-  KVDESK_ASSERT(value_tile >= 0 && value_tile <= 2 * kSimdMaxLanes);
-  Attend attend{layer, seq, args, int_keys, value_tile};
+  KVDESK_ASSERT(scheme.value_tile >= 0 && scheme.value_tile <= 2 * kSimdMaxLanes);
+  KVDESK_ASSERT(scheme.query_pair_max == 0 || scheme.query_pair_max > 1);
+  KVDESK_ASSERT(scheme.weight_code_max > 0 && scheme.weight_code_max <= kValueWeightCodeMax);
+  Attend attend{layer, seq, args, int_keys, scheme};
   for (int32_t h = 0; h < args.num_heads; ++h) attend.head(h);
 }
 
 }  // namespace
 
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
-  attend(layer, seq, args, false, 0);
+  attend(layer, seq, args, false, IntAttentionScheme{});
 }
 
-void paged_attention_twin(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args, int32_t value_tile) {
+void paged_attention_twin(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args,
+                          const IntAttentionScheme& scheme) {
   const bool int_values = layer.v.type == KvType::INT8 || layer.v.type == KvType::INT4;
-  attend(layer, seq, args, int_key_scores(layer.k.type, layer.head_dim), int_values ? value_tile : 0);
+  IntAttentionScheme twin = scheme;
+  if (!int_values) twin.value_tile = 0;
+  attend(layer, seq, args, int_key_scores(layer.k.type, layer.head_dim), twin);
 }
 
 }  // namespace ref
@@ -232,14 +238,26 @@ namespace {
 
 enum class Route { Reference, Avx512, Avx2 };
 
+Route route(int32_t head_dim, bool scalar_only) {
+  const CpuIsa isa = cpu_isa_active();
+  if (!scalar_only && isa == CpuIsa::Avx512 && head_dim % 16 == 0) return Route::Avx512;
+  if (!scalar_only && isa != CpuIsa::Scalar && head_dim % 8 == 0) return Route::Avx2;
+  return Route::Reference;
+}
+
 Route route(const PagedKvLayer& layer, const AttentionArgs& args) {
   const bool f16_rounding = args.numerics == AttentionNumerics::LlamaCpp &&
                             (layer.k.type == KvType::F16 || layer.v.type == KvType::F16);
-  const bool scalar_only = f16_rounding || args.softcap > 0;
-  const CpuIsa isa = cpu_isa_active();
-  if (!scalar_only && isa == CpuIsa::Avx512 && layer.head_dim % 16 == 0) return Route::Avx512;
-  if (!scalar_only && isa != CpuIsa::Scalar && layer.head_dim % 8 == 0) return Route::Avx2;
-  return Route::Reference;
+  return route(layer.head_dim, f16_rounding || args.softcap > 0);
+}
+
+IntAttentionScheme scheme_of(Route route, KvType k_type, KvType v_type) {
+  switch (route) {
+    case Route::Avx512: return simd_int_scheme(k_type, v_type, CpuIsa::Avx512);
+    case Route::Avx2: return simd_int_scheme(k_type, v_type, CpuIsa::Avx2);
+    case Route::Reference: return IntAttentionScheme{};
+  }
+  return IntAttentionScheme{};
 }
 
 }  // namespace
@@ -252,13 +270,12 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const Atten
   }
 }
 
-int32_t int_value_tile(const PagedKvLayer& layer, const AttentionArgs& args) {
-  switch (route(layer, args)) {
-    case Route::Avx512: return simd_int_value_tile(layer.v.type, CpuIsa::Avx512);
-    case Route::Avx2: return simd_int_value_tile(layer.v.type, CpuIsa::Avx2);
-    case Route::Reference: return 0;
-  }
-  return 0;
+IntAttentionScheme int_attention_scheme(const PagedKvLayer& layer, const AttentionArgs& args) {
+  return scheme_of(route(layer, args), layer.k.type, layer.v.type);
+}
+
+IntAttentionScheme int_attention_scheme(KvType k_type, KvType v_type, int32_t head_dim) {
+  return scheme_of(route(head_dim, false), k_type, v_type);
 }
 
 }  // namespace cpu

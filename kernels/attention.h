@@ -14,6 +14,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/attention_int_keys.h"
+#include "kernels/attention_int_values.h"
 #include "kernels/paged_kv.h"
 
 namespace kvdesk {
@@ -54,30 +56,42 @@ void paged_kv_write(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos,
 void paged_kv_read_k(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos, int32_t kv_head, float* out);
 void paged_kv_read_v(const PagedKvLayer& layer, const PagedSeq& seq, int32_t pos, int32_t kv_head, float* out);
 
+// How a kernel rounds over int8 / int4 KV: the quantized query's limit on pairs of codes
+// (attention_int_keys.h; 0: none), and the rows per tile whose values it weighs by codes of at
+// most weight_code_max (attention_int_values.h; value_tile 0: weighed in f32).
+struct IntAttentionScheme {
+  int32_t query_pair_max = 0;
+  int32_t value_tile = 0;
+  int32_t weight_code_max = kValueWeightCodeMax;
+};
+
 namespace ref {
 // The truth: one key at a time, each row dequantized to f32, std::exp.
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
 // The scalar twin of cpu::'s SIMD kernels: as paged_attention, except that scores over int8 /
 // int4 keys (head_dim a multiple of 8) come from the query quantized and integer dot products
-// with the key codes (kernels/attention_int_keys.h), and, when value_tile > 0, int8 / int4
-// values are weighted by 8-bit codes per tile of value_tile cached rows from first_token
-// (kernels/attention_int_values.h), as cpu::int_value_tile says the SIMD kernel does.
-void paged_attention_twin(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args, int32_t value_tile);
+// with the key codes (kernels/attention_int_keys.h), and, when scheme.value_tile > 0, int8 /
+// int4 values are weighted by codes per tile of value_tile cached rows from first_token
+// (kernels/attention_int_values.h), as cpu::int_attention_scheme says the SIMD kernel does.
+void paged_attention_twin(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args,
+                          const IntAttentionScheme& scheme);
 }
 
 namespace cpu {
 // SIMD (AVX-512 or AVX2, chosen at run time), same result as ref::paged_attention_twin (with
-// int_value_tile's tile) up to f32 rounding (which may round a weight code the other way where
+// int_attention_scheme's scheme) up to f32 rounding (which may round a weight code the other way where
 // values are weighed by codes): so the same as ref::paged_attention up to f32
 // rounding for float and fp8 K/V, and up to the query's rounding for int8 / int4 keys and the
-// weights' 8-bit rounding for int8 / int4 values. Per kv head it runs that head's whole group
+// weights' rounding for int8 / int4 values. Per kv head it runs that head's whole group
 // of query heads, so each K/V row is loaded once for the group. Falls back to
 // ref::paged_attention for LlamaCpp numerics over f16 K/V, for soft-capped scores and for head
 // dims that are not a multiple of 8.
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);
-// Rows per tile over which paged_attention on this CPU weighs this layer's int8 / int4 values
-// by 8-bit codes; 0 where it weighs them in f32.
-int32_t int_value_tile(const PagedKvLayer& layer, const AttentionArgs& args);
+// How paged_attention on this CPU rounds over this layer's int8 / int4 KV (value_tile 0 where
+// it weighs the values in f32, or runs ref::paged_attention).
+IntAttentionScheme int_attention_scheme(const PagedKvLayer& layer, const AttentionArgs& args);
+// The same for K / V types and a head dim, with exact numerics and no soft cap.
+IntAttentionScheme int_attention_scheme(KvType k_type, KvType v_type, int32_t head_dim);
 }
 
 }  // namespace kvdesk

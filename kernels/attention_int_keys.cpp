@@ -4,18 +4,26 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
 
 #include "kernels/fp16.h"
 #include "kernels/kv_quant.h"
 
 namespace kvdesk {
 
-float quantize_query(const float* q, int32_t head_dim, int16_t* c) {
-  // A comparison, not std::fmax (a libm call per value); a NaN q[i] is skipped either way.
-  float amax = 0;
+float quantize_query(const float* q, int32_t head_dim, int32_t pair_max, int16_t* c) {
+  // Comparisons, not std::fmax (a libm call per value); a NaN q[i] is skipped either way.
+  float amax = 0, pair_amax = 0;
   for (int32_t i = 0; i < head_dim; ++i) amax = std::fabs(q[i]) > amax ? std::fabs(q[i]) : amax;
-  const float scale = amax / float(kQueryCodeMax);
-  const float inverse = amax > 0 ? float(kQueryCodeMax) / amax : 0.0f;
+  for (int32_t i = 0; pair_max > 0 && i + 1 < head_dim; i += 2) {
+    const float pair = std::fabs(q[i]) + std::fabs(q[i + 1]);
+    pair_amax = pair > pair_amax ? pair : pair_amax;
+  }
+  // A pair's codes round up by less than 1 in sum, so pairs at most pair_max - 1 before rounding.
+  const float top = std::max(amax, pair_max > 0 ? pair_amax * float(kQueryCodeMax) / float(pair_max - 1) : 0.0f);
+  const float scale = top / float(kQueryCodeMax);
+  const float inverse = top > 0 ? float(kQueryCodeMax) / top : 0.0f;
   // Nearest, halves away from zero, by a truncating conversion (no libm call per value);
   // |q * inverse| <= kQueryCodeMax, up to the rounding of inverse.
   for (int32_t i = 0; i < head_dim; ++i) {

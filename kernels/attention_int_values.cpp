@@ -5,12 +5,12 @@
 
 namespace kvdesk {
 
-float quantize_value_weights(const float* w, int32_t n, uint8_t* k) {
+float quantize_value_weights(const float* w, int32_t n, int32_t code_max, uint8_t* k) {
   float wmax = 0;
   for (int32_t r = 0; r < n; ++r) wmax = w[r] > wmax ? w[r] : wmax;
-  const float inverse = wmax > 0 ? float(kValueWeightCodeMax) / wmax : 0.0f;
+  const float inverse = wmax > 0 ? float(code_max) / wmax : 0.0f;
   for (int32_t r = 0; r < n; ++r) k[r] = uint8_t(std::nearbyint(w[r] * inverse));
-  return wmax / float(kValueWeightCodeMax);
+  return wmax / float(code_max);
 }
 
 }  // namespace kvdesk

@@ -69,7 +69,7 @@ nlohmann::json quality_json(const QualityReport& q) {
   if (q.types.empty()) return {{"measured", false}, {"why", q.skipped}};
   return {{"measured", true},
           {"reference", "f32"},
-          {"text", kv_quality_text_id()},
+          {"text", q.types.front().text_id},
           {"tokens", q.types.front().tokens},
           {"seconds", q.seconds}};
 }

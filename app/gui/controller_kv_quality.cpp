@@ -11,9 +11,10 @@ namespace kvdesk::gui {
 
 void Controller::start_kv_quality() {
   forget_kv_quality();
-  kv_quality_model_ = engine_.local().stats().model.identity;
+  const ModelSummary model = engine_.local().stats().model;
+  kv_quality_model_ = model.identity;
   if (kv_quality_model_.empty()) return;
-  for (const store::KvQualityRecord& r : store().kv_quality(kv_quality_model_, kv_quality_text_id())) {
+  for (const store::KvQualityRecord& r : store().kv_quality(kv_quality_model_, kv_quality_text_id(model.head_dim))) {
     kv_quality_[r.kv_type] = {ui::KvQualityState::Measured, r.kl, r.top1, ""};
   }
   std::vector<KvType> missing;

@@ -7,7 +7,7 @@
 #include "engine/model/key_smoothing.h"
 #include "engine/model/model.h"
 #include "engine/quality/kv_comparison.h"
-#include "kernels/attention_int_keys.h"
+#include "kernels/attention.h"
 
 namespace kvdesk {
 namespace {
@@ -39,13 +39,17 @@ KvComparisonOptions quality_options(const Model& model, const std::vector<KvType
 
 }  // namespace
 
-const char* kv_quality_text_id() {
-  static_assert(kKvQualityTokens == 128 && kKvRecentRows == 16 && kQueryCodeMax == 127, "name the text and scheme measured");
-  return "lighthouse-128-recent-16-q8";
+const char* kv_quality_text_id(int32_t head_dim) {
+  static_assert(kKvQualityTokens == 128 && kKvRecentRows == 16, "name the text measured");
+  static_assert(kQueryCodeMax == 127 && kQueryPairMaxBytePairs == 128 && kValueWeightCodeMax == 255 &&
+                    kValueWeightCodeMaxBytePairs == 127,
+                "name the integer attention's rounding");
+  const IntAttentionScheme int8 = cpu::int_attention_scheme(KvType::INT8, KvType::INT8, head_dim);
+  return int8.query_pair_max == 0 ? "lighthouse-128-recent-16-q8" : "lighthouse-128-recent-16-p8w7";
 }
 
 KvQualityMeasurement::KvQualityMeasurement(Model& model, ForwardBackend& forward, std::vector<KvType> types)
-    : types_(std::move(types)) {
+    : types_(std::move(types)), head_dim_(model.config().head_dim) {
   const KvComparisonOptions options = quality_options(model, types_);
   comparison_ = std::make_unique<KvComparison>(model, forward, quality_text(model, options.ctx, options.bos >= 0), options);
 }
@@ -57,7 +61,7 @@ bool KvQualityMeasurement::step(std::vector<KvQuality>& measured) {
   for (; reported_ < comparison_->finished(); ++reported_) {
     const PerplexityResult r = comparison_->result(reported_);
     KvQuality q;
-    q.text_id = kv_quality_text_id();
+    q.text_id = kv_quality_text_id(head_dim_);
     q.type = types_[reported_];
     q.kl = r.kl_mean;
     q.top1 = r.top1_agree;

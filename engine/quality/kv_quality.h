@@ -23,10 +23,12 @@ inline constexpr int32_t kKvQualityChunk = 32;
 
 // The measurement's name in stored results ("lighthouse-128-recent-16-q8"); it changes with the
 // text, its length, the newest rows kept in f32 (KvLayout::recent_rows) or the integer
-// attention's own rounding (q8: int8 / int4 keys against an 8-bit query and their values
-// weighed by 8-bit codes, kernels/attention_int_keys.h and attention_int_values.h), so results
-// measured another way are not shown as this one's.
-const char* kv_quality_text_id();
+// attention's own rounding on this CPU (kernels/attention_int_keys.h, attention_int_values.h):
+// q8, int8 / int4 keys against an 8-bit query and values weighed by 8-bit codes (AVX-512 VNNI);
+// p8w7, int8 keys against a query whose pairs of codes are limited and int8 values weighed by
+// 7-bit codes (AVX2), for a head
+// dim of head_dim (the model's). So results measured another way are not shown as this one's.
+const char* kv_quality_text_id(int32_t head_dim);
 
 class KvQualityMeasurement {
  public:
@@ -45,6 +47,7 @@ class KvQualityMeasurement {
 
  private:
   std::vector<KvType> types_;
+  int32_t head_dim_;
   std::unique_ptr<KvComparison> comparison_;
   size_t reported_ = 0;   // types handed out by step()
 };

@@ -22,6 +22,8 @@ struct Avx2 {
   static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
   static Vec max(Vec a, Vec b) { return _mm256_max_ps(a, b); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
+  static Vec div_or_zero(Vec a, Vec x) { return _mm256_and_ps(_mm256_cmp_ps(x, zero(), _CMP_GT_OQ), div(a, x)); }
   static Vec round(Vec x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   // y * 2^n for integral n in [-126, 127]: n goes straight into the exponent field.
   static Vec ldexp(Vec y, Vec n) {
@@ -67,14 +69,12 @@ struct Avx2 {
     const __m128i h = _mm_slli_epi16(_mm_cvtepi8_epi16(load8(p)), 7);
     return _mm256_cvtph_ps(_mm_and_si128(h, _mm_set1_epi16(short(0xBF80))));
   }
-  // Integer key scores (attention_int_phases.h): 8 lanes of 4 u8 codes each, one per row.
-  // int8 codes are widened to two words of 2 u16 (codes 0 and 2, codes 1 and 3 of the chunk)
-  // for vpmaddwd against int16 query codes; int4 codes stay bytes for vpmaddubsw against s8
-  // query codes (in `even`).
+  // Integer key scores (attention_int_phases.h): 8 lanes of 4 u8 codes each, one per row,
+  // multiplied by 4 s8 query codes by vpmaddubsw (over int8 keys the query's pairs of codes
+  // are limited to 128 in sum, attention_isa.h simd_int_scheme).
   using IVec = __m256i;
-  struct KeyChunk {
-    __m256i even, odd;
-  };
+  using KeyChunk = __m256i;
+  static constexpr CpuIsa kIsa = CpuIsa::Avx2;
   static constexpr int kIntHeadTile = 4;   // 2 accumulators a head: 8 of the 16 registers
   static IVec izero() { return _mm256_setzero_si256(); }
   static IVec iload(const uint32_t* p) { return load_256(p); }
@@ -95,11 +95,8 @@ struct Avx2 {
     s = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
     m = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
   }
-  template <KvType Type>
-  static KeyChunk key_chunk(__m256i t) {
-    if constexpr (Type == KvType::INT4) return {t, t};
-    return {_mm256_and_si256(t, _mm256_set1_epi32(0x00FF00FF)), _mm256_srli_epi16(t, 8)};
-  }
+  template <KvType>
+  static KeyChunk key_chunk(__m256i t) { return t; }
   // out[k][r] = 32-bit word k of rows[r] + offset, k in 0..3: 128-bit lane i of z[a] is row
   // a + 4i, and a 4 x 4 transpose of words inside the lanes puts row a + 4i at lane 4i + a.
   static void transpose_words4(const uint8_t* const* rows, size_t offset, uint32_t* out) {
@@ -114,32 +111,25 @@ struct Avx2 {
     istore(out + 16, _mm256_unpacklo_epi64(t1, t3));
     istore(out + 24, _mm256_unpackhi_epi64(t1, t3));
   }
-  // A chunk's query codes: int8 keys, two words of 2 int16, (c0, c2) then (c1, c3); int4
-  // keys, one word of 4 s8.
-  template <KvType Type>
+  // A chunk's query codes as one word of 4 s8.
+  template <KvType>
   static void pack_query_chunk(const int16_t* c, uint32_t* out) {
-    if constexpr (Type == KvType::INT4) {
-      const int8_t bytes[4] = {int8_t(c[0]), int8_t(c[1]), int8_t(c[2]), int8_t(c[3])};
-      std::memcpy(out, bytes, 4);
-      out[1] = 0;
-    } else {
-      const int16_t even[2] = {c[0], c[2]}, odd[2] = {c[1], c[3]};
-      std::memcpy(out, even, 4);
-      std::memcpy(out + 1, odd, 4);
-    }
+    const int8_t bytes[4] = {int8_t(c[0]), int8_t(c[1]), int8_t(c[2]), int8_t(c[3])};
+    std::memcpy(out, bytes, 4);
+    out[1] = 0;
   }
-  // int8: a0 += (codes 0, 2) . (c0, c2), a1 += (codes 1, 3) . (c1, c3) per lane (vpmaddwd).
-  // int4: a0 += the chunk's two pair sums in int16 (vpmaddubsw), widened into a1 per span.
+  // The chunk's two int16 pair sums (vpmaddubsw): int8 keys widen them into a0 at once (each
+  // may reach 255 * 128 = 32640); int4 keys add them in a0 (at most 2 * 15 * 127 = 3810
+  // each) and widen into a1 once per span of 8 chunks (30480).
   template <KvType Type>
-  static void dot_chunk(IVec& a0, IVec& a1, const KeyChunk& t, const uint32_t* q) {
+  static void dot_chunk(IVec& a0, IVec& a1, KeyChunk t, const uint32_t* q) {
+    const __m256i pairs = _mm256_maddubs_epi16(t, _mm256_set1_epi32(int32_t(q[0])));
     if constexpr (Type == KvType::INT4) {
-      a0 = _mm256_add_epi16(a0, _mm256_maddubs_epi16(t.even, _mm256_set1_epi32(int32_t(q[0]))));
+      a0 = _mm256_add_epi16(a0, pairs);
     } else {
-      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(t.even, _mm256_set1_epi32(int32_t(q[0]))));
-      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(t.odd, _mm256_set1_epi32(int32_t(q[1]))));
+      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
     }
   }
-  // int4 pair sums reach 8 x 3810 = 30480 after 8 chunks, still inside int16.
   template <KvType Type>
   static constexpr int32_t span_chunks() { return Type == KvType::INT4 ? 8 : 1 << 20; }
   template <KvType Type>
@@ -150,17 +140,13 @@ struct Avx2 {
     }
   }
   template <KvType Type>
-  static IVec combine(IVec a0, IVec a1) {
-    if constexpr (Type == KvType::INT4) return a1;
-    return _mm256_add_epi32(a0, a1);
-  }
+  static IVec combine(IVec a0, IVec a1) { return Type == KvType::INT4 ? a1 : a0; }
   static Vec to_float(IVec v) { return _mm256_cvtepi32_ps(v); }
 
   // Values weighted by codes (attention_weighted_codes.h). vpmaddubsw multiplies u8 weights by
-  // s8 codes into int16 pairs that a pair of tiles (4 quads) adds up before widening, so every
-  // code must stay within [-8, 15]: int4's centred codes (the low nibbles, even dims, and the
-  // high ones, odd dims); int8's centred code c - 128 split as 16 * (c / 16 - 8) + c % 16, its
-  // high and low nibbles side by side, summed as 16 * high + low once widened.
+  // s8 centred codes into int16 pairs: int4's (the low nibbles, even dims, and the high ones,
+  // odd dims; |c| <= 8) leave room for a pair of tiles (4 quads) to add up before widening;
+  // int8's (|c| <= 128, with 7-bit weights) are widened quad by quad.
   //
   // 4 rows' vectors -> 4, `stride` bytes apart: vector k, 32-bit lane 4L + i holds the rows'
   // codes at position 16L + 4k + i (bytes, then words, interleaved within 128-bit lanes).
@@ -182,12 +168,12 @@ struct Avx2 {
   }
   static __m256i low_nibble(__m256i raw) { return _mm256_and_si256(raw, _mm256_set1_epi8(15)); }
   static __m256i high_nibble(__m256i raw) { return _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(15)); }
-  // Unit u of 4 rows. int4: 8 vectors, the low nibbles' 4 then the high ones'. int8: for each
-  // 32-dim half b and vector k, the high nibbles' vector (4b + k) * 2, then the low ones'.
+  // Unit u of 4 rows. int4: 8 vectors, the low nibbles' 4 then the high ones'. int8: 4 vectors
+  // for each 32-dim half.
   template <KvType Type>
   static void interleave_values(const uint8_t* const* rows, int32_t u, int32_t d, uint8_t* out) {
-    const __m256i eight = _mm256_set1_epi8(8);
     if constexpr (Type == KvType::INT4) {
+      const __m256i eight = _mm256_set1_epi8(8);
       __m256i lo[4], hi[4];
       for (int a = 0; a < 4; ++a) {
         const __m256i raw = row_bytes(rows[a], 32 * u, d / 2);
@@ -197,20 +183,14 @@ struct Avx2 {
       interleave4(lo, out, 32);
       interleave4(hi, out + 128, 32);
     } else {
+      const __m256i center = _mm256_set1_epi8(char(0x80));
       for (int half = 0; half < 2; ++half) {
-        __m256i hi[4], lo[4];
-        for (int a = 0; a < 4; ++a) {
-          const __m256i raw = row_bytes(rows[a], 64 * u + 32 * half, d);
-          hi[a] = _mm256_sub_epi8(high_nibble(raw), eight);
-          lo[a] = low_nibble(raw);
-        }
-        interleave4(hi, out + 256 * half, 64);
-        interleave4(lo, out + 256 * half + 32, 64);
+        __m256i centred[4];
+        for (int a = 0; a < 4; ++a) centred[a] = _mm256_xor_si256(row_bytes(rows[a], 64 * u + 32 * half, d), center);
+        interleave4(centred, out + 128 * half, 32);
       }
     }
   }
-  template <KvType Type>
-  static constexpr int quad_bytes() { return Type == KvType::INT8 ? 512 : 256; }
   // The dim (within its unit) of float f of a unit's accumulator, vector f / 8, lane f % 8:
   // int4, vector v of the low nibbles (v < 4) or the high ones; int8, vector v of half v / 4.
   template <KvType Type>
@@ -222,11 +202,12 @@ struct Avx2 {
   // one group, an int8 unit's halves one each).
   static constexpr int kGroupSlots = 8;
   static constexpr int32_t group_slot(int32_t i) { return 8 * i; }
-  // 8 weights scaled to [0, 255] -> their nearest codes as 8 bytes.
-  static void store_weight_codes(Vec w, uint8_t* out) {
-    const __m256i c = _mm256_cvtps_epi32(w);
-    const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(words, words));
+  // 2 x 8 weights scaled to [0, 255] -> their nearest codes as 16 bytes: packed to words and
+  // bytes within 128-bit lanes, then the four 4-byte runs put in order.
+  static void store_weight_codes(Vec w0, Vec w1, uint8_t* out) {
+    const __m256i words = _mm256_packs_epi32(_mm256_cvtps_epi32(w0), _mm256_cvtps_epi32(w1));
+    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(words, words), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(bytes));
   }
   // The 4 quads' weight codes of group g (rows 0..15 of codes [groups][32]), each quad's 4 in
   // every 32-bit lane.
@@ -235,33 +216,33 @@ struct Avx2 {
     w[0] = _mm256_shuffle_epi32(lanes, 0x00), w[1] = _mm256_shuffle_epi32(lanes, 0x55);
     w[2] = _mm256_shuffle_epi32(lanes, 0xAA), w[3] = _mm256_shuffle_epi32(lanes, 0xFF);
   }
-  // sum over the 4 quads of w[q] . codes at `at` of quad q (quad_bytes apart): int16 pairs.
-  static __m256i quad_sum(const __m256i* w, const uint8_t* codes, int32_t at, int32_t quad) {
+  // sum over the 4 quads of w[q] . codes at `at` of quad q (kValueQuadBytes apart), 4 rows a dim:
+  // int4 in int16 pairs (8 products of at most 255 x 8), widened; int8 widened quad by quad.
+  template <KvType Type>
+  static __m256i quad_sum(const __m256i* w, const uint8_t* codes, int32_t at) {
+    const __m256i ones = _mm256_set1_epi16(1);
     __m256i sum = _mm256_maddubs_epi16(w[0], load_256(codes + at));
-    for (int q = 1; q < 4; ++q) sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(w[q], load_256(codes + q * quad + at)));
+    if constexpr (Type == KvType::INT4) {
+      for (int q = 1; q < 4; ++q) sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(w[q], load_256(codes + q * kValueQuadBytes + at)));
+      return _mm256_madd_epi16(sum, ones);
+    }
+    sum = _mm256_madd_epi16(sum, ones);
+    for (int q = 1; q < 4; ++q) {
+      sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(w[q], load_256(codes + q * kValueQuadBytes + at)), ones));
+    }
     return sum;
   }
   // acc[f] += step * sum over the pair's 4 quads (16 rows) of the weight codes . the centred
   // codes, vector v's weights and step those of group slot_group[v] in codes [groups][32] and
-  // steps. The int16 sums hold 8 products of at most 255 x 8 (int4, int8's high nibbles) or
-  // 255 x 15 (int8's low nibbles).
+  // steps.
   template <KvType Type>
   static void accumulate_unit(const uint8_t* codes, const uint8_t* weight_codes, const float* steps,
                               const int32_t* slot_group, float* acc) {
-    constexpr int32_t quad = quad_bytes<Type>();
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256i w[2][4];
     quad_weights(weight_codes, slot_group[0], w[0]);
     quad_weights(weight_codes, slot_group[4], w[1]);
     for (int v = 0; v < 8; ++v) {
-      const __m256i* wv = w[v / 4];
-      __m256i sum;
-      if constexpr (Type == KvType::INT4) {
-        sum = _mm256_madd_epi16(quad_sum(wv, codes, v * 32, quad), ones);
-      } else {
-        sum = _mm256_add_epi32(_mm256_madd_epi16(quad_sum(wv, codes, 2 * v * 32, quad), _mm256_set1_epi16(16)),
-                               _mm256_madd_epi16(quad_sum(wv, codes, (2 * v + 1) * 32, quad), ones));
-      }
+      const __m256i sum = quad_sum<Type>(w[v / 4], codes, v * 32);
       store(acc + 8 * v, fma(set1(steps[slot_group[v]]), _mm256_cvtepi32_ps(sum), load(acc + 8 * v)));
     }
   }

@@ -21,6 +21,8 @@ struct Avx512 {
   static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
   static Vec max(Vec a, Vec b) { return _mm512_max_ps(a, b); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
+  static Vec div_or_zero(Vec a, Vec x) { return _mm512_maskz_div_ps(_mm512_cmp_ps_mask(x, zero(), _CMP_GT_OQ), a, x); }
   static Vec round(Vec x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static Vec ldexp(Vec y, Vec n) { return _mm512_scalef_ps(y, n); }
   static Vec zero_below(Vec x, float limit, Vec y) {
@@ -71,6 +73,7 @@ struct Avx512 {
   // Integer key scores (attention_int_phases.h): 16 lanes of 4 u8 codes each, one per row.
   using IVec = __m512i;
   using KeyChunk = __m512i;
+  static constexpr CpuIsa kIsa = CpuIsa::Avx512;
   static constexpr int kIntHeadTile = 8;
   static IVec izero() { return _mm512_setzero_si512(); }
   static IVec iload(const uint32_t* p) { return _mm512_loadu_si512(p); }
@@ -168,12 +171,13 @@ struct Avx512 {
     const int32_t position = 16 * (f % 16 / 4) + 4 * (f / 16) + f % 4;
     return Type == KvType::INT8 ? position : 2 * (position % 32) + position / 32;
   }
-  // W weights scaled to [0, 255] -> their nearest codes as W bytes (low bytes of the words).
-  static void store_weight_codes(Vec w, uint8_t* out) { _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(w))); }
-  // A unit's codes per quad of rows; group slots: the first float of each 128-bit lane of
+  // 2 x W weights scaled to [0, 255] -> their nearest codes as 2W bytes (low bytes of the words).
+  static void store_weight_codes(Vec w0, Vec w1, uint8_t* out) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(w0)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(w1)));
+  }
+  // Group slots: the first float of each 128-bit lane of
   // vector 0 (every vector's lane L holds dims of the same group).
-  template <KvType>
-  static constexpr int quad_bytes() { return 256; }
   static constexpr int kGroupSlots = 4;
   static constexpr int32_t group_slot(int32_t i) { return 4 * i; }
   // Weight codes of 4 quads (16 bytes of each lane's group, from byte `at` of its 32) with lane
@@ -208,7 +212,7 @@ struct Avx512 {
     }
     for (int k = 0; k < 4; ++k) {
       __m512i sum = izero();
-      for (int q = 0; q < 8; ++q) sum = _mm512_dpbusd_epi32(sum, w[q], _mm512_loadu_si512(codes + (4 * q + k) * 64));
+      for (int q = 0; q < 8; ++q) sum = _mm512_dpbusd_epi32(sum, w[q], _mm512_loadu_si512(codes + q * kValueQuadBytes + k * 64));
       store(acc + 16 * k, fma(step, _mm512_cvtepi32_ps(sum), load(acc + 16 * k)));
     }
   }

@@ -13,8 +13,8 @@
 //      and added across lanes once at the end)
 //   3. values  acc[h] += sum_r p[h][r] * row_scale_v[r] * V[r]   each V vector dequantized once
 //      per tile of up to 8 heads whose accumulators stay in registers. int8 / int4 values are
-//      weighed once per pair of tiles, their codes by 8-bit codes of p times their group scale
-//      and their min into one sum per group (attention_weighted_codes.h).
+//      weighed once per pair of tiles, their codes by 8- or 7-bit codes of p times their group
+//      scale and their min into one sum per group (attention_weighted_codes.h).
 // A tile's rows may span blocks: row pointers come from the block table, row by row, and the
 // next tile's rows are prefetched while this one computes. The newest rows, when the caller
 // passes them in f32 (AttentionArgs::recent_k), come last, in tiles of their own read as f32
@@ -337,7 +337,8 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
   float* value_min_terms = q_sums + num_heads * groups;
   float* weight_codes = value_min_terms + num_heads * groups * W;
   float* weight_steps = weight_codes + num_heads * groups * 8;
-  float* value_acc = weight_steps + num_heads * groups;
+  float* weight_inverses = weight_steps + num_heads * groups;
+  float* value_acc = weight_inverses + num_heads * groups;
   const int32_t k_groups = kv_row_scales(layer.k.type, d);
   const int32_t v_groups = int_values(layer.v.type) ? kv_row_scales(layer.v.type, d) : 0;
   return IntParts{reinterpret_cast<int16_t*>(query_codes),
@@ -352,6 +353,7 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
                   reinterpret_cast<uint8_t*>(value_codes),
                   reinterpret_cast<uint8_t*>(weight_codes) + h0 * v_groups * 32,
                   weight_steps + h0 * v_groups,
+                  weight_inverses + h0 * v_groups,
                   value_acc + h0 * units * 64};
 }
 

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "kernels/attention_int_keys.h"
+#include "kernels/cpu/attention_isa.h"
 #include "kernels/cpu/attention_tile.h"
 #include "kernels/kv_quant.h"
 
@@ -49,7 +50,7 @@ void prepare_int_query(const GroupJob& job) {
   float* q_scales = job.ints.q_scales;
   float* q_sums = job.ints.q_sums;
   for (int32_t h = 0; h < job.heads; ++h) {
-    q_scales[h] = quantize_query(job.q + h * d, d, codes) * job.scale;
+    q_scales[h] = quantize_query(job.q + h * d, d, simd_query_pair_max(Type, Isa::kIsa), codes) * job.scale;
     for (int32_t k = 0; k < d / 4; ++k) {
       int16_t chunk[4];
       for (int32_t j = 0; j < 4; ++j) chunk[j] = codes[int_key_chunk_dim(Type, k, j)];

@@ -15,17 +15,31 @@ constexpr int kSimdMaxHeadTile = 8;    // query heads whose accumulators share t
 // Most scale groups of an int8 / int4 row (int8's groups are the smaller).
 constexpr int64_t simd_int_groups(int32_t head_dim) { return kv_row_scales(KvType::INT8, head_dim); }
 
-// Rows over which an ISA's kernel weighs int8 / int4 values by 8-bit codes at once, a pair of
-// its tiles (attention_int_values.h), 0 for other value types: AVX-512 VNNI multiplies 4 rows of
-// bytes per vpdpbusd; AVX2's vpmaddubsw 2 into int16 pairs that a pair of tiles adds before
-// widening (int8 codes as two nibbles, attention_avx2.cpp).
-constexpr int32_t simd_int_value_tile(KvType v_type, CpuIsa isa) {
-  if (v_type != KvType::INT8 && v_type != KvType::INT4) return 0;
-  return isa == CpuIsa::Avx512 ? 32 : 16;
+// How an ISA's kernel rounds over int8 / int4 KV. Values are weighed by codes over a pair of its
+// tiles (attention_int_values.h): AVX-512 VNNI multiplies 4 rows of bytes per vpdpbusd, 8-bit
+// query and weight codes into int32; AVX2's vpmaddubsw multiplies 2 into int16 pairs, which
+// int4 codes (|c| <= 15) leave room for at 8 bits, a pair of tiles adding up before widening,
+// and int8 codes (|c| <= 255 as keys, 128 centred as values) only with the query's pairs of
+// codes limited to 128 in sum (attention_int_keys.h) and 7-bit weights.
+constexpr bool simd_byte_pairs(CpuIsa isa) { return isa != CpuIsa::Avx512; }
+constexpr int32_t simd_query_pair_max(KvType k_type, CpuIsa isa) {
+  return simd_byte_pairs(isa) && k_type == KvType::INT8 ? kQueryPairMaxBytePairs : 0;
+}
+constexpr int32_t simd_weight_code_max(KvType v_type, CpuIsa isa) {
+  return simd_byte_pairs(isa) && v_type == KvType::INT8 ? kValueWeightCodeMaxBytePairs : kValueWeightCodeMax;
+}
+constexpr IntAttentionScheme simd_int_scheme(KvType k_type, KvType v_type, CpuIsa isa) {
+  IntAttentionScheme scheme;
+  scheme.query_pair_max = simd_query_pair_max(k_type, isa);
+  scheme.value_tile = v_type == KvType::INT8 || v_type == KvType::INT4 ? (simd_byte_pairs(isa) ? 16 : 32) : 0;
+  scheme.weight_code_max = simd_weight_code_max(v_type, isa);
+  return scheme;
 }
 
-// Units of 64 dims, each weighted value code vectors cover (attention_weighted_codes.h).
+// Units of 64 dims, each weighted value code vectors cover (attention_weighted_codes.h), and
+// the bytes of one quad of 4 rows' codes of a unit.
 constexpr int64_t simd_value_units(int32_t head_dim) { return (head_dim + 63) / 64; }
+constexpr int kValueQuadBytes = 4 * 64;
 
 // Floats of the shared int8 / int4 parts (attention_tile.h IntParts): the tile's key chunks
 // [head_dim / 4][lanes], key scales [2][groups][lanes], value scales [2][groups][2 lanes], one
@@ -37,10 +51,10 @@ constexpr int64_t simd_int_shared_floats(int32_t head_dim) {
 }
 
 // Floats of the int8 / int4 parts of one query head: packed query [head_dim / 4][2], scale,
-// code sums [groups], value min terms [groups][lanes], weight codes [groups][32 bytes] and
-// steps [groups], the weighted codes' accumulator [units][64].
+// code sums [groups], value min terms [groups][lanes], weight codes [groups][32 bytes], steps
+// and inverses [groups], the weighted codes' accumulator [units][64].
 constexpr int64_t simd_int_head_floats(int32_t head_dim) {
-  return int64_t(head_dim / 2) + 1 + simd_int_groups(head_dim) * (1 + kSimdMaxLanes + 8 + 1) +
+  return int64_t(head_dim / 2) + 1 + simd_int_groups(head_dim) * (1 + kSimdMaxLanes + 8 + 2) +
          simd_value_units(head_dim) * 64;
 }
 

@@ -1,11 +1,12 @@
 // Internal, included by attention_driver.h: the values step of the SIMD paged attention over
-// int8 / int4 values, their codes weighed by 8-bit weight codes (attention_int_values.h says the
-// arithmetic, attention_isa.h simd_int_value_tile the rows weighed at once per ISA).
+// int8 / int4 values, their codes weighed by 8-bit (AVX2 over int8: 7-bit) weight codes
+// (attention_int_values.h says the arithmetic, attention_isa.h simd_int_scheme the rows
+// weighed at once and the weights' bits per ISA).
 //
 // It runs once per pair of tiles (2W rows; the driver scores and softmaxes both first, the
 // earlier tile's weights rescaled with the accumulator), so its fixed costs, the weights'
 // codes and the widening of the sums, are paid once per 2W rows. Per pair: each head's softmax
-// weights times the rows' value scales become 8-bit codes per value group (one step per head
+// weights times the rows' value scales become codes per value group (one step per head
 // and group), and p * (m_g + C s_g) joins the f32 min terms. The pair's codes, centred, are laid
 // out once for every head in units of 64 dims: for each quad of 4 rows, the ISA's vectors hold
 // those rows' codes of a dim side by side in one 32-bit lane (Isa::interleave_values), so one
@@ -19,6 +20,7 @@
 
 #include "kernels/attention_int_values.h"
 #include "kernels/cpu/attention_int_phases.h"
+#include "kernels/cpu/attention_isa.h"
 #include "kernels/cpu/attention_tile.h"
 #include "kernels/kv_quant.h"
 
@@ -31,36 +33,59 @@ struct WeightedValues {
   static constexpr int W = Isa::kLanes;
   static constexpr int kRows = 2 * W;
   static constexpr int kQuads = kRows / 4;
-  static constexpr int kQuadBytes = Isa::template quad_bytes<Type>();   // one quad of 4 rows x 64 dims
   static constexpr int kWeightBytes = 32;  // a head's weight codes of one group (kRows <= 32)
+  static constexpr int32_t kCodeMax = simd_weight_code_max(Type, Isa::kIsa);
 
   // Quad q of unit u in the pair's interleaved codes.
   static uint8_t* unit_codes(const GroupJob& job, int32_t u, int32_t q) {
-    return job.ints.value_codes + (u * kQuads + q) * kQuadBytes;
+    return job.ints.value_codes + (u * kQuads + q) * kValueQuadBytes;
   }
 
-  // min terms += p * (m_g + C s_g); the weight codes and steps of p * s_g, both tiles of the pair.
+  // min terms += p * (m_g + C s_g); the weight codes and steps of p * s_g, both tiles of the
+  // pair: each head and group's largest weight first, then the steps and inverses W at a time
+  // (one vector division each instead of two scalar ones per head and group; IEEE division, so
+  // the same as the twin's), then the codes.
   static void quantize_weights(const GroupJob& job, int32_t groups) {
     const float* s = job.ints.value_scales;
     const float* m = job.ints.value_scales + groups * kRows;
     const Vec center = Isa::set1(float(value_code_center(Type)));
+    float* wmax = job.ints.weight_steps;   // each head and group's largest weight, until its step replaces it
+    for (int32_t h = 0; h < job.heads; ++h) {
+      const Vec p0 = Isa::load(job.p + h * job.p_stride), p1 = Isa::load(job.p + h * job.p_stride + W);
+      for (int32_t g = 0; g < groups; ++g) {
+        const Vec s0 = Isa::load(s + g * kRows), s1 = Isa::load(s + g * kRows + W);
+        float* terms = job.ints.value_min_terms + (h * groups + g) * W;
+        const Vec min0 = Isa::fma(center, s0, Isa::load(m + g * kRows));
+        const Vec min1 = Isa::fma(center, s1, Isa::load(m + g * kRows + W));
+        Isa::store(terms, Isa::fma(p1, min1, Isa::fma(p0, min0, Isa::load(terms))));
+        wmax[h * groups + g] = Isa::reduce_max(Isa::max(Isa::mul(p0, s0), Isa::mul(p1, s1)));
+      }
+    }
+    steps_and_inverses(job.ints.weight_steps, job.ints.weight_inverses, job.heads * groups);
     for (int32_t h = 0; h < job.heads; ++h) {
       const Vec p0 = Isa::load(job.p + h * job.p_stride), p1 = Isa::load(job.p + h * job.p_stride + W);
       for (int32_t g = 0; g < groups; ++g) {
         const int32_t at = h * groups + g;
-        const Vec s0 = Isa::load(s + g * kRows), s1 = Isa::load(s + g * kRows + W);
-        float* terms = job.ints.value_min_terms + at * W;
-        const Vec min0 = Isa::fma(center, s0, Isa::load(m + g * kRows));
-        const Vec min1 = Isa::fma(center, s1, Isa::load(m + g * kRows + W));
-        Isa::store(terms, Isa::fma(p1, min1, Isa::fma(p0, min0, Isa::load(terms))));
-        const Vec w0 = Isa::mul(p0, s0), w1 = Isa::mul(p1, s1);
-        const float wmax = Isa::reduce_max(Isa::max(w0, w1));
-        const Vec inverse = Isa::set1(wmax > 0 ? float(kValueWeightCodeMax) / wmax : 0.0f);
-        uint8_t* codes = job.ints.weight_codes + at * kWeightBytes;
-        Isa::store_weight_codes(Isa::mul(w0, inverse), codes);
-        Isa::store_weight_codes(Isa::mul(w1, inverse), codes + W);
-        job.ints.weight_steps[at] = wmax / float(kValueWeightCodeMax);
+        const Vec inverse = Isa::set1(job.ints.weight_inverses[at]);
+        const Vec w0 = Isa::mul(Isa::mul(p0, Isa::load(s + g * kRows)), inverse);
+        const Vec w1 = Isa::mul(Isa::mul(p1, Isa::load(s + g * kRows + W)), inverse);
+        Isa::store_weight_codes(w0, w1, job.ints.weight_codes + at * kWeightBytes);
       }
+    }
+  }
+
+  // wmax[n] -> step[n] = wmax / K in place and inverse[n] = K / wmax (0 where wmax is 0).
+  static void steps_and_inverses(float* wmax, float* inverse, int32_t n) {
+    const Vec code_max = Isa::set1(float(kCodeMax));
+    int32_t i = 0;
+    for (; i + W <= n; i += W) {
+      const Vec x = Isa::load(wmax + i);
+      Isa::store(inverse + i, Isa::div_or_zero(code_max, x));
+      Isa::store(wmax + i, Isa::div(x, code_max));
+    }
+    for (; i < n; ++i) {
+      inverse[i] = wmax[i] > 0 ? float(kCodeMax) / wmax[i] : 0.0f;
+      wmax[i] /= float(kCodeMax);
     }
   }
 

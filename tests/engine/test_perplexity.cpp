@@ -166,23 +166,25 @@ TEST_CASE("quantized kv stays close to f32 kv over the reference sequence", "[en
 
 // Over the whole 1427-token sample text (kvdesk-cli perplexity's figures), against f32 KV
 // (perplexity 4.7116). Measured (KL mean, top-1 agreement, perplexity) with the newest 16 rows
-// of each sequence read in f32 (engine/kv/recent_rows.h, the default): int8 2.4e-5, 99.93%,
-// 4.7152; fp8_e4m3 6.9e-4, 98.46%, 4.7136; int4 5.3e-3, 97.27%, 4.7176. Every row as stored:
-// int8 2.3e-4, 99.02%, 4.713; fp8_e4m3 9.6e-3, 96.1%, 4.731; int4 0.053, 88.8%, 4.96 (without
+// of each sequence read in f32 (engine/kv/recent_rows.h, the default): int8 3.9e-5, 99.58%,
+// 4.7136; fp8_e4m3 6.9e-4, 98.46%, 4.7136; int4 5.3e-3, 97.27%, 4.7176. Every row as stored:
+// int8 3.5e-4, 98.81%, 4.712; fp8_e4m3 9.6e-3, 96.1%, 4.731; int4 0.053, 88.8%, 4.96 (without
 // the key scales of engine/model/key_smoothing.h int8 2.1e-4, 4.709 and int4 0.084, 5.07, with
-// a 14-bit query). int8 and int4 keys meet an 8-bit query (kernels/attention_int_keys.h) and
-// their values 8-bit weight codes (kernels/attention_int_values.h): int8 was 1.3e-5 and 1.6e-4
-// with a 14-bit query and f32 weights.
+// a 14-bit query). The model's head dim of 8 takes the AVX2 kernel on every x86 CPU, so int8
+// keys meet a query whose pairs of codes are limited (kernels/attention_int_keys.h) and int8
+// values 7-bit weight codes, int4 keys an 8-bit query and int4 values 8-bit weight codes
+// (kernels/attention_int_values.h): int8 was 2.4e-5, 99.93% and 2.3e-4, 99.02% with an 8-bit
+// query and weights, 1.3e-5 and 1.6e-4 with a 14-bit query and f32 weights.
 // Bounds: about 2x the measured KL with recent rows (a reader of the wrong rows shows), 20%
 // above it without (losing the scales shows); top-1 a few misses below the measured.
 TEST_CASE("quantized kv stays close to f32 kv over the sample text", "[engine][perplexity][kv]") {
   Fixture f;
   const auto [type, recent_rows, kl_mean_bound, top1_bound, ppl_bound] =
       GENERATE(table<KvType, int32_t, double, double, double>({
-          {KvType::INT8, kKvRecentRows, 5e-5, 99.8, 4.72},
+          {KvType::INT8, kKvRecentRows, 8e-5, 99.5, 4.72},
           {KvType::FP8_E4M3, kKvRecentRows, 1.5e-3, 98, 4.72},
           {KvType::INT4, kKvRecentRows, 1e-2, 97, 4.73},
-          {KvType::INT8, 0, 3.1e-4, 98.5, 4.73},
+          {KvType::INT8, 0, 4.2e-4, 98.5, 4.73},
           {KvType::INT4, 0, 0.065, 88, 5.0}}));
   PerplexityOptions options;
   options.layout = layout_of(type, recent_rows);
