@@ -80,24 +80,35 @@ void transpose_key_codes(const RowTile<Isa>& tile, int32_t d, uint32_t* key_chun
   }
 }
 
-// Chunk k of the tile's key codes (transpose_key_codes), 4 u8 codes a lane.
+// Key chunks a word of the tile's key codes (transpose_key_codes) holds: int8 one, int4 two.
+template <KvType Type>
+constexpr int32_t kChunksPerWord = Type == KvType::INT4 ? 2 : 1;
+
+// The chunks from k (a word's first) of the tile's key codes, 4 u8 codes a lane: int8 chunk k;
+// int4 chunks k and k + 1, the low and high nibbles of word k / 2.
 template <class Isa, KvType Type>
-typename Isa::IVec key_codes(const uint32_t* key_chunks, int32_t k) {
+void key_word_chunks(const uint32_t* key_chunks, int32_t k, typename Isa::KeyChunk* chunks) {
   constexpr int W = Isa::kLanes;
-  if constexpr (Type == KvType::INT8) return Isa::iload(key_chunks + k * W);
-  const typename Isa::IVec w = Isa::iload(key_chunks + k / 2 * W);
-  return k % 2 ? Isa::high_nibbles(w) : Isa::low_nibbles(w);
+  if constexpr (Type == KvType::INT8) {
+    chunks[0] = Isa::template key_chunk<Type>(Isa::iload(key_chunks + k * W));
+  } else {
+    const typename Isa::IVec w = Isa::iload(key_chunks + k / 2 * W);
+    chunks[0] = Isa::template key_chunk<Type>(Isa::low_nibbles(w));
+    chunks[1] = Isa::template key_chunk<Type>(Isa::high_nibbles(w));
+  }
 }
 
 // Scores of heads [h0, h0 + HT) for the tile in key_chunks / key_scales -> p[h][W]. A group's
 // chunks go in spans of Isa::span_chunks<Type>(), after which the ISA may widen what it summed
-// in narrower lanes (Isa::end_span).
+// in narrower lanes (Isa::end_span); groups and spans hold whole words of chunks (an int4 group
+// and span an even number).
 template <class Isa, KvType Type, int HT>
 void int_score_heads(const GroupJob& job, int32_t h0, int32_t rows, int32_t group, int32_t groups) {
   using Vec = typename Isa::Vec;
   using IVec = typename Isa::IVec;
   constexpr int W = Isa::kLanes;
   constexpr int32_t kSpan = Isa::template span_chunks<Type>();
+  static_assert(kSpan % kChunksPerWord<Type> == 0, "spans of whole words");
   const int32_t d = job.d;
   const float* s = job.ints.key_scales;
   const float* m = job.ints.key_scales + groups * W;
@@ -108,10 +119,13 @@ void int_score_heads(const GroupJob& job, int32_t h0, int32_t rows, int32_t grou
     for (int i = 0; i < HT; ++i) a0[i] = a1[i] = Isa::izero();
     const int32_t end = ((g + 1) * group < d ? (g + 1) * group : d) / 4;
     for (int32_t span = g * group / 4; span < end; span += kSpan) {
-      for (int32_t k = span; k < end && k < span + kSpan; ++k) {
-        const typename Isa::KeyChunk t = Isa::template key_chunk<Type>(key_codes<Isa, Type>(job.ints.key_chunks, k));
-        for (int i = 0; i < HT; ++i) {
-          Isa::template dot_chunk<Type>(a0[i], a1[i], t, job.ints.q_chunks + ((h0 + i) * d / 4 + k) * 2);
+      for (int32_t k = span; k < end && k < span + kSpan; k += kChunksPerWord<Type>) {
+        typename Isa::KeyChunk t[kChunksPerWord<Type>];
+        key_word_chunks<Isa, Type>(job.ints.key_chunks, k, t);
+        for (int32_t c = 0; c < kChunksPerWord<Type>; ++c) {
+          for (int i = 0; i < HT; ++i) {
+            Isa::template dot_chunk<Type>(a0[i], a1[i], t[c], job.ints.q_chunks + ((h0 + i) * d / 4 + k + c) * 2);
+          }
         }
       }
       for (int i = 0; i < HT; ++i) Isa::template end_span<Type>(a0[i], a1[i]);
