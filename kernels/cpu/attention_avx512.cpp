@@ -1,6 +1,7 @@
-// AVX-512 paged attention: the shared driver (attention_driver.h) over 16-float vectors, with
-// every KV type widened to f32 in registers (fp8 through vcvtph2ps). Built with AVX-512 flags,
-// reached only through cpu::paged_attention after the CPU check.
+// AVX-512 paged attention: the shared driver (attention_driver.h) over 16-float vectors, float
+// and fp8 KV widened to f32 in registers (fp8 through vcvtph2ps), int8 / int4 codes multiplied
+// as bytes by vpdpbusd (attention_int_phases.h, attention_weighted_codes.h). Built with AVX-512
+// flags, reached only through cpu::paged_attention after the CPU check.
 #include "kernels/cpu/simd_prelude.h"
 
 #include "kernels/cpu/attention_driver.h"
