@@ -125,7 +125,7 @@ struct Avx2 {
   // may reach 255 * 128 = 32640); int4 keys add them in a0 (at most 2 * 15 * 127 = 3810
   // each) and widen into a1 once per span of 8 chunks (30480).
   template <KvType Type>
-  static void dot_chunk(IVec& a0, IVec& a1, KeyChunk t, const uint32_t* q) {
+  static void dot_chunk(IVec& a0, IVec&, KeyChunk t, const uint32_t* q) {
     const __m256i pairs = _mm256_maddubs_epi16(t, _mm256_set1_epi32(int32_t(q[0])));
     if constexpr (Type == KvType::INT4) {
       a0 = _mm256_add_epi16(a0, pairs);
