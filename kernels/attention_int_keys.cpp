@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <cstdio>
-#include <cstdlib>
 
 #include "kernels/fp16.h"
 #include "kernels/kv_quant.h"

@@ -74,7 +74,6 @@ struct Avx2 {
   // multiplied by 4 s8 query codes by vpmaddubsw (over int8 keys the query's pairs of codes
   // are limited to 128 in sum, attention_isa.h simd_int_scheme).
   using IVec = __m256i;
-  using KeyChunk = __m256i;
   static constexpr CpuIsa kIsa = CpuIsa::Avx2;
   // Query heads scored at once: int4 keys keep 2 accumulators a head, 8 of the 16 registers (8
   // heads of int8 keys' 1 measured 6% slower: spills).
@@ -98,8 +97,6 @@ struct Avx2 {
     s = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
     m = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
   }
-  template <KvType>
-  static KeyChunk key_chunk(__m256i t) { return t; }
   // out[k][r] = 32-bit word k of rows[r] + offset, k in 0..3: 128-bit lane i of z[a] is row
   // a + 4i, and a 4 x 4 transpose of words inside the lanes puts row a + 4i at lane 4i + a.
   static void transpose_words4(const uint8_t* const* rows, size_t offset, uint32_t* out) {
@@ -114,19 +111,12 @@ struct Avx2 {
     istore(out + 16, _mm256_unpacklo_epi64(t1, t3));
     istore(out + 24, _mm256_unpackhi_epi64(t1, t3));
   }
-  // A chunk's query codes as one word of 4 s8.
-  template <KvType>
-  static void pack_query_chunk(const int16_t* c, uint32_t* out) {
-    const int8_t bytes[4] = {int8_t(c[0]), int8_t(c[1]), int8_t(c[2]), int8_t(c[3])};
-    std::memcpy(out, bytes, 4);
-    out[1] = 0;
-  }
   // The chunk's two int16 pair sums (vpmaddubsw): int8 keys widen them into a0 at once (each
   // may reach 255 * 128 = 32640); int4 keys add them in a0 (at most 2 * 15 * 127 = 3810
   // each) and widen into a1 once per span of 8 chunks (30480).
   template <KvType Type>
-  static void dot_chunk(IVec& a0, IVec&, KeyChunk t, const uint32_t* q) {
-    const __m256i pairs = _mm256_maddubs_epi16(t, _mm256_set1_epi32(int32_t(q[0])));
+  static void dot_chunk(IVec& a0, IVec t, uint32_t q) {
+    const __m256i pairs = _mm256_maddubs_epi16(t, _mm256_set1_epi32(int32_t(q)));
     if constexpr (Type == KvType::INT4) {
       a0 = _mm256_add_epi16(a0, pairs);
     } else {

@@ -73,7 +73,6 @@ struct Avx512 {
   }
   // Integer key scores (attention_int_phases.h): 16 lanes of 4 u8 codes each, one per row.
   using IVec = __m512i;
-  using KeyChunk = __m512i;
   static constexpr CpuIsa kIsa = CpuIsa::Avx512;
   static constexpr int kIntHeadTile = 8;
   static IVec izero() { return _mm512_setzero_si512(); }
@@ -81,8 +80,6 @@ struct Avx512 {
   static void istore(uint32_t* p, IVec v) { _mm512_storeu_si512(p, v); }
   static IVec low_nibbles(IVec w) { return _mm512_and_si512(w, _mm512_set1_epi8(15)); }
   static IVec high_nibbles(IVec w) { return _mm512_and_si512(_mm512_srli_epi32(w, 4), _mm512_set1_epi8(15)); }
-  template <KvType>
-  static KeyChunk key_chunk(__m512i t) { return t; }
   // The 32-bit word at rows[r] + offset of each of the 16 rows: two gathers of 8, by each
   // row's distance from row 0.
   static IVec gather_words(const uint8_t* const* rows, size_t offset) {
@@ -115,17 +112,10 @@ struct Avx512 {
     istore(out + 32, _mm512_unpacklo_epi64(t1, t3));
     istore(out + 48, _mm512_unpackhi_epi64(t1, t3));
   }
-  // A chunk's query codes as one word of 4 s8.
-  template <KvType>
-  static void pack_query_chunk(const int16_t* c, uint32_t* out) {
-    const int8_t bytes[4] = {int8_t(c[0]), int8_t(c[1]), int8_t(c[2]), int8_t(c[3])};
-    std::memcpy(out, bytes, 4);
-    out[1] = 0;
-  }
   // a0 += codes . c per lane (vpdpbusd, u8 x s8 into int32, so no span ever needs widening).
   template <KvType>
-  static void dot_chunk(IVec& a0, IVec&, KeyChunk t, const uint32_t* q) {
-    a0 = _mm512_dpbusd_epi32(a0, t, _mm512_set1_epi32(int32_t(q[0])));
+  static void dot_chunk(IVec& a0, IVec t, uint32_t q) {
+    a0 = _mm512_dpbusd_epi32(a0, t, _mm512_set1_epi32(int32_t(q)));
   }
   template <KvType>
   static constexpr int32_t span_chunks() { return 1 << 20; }

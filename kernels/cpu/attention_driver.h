@@ -332,7 +332,7 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
   float* query_codes = value_scales + 4 * groups * W;
   float* value_codes = query_codes + d / 2;
   float* q_chunks = value_codes + units * 512;
-  float* q_scales = q_chunks + int64_t(num_heads) * (d / 2);
+  float* q_scales = q_chunks + int64_t(num_heads) * (d / 4);
   float* q_sums = q_scales + num_heads;
   float* value_min_terms = q_sums + num_heads * groups;
   float* weight_codes = value_min_terms + num_heads * groups * W;
@@ -342,7 +342,7 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
   const int32_t k_groups = kv_row_scales(layer.k.type, d);
   const int32_t v_groups = int_values(layer.v.type) ? kv_row_scales(layer.v.type, d) : 0;
   return IntParts{reinterpret_cast<int16_t*>(query_codes),
-                  reinterpret_cast<uint32_t*>(q_chunks) + h0 * (d / 2),
+                  reinterpret_cast<uint32_t*>(q_chunks) + h0 * (d / 4),
                   q_scales + h0,
                   q_sums + h0 * k_groups,
                   reinterpret_cast<uint32_t*>(base),

@@ -38,8 +38,9 @@ void tile_group_scales(const uint8_t* const* rows, int32_t groups, int32_t strid
   }
 }
 
-// Each head's query quantized (attention_int_keys.h), packed per chunk by the ISA, its scale
-// times the attention scale and its code sums per key group.
+// Each head's query quantized (attention_int_keys.h), packed per chunk as one word of 4 s8 (the
+// factor every ISA's byte multiply-add takes), its scale times the attention scale and its code
+// sums per key group.
 template <class Isa, KvType Type>
 void prepare_int_query(const GroupJob& job) {
   int16_t* codes = job.ints.query_codes;
@@ -52,9 +53,9 @@ void prepare_int_query(const GroupJob& job) {
   for (int32_t h = 0; h < job.heads; ++h) {
     q_scales[h] = quantize_query(job.q + h * d, d, simd_query_pair_max(Type, Isa::kIsa), codes) * job.scale;
     for (int32_t k = 0; k < d / 4; ++k) {
-      int16_t chunk[4];
-      for (int32_t j = 0; j < 4; ++j) chunk[j] = codes[int_key_chunk_dim(Type, k, j)];
-      Isa::template pack_query_chunk<Type>(chunk, q_chunks + (h * d / 4 + k) * 2);
+      int8_t chunk[4];
+      for (int32_t j = 0; j < 4; ++j) chunk[j] = int8_t(codes[int_key_chunk_dim(Type, k, j)]);
+      std::memcpy(q_chunks + h * d / 4 + k, chunk, sizeof(chunk));
     }
     for (int32_t g = 0; g < groups; ++g) {
       int32_t sum = 0;
@@ -87,14 +88,14 @@ constexpr int32_t kChunksPerWord = Type == KvType::INT4 ? 2 : 1;
 // The chunks from k (a word's first) of the tile's key codes, 4 u8 codes a lane: int8 chunk k;
 // int4 chunks k and k + 1, the low and high nibbles of word k / 2.
 template <class Isa, KvType Type>
-void key_word_chunks(const uint32_t* key_chunks, int32_t k, typename Isa::KeyChunk* chunks) {
+void key_word_chunks(const uint32_t* key_chunks, int32_t k, typename Isa::IVec* chunks) {
   constexpr int W = Isa::kLanes;
   if constexpr (Type == KvType::INT8) {
-    chunks[0] = Isa::template key_chunk<Type>(Isa::iload(key_chunks + k * W));
+    chunks[0] = Isa::iload(key_chunks + k * W);
   } else {
     const typename Isa::IVec w = Isa::iload(key_chunks + k / 2 * W);
-    chunks[0] = Isa::template key_chunk<Type>(Isa::low_nibbles(w));
-    chunks[1] = Isa::template key_chunk<Type>(Isa::high_nibbles(w));
+    chunks[0] = Isa::low_nibbles(w);
+    chunks[1] = Isa::high_nibbles(w);
   }
 }
 
@@ -120,11 +121,11 @@ void int_score_heads(const GroupJob& job, int32_t h0, int32_t rows, int32_t grou
     const int32_t end = ((g + 1) * group < d ? (g + 1) * group : d) / 4;
     for (int32_t span = g * group / 4; span < end; span += kSpan) {
       for (int32_t k = span; k < end && k < span + kSpan; k += kChunksPerWord<Type>) {
-        typename Isa::KeyChunk t[kChunksPerWord<Type>];
+        IVec t[kChunksPerWord<Type>];
         key_word_chunks<Isa, Type>(job.ints.key_chunks, k, t);
         for (int32_t c = 0; c < kChunksPerWord<Type>; ++c) {
           for (int i = 0; i < HT; ++i) {
-            Isa::template dot_chunk<Type>(a0[i], a1[i], t[c], job.ints.q_chunks + ((h0 + i) * d / 4 + k + c) * 2);
+            Isa::template dot_chunk<Type>(a0[i], t[c], job.ints.q_chunks[(h0 + i) * d / 4 + k + c]);
           }
         }
       }

@@ -28,7 +28,7 @@ void fill_past_rows(RowTile<Isa>& tile) {
 // in the chunk order of attention_int_keys.h; Gk and Gv are the K and V rows' scale groups.
 struct IntParts {
   int16_t* query_codes;      // [d]                one head's query codes while quantizing (shared)
-  uint32_t* q_chunks;        // [heads][d / 4][2]  the quantized query, as the ISA multiplies it
+  uint32_t* q_chunks;        // [heads][d / 4]     the quantized query, 4 s8 codes a chunk
   float* q_scales;           // [heads]            sq * the attention scale
   float* q_sums;             // [heads][Gk]        C_g: the query codes' sum over each key group
   uint32_t* key_chunks;      // [d / 4][W]         the tile's key codes, word-major (shared; transpose_key_codes)
