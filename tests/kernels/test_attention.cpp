@@ -367,7 +367,8 @@ TEST_CASE("integer key scores stay within the query rounding of float attention"
   const KvType type = GENERATE(KvType::INT8, KvType::INT4);
   const int32_t pair_max = GENERATE(0, kQueryPairMaxBytePairs);
   const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({
-      {8, 4, 64, 130}, {32, 4, 64, 300}, {16, 2, 128, 77}, {4, 2, 8, 50}, {6, 1, 40, 33}, {8, 1, 72, 20}}));
+      {8, 4, 64, 130}, {32, 4, 64, 300}, {16, 2, 128, 77}, {4, 2, 8, 50}, {6, 1, 40, 33}, {8, 1, 72, 20},
+      {8, 2, 80, 45}, {12, 4, 96, 70}, {8, 4, 256, 40}}));
   const Problem p = random_problem(uint32_t(heads + d * 7 + n), heads, kv_heads, d, n);
   const PagedKv kv(p, type, type, 16, uint32_t(n));
   const std::vector<float> expected = run_attention(Path::Ref, kv, p);
@@ -525,11 +526,13 @@ TEST_CASE("cpu paged attention equals the reference for every kv type shape and 
   const int block_size = GENERATE(8, 16, 32, 64);
   // heads, kv heads, head dim, tokens: GQA 1/2/4/8, MQA, odd groups (head tiles 4+2, 2+1),
   // lengths that are not multiples of any block size; head dims 40, 48, 72 end int8 / int4
-  // rows with a shorter group and key chunks that are not a multiple of four words.
+  // rows with a shorter group and key chunks that are not a multiple of four words; 80, 96
+  // and 256 are those of Phi-2, Phi-3 and Gemma (an int4 row of 80 or 96 ends in a part group,
+  // its last 64-dim value unit half used).
   const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({
       {4, 4, 64, 37}, {8, 4, 64, 130}, {16, 4, 128, 37}, {32, 4, 64, 130}, {8, 1, 128, 100},
       {32, 1, 64, 75}, {6, 1, 64, 50}, {3, 1, 8, 19}, {8, 4, 8, 69}, {2, 2, 8, 1}, {16, 2, 128, 1000},
-      {6, 1, 40, 33}, {4, 2, 48, 40}, {8, 1, 72, 20}}));
+      {6, 1, 40, 33}, {4, 2, 48, 40}, {8, 1, 72, 20}, {8, 2, 80, 45}, {12, 4, 96, 70}, {8, 4, 256, 40}}));
   const uint32_t seed = uint32_t(heads * 7919 + d * 31 + n + block_size);
   const Problem p = random_problem(seed, heads, kv_heads, d, n);
   const PagedKv kv(p, k_type, v_type, block_size, seed);
