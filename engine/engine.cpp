@@ -25,6 +25,7 @@
 #include "engine/system/memory_limit.h"
 #include "engine/system/thread_pool.h"
 #include "kernels/hadamard.h"
+#include "kernels/kv_quant.h"
 
 namespace kvdesk {
 namespace {
@@ -88,14 +89,19 @@ std::string model_header_hash(const GgufFile& file) {
 // (engine/model/key_smoothing.h) and the Hadamard rotation (kernels/hadamard.h), and a V type's
 // rotation. "" when none applies, so f32 / f16 / bf16 KV saved before these schemes stays valid,
 // while quantized KV of a build that stored other rows (plain, or int keys without the scales)
-// is refused rather than read wrongly.
+// is refused rather than read wrongly. Rows of a head dim that is not a multiple of an int type's
+// group end in one wider group (kernels/kv_quant.h), which " wide last group" names: such rows
+// saved when they ended in a short group are refused too.
 std::string scheme_identity(const KvLayout& layout, const ModelConfig& config) {
   const bool smoothed = kv_keys_smoothed(layout, config);
   if (!smoothed && !kv_type_rotated(layout.k_type) && !kv_type_rotated(layout.v_type)) return "";
   std::string k = smoothed ? "mean" : "";
   if (kv_keys_scaled(layout, config)) k += "+scale";
   if (kv_type_rotated(layout.k_type)) k += k.empty() ? "hadamard" : "+hadamard";
-  return "; scheme k=" + (k.empty() ? std::string("plain") : k) + " v=" + (kv_type_rotated(layout.v_type) ? "hadamard" : "plain");
+  const bool wide = kv_row_wide_last_group(layout.k_type, config.head_dim) ||
+                    kv_row_wide_last_group(layout.v_type, config.head_dim);
+  return "; scheme k=" + (k.empty() ? std::string("plain") : k) + " v=" + (kv_type_rotated(layout.v_type) ? "hadamard" : "plain") +
+         (wide ? " wide last group" : "");
 }
 
 // What a saved KV is valid for: the model, the pool's KV types, their rows' scheme and block

@@ -172,7 +172,7 @@ struct Attend {
         pass.min_terms[vg] += p[r] * (min + float(center) * scale);
       }
       const float step = quantize_value_weights(w, n, scheme.weight_code_max, k);
-      for (int32_t i = vg * group; i < d && i < (vg + 1) * group; ++i) {
+      for (int32_t i = vg * group; i < kv_group_end(type, d, vg); ++i) {
         int32_t sum = 0;
         for (int32_t r = 0; r < n; ++r) sum += int32_t(k[r]) * (int_value_code(type, rows[r], d, i) - center);
         pass.acc[i] += step * float(sum);
@@ -193,8 +193,7 @@ struct Attend {
       j += rows;
     }
     for (; j < seq.num_tokens; ++j) add_row(pass, g, j, score(h, g, j));
-    const int32_t group = pass.value_groups ? kv_row_group(layer.v.type, d) : 1;
-    for (int32_t i = 0; i < d && pass.value_groups; ++i) acc[i] += pass.min_terms[i / group];
+    for (int32_t i = 0; i < d && pass.value_groups; ++i) acc[i] += pass.min_terms[kv_group_of(layer.v.type, d, i)];
     float* out = args.out + int64_t(h) * d;
     for (int32_t i = 0; i < d; ++i) out[i] = acc[i] / pass.running_sum;
     if (args.weights) {

@@ -110,10 +110,10 @@ void quantize_affine_row(KvType type, const float* x, uint8_t* row, int32_t n) {
   const float levels = type == KvType::INT8 ? kKvInt8Levels : kKvInt4Levels;
   uint8_t* codes = row + kv_row_values_offset(type, n);
   if (type == KvType::INT4) std::memset(codes, 0, size_t(n / 2));
-  for (int32_t begin = 0; begin < n; begin += group) {
-    const int32_t end = std::min(n, begin + group);
+  for (int32_t g = 0; g < kv_row_scales(type, n); ++g) {
+    const int32_t begin = g * group, end = kv_group_end(type, n, g);
     const AffineScale a = affine_group_scale(x + begin, end - begin, levels);
-    std::memcpy(row + 4 * size_t(begin / group), &a.bits, sizeof(a.bits));
+    std::memcpy(row + 4 * size_t(g), &a.bits, sizeof(a.bits));
     for (int32_t i = begin; i < end; ++i) {
       const uint8_t code = affine_code(x[i], a, levels);
       if (type == KvType::INT8) codes[i] = code;
@@ -123,11 +123,10 @@ void quantize_affine_row(KvType type, const float* x, uint8_t* row, int32_t n) {
 }
 
 void dequantize_affine_row(KvType type, const uint8_t* row, float* x, int32_t n) {
-  const int32_t group = kv_row_group(type, n);
   const uint8_t* codes = row + kv_row_values_offset(type, n);
   for (int32_t i = 0; i < n; ++i) {
     uint32_t bits;
-    std::memcpy(&bits, row + 4 * size_t(i / group), sizeof(bits));
+    std::memcpy(&bits, row + 4 * size_t(kv_group_of(type, n, i)), sizeof(bits));
     const int code = type == KvType::INT8 ? codes[i] : (codes[i / 2] >> (4 * (i % 2))) & 15;
     x[i] = affine_value(bits, code);
   }

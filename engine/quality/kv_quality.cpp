@@ -8,6 +8,7 @@
 #include "engine/model/model.h"
 #include "engine/quality/kv_comparison.h"
 #include "kernels/attention.h"
+#include "kernels/kv_quant.h"
 
 namespace kvdesk {
 namespace {
@@ -45,7 +46,9 @@ const char* kv_quality_text_id(int32_t head_dim) {
                     kValueWeightCodeMaxBytePairs == 127,
                 "name the integer attention's rounding");
   const IntAttentionScheme int8 = cpu::int_attention_scheme(KvType::INT8, KvType::INT8, head_dim);
-  return int8.query_pair_max == 0 ? "lighthouse-128-recent-16-q8" : "lighthouse-128-recent-16-p8w7";
+  const bool wide = kv_row_wide_last_group(KvType::INT8, head_dim) || kv_row_wide_last_group(KvType::INT4, head_dim);
+  if (int8.query_pair_max == 0) return wide ? "lighthouse-128-recent-16-q8-wl" : "lighthouse-128-recent-16-q8";
+  return wide ? "lighthouse-128-recent-16-p8w7-wl" : "lighthouse-128-recent-16-p8w7";
 }
 
 KvQualityMeasurement::KvQualityMeasurement(Model& model, ForwardBackend& forward, std::vector<KvType> types)

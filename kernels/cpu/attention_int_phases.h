@@ -59,7 +59,7 @@ void prepare_int_query(const GroupJob& job) {
     }
     for (int32_t g = 0; g < groups; ++g) {
       int32_t sum = 0;
-      for (int32_t i = g * group; i < d && i < (g + 1) * group; ++i) sum += codes[i];
+      for (int32_t i = g * group; i < kv_group_end(Type, d, g); ++i) sum += codes[i];
       q_sums[h * groups + g] = float(sum);
     }
   }
@@ -118,7 +118,7 @@ void int_score_heads(const GroupJob& job, int32_t h0, int32_t rows, int32_t grou
   for (int32_t g = 0; g < groups; ++g) {
     IVec a0[HT], a1[HT];
     for (int i = 0; i < HT; ++i) a0[i] = a1[i] = Isa::izero();
-    const int32_t end = ((g + 1) * group < d ? (g + 1) * group : d) / 4;
+    const int32_t end = kv_group_end(Type, d, g) / 4;
     for (int32_t span = g * group / 4; span < end; span += kSpan) {
       for (int32_t k = span; k < end && k < span + kSpan; k += kChunksPerWord<Type>) {
         IVec t[kChunksPerWord<Type>];
@@ -168,8 +168,7 @@ void add_value_min_terms(const GroupJob& job, KvType v_type) {
   for (int32_t h = 0; h < job.heads; ++h) {
     for (int32_t g = 0; g < groups; ++g) {
       const typename Isa::Vec min_sum = Isa::set1(Isa::reduce_add(Isa::load(job.ints.value_min_terms + (h * groups + g) * W)));
-      const int32_t end = (g + 1) * group < job.d ? (g + 1) * group : job.d;
-      for (int32_t c = g * group; c < end; c += W) {
+      for (int32_t c = g * group; c < kv_group_end(v_type, job.d, g); c += W) {
         float* acc = job.acc + h * job.d + c;
         Isa::store(acc, Isa::add(Isa::load(acc), min_sum));
       }

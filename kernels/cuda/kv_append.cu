@@ -40,8 +40,8 @@ __device__ void write_affine_row(KvType type, const float* x, uint8_t* row, int3
   const int32_t group = kv_row_group(type, n);
   const float levels = type == KvType::INT8 ? kKvInt8Levels : kKvInt4Levels;
   uint8_t* codes = row + kv_row_values_offset(type, n);
-  for (int32_t begin = 0; begin < n; begin += group) {
-    const int32_t end = min(n, begin + group);
+  for (int32_t g = 0; g < kv_row_scales(type, n); ++g) {
+    const int32_t begin = g * group, end = kv_group_end(type, n, g);
     float lo = INFINITY, hi = -INFINITY;
     for (int32_t i = begin + int32_t(threadIdx.x); i < end; i += 32) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
     for (int offset = 16; offset > 0; offset /= 2) {
@@ -50,8 +50,8 @@ __device__ void write_affine_row(KvType type, const float* x, uint8_t* row, int3
     }
     const AffinePair a = affine_pair(lo, hi, levels);
     if (threadIdx.x == 0) {
-      reinterpret_cast<uint16_t*>(row)[2 * (begin / group)] = a.s16;
-      reinterpret_cast<uint16_t*>(row)[2 * (begin / group) + 1] = a.m16;
+      reinterpret_cast<uint16_t*>(row)[2 * g] = a.s16;
+      reinterpret_cast<uint16_t*>(row)[2 * g + 1] = a.m16;
     }
     if (type == KvType::INT8) {
       for (int32_t i = begin + int32_t(threadIdx.x); i < end; i += 32) codes[i] = uint8_t(encode_affine(x[i], a, levels));

@@ -79,7 +79,7 @@ KVDESK_HOST_DEVICE inline void fetch8(KvType type, const uint8_t* row, int32_t h
   } else if constexpr (kType == KvType::F16 || kType == KvType::BF16) {
     part.lo = reinterpret_cast<const uint4*>(row)[e0 / 8];
   } else if constexpr (kType == KvType::INT8 || kType == KvType::INT4) {
-    const uint16_t* pair = reinterpret_cast<const uint16_t*>(row) + 2 * (e0 / kv_row_group(kType, head_dim));
+    const uint16_t* pair = reinterpret_cast<const uint16_t*>(row) + 2 * kv_group_of(kType, head_dim, e0);
     part.scale = half_bits_to_float(pair[0]);
     part.min = half_bits_to_float(pair[1]);
     const uint32_t* codes = reinterpret_cast<const uint32_t*>(row + kv_row_values_offset(kType, head_dim) +

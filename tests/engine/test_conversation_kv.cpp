@@ -234,3 +234,29 @@ TEST_CASE("saved int8 kv names its rows' scheme and kv of other rows is refused"
     CHECK(why.find("another KV row scheme") != std::string::npos);
   }
 }
+
+// A head dim of 80 (Phi-2's) as int4 rows is one group of 80 (kernels/kv_quant.h), where rows of
+// earlier builds ended in a group of 16: the scheme part says so, and 64 dims (one whole group)
+// keep their old identity.
+TEST_CASE("saved int4 kv of a head dim past a whole group names its wide last group", "[engine][engine_thread][conversation_kv]") {
+  test::TempDir dir;
+  for (int32_t head_dim : {80, 64}) {
+    RandomModelSpec spec;
+    spec.layers = 1;
+    spec.embd = 2 * head_dim;
+    spec.heads = 2;
+    spec.kv_heads = 1;
+    spec.ff = 96;
+    spec.vocab_from = model_path("tokenizer.model");
+    spec.mix = *find_weight_mix("f32");
+    const std::string path = dir.file("d" + std::to_string(head_dim) + ".gguf");
+    write_random_model(spec, path);
+    EngineSettings settings = engine_settings_with_kv(KvType::INT4);
+    settings.model_path = path;
+    Engine engine;
+    const std::optional<ConversationKv> saved = one_parked_turn(engine, settings);
+    INFO(saved->identity);
+    CHECK((saved->identity.find(" v=hadamard wide last group; block 16;") != std::string::npos) == (head_dim == 80));
+    CHECK(engine.import_conversation(5, *saved).get().empty());
+  }
+}

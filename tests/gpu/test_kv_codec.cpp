@@ -80,13 +80,14 @@ std::vector<uint8_t> cuda_affine_row(KvType type, const std::vector<float>& x) {
   const float levels = type == KvType::INT8 ? kKvInt8Levels : kKvInt4Levels;
   std::vector<uint8_t> row(kv_row_bytes(type, d), 0);
   uint8_t* codes = row.data() + kv_row_values_offset(type, d);
-  for (int32_t begin = 0; begin < d; begin += group) {
-    const int32_t end = std::min(d, begin + group);
+  const int32_t groups = kv_row_scales(type, d);   // the last one runs to the row's end
+  for (int32_t g = 0; g < groups; ++g) {
+    const int32_t begin = g * group, end = g + 1 == groups ? d : begin + group;
     float lo = INFINITY, hi = -INFINITY;
     for (int32_t i = begin; i < end; ++i) lo = fminf(lo, x[size_t(i)]), hi = fmaxf(hi, x[size_t(i)]);
     const cuda::AffinePair a = cuda::affine_pair(lo, hi, levels);
-    std::memcpy(row.data() + 4 * size_t(begin / group), &a.s16, sizeof(a.s16));
-    std::memcpy(row.data() + 4 * size_t(begin / group) + 2, &a.m16, sizeof(a.m16));
+    std::memcpy(row.data() + 4 * size_t(g), &a.s16, sizeof(a.s16));
+    std::memcpy(row.data() + 4 * size_t(g) + 2, &a.m16, sizeof(a.m16));
     for (int32_t i = begin; i < end; ++i) {
       const uint32_t code = cuda::encode_affine(x[size_t(i)], a, levels);
       if (type == KvType::INT8) codes[i] = uint8_t(code);
