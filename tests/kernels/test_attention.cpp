@@ -525,10 +525,11 @@ TEST_CASE("cpu paged attention equals the reference for every kv type shape and 
       {KvType::INT4, KvType::INT4}, {KvType::INT8, KvType::INT4}, {KvType::F16, KvType::FP8_E4M3}}));
   const int block_size = GENERATE(8, 16, 32, 64);
   // heads, kv heads, head dim, tokens: GQA 1/2/4/8, MQA, odd groups (head tiles 4+2, 2+1),
-  // lengths that are not multiples of any block size; head dims 40, 48, 72 end int8 / int4
-  // rows with a shorter group and key chunks that are not a multiple of four words; 80, 96
-  // and 256 are those of Phi-2, Phi-3 and Gemma (an int4 row of 80 or 96 ends in a part group,
-  // its last 64-dim value unit half used).
+  // lengths that are not multiples of any block size; head dims 40, 48, 72 end int8 rows (and
+  // int4 rows of 72) with a wider last group (kernels/kv_quant.h) and have key chunks that are
+  // not a multiple of four words; 80, 96 and 256 are those of Phi-2, Phi-3 and Gemma (an int4
+  // row of 80 or 96 is one wider group, its last 64-dim value unit part used; an int8 row of
+  // 80 ends in a short group).
   const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({
       {4, 4, 64, 37}, {8, 4, 64, 130}, {16, 4, 128, 37}, {32, 4, 64, 130}, {8, 1, 128, 100},
       {32, 1, 64, 75}, {6, 1, 64, 50}, {3, 1, 8, 19}, {8, 4, 8, 69}, {2, 2, 8, 1}, {16, 2, 128, 1000},
