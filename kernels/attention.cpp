@@ -172,7 +172,8 @@ struct Attend {
         pass.min_terms[vg] += p[r] * (min + float(center) * scale);
       }
       const float step = quantize_value_weights(w, n, scheme.weight_code_max, k);
-      for (int32_t i = vg * group; i < kv_group_end(type, d, vg); ++i) {
+      const int32_t end = kv_group_end(type, d, vg);
+      for (int32_t i = vg * group; i < end; ++i) {
         int32_t sum = 0;
         for (int32_t r = 0; r < n; ++r) sum += int32_t(k[r]) * (int_value_code(type, rows[r], d, i) - center);
         pass.acc[i] += step * float(sum);

@@ -54,9 +54,11 @@ float int_key_dot(KvType k_type, const uint8_t* row, const int16_t* c, int32_t h
   const int32_t group = kv_row_group(k_type, head_dim);
   const uint8_t* values = row + kv_row_values_offset(k_type, head_dim);
   float total = 0;
-  for (int32_t g = 0; g < kv_row_scales(k_type, head_dim); ++g) {
+  const int32_t groups = kv_row_scales(k_type, head_dim);
+  for (int32_t g = 0; g < groups; ++g) {
     int32_t dot = 0, sum = 0;
-    for (int32_t i = g * group; i < kv_group_end(k_type, head_dim, g); ++i) {
+    const int32_t end = kv_group_end(k_type, head_dim, g);
+    for (int32_t i = g * group; i < end; ++i) {
       dot += c[i] * key_code(k_type, values, i);
       sum += c[i];
     }

@@ -110,7 +110,8 @@ void quantize_affine_row(KvType type, const float* x, uint8_t* row, int32_t n) {
   const float levels = type == KvType::INT8 ? kKvInt8Levels : kKvInt4Levels;
   uint8_t* codes = row + kv_row_values_offset(type, n);
   if (type == KvType::INT4) std::memset(codes, 0, size_t(n / 2));
-  for (int32_t g = 0; g < kv_row_scales(type, n); ++g) {
+  const int32_t groups = kv_row_scales(type, n);
+  for (int32_t g = 0; g < groups; ++g) {
     const int32_t begin = g * group, end = kv_group_end(type, n, g);
     const AffineScale a = affine_group_scale(x + begin, end - begin, levels);
     std::memcpy(row + 4 * size_t(g), &a.bits, sizeof(a.bits));

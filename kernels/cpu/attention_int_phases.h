@@ -59,7 +59,8 @@ void prepare_int_query(const GroupJob& job) {
     }
     for (int32_t g = 0; g < groups; ++g) {
       int32_t sum = 0;
-      for (int32_t i = g * group; i < kv_group_end(Type, d, g); ++i) sum += codes[i];
+      const int32_t end = kv_group_end(Type, d, g);
+      for (int32_t i = g * group; i < end; ++i) sum += codes[i];
       q_sums[h * groups + g] = float(sum);
     }
   }
@@ -168,7 +169,8 @@ void add_value_min_terms(const GroupJob& job, KvType v_type) {
   for (int32_t h = 0; h < job.heads; ++h) {
     for (int32_t g = 0; g < groups; ++g) {
       const typename Isa::Vec min_sum = Isa::set1(Isa::reduce_add(Isa::load(job.ints.value_min_terms + (h * groups + g) * W)));
-      for (int32_t c = g * group; c < kv_group_end(v_type, job.d, g); c += W) {
+      const int32_t end = kv_group_end(v_type, job.d, g);
+      for (int32_t c = g * group; c < end; c += W) {
         float* acc = job.acc + h * job.d + c;
         Isa::store(acc, Isa::add(Isa::load(acc), min_sum));
       }

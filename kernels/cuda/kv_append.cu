@@ -40,7 +40,8 @@ __device__ void write_affine_row(KvType type, const float* x, uint8_t* row, int3
   const int32_t group = kv_row_group(type, n);
   const float levels = type == KvType::INT8 ? kKvInt8Levels : kKvInt4Levels;
   uint8_t* codes = row + kv_row_values_offset(type, n);
-  for (int32_t g = 0; g < kv_row_scales(type, n); ++g) {
+  const int32_t groups = kv_row_scales(type, n);
+  for (int32_t g = 0; g < groups; ++g) {
     const int32_t begin = g * group, end = kv_group_end(type, n, g);
     float lo = INFINITY, hi = -INFINITY;
     for (int32_t i = begin + int32_t(threadIdx.x); i < end; i += 32) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);

@@ -135,7 +135,7 @@ TEST_CASE("row bytes count the scales", "[kernels][kv_quant]") {
 }
 
 // Multiples of int4's group of 64 and the head dims between them that real models use (Phi-2's
-// 80, Phi-3's 96): a row ends in one wider group rather than a short one.
+// 80, Phi-3's 96): where a short last group would cost more, a row ends in one wider group.
 TEST_CASE("quantized rows cost at most 15% over their bare bit width from head_dim 64", "[kernels][kv_quant]") {
   const int d = GENERATE(64, 72, 80, 96, 112, 128, 160, 192, 256);
   for (auto [type, bits] : {std::pair{KvType::FP8_E4M3, 8}, {KvType::FP8_E5M2, 8}, {KvType::INT8, 8}, {KvType::INT4, 4}}) {
