@@ -41,17 +41,18 @@ KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout, const Kv
     device_ = device_pool(KvPoolShape{num_layers_, layout.num_blocks, k_block_bytes_, v_block_bytes_});
     return;
   }
-  for (int32_t l = 0; l < num_layers_; ++l) {
-    k_.emplace_back(k_block_bytes_ * size_t(layout.num_blocks));
-    v_.emplace_back(v_block_bytes_ * size_t(layout.num_blocks));
-  }
+  constexpr size_t kLine = 64;
+  const auto whole_lines = [&](size_t bytes) { return (bytes + kLine - 1) / kLine * kLine; };
+  k_slot_bytes_ = whole_lines(k_block_bytes_ * size_t(layout.num_blocks));
+  slot_bytes_ = k_slot_bytes_ + whole_lines(v_block_bytes_ * size_t(layout.num_blocks));
+  host_ = HugePageBuffer(slot_bytes_ * size_t(num_layers_));
 }
 
 PagedKvLayer KvStorage::layer(int32_t index) const {
   const int32_t slot = slot_of_layer_[size_t(index)];
   PagedKvLayer l;
-  uint8_t* k = device_ ? device_->k_data(slot) : k_[size_t(slot)].get();
-  uint8_t* v = device_ ? device_->v_data(slot) : v_[size_t(slot)].get();
+  uint8_t* k = device_ ? device_->k_data(slot) : k_data(slot);
+  uint8_t* v = device_ ? device_->v_data(slot) : v_data(slot);
   l.k = tensor_view(layout_.k_type, k, layout_.block_size, num_kv_heads_, head_dim_);
   l.v = tensor_view(layout_.v_type, v, layout_.block_size, num_kv_heads_, head_dim_);
   l.block_size = layout_.block_size;
@@ -68,8 +69,8 @@ void KvStorage::copy_block(int32_t src, int32_t dst) {
   KVDESK_ASSERT(src >= 0 && src < layout_.num_blocks && dst >= 0 && dst < layout_.num_blocks);
   if (device_) return device_->copy_block(src, dst);
   for (int32_t l = 0; l < num_layers_; ++l) {
-    std::memcpy(k_[l].get() + size_t(dst) * k_block_bytes_, k_[l].get() + size_t(src) * k_block_bytes_, k_block_bytes_);
-    std::memcpy(v_[l].get() + size_t(dst) * v_block_bytes_, v_[l].get() + size_t(src) * v_block_bytes_, v_block_bytes_);
+    std::memcpy(k_data(l) + size_t(dst) * k_block_bytes_, k_data(l) + size_t(src) * k_block_bytes_, k_block_bytes_);
+    std::memcpy(v_data(l) + size_t(dst) * v_block_bytes_, v_data(l) + size_t(src) * v_block_bytes_, v_block_bytes_);
   }
 }
 
@@ -77,9 +78,9 @@ void KvStorage::save_block(int32_t block, uint8_t* dst) const {
   KVDESK_ASSERT(block >= 0 && block < layout_.num_blocks);
   if (device_) return device_->save_block(block, dst);
   for (int32_t l = 0; l < num_layers_; ++l) {
-    std::memcpy(dst, k_[l].get() + size_t(block) * k_block_bytes_, k_block_bytes_);
+    std::memcpy(dst, k_data(l) + size_t(block) * k_block_bytes_, k_block_bytes_);
     dst += k_block_bytes_;
-    std::memcpy(dst, v_[l].get() + size_t(block) * v_block_bytes_, v_block_bytes_);
+    std::memcpy(dst, v_data(l) + size_t(block) * v_block_bytes_, v_block_bytes_);
     dst += v_block_bytes_;
   }
 }
@@ -88,9 +89,9 @@ void KvStorage::load_block(int32_t block, const uint8_t* src) {
   KVDESK_ASSERT(block >= 0 && block < layout_.num_blocks);
   if (device_) return device_->load_block(block, src);
   for (int32_t l = 0; l < num_layers_; ++l) {
-    std::memcpy(k_[l].get() + size_t(block) * k_block_bytes_, src, k_block_bytes_);
+    std::memcpy(k_data(l) + size_t(block) * k_block_bytes_, src, k_block_bytes_);
     src += k_block_bytes_;
-    std::memcpy(v_[l].get() + size_t(block) * v_block_bytes_, src, v_block_bytes_);
+    std::memcpy(v_data(l) + size_t(block) * v_block_bytes_, src, v_block_bytes_);
     src += v_block_bytes_;
   }
 }

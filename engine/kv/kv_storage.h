@@ -82,11 +82,15 @@ class KvStorage {
   int32_t head_dim_;
   size_t k_block_bytes_;
   size_t v_block_bytes_;
-  // Per layer slot, each [num_blocks][num_kv_heads][block_size][kv_row_bytes(type, head_dim)].
-  // In huge pages: a sequence's blocks lie anywhere in the pool (engine/system/huge_page_buffer.h).
-  // Empty when device_ holds the bytes.
-  std::vector<HugePageBuffer> k_;
-  std::vector<HugePageBuffer> v_;
+  // Layer slot l's K, then its V, each [num_blocks][num_kv_heads][block_size][kv_row_bytes(type,
+  // head_dim)] from a cache line boundary, slot after slot in one buffer: one mapping in huge
+  // pages however small each slot's share, for a sequence's blocks lie anywhere in the pool
+  // (engine/system/huge_page_buffer.h). Empty when device_ holds the bytes.
+  uint8_t* k_data(int32_t slot) const { return host_.get() + size_t(slot) * slot_bytes_; }
+  uint8_t* v_data(int32_t slot) const { return k_data(slot) + k_slot_bytes_; }
+  size_t k_slot_bytes_ = 0;   // K bytes of a slot, rounded up to a cache line
+  size_t slot_bytes_ = 0;     // K and V bytes of a slot, each rounded up to a cache line
+  HugePageBuffer host_;
   std::unique_ptr<KvDevicePool> device_;
 };
 

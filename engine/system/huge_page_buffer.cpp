@@ -1,6 +1,7 @@
 #include "engine/system/huge_page_buffer.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <string>
@@ -11,9 +12,33 @@
 
 namespace kvdesk {
 
+namespace {
+
+constexpr size_t kHugePage = size_t(2) << 20;
+
+// A mapping of `bytes` that starts on a huge page boundary: mapped with a huge page of slack,
+// then the slack before the boundary and past the end is unmapped again. Transparent huge
+// pages only back whole aligned 2 MiB ranges of a mapping, so an unaligned start would leave
+// up to 2 MiB at each end in small pages.
+void* map_aligned(size_t bytes) {
+  const size_t mapped = bytes + kHugePage;
+  void* mem = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return mem;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(mem);
+  const uintptr_t aligned = (start + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  const size_t length = (bytes + page - 1) / page * page;   // what release() unmaps
+  if (aligned > start) ::munmap(mem, aligned - start);
+  const size_t tail = mapped - (aligned - start) - length;
+  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + length), tail);
+  return reinterpret_cast<void*>(aligned);
+}
+
+}  // namespace
+
 HugePageBuffer::HugePageBuffer(size_t bytes) : size_(bytes) {
   if (bytes == 0) return;
-  void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* mem = map_aligned(bytes);
   if (mem == MAP_FAILED) {
     const int err = errno;
     throw Error("cannot allocate " + std::to_string(bytes >> 20) + " MiB: " + std::system_category().message(err));

@@ -1,8 +1,9 @@
 // HugePageBuffer: a zero-filled block of anonymous memory that asks for transparent huge pages
 // (madvise), for the big arrays read at scattered places: the KV pool. A sequence's blocks lie
 // anywhere in the pool, and with 4 KiB pages nearly every block a decode step reads costs a
-// TLB miss; one 2 MiB page covers hundreds of blocks. Where the kernel offers no huge pages
-// the advice is ignored and the buffer works the same.
+// TLB miss; one 2 MiB page covers hundreds of blocks. The mapping starts on a 2 MiB boundary,
+// as transparent huge pages back only whole aligned 2 MiB ranges. Where the kernel offers no
+// huge pages the advice is ignored and the buffer works the same.
 #pragma once
 #include <cstddef>
 #include <cstdint>

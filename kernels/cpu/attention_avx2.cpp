@@ -187,7 +187,7 @@ struct Avx2 {
   // The dim (within its unit) of float f of a unit's accumulator, vector f / 8, lane f % 8:
   // int4, vector v of the low nibbles (v < 4) or the high ones; int8, vector v of half v / 4.
   template <KvType Type>
-  static int32_t value_dim(int32_t f) {
+  static constexpr int32_t value_dim(int32_t f) {
     const int32_t v = f / 8, position = 16 * (f % 8 / 4) + 4 * (v % 4) + f % 4;
     return Type == KvType::INT4 ? 2 * position + v / 4 : 32 * (v / 4) + position;
   }

@@ -158,7 +158,7 @@ struct Avx512 {
   }
   // The dim (within its unit) of float f of a unit's accumulator: vector f / 16, lane f % 16.
   template <KvType Type>
-  static int32_t value_dim(int32_t f) {
+  static constexpr int32_t value_dim(int32_t f) {
     const int32_t position = 16 * (f % 16 / 4) + 4 * (f / 16) + f % 4;
     return Type == KvType::INT8 ? position : 2 * (position % 32) + position / 32;
   }

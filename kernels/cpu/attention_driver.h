@@ -347,6 +347,7 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
                   q_sums + h0 * k_groups,
                   reinterpret_cast<uint32_t*>(base),
                   key_scales,
+                  k_groups,
                   value_scales,
                   value_min_terms + h0 * v_groups * W,
                   v_groups,

@@ -71,9 +71,9 @@ void prepare_int_query(const GroupJob& job) {
 // Lanes past the rows repeat row 0 (their scores are masked). Words go four at a time through
 // Isa::transpose_words4, the rest one by one.
 template <class Isa, KvType Type>
-void transpose_key_codes(const RowTile<Isa>& tile, int32_t d, uint32_t* key_chunks) {
+void transpose_key_codes(const RowTile<Isa>& tile, int32_t d, int32_t groups, uint32_t* key_chunks) {
   constexpr int W = Isa::kLanes;
-  const size_t offset = kv_row_values_offset(Type, d);
+  const size_t offset = 4 * size_t(groups);   // kv_row_values_offset
   const int32_t words = Type == KvType::INT8 ? d / 4 : d / 8;
   int32_t k = 0;
   for (; k + 4 <= words; k += 4) Isa::transpose_words4(tile.k, offset + 4 * size_t(k), key_chunks + k * W);
@@ -86,48 +86,51 @@ void transpose_key_codes(const RowTile<Isa>& tile, int32_t d, uint32_t* key_chun
 template <KvType Type>
 constexpr int32_t kChunksPerWord = Type == KvType::INT4 ? 2 : 1;
 
-// The chunks from k (a word's first) of the tile's key codes, 4 u8 codes a lane: int8 chunk k;
-// int4 chunks k and k + 1, the low and high nibbles of word k / 2.
+// The chunks of word w of the tile's key codes, 4 u8 codes a lane: int8 chunk w; int4 chunks
+// 2w and 2w + 1, the low and high nibbles of the word.
 template <class Isa, KvType Type>
-void key_word_chunks(const uint32_t* key_chunks, int32_t k, typename Isa::IVec* chunks) {
+void key_word_chunks(const uint32_t* key_chunks, int32_t w, typename Isa::IVec* chunks) {
   constexpr int W = Isa::kLanes;
+  const typename Isa::IVec word = Isa::iload(key_chunks + w * W);
   if constexpr (Type == KvType::INT8) {
-    chunks[0] = Isa::iload(key_chunks + k * W);
+    chunks[0] = word;
   } else {
-    const typename Isa::IVec w = Isa::iload(key_chunks + k / 2 * W);
-    chunks[0] = Isa::low_nibbles(w);
-    chunks[1] = Isa::high_nibbles(w);
+    chunks[0] = Isa::low_nibbles(word);
+    chunks[1] = Isa::high_nibbles(word);
   }
 }
 
 // Scores of heads [h0, h0 + HT) for the tile in key_chunks / key_scales -> p[h][W]. A group's
-// chunks go in spans of Isa::span_chunks<Type>(), after which the ISA may widen what it summed
-// in narrower lanes (Isa::end_span); groups and spans hold whole words of chunks (an int4 group
-// and span an even number).
+// words go in spans of Isa::span_chunks<Type>() chunks, after which the ISA may widen what it
+// summed in narrower lanes (Isa::end_span); groups and spans hold whole words of chunks (an
+// int4 group and span an even number of chunks).
 template <class Isa, KvType Type, int HT>
 void int_score_heads(const GroupJob& job, int32_t h0, int32_t rows, int32_t group, int32_t groups) {
   using Vec = typename Isa::Vec;
   using IVec = typename Isa::IVec;
   constexpr int W = Isa::kLanes;
-  constexpr int32_t kSpan = Isa::template span_chunks<Type>();
-  static_assert(kSpan % kChunksPerWord<Type> == 0, "spans of whole words");
+  constexpr int32_t kPerWord = kChunksPerWord<Type>;
+  constexpr int32_t kSpanWords = Isa::template span_chunks<Type>() / kPerWord;
+  static_assert(Isa::template span_chunks<Type>() % kPerWord == 0, "spans of whole words");
   const int32_t d = job.d;
+  const int32_t group_words = group / 4 / kPerWord;
   const float* s = job.ints.key_scales;
   const float* m = job.ints.key_scales + groups * W;
+  const uint32_t* q[HT];
+  for (int i = 0; i < HT; ++i) q[i] = job.ints.q_chunks + (h0 + i) * (d / 4);
   Vec score[HT];
   for (int i = 0; i < HT; ++i) score[i] = Isa::zero();
   for (int32_t g = 0; g < groups; ++g) {
     IVec a0[HT], a1[HT];
     for (int i = 0; i < HT; ++i) a0[i] = a1[i] = Isa::izero();
-    const int32_t end = kv_group_end(Type, d, g) / 4;
-    for (int32_t span = g * group / 4; span < end; span += kSpan) {
-      for (int32_t k = span; k < end && k < span + kSpan; k += kChunksPerWord<Type>) {
-        IVec t[kChunksPerWord<Type>];
-        key_word_chunks<Isa, Type>(job.ints.key_chunks, k, t);
-        for (int32_t c = 0; c < kChunksPerWord<Type>; ++c) {
-          for (int i = 0; i < HT; ++i) {
-            Isa::template dot_chunk<Type>(a0[i], t[c], job.ints.q_chunks[(h0 + i) * d / 4 + k + c]);
-          }
+    const int32_t end = g + 1 < groups ? (g + 1) * group_words : d / 4 / kPerWord;
+    for (int32_t span = g * group_words; span < end; span += kSpanWords) {
+      const int32_t span_end = span + kSpanWords < end ? span + kSpanWords : end;
+      for (int32_t w = span; w < span_end; ++w) {
+        IVec t[kPerWord];
+        key_word_chunks<Isa, Type>(job.ints.key_chunks, w, t);
+        for (int32_t c = 0; c < kPerWord; ++c) {
+          for (int i = 0; i < HT; ++i) Isa::template dot_chunk<Type>(a0[i], t[c], q[i][w * kPerWord + c]);
         }
       }
       for (int i = 0; i < HT; ++i) Isa::template end_span<Type>(a0[i], a1[i]);
@@ -153,8 +156,8 @@ struct IntScores {
   };
   static void tile(const RowTile<Isa>& tile, const GroupJob& job) {
     const int32_t group = kv_row_group(Type, job.d);
-    const int32_t groups = kv_row_scales(Type, job.d);
-    transpose_key_codes<Isa, Type>(tile, job.d, job.ints.key_chunks);
+    const int32_t groups = job.ints.key_groups;
+    transpose_key_codes<Isa, Type>(tile, job.d, groups, job.ints.key_chunks);
     tile_group_scales<Isa>(tile.k, groups, Isa::kLanes, job.ints.key_scales);
     for_head_tiles<Step, Isa::kIntHeadTile>(job.heads, job, tile.rows, group, groups);
   }

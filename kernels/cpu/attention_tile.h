@@ -33,6 +33,7 @@ struct IntParts {
   float* q_sums;             // [heads][Gk]        C_g: the query codes' sum over each key group
   uint32_t* key_chunks;      // [d / 4][W]         the tile's key codes, word-major (shared; transpose_key_codes)
   float* key_scales;         // [2][Gk][W]         the tile rows' key s_g, then m_g (shared)
+  int32_t key_groups;        // Gk, found once per call (kv_row_scales divides)
   float* value_scales;       // [2][Gv][W] or [2][Gv][2W] (a pair of tiles): the rows' value s_g, then m_g (shared)
   float* value_min_terms;    // [heads][Gv][W]     running sum of softmax weight * the row's value m_g
   int32_t value_groups;      // Gv; 0 when V is not int8 / int4 (nothing below is used then)

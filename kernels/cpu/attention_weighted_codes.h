@@ -16,6 +16,7 @@
 // times its steps, go to its value accumulator in the ISA's dim order (Isa::value_dim), which
 // joins the f32 accumulator at the end.
 #pragma once
+#include <array>
 #include <cstdint>
 
 #include "kernels/attention_int_values.h"
@@ -91,7 +92,7 @@ struct WeightedValues {
 
   static void interleave(const ValueRows<Isa>& pair, const GroupJob& job) {
     const int32_t d = job.d;
-    const size_t offset = kv_row_values_offset(Type, d);
+    const size_t offset = 4 * size_t(job.ints.value_groups);   // kv_row_values_offset
     for (int32_t u = 0; u < simd_value_units(d); ++u) {
       for (int32_t q = 0; q < kQuads; ++q) {
         const uint8_t* rows[4];
@@ -103,11 +104,12 @@ struct WeightedValues {
 
   // The value group of each of the ISA's group slots of unit u (Isa::group_slot: the slots
   // whose dims stand for a run of dims sharing one group; dims past the head's, in its last
-  // unit, read the last group).
-  static void slot_groups(const GroupJob& job, int32_t u, int32_t groups, int32_t* slot_group) {
-    const int32_t group = kv_row_group(Type, job.d);
+  // unit, read the last group). kv_group_of without its divisions: a row shorter than the
+  // standard group is one group, which the clamp gives too.
+  static void slot_groups(int32_t u, int32_t groups, int32_t* slot_group) {
+    constexpr int32_t kGroup = Type == KvType::INT8 ? kKvInt8Group : kKvInt4Group;
     for (int32_t i = 0; i < Isa::kGroupSlots; ++i) {
-      const int32_t g = (64 * u + Isa::template value_dim<Type>(Isa::group_slot(i))) / group;
+      const int32_t g = (64 * u + Isa::template value_dim<Type>(Isa::group_slot(i))) / kGroup;
       slot_group[i] = g < groups ? g : groups - 1;
     }
   }
@@ -122,7 +124,7 @@ struct WeightedValues {
     interleave(pair, job);
     for (int32_t u = 0; u < units; ++u) {
       int32_t slot_group[Isa::kGroupSlots];
-      slot_groups(job, u, groups, slot_group);
+      slot_groups(u, groups, slot_group);
       for (int32_t h = 0; h < job.heads; ++h) {
         Isa::template accumulate_unit<Type>(unit_codes(job, u, 0), job.ints.weight_codes + h * groups * kWeightBytes,
                                             job.ints.weight_steps + h * groups, slot_group,
@@ -131,6 +133,14 @@ struct WeightedValues {
     }
   }
 
+  // The dim within its unit of each float of a unit's accumulator (Isa::value_dim), worked
+  // out at compile time.
+  static constexpr std::array<int8_t, 64> kValueDims = [] {
+    std::array<int8_t, 64> dims{};
+    for (int32_t f = 0; f < 64; ++f) dims[size_t(f)] = int8_t(Isa::template value_dim<Type>(f));
+    return dims;
+  }();
+
   // The accumulator joins acc (dims past head_dim, in the last unit, are padding).
   static void finish(const GroupJob& job) {
     const int64_t units = simd_value_units(job.d);
@@ -138,7 +148,7 @@ struct WeightedValues {
       for (int32_t u = 0; u < units; ++u) {
         const float* sums = job.ints.value_acc + (h * units + u) * 64;
         for (int32_t f = 0; f < 64; ++f) {
-          const int32_t dim = 64 * u + Isa::template value_dim<Type>(f);
+          const int32_t dim = 64 * u + kValueDims[size_t(f)];
           if (dim < job.d) job.acc[h * job.d + dim] += sums[f];
         }
       }
