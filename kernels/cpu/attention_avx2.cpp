@@ -38,6 +38,13 @@ struct Avx2 {
   }
   static float reduce_add(Vec v) { return hsum(v); }
   static float reduce_max(Vec v) { return hmax(v); }
+  // The largest lane in every lane.
+  static Vec max_all(Vec v) {
+    v = max(v, _mm256_permute2f128_ps(v, v, 1));
+    v = max(v, _mm256_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+    return max(v, _mm256_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  }
+  static float first(Vec v) { return _mm256_cvtss_f32(v); }
   static bool any_above(Vec v, float x) { return _mm256_movemask_ps(_mm256_cmp_ps(v, set1(x), _CMP_GT_OQ)) != 0; }
 
   // parts[8][8] -> lane r = sum of parts[r][0..8): pairs, quads, then the two 128-bit halves.

@@ -34,6 +34,14 @@ struct Avx512 {
   }
   static float reduce_add(Vec v) { return _mm512_reduce_add_ps(v); }
   static float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
+  // The largest lane in every lane.
+  static Vec max_all(Vec v) {
+    v = max(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = max(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    v = max(v, _mm512_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+    return max(v, _mm512_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  }
+  static float first(Vec v) { return _mm512_cvtss_f32(v); }
   static bool any_above(Vec v, float x) { return _mm512_cmp_ps_mask(v, set1(x), _CMP_GT_OQ) != 0; }
 
   // parts[16][16] -> lane r = sum of parts[r][0..16): pairs, quads, then 128-bit lanes.

@@ -337,8 +337,7 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
   float* value_min_terms = q_sums + num_heads * groups;
   float* weight_codes = value_min_terms + num_heads * groups * W;
   float* weight_steps = weight_codes + num_heads * groups * 8;
-  float* weight_inverses = weight_steps + num_heads * groups;
-  float* value_acc = weight_inverses + num_heads * groups;
+  float* value_acc = weight_steps + num_heads * groups;
   const int32_t k_groups = kv_row_scales(layer.k.type, d);
   const int32_t v_groups = int_values(layer.v.type) ? kv_row_scales(layer.v.type, d) : 0;
   return IntParts{reinterpret_cast<int16_t*>(query_codes),
@@ -354,7 +353,6 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
                   reinterpret_cast<uint8_t*>(value_codes),
                   reinterpret_cast<uint8_t*>(weight_codes) + h0 * v_groups * 32,
                   weight_steps + h0 * v_groups,
-                  weight_inverses + h0 * v_groups,
                   value_acc + h0 * units * 64};
 }
 

@@ -52,9 +52,9 @@ constexpr int64_t simd_int_shared_floats(int32_t head_dim) {
 
 // Floats of the int8 / int4 parts of one query head: packed query [head_dim / 4], scale,
 // code sums [groups], value min terms [groups][lanes], weight codes [groups][32 bytes], steps
-// and inverses [groups], the weighted codes' accumulator [units][64].
+// [groups], the weighted codes' accumulator [units][64].
 constexpr int64_t simd_int_head_floats(int32_t head_dim) {
-  return int64_t(head_dim / 4) + 1 + simd_int_groups(head_dim) * (1 + kSimdMaxLanes + 8 + 2) +
+  return int64_t(head_dim / 4) + 1 + simd_int_groups(head_dim) * (1 + kSimdMaxLanes + 8 + 1) +
          simd_value_units(head_dim) * 64;
 }
 

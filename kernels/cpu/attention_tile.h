@@ -42,7 +42,6 @@ struct IntParts {
   uint8_t* value_codes;      // [U][2W / 4][256 bytes]  the pair's centred codes, 4 rows per dim (shared)
   uint8_t* weight_codes;     // [heads][Gv][32 bytes]   codes of softmax weight * the row's s_g
   float* weight_steps;       // [heads][Gv]             their steps
-  float* weight_inverses;    // [heads][Gv]             the codes' largest / the largest weight (0 where that is 0)
   float* value_acc;          // [heads][U][64]          the weighted codes' sums, in the ISA's dim order
 };
 

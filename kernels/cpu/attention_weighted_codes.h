@@ -43,50 +43,28 @@ struct WeightedValues {
   }
 
   // min terms += p * (m_g + C s_g); the weight codes and steps of p * s_g, both tiles of the
-  // pair: each head and group's largest weight first, then the steps and inverses W at a time
-  // (one vector division each instead of two scalar ones per head and group; IEEE division, so
-  // the same as the twin's), then the codes.
+  // pair, head by head and group by group: the largest weight in every lane, then step = wmax
+  // / K and the codes w * (K / wmax) (IEEE divisions, so the same as the twin's).
   static void quantize_weights(const GroupJob& job, int32_t groups) {
     const float* s = job.ints.value_scales;
     const float* m = job.ints.value_scales + groups * kRows;
     const Vec center = Isa::set1(float(value_code_center(Type)));
-    float* wmax = job.ints.weight_steps;   // each head and group's largest weight, until its step replaces it
-    for (int32_t h = 0; h < job.heads; ++h) {
-      const Vec p0 = Isa::load(job.p + h * job.p_stride), p1 = Isa::load(job.p + h * job.p_stride + W);
-      for (int32_t g = 0; g < groups; ++g) {
-        const Vec s0 = Isa::load(s + g * kRows), s1 = Isa::load(s + g * kRows + W);
-        float* terms = job.ints.value_min_terms + (h * groups + g) * W;
-        const Vec min0 = Isa::fma(center, s0, Isa::load(m + g * kRows));
-        const Vec min1 = Isa::fma(center, s1, Isa::load(m + g * kRows + W));
-        Isa::store(terms, Isa::fma(p1, min1, Isa::fma(p0, min0, Isa::load(terms))));
-        wmax[h * groups + g] = Isa::reduce_max(Isa::max(Isa::mul(p0, s0), Isa::mul(p1, s1)));
-      }
-    }
-    steps_and_inverses(job.ints.weight_steps, job.ints.weight_inverses, job.heads * groups);
+    const Vec code_max = Isa::set1(float(kCodeMax));
     for (int32_t h = 0; h < job.heads; ++h) {
       const Vec p0 = Isa::load(job.p + h * job.p_stride), p1 = Isa::load(job.p + h * job.p_stride + W);
       for (int32_t g = 0; g < groups; ++g) {
         const int32_t at = h * groups + g;
-        const Vec inverse = Isa::set1(job.ints.weight_inverses[at]);
-        const Vec w0 = Isa::mul(Isa::mul(p0, Isa::load(s + g * kRows)), inverse);
-        const Vec w1 = Isa::mul(Isa::mul(p1, Isa::load(s + g * kRows + W)), inverse);
-        Isa::store_weight_codes(w0, w1, job.ints.weight_codes + at * kWeightBytes);
+        const Vec s0 = Isa::load(s + g * kRows), s1 = Isa::load(s + g * kRows + W);
+        float* terms = job.ints.value_min_terms + at * W;
+        const Vec min0 = Isa::fma(center, s0, Isa::load(m + g * kRows));
+        const Vec min1 = Isa::fma(center, s1, Isa::load(m + g * kRows + W));
+        Isa::store(terms, Isa::fma(p1, min1, Isa::fma(p0, min0, Isa::load(terms))));
+        const Vec w0 = Isa::mul(p0, s0), w1 = Isa::mul(p1, s1);
+        const Vec wmax = Isa::max_all(Isa::max(w0, w1));
+        const Vec inverse = Isa::div_or_zero(code_max, wmax);
+        job.ints.weight_steps[at] = Isa::first(Isa::div(wmax, code_max));
+        Isa::store_weight_codes(Isa::mul(w0, inverse), Isa::mul(w1, inverse), job.ints.weight_codes + at * kWeightBytes);
       }
-    }
-  }
-
-  // wmax[n] -> step[n] = wmax / K in place and inverse[n] = K / wmax (0 where wmax is 0).
-  static void steps_and_inverses(float* wmax, float* inverse, int32_t n) {
-    const Vec code_max = Isa::set1(float(kCodeMax));
-    int32_t i = 0;
-    for (; i + W <= n; i += W) {
-      const Vec x = Isa::load(wmax + i);
-      Isa::store(inverse + i, Isa::div_or_zero(code_max, x));
-      Isa::store(wmax + i, Isa::div(x, code_max));
-    }
-    for (; i < n; ++i) {
-      inverse[i] = wmax[i] > 0 ? float(kCodeMax) / wmax[i] : 0.0f;
-      wmax[i] /= float(kCodeMax);
     }
   }
 
