@@ -1,14 +1,15 @@
 // Integer values: over int8 / int4 values a CPU attention kernel may weigh the stored codes by
 // integer weights instead of widening every code to f32. Per tile of T consecutive cached rows
-// (twice the kernel's vector width) and per query head and value group g (kernels/kv_quant.h: a value
-// group holds x = s_g * code + m_g), it writes x = s_g * (code - C) + (m_g + C * s_g), with C the
+// (32, or 16 where AVX2 weighs int8 values: kernels/cpu/attention_isa.h simd_value_run) and per
+// query head and value group g (kernels/kv_quant.h: a value group holds x = s_g * code + m_g),
+// it writes x = s_g * (code - C) + (m_g + C * s_g), with C the
 // middle code (128 for int8, 8 for int4), and takes the tile's share of sum_r p[r] x[r] as
 //   w[r] = p[r] * s_g[r],  step = max_r w[r] / K,  k[r] = nearest(w[r] / step)   (K = 255: 8 bits)
 //   dims of g:  step * sum_r k[r] * (code[r] - C)            exact in int32
 //   + sum_r p[r] * (m_g[r] + C * s_g[r])                     in f32, added once at the end
 // so the codes are multiplied as bytes: vpdpbusd (u8 weight x s8 code, 4 rows into int32) on
-// AVX-512 VNNI, vpmaddubsw (u8 x s8 pairs into int16) on AVX2, where a 16-row tile adds 8
-// int4 products in an int16 lane (at most 255 x 8) and int8's centred codes (up to 128 from
+// AVX-512 VNNI, vpmaddubsw (u8 x s8 pairs into int16) on AVX2, where a 32-row tile adds 16
+// int4 products in an int16 lane (at most 255 x 8 each) and int8's centred codes (up to 128 from
 // the middle) take 7-bit weights, K = 127, so that a pair stays in int16 (2 x 127 x 128), widened
 // pair by pair. A weight moves by at most step / 2, a 2K-th of the tile's largest p * s, on a
 // code at most C steps from the middle: a row that dominates its tile moves by at most

@@ -48,7 +48,7 @@ const char* kv_quality_text_id(int32_t head_dim) {
   const IntAttentionScheme int8 = cpu::int_attention_scheme(KvType::INT8, KvType::INT8, head_dim);
   const bool wide = kv_row_wide_last_group(KvType::INT8, head_dim) || kv_row_wide_last_group(KvType::INT4, head_dim);
   if (int8.query_pair_max == 0) return wide ? "lighthouse-128-recent-16-q8-wl" : "lighthouse-128-recent-16-q8";
-  return wide ? "lighthouse-128-recent-16-p8w7-wl" : "lighthouse-128-recent-16-p8w7";
+  return wide ? "lighthouse-128-recent-16-p8w7r32-wl" : "lighthouse-128-recent-16-p8w7r32";
 }
 
 KvQualityMeasurement::KvQualityMeasurement(Model& model, ForwardBackend& forward, std::vector<KvType> types)

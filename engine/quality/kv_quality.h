@@ -25,10 +25,10 @@ inline constexpr int32_t kKvQualityChunk = 32;
 // text, its length, the newest rows kept in f32 (KvLayout::recent_rows) or the integer
 // attention's own rounding on this CPU (kernels/attention_int_keys.h, attention_int_values.h):
 // q8, int8 / int4 keys against an 8-bit query and values weighed by 8-bit codes (AVX-512 VNNI);
-// p8w7, int8 keys against a query whose pairs of codes are limited and int8 values weighed by
-// 7-bit codes (AVX2), for a head dim of head_dim (the model's); -wl where an int8 or int4 row
-// of that head dim ends in a wider group (kernels/kv_quant.h). So results measured another way
-// are not shown as this one's.
+// p8w7r32, int8 keys against a query whose pairs of codes are limited, int8 values weighed by
+// 7-bit codes and int4 values over runs of 32 rows (AVX2; p8w7 was its 16-row runs), for a
+// head dim of head_dim (the model's); -wl where an int8 or int4 row of that head dim ends in a
+// wider group (kernels/kv_quant.h). So results measured another way are not shown as this one's.
 const char* kv_quality_text_id(int32_t head_dim);
 
 class KvQualityMeasurement {

@@ -145,7 +145,7 @@ struct Avx2 {
 
   // Values weighted by codes (attention_weighted_codes.h). vpmaddubsw multiplies u8 weights by
   // s8 centred codes into int16 pairs: int4's (the low nibbles, even dims, and the high ones,
-  // odd dims; |c| <= 8) leave room for a pair of tiles (4 quads) to add up before widening;
+  // odd dims; |c| <= 8) leave room for a run of four tiles (8 quads) to add up before widening;
   // int8's (|c| <= 128, with 7-bit weights) are widened quad by quad.
   //
   // 4 rows' vectors -> 4, `stride` bytes apart: vector k, 32-bit lane 4L + i holds the rows'
@@ -209,41 +209,55 @@ struct Avx2 {
     const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(words, words), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(bytes));
   }
-  // The 4 quads' weight codes of group g (rows 0..15 of codes [groups][32]), each quad's 4 in
-  // every 32-bit lane.
-  static void quad_weights(const uint8_t* weight_codes, int32_t g, __m256i* w) {
-    const __m256i lanes = _mm256_broadcastsi128_si256(load16(weight_codes + 32 * g));
+  // The weight codes of quads 4k..4k + 3 of group g (rows 16k..16k + 15 of codes [groups][32]),
+  // each quad's 4 in every 32-bit lane.
+  static void quad_weights(const uint8_t* weight_codes, int32_t g, int32_t k, __m256i* w) {
+    const __m256i lanes = _mm256_broadcastsi128_si256(load16(weight_codes + 32 * g + 16 * k));
     w[0] = _mm256_shuffle_epi32(lanes, 0x00), w[1] = _mm256_shuffle_epi32(lanes, 0x55);
     w[2] = _mm256_shuffle_epi32(lanes, 0xAA), w[3] = _mm256_shuffle_epi32(lanes, 0xFF);
   }
-  // sum over the 4 quads of w[q] . codes at `at` of quad q (kValueQuadBytes apart), 4 rows a dim:
-  // int4 in int16 pairs (8 products of at most 255 x 8), widened; int8 widened quad by quad.
-  template <KvType Type>
+  // sum over the Quads quads of w[q] . codes at `at` of quad q (kValueQuadBytes apart), 4 rows a
+  // dim: int4 in int16 pairs (2 x Quads products of at most 255 x 8: 8 quads reach 32640),
+  // widened once; int8 widened quad by quad.
+  template <KvType Type, int Quads>
   static __m256i quad_sum(const __m256i* w, const uint8_t* codes, int32_t at) {
+    static_assert(Type == KvType::INT8 || Quads <= 8, "int16 sums of int4 products");
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i sum = _mm256_maddubs_epi16(w[0], load_256(codes + at));
     if constexpr (Type == KvType::INT4) {
-      for (int q = 1; q < 4; ++q) sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(w[q], load_256(codes + q * kValueQuadBytes + at)));
+      for (int q = 1; q < Quads; ++q) sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(w[q], load_256(codes + q * kValueQuadBytes + at)));
       return _mm256_madd_epi16(sum, ones);
     }
     sum = _mm256_madd_epi16(sum, ones);
-    for (int q = 1; q < 4; ++q) {
+    for (int q = 1; q < Quads; ++q) {
       sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(w[q], load_256(codes + q * kValueQuadBytes + at)), ones));
     }
     return sum;
   }
-  // acc[f] += step * sum over the pair's 4 quads (16 rows) of the weight codes . the centred
-  // codes, vector v's weights and step those of group slot_group[v] in codes [groups][32] and
-  // steps.
-  template <KvType Type>
+  // acc[f] += step * sum over the run's Quads quads of the weight codes . the centred codes,
+  // vector v's weights and step those of group slot_group[v] in codes [groups][32] and steps.
+  // An int4 unit lies in one group (64 dims, groups start at multiples of 64); an int8 unit's
+  // halves have a group each (vectors 0..3 and 4..7), over a pair of tiles (4 quads).
+  template <KvType Type, int Quads>
   static void accumulate_unit(const uint8_t* codes, const uint8_t* weight_codes, const float* steps,
                               const int32_t* slot_group, float* acc) {
-    __m256i w[2][4];
-    quad_weights(weight_codes, slot_group[0], w[0]);
-    quad_weights(weight_codes, slot_group[4], w[1]);
-    for (int v = 0; v < 8; ++v) {
-      const __m256i sum = quad_sum<Type>(w[v / 4], codes, v * 32);
-      store(acc + 8 * v, fma(set1(steps[slot_group[v]]), _mm256_cvtepi32_ps(sum), load(acc + 8 * v)));
+    if constexpr (Type == KvType::INT4) {
+      __m256i w[Quads];
+      for (int k = 0; k < Quads / 4; ++k) quad_weights(weight_codes, slot_group[0], k, w + 4 * k);
+      const Vec step = set1(steps[slot_group[0]]);
+      for (int v = 0; v < 8; ++v) {
+        const __m256i sum = quad_sum<Type, Quads>(w, codes, v * 32);
+        store(acc + 8 * v, fma(step, _mm256_cvtepi32_ps(sum), load(acc + 8 * v)));
+      }
+    } else {
+      static_assert(Quads == 4, "int8 values over a pair of tiles");
+      __m256i w[2][4];
+      quad_weights(weight_codes, slot_group[0], 0, w[0]);
+      quad_weights(weight_codes, slot_group[4], 0, w[1]);
+      for (int v = 0; v < 8; ++v) {
+        const __m256i sum = quad_sum<Type, Quads>(w[v / 4], codes, v * 32);
+        store(acc + 8 * v, fma(set1(steps[slot_group[v]]), _mm256_cvtepi32_ps(sum), load(acc + 8 * v)));
+      }
     }
   }
 };

@@ -188,12 +188,13 @@ struct Avx512 {
     lanes = _mm512_inserti32x4(lanes, load16(weight_codes + 32 * lane_group[2] + at), 2);
     return _mm512_inserti32x4(lanes, load16(weight_codes + 32 * lane_group[3] + at), 3);
   }
-  // acc[f] += step * sum over the pair's 8 quads (32 rows) of the weight codes . the centred
+  // acc[f] += step * sum over the run's 8 quads (a pair of tiles, 32 rows) of the weight codes . the centred
   // codes (vpdpbusd), lane L's weights and step those of group lane_group[L] (one group in every
   // int4 unit).
-  template <KvType>
+  template <KvType, int Quads>
   static void accumulate_unit(const uint8_t* codes, const uint8_t* weight_codes, const float* steps,
                               const int32_t* lane_group, float* acc) {
+    static_assert(Quads == 8, "a pair of 16-row tiles");
     Vec step;
     if (lane_group[0] == lane_group[3]) {
       step = set1(steps[lane_group[0]]);

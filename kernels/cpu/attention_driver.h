@@ -13,8 +13,9 @@
 //      and added across lanes once at the end)
 //   3. values  acc[h] += sum_r p[h][r] * row_scale_v[r] * V[r]   each V vector dequantized once
 //      per tile of up to 8 heads whose accumulators stay in registers. int8 / int4 values are
-//      weighed once per pair of tiles, their codes by 8- or 7-bit codes of p times their group
-//      scale and their min into one sum per group (attention_weighted_codes.h).
+//      weighed once per run of tiles (simd_value_run), their codes by 8- or 7-bit codes of p
+//      times their group scale and their min into one sum per group
+//      (attention_weighted_codes.h).
 // A tile's rows may span blocks: row pointers come from the block table, row by row, and the
 // next tile's rows are prefetched while this one computes. The newest rows, when the caller
 // passes them in f32 (AttentionArgs::recent_k), come last, in tiles of their own read as f32
@@ -198,7 +199,10 @@ void softmax_tile(const GroupJob& job) {
         for (int32_t c = 0; c < job.d; c += W) Isa::store(acc + c, Isa::mul(Isa::load(acc + c), Isa::set1(alpha)));
         rescale_min_terms<Isa>(job, h, alpha);
         rescale_value_acc<Isa>(job, h, alpha);
-        if (job.pending) Isa::store(job.pending + h * job.p_stride, Isa::mul(Isa::load(job.pending + h * job.p_stride), Isa::set1(alpha)));
+        for (int32_t r = 0; r < job.pending_rows; r += W) {
+          float* pending = job.pending + h * job.p_stride + r;
+          Isa::store(pending, Isa::mul(Isa::load(pending), Isa::set1(alpha)));
+        }
       }
       job.m[h] = tile_max;
     }
@@ -236,20 +240,20 @@ TileFn<Isa> scores_fn(KvType type, int32_t d) {
 
 inline bool int_values(KvType type) { return type == KvType::INT8 || type == KvType::INT4; }
 
-// Step 3 for float and fp8 values, tile by tile; nullptr for int8 / int4 (pair_values_fn).
+// Step 3 for float and fp8 values, tile by tile; nullptr for int8 / int4 (run_values_fn).
 template <class Isa>
 TileFn<Isa> values_fn(KvType type) {
   return int_values(type) ? nullptr : float_tile_fn<Isa, Values>(type);
 }
 
 template <class Isa>
-using PairFn = void (*)(const ValueRows<Isa>&, const GroupJob&);
+using RunFn = void (*)(const ValueRows&, const GroupJob&);
 
-// Step 3 for int8 / int4 values, weighed by codes over a pair of tiles; nullptr for others.
+// Step 3 for int8 / int4 values, weighed by codes over a run of tiles; nullptr for others.
 template <class Isa>
-PairFn<Isa> pair_values_fn(KvType type) {
-  if (type == KvType::INT8) return &WeightedValues<Isa, KvType::INT8>::pair;
-  if (type == KvType::INT4) return &WeightedValues<Isa, KvType::INT4>::pair;
+RunFn<Isa> run_values_fn(KvType type) {
+  if (type == KvType::INT8) return &WeightedValues<Isa, KvType::INT8>::run;
+  if (type == KvType::INT4) return &WeightedValues<Isa, KvType::INT4>::run;
   return nullptr;
 }
 
@@ -357,7 +361,7 @@ inline IntParts int_parts(const PagedKvLayer& layer, float* base, int32_t num_he
 }
 
 // Group g's share of the scratch: parts [8][W][W] shared by all groups, then for every query
-// head p [num_heads][2W], acc [num_heads][d], m [num_heads], l [num_heads], l_lanes
+// head p [num_heads][kSimdMaxValueRun], acc [num_heads][d], m [num_heads], l [num_heads], l_lanes
 // [num_heads][W]; then the int8 / int4 parts (IntParts), shared (sized for the widest ISA) and
 // per query head; group g owns the heads [g * G, (g + 1) * G).
 template <class Isa>
@@ -367,7 +371,7 @@ GroupJob group_job(const PagedKvLayer& layer, const AttentionArgs& args, int32_t
   const int32_t num_heads = args.num_heads;
   const int64_t h0 = int64_t(g) * group_heads;
   float* p = args.scratch + kSimdMaxHeadTile * W * W;
-  float* acc = p + int64_t(num_heads) * 2 * W;
+  float* acc = p + int64_t(num_heads) * kSimdMaxValueRun;
   float* m = acc + int64_t(num_heads) * d;
   float* l = m + num_heads;
   float* l_lanes = l + num_heads;
@@ -378,9 +382,10 @@ GroupJob group_job(const PagedKvLayer& layer, const AttentionArgs& args, int32_t
                   d,
                   args.scale,
                   args.scratch,
-                  p + h0 * 2 * W,
-                  2 * W,
+                  p + h0 * kSimdMaxValueRun,
+                  kSimdMaxValueRun,
                   nullptr,
+                  0,
                   acc + h0 * d,
                   m + h0,
                   l + h0,
@@ -437,28 +442,30 @@ void attend_tile(const RowTile<Isa>& tile, const GroupJob& job, int32_t first, T
   values(tile, job);
 }
 
-// Where values are weighed by codes, a pair of tiles: the first's scores and softmax; the
-// second's (the first's weights rescaled with the accumulator), then the values of both. A
-// first tile with no second (the cached rows' last) is weighed alone.
+// Where values are weighed by codes, tile j of a run of `run` tiles (simd_value_run; run_tiles
+// [0..j] the run so far): its scores and softmax, the run's earlier weights rescaled with the
+// accumulator; after the run's last tile, or the cached rows' last (which may end a run early,
+// the missing tiles weighed 0), the values of the whole run.
 template <class Isa>
-void attend_paired_tile(const RowTile<Isa>* before, const RowTile<Isa>& tile, const GroupJob& job, int32_t first,
-                        bool second, bool last, TileFn<Isa> scores, PairFn<Isa> pair_values) {
+void attend_run_tile(const RowTile<Isa>* const* run_tiles, int32_t j, int32_t run, const GroupJob& job, int32_t first,
+                     bool last, TileFn<Isa> scores, RunFn<Isa> run_values) {
   constexpr int W = Isa::kLanes;
-  GroupJob half = job;
-  if (second) half.p += W, half.pending = job.p;
-  scores(tile, half);
-  if (half.weights) keep_scores<Isa>(half, first, tile.rows);
-  softmax_tile<Isa>(half);
-  if (!second && !last) return;
-  ValueRows<Isa> pair;
-  pair.rows = second ? W + tile.rows : tile.rows;
-  const RowTile<Isa>& head = second ? *before : tile;
-  for (int32_t r = 0; r < W; ++r) pair.v[r] = head.v[r];
-  for (int32_t r = 0; r < W; ++r) pair.v[W + r] = second ? tile.v[r] : head.v[0];
-  if (!second) {
-    for (int32_t h = 0; h < job.heads; ++h) Isa::store(job.p + h * job.p_stride + W, Isa::zero());
+  const RowTile<Isa>& tile = *run_tiles[j];
+  GroupJob part = job;
+  part.p += j * W, part.pending = job.p, part.pending_rows = j * W;
+  scores(tile, part);
+  if (part.weights) keep_scores<Isa>(part, first, tile.rows);
+  softmax_tile<Isa>(part);
+  if (j + 1 < run && !last) return;
+  ValueRows rows;
+  rows.rows = j * W + tile.rows;
+  for (int32_t k = 0; k < run; ++k) {
+    for (int32_t r = 0; r < W; ++r) rows.v[k * W + r] = k <= j ? run_tiles[k]->v[r] : run_tiles[0]->v[0];
   }
-  pair_values(pair, job);
+  for (int32_t h = 0; h < job.heads; ++h) {
+    for (int32_t r = (j + 1) * W; r < run * W; r += W) Isa::store(job.p + h * job.p_stride + r, Isa::zero());
+  }
+  run_values(rows, job);
 }
 
 // Tiles outside, kv heads inside: a block stores every kv head's rows next to each other
@@ -466,7 +473,7 @@ void attend_paired_tile(const RowTile<Isa>* before, const RowTile<Isa>& tile, co
 // reads each block it touches as one contiguous run, and the next tile's runs are prefetched
 // a whole tile ahead. (The engine calls once per kv head, to spread heads over threads.) Up to
 // kBatch kv heads at a time, their jobs made once; each tile's rows are located while the tile
-// before computes (prefetched), then used; the tile before stays for a pair's values.
+// before computes (prefetched), then used; the run's earlier tiles stay for its values.
 template <class Isa>
 void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
   constexpr int W = Isa::kLanes;
@@ -479,7 +486,8 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   const int32_t group_heads = args.num_heads / groups;
   const TileFn<Isa> scores = scores_fn<Isa>(layer.k.type, d);
   const TileFn<Isa> values = values_fn<Isa>(layer.v.type);
-  const PairFn<Isa> pair_values = pair_values_fn<Isa>(layer.v.type);
+  const RunFn<Isa> run_values = run_values_fn<Isa>(layer.v.type);
+  const int32_t run = run_values ? simd_value_run(layer.v.type, Isa::kIsa) / W : 1;
   const size_t k_row_bytes = kv_row_bytes(layer.k.type, d);
   const size_t v_row_bytes = kv_row_bytes(layer.v.type, d);
   // The cached rows, then the recent ones in f32 (tiles do not straddle the two).
@@ -488,7 +496,8 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
   const int32_t tiles_cached = (cached.num_tokens - args.first_token + W - 1) / W;
   constexpr int32_t kBatch = 8;
   GroupJob jobs[kBatch];
-  RowTile<Isa> tiles[3][kBatch];   // [tile index % 3]: the tile, the next, the one before
+  constexpr int32_t kRing = kSimdMaxValueRun / W + 1;
+  RowTile<Isa> tiles[kRing][kBatch];   // [tile index % kRing]: the run so far, and the next tile
   for (int32_t g0 = 0; g0 < groups; g0 += kBatch) {
     const int32_t batch = groups - g0 < kBatch ? groups - g0 : kBatch;
     for (int32_t i = 0; i < batch; ++i) {
@@ -496,20 +505,21 @@ void paged_attention_simd(const PagedKvLayer& layer, const PagedSeq& seq, const 
       start_group<Isa>(jobs[i], layer);
       if (tiles_cached > 0) locate_rows(layer, cached, g0 + i, args.first_token, tiles[0][i]);
     }
-    for (int32_t t = 0; t < tiles_cached; ++t) {
+    for (int32_t t = 0, j = 0; t < tiles_cached; ++t, j = j + 1 == run ? 0 : j + 1) {   // j: t's place in its run
       const int32_t first = args.first_token + t * W;
-      RowTile<Isa>* now = tiles[t % 3];
       if (t + 1 < tiles_cached) {
         for (int32_t i = 0; i < batch; ++i) {
-          locate_rows(layer, cached, g0 + i, first + W, tiles[(t + 1) % 3][i]);
-          prefetch_rows(tiles[(t + 1) % 3][i], k_row_bytes, v_row_bytes);
+          locate_rows(layer, cached, g0 + i, first + W, tiles[(t + 1) % kRing][i]);
+          prefetch_rows(tiles[(t + 1) % kRing][i], k_row_bytes, v_row_bytes);
         }
       }
       for (int32_t i = 0; i < batch; ++i) {
-        if (pair_values) {
-          attend_paired_tile(&tiles[(t + 2) % 3][i], now[i], jobs[i], first, t % 2 == 1, t + 1 == tiles_cached, scores, pair_values);
+        if (run_values) {
+          const RowTile<Isa>* run_tiles[kRing];
+          for (int32_t k = 0; k <= j; ++k) run_tiles[k] = &tiles[(t - j + k) % kRing][i];
+          attend_run_tile(run_tiles, j, run, jobs[i], first, t + 1 == tiles_cached, scores, run_values);
         } else {
-          attend_tile(now[i], jobs[i], first, scores, values);
+          attend_tile(tiles[t % kRing][i], jobs[i], first, scores, values);
         }
       }
     }

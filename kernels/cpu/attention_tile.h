@@ -34,23 +34,22 @@ struct IntParts {
   uint32_t* key_chunks;      // [d / 4][W]         the tile's key codes, word-major (shared; transpose_key_codes)
   float* key_scales;         // [2][Gk][W]         the tile rows' key s_g, then m_g (shared)
   int32_t key_groups;        // Gk, found once per call (kv_row_scales divides)
-  float* value_scales;       // [2][Gv][W] or [2][Gv][2W] (a pair of tiles): the rows' value s_g, then m_g (shared)
+  float* value_scales;       // [2][Gv][R]         a run of R tiles' rows (simd_value_run): value s_g, then m_g (shared)
   float* value_min_terms;    // [heads][Gv][W]     running sum of softmax weight * the row's value m_g
   int32_t value_groups;      // Gv; 0 when V is not int8 / int4 (nothing below is used then)
-  // int8 / int4 values weighed by codes over pairs of tiles (attention_weighted_codes.h); U =
+  // int8 / int4 values weighed by codes over runs of R tiles (attention_weighted_codes.h); U =
   // units of 64 dims.
-  uint8_t* value_codes;      // [U][2W / 4][256 bytes]  the pair's centred codes, 4 rows per dim (shared)
+  uint8_t* value_codes;      // [U][R / 4][256 bytes]   the run's centred codes, 4 rows per dim (shared)
   uint8_t* weight_codes;     // [heads][Gv][32 bytes]   codes of softmax weight * the row's s_g
   float* weight_steps;       // [heads][Gv]             their steps
   float* value_acc;          // [heads][U][64]          the weighted codes' sums, in the ISA's dim order
 };
 
-// Up to 2W consecutive rows of one kv head whose values are weighed at once: a pair of tiles.
-// Entries past `rows` repeat row 0.
-template <class Isa>
+// Up to simd_value_run consecutive rows of one kv head whose values are weighed at once: a run
+// of tiles. Entries past `rows` repeat row 0.
 struct ValueRows {
   int32_t rows = 0;
-  const uint8_t* v[2 * Isa::kLanes];
+  const uint8_t* v[kSimdMaxValueRun];
 };
 
 // One kv head and its query heads, with the float scratch split into its parts.
@@ -62,9 +61,10 @@ struct GroupJob {
   float scale;
   float* parts;     // [kSimdMaxHeadTile][W][W]   partial dot vectors of one head tile
   float* p;         // [heads][p_stride]      scores, then softmax weights, of one tile (first W)
-  int32_t p_stride; // 2W: room for a pair of tiles' weights (attention_weighted_codes.h)
-  float* pending;   // nullptr, or [heads][p_stride]: an earlier tile's weights not yet
+  int32_t p_stride; // kSimdMaxValueRun: room for a run of tiles' weights (attention_weighted_codes.h)
+  float* pending;   // nullptr, or [heads][p_stride]: the run's earlier tiles' weights, not yet
                     // weighed into the values, rescaled with the accumulator
+  int32_t pending_rows;  // how many (a multiple of W)
   float* acc;       // [heads][d]
   float* m;         // [heads] running max
   float* l;         // [heads] the sum, from l_lanes at the end

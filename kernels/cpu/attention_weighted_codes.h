@@ -3,16 +3,16 @@
 // (attention_int_values.h says the arithmetic, attention_isa.h simd_int_scheme the rows
 // weighed at once and the weights' bits per ISA).
 //
-// It runs once per pair of tiles (2W rows; the driver scores and softmaxes both first, the
-// earlier tile's weights rescaled with the accumulator), so its fixed costs, the weights'
-// codes and the widening of the sums, are paid once per 2W rows. Per pair: each head's softmax
-// weights times the rows' value scales become codes per value group (one step per head
-// and group), and p * (m_g + C s_g) joins the f32 min terms. The pair's codes, centred, are laid
+// It runs once per run of R tiles (simd_value_run rows; the driver scores and softmaxes them
+// all first, the earlier tiles' weights rescaled with the accumulator), so its fixed costs, the
+// weights' codes and the widening of the sums, are paid once per R rows. Per run: each head's
+// softmax weights times the rows' value scales become codes per value group (one step per head
+// and group), and p * (m_g + C s_g) joins the f32 min terms. The run's codes, centred, are laid
 // out once for every head in units of 64 dims: for each quad of 4 rows, the ISA's vectors hold
 // those rows' codes of a dim side by side in one 32-bit lane (Isa::interleave_values), so one
 // u8 x s8 multiply-add with the quad's 4 weight codes (one 32-bit lane, repeated) sums 4 rows
 // per dim. The dims of one 128-bit lane share a value group, so the ISA lays a head's weight
-// codes out per lane from the groups of its group slots. A head's integer sums over the pair,
+// codes out per lane from the groups of its group slots. A head's integer sums over the run,
 // times its steps, go to its value accumulator in the ISA's dim order (Isa::value_dim), which
 // joins the f32 accumulator at the end.
 #pragma once
@@ -32,18 +32,20 @@ template <class Isa, KvType Type>
 struct WeightedValues {
   using Vec = typename Isa::Vec;
   static constexpr int W = Isa::kLanes;
-  static constexpr int kRows = 2 * W;
+  static constexpr int kRows = simd_value_run(Type, Isa::kIsa);
+  static constexpr int kTiles = kRows / W;
   static constexpr int kQuads = kRows / 4;
+  static_assert(kTiles % 2 == 0, "store_weight_codes takes tiles in pairs");
   static constexpr int kWeightBytes = 32;  // a head's weight codes of one group (kRows <= 32)
   static constexpr int32_t kCodeMax = simd_weight_code_max(Type, Isa::kIsa);
 
-  // Quad q of unit u in the pair's interleaved codes.
+  // Quad q of unit u in the run's interleaved codes.
   static uint8_t* unit_codes(const GroupJob& job, int32_t u, int32_t q) {
     return job.ints.value_codes + (u * kQuads + q) * kValueQuadBytes;
   }
 
-  // min terms += p * (m_g + C s_g); the weight codes and steps of p * s_g, both tiles of the
-  // pair, head by head and group by group: the largest weight in every lane, then step = wmax
+  // min terms += p * (m_g + C s_g); the weight codes and steps of p * s_g, every tile of the
+  // run, head by head and group by group: the largest weight in every lane, then step = wmax
   // / K and the codes w * (K / wmax) (IEEE divisions, so the same as the twin's).
   static void quantize_weights(const GroupJob& job, int32_t groups) {
     const float* s = job.ints.value_scales;
@@ -51,30 +53,38 @@ struct WeightedValues {
     const Vec center = Isa::set1(float(value_code_center(Type)));
     const Vec code_max = Isa::set1(float(kCodeMax));
     for (int32_t h = 0; h < job.heads; ++h) {
-      const Vec p0 = Isa::load(job.p + h * job.p_stride), p1 = Isa::load(job.p + h * job.p_stride + W);
+      Vec p[kTiles];
+      for (int j = 0; j < kTiles; ++j) p[j] = Isa::load(job.p + h * job.p_stride + j * W);
       for (int32_t g = 0; g < groups; ++g) {
         const int32_t at = h * groups + g;
-        const Vec s0 = Isa::load(s + g * kRows), s1 = Isa::load(s + g * kRows + W);
-        float* terms = job.ints.value_min_terms + at * W;
-        const Vec min0 = Isa::fma(center, s0, Isa::load(m + g * kRows));
-        const Vec min1 = Isa::fma(center, s1, Isa::load(m + g * kRows + W));
-        Isa::store(terms, Isa::fma(p1, min1, Isa::fma(p0, min0, Isa::load(terms))));
-        const Vec w0 = Isa::mul(p0, s0), w1 = Isa::mul(p1, s1);
-        const Vec wmax = Isa::max_all(Isa::max(w0, w1));
+        Vec w[kTiles];
+        Vec terms = Isa::load(job.ints.value_min_terms + at * W);
+        for (int j = 0; j < kTiles; ++j) {
+          const Vec scale = Isa::load(s + g * kRows + j * W);
+          terms = Isa::fma(p[j], Isa::fma(center, scale, Isa::load(m + g * kRows + j * W)), terms);
+          w[j] = Isa::mul(p[j], scale);
+        }
+        Isa::store(job.ints.value_min_terms + at * W, terms);
+        Vec wmax = w[0];
+        for (int j = 1; j < kTiles; ++j) wmax = Isa::max(wmax, w[j]);
+        wmax = Isa::max_all(wmax);
         const Vec inverse = Isa::div_or_zero(code_max, wmax);
         job.ints.weight_steps[at] = Isa::first(Isa::div(wmax, code_max));
-        Isa::store_weight_codes(Isa::mul(w0, inverse), Isa::mul(w1, inverse), job.ints.weight_codes + at * kWeightBytes);
+        for (int j = 0; j < kTiles; j += 2) {
+          Isa::store_weight_codes(Isa::mul(w[j], inverse), Isa::mul(w[j + 1], inverse),
+                                  job.ints.weight_codes + at * kWeightBytes + j * W);
+        }
       }
     }
   }
 
-  static void interleave(const ValueRows<Isa>& pair, const GroupJob& job) {
+  static void interleave(const ValueRows& run_rows, const GroupJob& job) {
     const int32_t d = job.d;
     const size_t offset = 4 * size_t(job.ints.value_groups);   // kv_row_values_offset
     for (int32_t u = 0; u < simd_value_units(d); ++u) {
       for (int32_t q = 0; q < kQuads; ++q) {
         const uint8_t* rows[4];
-        for (int32_t a = 0; a < 4; ++a) rows[a] = pair.v[4 * q + a] + offset;
+        for (int32_t a = 0; a < 4; ++a) rows[a] = run_rows.v[4 * q + a] + offset;
         Isa::template interleave_values<Type>(rows, u, d, unit_codes(job, u, q));
       }
     }
@@ -92,19 +102,18 @@ struct WeightedValues {
     }
   }
 
-  // The pair's rows, weighed; p holds both tiles' weights (the second tile's 0 where absent).
-  static void pair(const ValueRows<Isa>& pair, const GroupJob& job) {
+  // The run's rows, weighed; p holds every tile's weights (0 for tiles past the rows).
+  static void run(const ValueRows& run_rows, const GroupJob& job) {
     const int32_t groups = job.ints.value_groups;
     const int64_t units = simd_value_units(job.d);
-    tile_group_scales<Isa>(pair.v, groups, kRows, job.ints.value_scales);
-    tile_group_scales<Isa>(pair.v + W, groups, kRows, job.ints.value_scales + W);
+    for (int j = 0; j < kTiles; ++j) tile_group_scales<Isa>(run_rows.v + j * W, groups, kRows, job.ints.value_scales + j * W);
     quantize_weights(job, groups);
-    interleave(pair, job);
+    interleave(run_rows, job);
     for (int32_t u = 0; u < units; ++u) {
       int32_t slot_group[Isa::kGroupSlots];
       slot_groups(u, groups, slot_group);
       for (int32_t h = 0; h < job.heads; ++h) {
-        Isa::template accumulate_unit<Type>(unit_codes(job, u, 0), job.ints.weight_codes + h * groups * kWeightBytes,
+        Isa::template accumulate_unit<Type, kQuads>(unit_codes(job, u, 0), job.ints.weight_codes + h * groups * kWeightBytes,
                                             job.ints.weight_steps + h * groups, slot_group,
                                             job.ints.value_acc + (h * units + u) * 64);
       }
