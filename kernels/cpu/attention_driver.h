@@ -8,9 +8,10 @@
 //      added across lanes by one W x W transpose (~3 ops per dot instead of a full reduce).
 //      int8 / int4 keys are not dequantized: integer dot products with the quantized query,
 //      tokens in lanes (attention_int_phases.h).
-//   2. softmax m' = max(m, max_r s);  acc *= e^(m - m');  p = e^(s - m');  l = l e^(m - m') + sum p
-//      (the online softmax of ref::, one step per tile instead of per token; l is kept per lane
-//      and added across lanes once at the end)
+//   2. softmax m' = max(m, max_r s);  acc *= 2^(m - m');  p = 2^(s - m');  l = l 2^(m - m') + sum p
+//      (the online softmax of ref::, one step per tile instead of per token, and in base 2: the
+//      scale takes log2 e, exp2_nonpositive; l is kept per lane and added across lanes once at
+//      the end)
 //   3. values  acc[h] += sum_r p[h][r] * row_scale_v[r] * V[r]   each V vector dequantized once
 //      per tile of up to 8 heads whose accumulators stay in registers. int8 / int4 values are
 //      weighed once per run of tiles (simd_value_run), their codes by 8- or 7-bit codes of p
@@ -36,25 +37,25 @@
 namespace kvdesk {
 namespace {
 
-// Cephes expf on [-87.3, 0]: e^x = 2^n e^r, n = round(x / ln2), r = x - n ln2 split in two
-// parts for exactness, e^r ~ 1 + r + r^2 P(r). Relative error ~1e-7; below -87.3 the
-// result is 0 (std::exp gives a denormal there, which nothing downstream can see).
-constexpr float kExpLowest = -87.3f;
+// Scores are kept in base-2 units (the attention scale times log2 e), so the softmax weights are
+// powers of 2: Cephes exp2f on [-126, 0], 2^x = 2^n 2^f, n = round(x), f = x - n in [-1/2, 1/2]
+// (exact), 2^f ~ 1 + f P(f). Relative error ~1.7e-7; below -126 the result is 0 (std::exp2
+// gives a denormal there, which nothing downstream can see). Base e would cost a
+// multiplication and a two-part reduction more per vector.
 constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kLn2Hi = 0.693359375f;
-constexpr float kLn2Lo = -2.12194440e-4f;
-constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+constexpr float kExp2Lowest = -126.0f;
+constexpr float kExp2Poly[6] = {1.535336188319500e-4f, 1.339887440266574e-3f, 9.618437357674640e-3f,
+                                5.550332471162809e-2f, 2.402264791363012e-1f, 6.931472028550421e-1f};
 
 template <class Isa>
-typename Isa::Vec exp_nonpositive(typename Isa::Vec x) {
+typename Isa::Vec exp2_nonpositive(typename Isa::Vec x) {
   using Vec = typename Isa::Vec;
-  const Vec n = Isa::round(Isa::mul(x, Isa::set1(kLog2e)));
-  const Vec r = Isa::fma(n, Isa::set1(-kLn2Lo), Isa::fma(n, Isa::set1(-kLn2Hi), x));
-  Vec y = Isa::set1(kExpPoly[0]);
-  for (int i = 1; i < 6; ++i) y = Isa::fma(y, r, Isa::set1(kExpPoly[i]));
-  y = Isa::add(Isa::fma(y, Isa::mul(r, r), r), Isa::set1(1.0f));
-  return Isa::zero_below(x, kExpLowest, Isa::ldexp(y, n));
+  const Vec n = Isa::round(x);
+  const Vec f = Isa::fma(n, Isa::set1(-1.0f), x);
+  Vec y = Isa::set1(kExp2Poly[0]);
+  for (int i = 1; i < 6; ++i) y = Isa::fma(y, f, Isa::set1(kExp2Poly[i]));
+  y = Isa::fma(y, f, Isa::set1(1.0f));
+  return Isa::zero_below(x, kExp2Lowest, Isa::ldexp(y, n));
 }
 
 // One row of a float or fp8 `Type` as vectors: value[c*W + i] = scale(row) * lane i of
@@ -193,7 +194,7 @@ void softmax_tile(const GroupJob& job) {
     float* l_lanes = job.l_lanes + h * W;
     if (tile_max > job.m[h]) {
       if (job.m[h] != -INFINITY) {
-        const float alpha = std::exp(job.m[h] - tile_max);
+        const float alpha = std::exp2(job.m[h] - tile_max);
         Isa::store(l_lanes, Isa::mul(Isa::load(l_lanes), Isa::set1(alpha)));
         float* acc = job.acc + h * job.d;
         for (int32_t c = 0; c < job.d; c += W) Isa::store(acc + c, Isa::mul(Isa::load(acc + c), Isa::set1(alpha)));
@@ -206,7 +207,7 @@ void softmax_tile(const GroupJob& job) {
       }
       job.m[h] = tile_max;
     }
-    const typename Isa::Vec p = exp_nonpositive<Isa>(Isa::add(s, Isa::set1(-job.m[h])));
+    const typename Isa::Vec p = exp2_nonpositive<Isa>(Isa::add(s, Isa::set1(-job.m[h])));
     Isa::store(l_lanes, Isa::add(Isa::load(l_lanes), p));
     Isa::store(job.p + h * job.p_stride, p);
   }
@@ -307,8 +308,9 @@ void prefetch_rows(const RowTile<Isa>& tile, size_t k_row_bytes, size_t v_row_by
   }
 }
 
-// The optional weights output: a tile's raw scores are kept as they come; once the final max
-// and sum are known they become softmax weights, e^(s - m) / l, as ref:: computes them.
+// The optional weights output: a tile's raw scores (base 2) are kept as they come; once the
+// final max and sum are known they become softmax weights, 2^(s - m) / l, as ref:: computes
+// them in base e.
 template <class Isa>
 void keep_scores(const GroupJob& job, int32_t first, int32_t rows) {
   for (int32_t h = 0; h < job.heads; ++h) {
@@ -321,7 +323,7 @@ inline void normalize_weights(const GroupJob& job, int32_t first_token) {
   for (int32_t h = 0; h < job.heads; ++h) {
     float* w = job.weights + int64_t(h) * job.num_tokens;
     for (int32_t j = 0; j < first_token; ++j) w[j] = 0;
-    for (int32_t j = first_token; j < job.num_tokens; ++j) w[j] = std::exp(w[j] - job.m[h]) / job.l[h];
+    for (int32_t j = first_token; j < job.num_tokens; ++j) w[j] = std::exp2(w[j] - job.m[h]) / job.l[h];
   }
 }
 
@@ -380,7 +382,7 @@ GroupJob group_job(const PagedKvLayer& layer, const AttentionArgs& args, int32_t
                   args.out + h0 * d,
                   group_heads,
                   d,
-                  args.scale,
+                  args.scale * kLog2e,
                   args.scratch,
                   p + h0 * kSimdMaxValueRun,
                   kSimdMaxValueRun,

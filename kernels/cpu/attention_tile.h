@@ -58,7 +58,7 @@ struct GroupJob {
   float* out;       // [heads][d]
   int32_t heads;
   int32_t d;
-  float scale;
+  float scale;      // the attention scale times log2 e: scores in base 2 (exp2_nonpositive)
   float* parts;     // [kSimdMaxHeadTile][W][W]   partial dot vectors of one head tile
   float* p;         // [heads][p_stride]      scores, then softmax weights, of one tile (first W)
   int32_t p_stride; // kSimdMaxValueRun: room for a run of tiles' weights (attention_weighted_codes.h)
