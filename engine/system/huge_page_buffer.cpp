@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -21,6 +22,10 @@ constexpr size_t kHugePage = size_t(2) << 20;
 // pages only back whole aligned 2 MiB ranges of a mapping, so an unaligned start would leave
 // up to 2 MiB at each end in small pages.
 void* map_aligned(size_t bytes) {
+  if (bytes > SIZE_MAX - 2 * kHugePage) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
   const size_t mapped = bytes + kHugePage;
   void* mem = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return mem;

@@ -1,11 +1,14 @@
 // HugePageBuffer starts on a 2 MiB boundary (transparent huge pages back only whole aligned
-// 2 MiB ranges), is zero-filled and usable to its last byte; KvStorage keeps every layer slot's
-// K and V in one such buffer, each from a cache line boundary, without overlap.
+// 2 MiB ranges), is zero-filled and usable to its last byte, and refuses a size it cannot map
+// (no wrap-around of the slack it maps); KvStorage keeps every layer slot's K and V in one such
+// buffer, each from a cache line boundary, without overlap.
 #include <catch2/catch.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 
+#include "engine/error.h"
 #include "engine/kv/kv_storage.h"
 #include "engine/system/huge_page_buffer.h"
 #include "tests/engine/kv_test_support.h"
@@ -23,6 +26,11 @@ TEST_CASE("a huge page buffer starts on a 2 MiB boundary and is zero to its last
   HugePageBuffer moved(std::move(buffer));
   CHECK(buffer.get() == nullptr);
   CHECK(moved.get()[bytes - 1] == 7);
+}
+
+TEST_CASE("a huge page buffer too large to map is refused with a message", "[engine][memory]") {
+  const size_t bytes = GENERATE(SIZE_MAX, SIZE_MAX - (size_t(1) << 20), size_t(1) << 62);
+  CHECK_THROWS_AS(HugePageBuffer(bytes), Error);
 }
 
 TEST_CASE("a KV pool lays every layer's K and V out in one buffer, apart and line-aligned", "[engine][memory]") {
