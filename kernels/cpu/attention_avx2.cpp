@@ -148,15 +148,13 @@ struct Avx2 {
   // odd dims; |c| <= 8) leave room for a run of four tiles (8 quads) to add up before widening;
   // int8's (|c| <= 128, with 7-bit weights) are widened quad by quad.
   //
-  // 4 rows' vectors -> 4, `stride` bytes apart: vector k, 32-bit lane 4L + i holds the rows'
-  // codes at position 16L + 4k + i (bytes, then words, interleaved within 128-bit lanes).
-  static void interleave4(const __m256i* r, uint8_t* out, int32_t stride) {
+  // 4 rows' vectors -> 4: vector k, 32-bit lane 4L + i holds the rows' bytes at position
+  // 16L + 4k + i (bytes, then words, interleaved within 128-bit lanes).
+  static void interleave4(const __m256i* r, __m256i* x) {
     const __m256i a = _mm256_unpacklo_epi8(r[0], r[1]), b = _mm256_unpackhi_epi8(r[0], r[1]);
     const __m256i c = _mm256_unpacklo_epi8(r[2], r[3]), e = _mm256_unpackhi_epi8(r[2], r[3]);
-    istore(reinterpret_cast<uint32_t*>(out), _mm256_unpacklo_epi16(a, c));
-    istore(reinterpret_cast<uint32_t*>(out + stride), _mm256_unpackhi_epi16(a, c));
-    istore(reinterpret_cast<uint32_t*>(out + 2 * stride), _mm256_unpacklo_epi16(b, e));
-    istore(reinterpret_cast<uint32_t*>(out + 3 * stride), _mm256_unpackhi_epi16(b, e));
+    x[0] = _mm256_unpacklo_epi16(a, c), x[1] = _mm256_unpackhi_epi16(a, c);
+    x[2] = _mm256_unpacklo_epi16(b, e), x[3] = _mm256_unpackhi_epi16(b, e);
   }
   // Up to 32 bytes of a row from `at`, zero past its `bytes`.
   static __m256i row_bytes(const uint8_t* values, int32_t at, int32_t bytes) {
@@ -172,22 +170,23 @@ struct Avx2 {
   // for each 32-dim half.
   template <KvType Type>
   static void interleave_values(const uint8_t* const* rows, int32_t u, int32_t d, uint8_t* out) {
+    // The rows' bytes are interleaved first, then centred (int4: split into nibbles, which stay
+    // at their byte's position).
+    __m256i raw[4], x[4];
     if constexpr (Type == KvType::INT4) {
       const __m256i eight = _mm256_set1_epi8(8);
-      __m256i lo[4], hi[4];
-      for (int a = 0; a < 4; ++a) {
-        const __m256i raw = row_bytes(rows[a], 32 * u, d / 2);
-        lo[a] = _mm256_sub_epi8(low_nibble(raw), eight);
-        hi[a] = _mm256_sub_epi8(high_nibble(raw), eight);
+      for (int a = 0; a < 4; ++a) raw[a] = row_bytes(rows[a], 32 * u, d / 2);
+      interleave4(raw, x);
+      for (int k = 0; k < 4; ++k) {
+        istore(reinterpret_cast<uint32_t*>(out + 32 * k), _mm256_sub_epi8(low_nibble(x[k]), eight));
+        istore(reinterpret_cast<uint32_t*>(out + 128 + 32 * k), _mm256_sub_epi8(high_nibble(x[k]), eight));
       }
-      interleave4(lo, out, 32);
-      interleave4(hi, out + 128, 32);
     } else {
       const __m256i center = _mm256_set1_epi8(char(0x80));
       for (int half = 0; half < 2; ++half) {
-        __m256i centred[4];
-        for (int a = 0; a < 4; ++a) centred[a] = _mm256_xor_si256(row_bytes(rows[a], 64 * u + 32 * half, d), center);
-        interleave4(centred, out + 128 * half, 32);
+        for (int a = 0; a < 4; ++a) raw[a] = row_bytes(rows[a], 64 * u + 32 * half, d);
+        interleave4(raw, x);
+        for (int k = 0; k < 4; ++k) istore(reinterpret_cast<uint32_t*>(out + 128 * half + 32 * k), _mm256_xor_si256(x[k], center));
       }
     }
   }
