@@ -49,8 +49,12 @@ constexpr float kFp8E5M2Max = 57344.0f;
 // boundary but the row's end stays at a multiple of the group size, where the SIMD kernels'
 // value units expect it.
 constexpr int32_t kKvMaxScaleBytesPercent = 15;   // the most a short last group may bring a row to
+// The group of a row at least that long (0 for types without groups).
+constexpr int32_t kv_standard_group(KvType type) {
+  return type == KvType::INT8 ? kKvInt8Group : type == KvType::INT4 ? kKvInt4Group : 0;
+}
 constexpr int32_t kv_row_group(KvType type, int32_t head_dim) {
-  const int32_t group = type == KvType::INT8 ? kKvInt8Group : type == KvType::INT4 ? kKvInt4Group : 0;
+  const int32_t group = kv_standard_group(type);
   return head_dim < group ? head_dim : group;
 }
 
@@ -89,9 +93,11 @@ constexpr bool kv_row_wide_last_group(KvType type, int32_t head_dim) {
   return group > 0 && kv_row_scales(type, head_dim) * group < head_dim;
 }
 
-// Every scale entry is 4 bytes (an f32, or an f16 pair), so values start 4-byte aligned.
+// Every scale entry is 4 bytes (an f32, or an f16 pair), so values start 4-byte aligned: after
+// `scales` entries, or a row's kv_row_scales (the attention kernels count those once a call).
+constexpr size_t kv_values_offset(int32_t scales) { return 4 * size_t(scales); }
 constexpr size_t kv_row_values_offset(KvType type, int32_t head_dim) {
-  return 4 * size_t(kv_row_scales(type, head_dim));
+  return kv_values_offset(kv_row_scales(type, head_dim));
 }
 
 // fp8 codes, bit-exact: round to nearest even, saturating to +-max (no inf); NaN stays NaN.

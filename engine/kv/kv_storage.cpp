@@ -42,7 +42,7 @@ KvStorage::KvStorage(const ModelConfig& config, const KvLayout& layout, const Kv
     return;
   }
   constexpr size_t kLine = 64;
-  const auto whole_lines = [&](size_t bytes) { return (bytes + kLine - 1) / kLine * kLine; };
+  const auto whole_lines = [](size_t bytes) { return (bytes + kLine - 1) / kLine * kLine; };
   k_slot_bytes_ = whole_lines(k_block_bytes_ * size_t(layout.num_blocks));
   slot_bytes_ = k_slot_bytes_ + whole_lines(v_block_bytes_ * size_t(layout.num_blocks));
   host_ = HugePageBuffer(slot_bytes_ * size_t(num_layers_));

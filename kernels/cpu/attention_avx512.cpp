@@ -188,9 +188,9 @@ struct Avx512 {
     lanes = _mm512_inserti32x4(lanes, load16(weight_codes + 32 * lane_group[2] + at), 2);
     return _mm512_inserti32x4(lanes, load16(weight_codes + 32 * lane_group[3] + at), 3);
   }
-  // acc[f] += step * sum over the run's 8 quads (a pair of tiles, 32 rows) of the weight codes . the centred
-  // codes (vpdpbusd), lane L's weights and step those of group lane_group[L] (one group in every
-  // int4 unit).
+  // acc[f] += step * sum over the run's 8 quads (a pair of tiles, 32 rows) of the weight codes .
+  // the centred codes (vpdpbusd), lane L's weights and step those of group lane_group[L] (one
+  // group in every int4 unit).
   template <KvType, int Quads>
   static void accumulate_unit(const uint8_t* codes, const uint8_t* weight_codes, const float* steps,
                               const int32_t* lane_group, float* acc) {

@@ -73,7 +73,7 @@ void prepare_int_query(const GroupJob& job) {
 template <class Isa, KvType Type>
 void transpose_key_codes(const RowTile<Isa>& tile, int32_t d, int32_t groups, uint32_t* key_chunks) {
   constexpr int W = Isa::kLanes;
-  const size_t offset = 4 * size_t(groups);   // kv_row_values_offset
+  const size_t offset = kv_values_offset(groups);
   const int32_t words = Type == KvType::INT8 ? d / 4 : d / 8;
   int32_t k = 0;
   for (; k + 4 <= words; k += 4) Isa::transpose_words4(tile.k, offset + 4 * size_t(k), key_chunks + k * W);

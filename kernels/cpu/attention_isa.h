@@ -16,11 +16,11 @@ constexpr int kSimdMaxHeadTile = 8;    // query heads whose accumulators share t
 constexpr int64_t simd_int_groups(int32_t head_dim) { return kv_row_scales(KvType::INT8, head_dim); }
 
 // How an ISA's kernel rounds over int8 / int4 KV. Values are weighed by codes over a run of its
-// tiles (attention_int_values.h, simd_value_run): AVX-512 VNNI multiplies 4 rows of bytes per vpdpbusd, 8-bit
-// query and weight codes into int32; AVX2's vpmaddubsw multiplies 2 into int16 pairs, which
-// int4 codes (|c| <= 15) leave room for at 8 bits, a run of four tiles adding up before widening,
-// and int8 codes (|c| <= 255 as keys, 128 centred as values) only with the query's pairs of
-// codes limited to 128 in sum (attention_int_keys.h) and 7-bit weights.
+// tiles (attention_int_values.h, simd_value_run): AVX-512 VNNI multiplies 4 rows of bytes per
+// vpdpbusd, 8-bit query and weight codes into int32; AVX2's vpmaddubsw multiplies 2 into int16
+// pairs, which int4 codes (|c| <= 15) leave room for at 8 bits, a run of four tiles adding up
+// before widening, and int8 codes (|c| <= 255 as keys, 128 centred as values) only with the
+// query's pairs of codes limited to 128 in sum (attention_int_keys.h) and 7-bit weights.
 constexpr bool simd_byte_pairs(CpuIsa isa) { return isa != CpuIsa::Avx512; }
 // Rows of the run of tiles whose int8 / int4 values an ISA weighs at once: 32 (AVX-512: a pair
 // of tiles; AVX2 over int4: four, 16 products of at most 255 x 8 adding up in an int16 lane),
@@ -49,9 +49,9 @@ constexpr int64_t simd_value_units(int32_t head_dim) { return (head_dim + 63) / 
 constexpr int kValueQuadBytes = 4 * 64;
 
 // Floats of the shared int8 / int4 parts (attention_tile.h IntParts): the tile's key chunks
-// [head_dim / 4][lanes], key scales [2][groups][lanes], value scales [2][groups][kSimdMaxValueRun], one
-// head's int16 query codes [head_dim / 2], a run of tiles' interleaved value codes [units][8
-// quads][256 bytes].
+// [head_dim / 4][lanes], key scales [2][groups][lanes], value scales [2][groups]
+// [kSimdMaxValueRun], one head's int16 query codes [head_dim / 2], a run of tiles' interleaved
+// value codes [units][8 quads][256 bytes].
 constexpr int64_t simd_int_shared_floats(int32_t head_dim) {
   return int64_t(head_dim / 4) * kSimdMaxLanes + 6 * simd_int_groups(head_dim) * kSimdMaxLanes + head_dim / 2 +
          simd_value_units(head_dim) * 512;

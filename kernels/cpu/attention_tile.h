@@ -34,7 +34,8 @@ struct IntParts {
   uint32_t* key_chunks;      // [d / 4][W]         the tile's key codes, word-major (shared; transpose_key_codes)
   float* key_scales;         // [2][Gk][W]         the tile rows' key s_g, then m_g (shared)
   int32_t key_groups;        // Gk, found once per call (kv_row_scales divides)
-  float* value_scales;       // [2][Gv][R]         a run of R tiles' rows (simd_value_run): value s_g, then m_g (shared)
+  float* value_scales;       // [2][Gv][R]         a run of R tiles' rows (simd_value_run): value s_g, then m_g
+                             //                    (m_g + C s_g once centred, attention_weighted_codes.h; shared)
   float* value_min_terms;    // [heads][Gv][W]     running sum of softmax weight * the row's value m_g
   int32_t value_groups;      // Gv; 0 when V is not int8 / int4 (nothing below is used then)
   // int8 / int4 values weighed by codes over runs of R tiles (attention_weighted_codes.h); U =

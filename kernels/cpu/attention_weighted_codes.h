@@ -44,13 +44,21 @@ struct WeightedValues {
     return job.ints.value_codes + (u * kQuads + q) * kValueQuadBytes;
   }
 
-  // min terms += p * (m_g + C s_g); the weight codes and steps of p * s_g, every tile of the
-  // run, head by head and group by group: the largest weight in every lane, then step = wmax
-  // / K and the codes w * (K / wmax) (IEEE divisions, so the same as the twin's).
+  // The run's rows' m_g become m_g + C s_g in value_scales, once for every head.
+  static void centre_mins(const GroupJob& job, int32_t groups) {
+    const float* s = job.ints.value_scales;
+    float* m = job.ints.value_scales + groups * kRows;
+    const Vec center = Isa::set1(float(value_code_center(Type)));
+    for (int32_t i = 0; i < groups * kRows; i += W) Isa::store(m + i, Isa::fma(center, Isa::load(s + i), Isa::load(m + i)));
+  }
+
+  // min terms += p * (m_g + C s_g) (centre_mins first); the weight codes and steps of p * s_g,
+  // every tile of the run, head by head and group by group: the largest weight in every lane,
+  // then step = wmax / K and the codes w * (K / wmax) (IEEE divisions, so the same as the
+  // twin's).
   static void quantize_weights(const GroupJob& job, int32_t groups) {
     const float* s = job.ints.value_scales;
-    const float* m = job.ints.value_scales + groups * kRows;
-    const Vec center = Isa::set1(float(value_code_center(Type)));
+    const float* centred_min = job.ints.value_scales + groups * kRows;
     const Vec code_max = Isa::set1(float(kCodeMax));
     for (int32_t h = 0; h < job.heads; ++h) {
       Vec p[kTiles];
@@ -61,7 +69,7 @@ struct WeightedValues {
         Vec terms = Isa::load(job.ints.value_min_terms + at * W);
         for (int j = 0; j < kTiles; ++j) {
           const Vec scale = Isa::load(s + g * kRows + j * W);
-          terms = Isa::fma(p[j], Isa::fma(center, scale, Isa::load(m + g * kRows + j * W)), terms);
+          terms = Isa::fma(p[j], Isa::load(centred_min + g * kRows + j * W), terms);
           w[j] = Isa::mul(p[j], scale);
         }
         Isa::store(job.ints.value_min_terms + at * W, terms);
@@ -80,7 +88,7 @@ struct WeightedValues {
 
   static void interleave(const ValueRows& run_rows, const GroupJob& job) {
     const int32_t d = job.d;
-    const size_t offset = 4 * size_t(job.ints.value_groups);   // kv_row_values_offset
+    const size_t offset = kv_values_offset(job.ints.value_groups);
     for (int32_t u = 0; u < simd_value_units(d); ++u) {
       for (int32_t q = 0; q < kQuads; ++q) {
         const uint8_t* rows[4];
@@ -95,9 +103,8 @@ struct WeightedValues {
   // unit, read the last group). kv_group_of without its divisions: a row shorter than the
   // standard group is one group, which the clamp gives too.
   static void slot_groups(int32_t u, int32_t groups, int32_t* slot_group) {
-    constexpr int32_t kGroup = Type == KvType::INT8 ? kKvInt8Group : kKvInt4Group;
     for (int32_t i = 0; i < Isa::kGroupSlots; ++i) {
-      const int32_t g = (64 * u + Isa::template value_dim<Type>(Isa::group_slot(i))) / kGroup;
+      const int32_t g = (64 * u + Isa::template value_dim<Type>(Isa::group_slot(i))) / kv_standard_group(Type);
       slot_group[i] = g < groups ? g : groups - 1;
     }
   }
@@ -107,6 +114,7 @@ struct WeightedValues {
     const int32_t groups = job.ints.value_groups;
     const int64_t units = simd_value_units(job.d);
     for (int j = 0; j < kTiles; ++j) tile_group_scales<Isa>(run_rows.v + j * W, groups, kRows, job.ints.value_scales + j * W);
+    centre_mins(job, groups);
     quantize_weights(job, groups);
     interleave(run_rows, job);
     for (int32_t u = 0; u < units; ++u) {
