@@ -1,6 +1,7 @@
-// Element-wise and per-row operations of a Llama-style forward pass. Each is a plain loop the
-// compiler vectorizes; they cost little next to the matmuls and attention, so each is its
-// own reference (no separate SIMD twin).
+// Element-wise and per-row operations of a Llama-style forward pass. Each is a plain loop; they
+// cost little next to the matmuls and attention, so each is its own reference, except the gated
+// activations, whose exp or tanh per value is a library call: kernels/gated_activation.h runs
+// them at vector width, with swiglu and geglu_tanh here as its scalar twins.
 #pragma once
 #include <cstdint>
 

@@ -16,6 +16,7 @@
 #include "engine/system/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/dot.h"
+#include "kernels/gated_activation.h"
 #include "kernels/hadamard.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -164,13 +165,17 @@ void add_block_output(float* x, float* y, const float* post_norm, float residual
   }
 }
 
-// The gated FFN's activation, in place over gate: h = act(gate) * up.
-void ffn_activation(FfnActivation act, float* gate, const float* up, int64_t n) {
-  if (act == FfnActivation::GeluTanh) {
-    ops::geglu_tanh(gate, up, gate, n);
-  } else {
-    ops::swiglu(gate, up, gate, n);
-  }
+// The gated FFN's activation, in place over gate [T][F]: h = act(gate) * up, one task per
+// token (a decode step's single row is below the pool's parallel threshold and stays on the
+// caller).
+void ffn_activation(ThreadPool& pool, FfnActivation act, float* gate, const float* up, int64_t T, int64_t F) {
+  pool.parallel_for(T, [&](int64_t t, int) {
+    if (act == FfnActivation::GeluTanh) {
+      cpu::geglu_tanh(gate + t * F, up + t * F, gate + t * F, F);
+    } else {
+      cpu::swiglu(gate + t * F, up + t * F, gate + t * F, F);
+    }
+  }, T * F);
 }
 
 // Logit post-processing: Granite divides by logit_scale, Gemma 2 soft-caps.
@@ -399,7 +404,7 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
     for (int64_t t = 0; t < T; ++t) ops::rms_norm(s.x.data() + t * D, lw.ffn_norm, s.xn.data() + t * D, D, c.rms_eps);
     run_matmuls(pool, T, {{&lw.w_gate, s.xn.data(), s.gate.data()},
                           {&lw.w_up, s.xn.data(), s.up.data()}}, s.acts);
-    ffn_activation(c.traits.ffn_activation, s.gate.data(), s.up.data(), T * F);
+    ffn_activation(pool, c.traits.ffn_activation, s.gate.data(), s.up.data(), T, F);
     run_matmuls(pool, T, {{&lw.w_down, s.gate.data(), s.tmp.data()}}, s.acts);
     add_block_output(s.x.data(), s.tmp.data(), lw.ffn_post_norm, c.residual_scale, T, D, c.rms_eps);
   }
