@@ -17,6 +17,7 @@
 #include "kernels/attention.h"
 #include "kernels/dot.h"
 #include "kernels/gated_activation.h"
+#include "kernels/ggml_types.h"
 #include "kernels/hadamard.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -80,6 +81,21 @@ struct MatmulJob {
   float* y;         // [T][w->rows]
 };
 
+// How many row chunks a thread gets in a loop over these matrices. A thread runs its range in
+// memory order, and an interleaved layout (kernels/weight_repack.h) reads a chunk as one stream,
+// so finer chunks start no new weight streams; what they shorten is the end of the loop, where
+// one thread waits for the other's last chunk: decode's loops take 40-200 us, and at 8 chunks
+// a thread the caller waited 3-5 us a loop, at 32 about 2 (TinyLlama-shaped Q4_0 decode on the
+// AVX2 path: 8 alternating pairs, median 2% faster, 0.96-1.08x; 64 measured no better). ggml's
+// rows are read by a GEMV that cuts its chunk into kGemvRows streams, which every chunk starts
+// anew: those keep 8 (32 made AVX-512 Q4_0 decode slower in every pair).
+int64_t chunks_per_thread(std::initializer_list<MatmulJob> jobs) {
+  for (const MatmulJob& job : jobs) {
+    if (ggml_type_info(job.w->type).in_files) return 8;
+  }
+  return 32;
+}
+
 // Runs jobs that share one input x (q/k/v, gate/up) as one parallel loop: activations are
 // prepared once per weight type, then row chunks of every job are handed out together, so
 // the step pays one synchronization instead of one per matrix.
@@ -98,10 +114,10 @@ void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJo
 
   int64_t total_macs = 0;
   for (const MatmulJob& job : jobs) total_macs += job.w->rows * job.w->cols * batch;
-  // About 8 chunks per thread balance uneven cores. Chunks of equal work across the jobs give
-  // each thread's contiguous range of tasks (ThreadPool) an equal share; 16-row multiples keep
-  // SIMD tiles whole.
-  const int64_t chunk_macs = (total_macs + pool.num_threads() * 8 - 1) / (pool.num_threads() * 8);
+  // Chunks of equal work across the jobs give each thread's contiguous range of tasks
+  // (ThreadPool) an equal share; 16-row multiples keep SIMD tiles whole.
+  const int64_t chunks = pool.num_threads() * chunks_per_thread(jobs);
+  const int64_t chunk_macs = (total_macs + chunks - 1) / chunks;
 
   size_t act_offset = 0;
   int64_t num_tasks = 0;
