@@ -12,10 +12,10 @@
 
 namespace kvdesk::cpu {
 
-// h[i] = silu(gate[i]) * up[i]; h may alias gate or up.
+// h[i] = silu(gate[i]) * up[i] for i in [0, n) (nothing when n <= 0); h may alias gate or up.
 void swiglu(const float* gate, const float* up, float* h, int64_t n);
 
-// h[i] = gelu_tanh(gate[i]) * up[i]; h may alias gate or up.
+// h[i] = gelu_tanh(gate[i]) * up[i], the same way.
 void geglu_tanh(const float* gate, const float* up, float* h, int64_t n);
 
 }  // namespace kvdesk::cpu

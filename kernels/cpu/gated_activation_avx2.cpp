@@ -1,6 +1,6 @@
 // AVX2 gated activations (kernels/gated_activation.h): 8 lanes at a time as
-// g * up / (1 + e^-z), e^x by Cephes expf (x = n ln 2 + r with ln 2 in two parts, so r is
-// exact; e^r ~ 1 + r + r^2 P(r), about 1 ulp).
+// g * up / (1 + e^-z), e^x by Cephes expf (x = n ln 2 + r, ln 2 in two parts so that r carries
+// no error from rounding ln 2; e^r ~ 1 + r + r^2 P(r), about 1 ulp).
 #include "kernels/cpu/gated_activation_avx2.h"
 
 #include <cstring>
@@ -10,10 +10,12 @@
 namespace kvdesk {
 namespace {
 
-// e^x, x clamped to [-87, 88]: 2^n stays a normal float (n in [-126, 127]) and e^88 < FLT_MAX,
-// so a gate past either end gives a sigmoid of 0 or 1 to within float's reach, never inf / inf.
+// e^x, x clamped to [-87, 89]: from -87 up, 2^n is a normal float (n >= -126), so a gate far
+// above 0 gets a sigmoid of 1; past 88.4, n = 128 makes 2^n, and e^x, +inf, so a gate far below
+// 0 gets g / inf = 0 as the twins' g / (1 + e^-g) does (and NaN for g = -inf, as they do),
+// where a finite clamp would leave g / e^88, far from 0 for |g| near FLT_MAX.
 ALWAYS_INLINE __m256 exp_avx2(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(89.0f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -42,7 +44,7 @@ void gate_row(const float* gate, const float* up, float* h, int64_t n, Gate z_of
     const __m256 g = _mm256_loadu_ps(gate + i);
     _mm256_storeu_ps(h + i, sigmoid_gated(g, z_of(g), _mm256_loadu_ps(up + i)));
   }
-  if (i == n) return;
+  if (i >= n) return;
   alignas(32) float tail_gate[8] = {}, tail_up[8] = {};
   const int64_t rest = n - i;
   std::memcpy(tail_gate, gate + i, sizeof(float) * size_t(rest));
