@@ -83,13 +83,12 @@ struct MatmulJob {
 
 // How many row chunks a thread gets in a loop over these matrices. A thread runs its range in
 // memory order, and an interleaved layout (kernels/weight_repack.h) reads a chunk as one stream,
-// so finer chunks start no new weight streams; what they shorten is the end of the loop, where
-// one thread waits for the other's last chunk: decode's loops take 40-200 us, and at 8 chunks
-// a thread the caller waited 3-5 us a loop, at 32 about 2 (TinyLlama-shaped Q4_0 decode on the
-// AVX2 path: 8 alternating pairs, median 2% faster, 0.96-1.08x; 64 measured no better; prefill
-// of 128 tokens measured unchanged). ggml's
-// rows are read by a GEMV that cuts its chunk into kGemvRows streams, which every chunk starts
-// anew: those keep 8 (32 made AVX-512 Q4_0 decode slower in every pair).
+// so finer chunks start no new weight streams; what they shorten is the end of the loop, where one
+// thread waits for the other's last chunk: decode's loops take 40-200 us, and at 8 chunks a thread
+// the caller waited 3-5 us a loop, at 32 about 2 (TinyLlama-shaped Q4_0 decode on the AVX2 path: 8
+// alternating pairs, median 2% faster, 0.96-1.08x; 64 measured no better; prefill of 128 tokens
+// measured unchanged). ggml's rows are read by a GEMV that cuts its chunk into kGemvRows streams,
+// which every chunk starts anew: those keep 8 (32 made AVX-512 Q4_0 decode slower in every pair).
 int64_t chunks_per_thread(std::initializer_list<MatmulJob> jobs) {
   for (const MatmulJob& job : jobs) {
     if (ggml_type_info(job.w->type).in_files) return 8;
