@@ -76,6 +76,18 @@ ConversationId choose_conversation(ConversationStore& store, const ChatArgs& a) 
   return a.conversation_id;
 }
 
+// The turn's prompt as the next message of the conversation's active branch; a conversation
+// made for it is deleted again when the message cannot be stored (a damaged database).
+MessageId add_user_message(ConversationStore& store, ConversationId id, const ChatArgs& a) {
+  try {
+    const std::optional<Conversation> c = store.conversation(id);
+    return store.add_message({.conversation = id, .parent = c->active_leaf_id, .role = Role::User, .content = a.prompt});
+  } catch (const Error&) {
+    if (a.new_conversation) store.delete_conversation(id);
+    throw;
+  }
+}
+
 // Imports the conversation's saved KV; returns where the turn's KV comes from.
 std::string restore_kv(Engine& engine, ConversationStore& store, ConversationId id) {
   chat::SavedKv saved = chat::load_saved_kv(store, id);
@@ -146,8 +158,7 @@ int run_chat(ChatArgs& a) {
   wait_for_model(engine);
 
   const ConversationId id = choose_conversation(store, a);
-  const std::optional<Conversation> c = store.conversation(id);
-  const MessageId user = store.add_message({.conversation = id, .parent = c->active_leaf_id, .role = Role::User, .content = a.prompt});
+  const MessageId user = add_user_message(store, id, a);
   const std::string restored_from = restore_kv(engine, store, id);
   const chat::ChatTurn chat = chat::chat_turn(*store.conversation(id), store.branch_path(id));
   for (const std::string& line : chat.damaged) std::fprintf(stderr, "%s\n", line.c_str());

@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include "app/cli/cli_common.h"
 #include "app/store/conversation_export.h"
@@ -36,18 +39,36 @@ std::string preview(const std::string& text, size_t max_bytes) {
   return line.substr(0, cut) + "...";
 }
 
+// The conversation's active branch, or the error that explains why it cannot be read (a
+// damaged conversation does not hide the others).
+std::variant<std::vector<Message>, std::string> readable_branch(ConversationStore& store, ConversationId id) {
+  try {
+    return store.branch_path(id);
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+}
+
 nlohmann::json listing_json(ConversationStore& store, const std::vector<Conversation>& conversations) {
   nlohmann::json list = nlohmann::json::array();
   for (const Conversation& c : conversations) {
+    nlohmann::json entry{{"id", c.id}, {"title", c.title}, {"system_prompt", c.system_prompt}};
+    const auto branch = readable_branch(store, c.id);
+    if (const auto* error = std::get_if<std::string>(&branch)) {
+      entry["error"] = *error;
+      list.push_back(entry);
+      continue;
+    }
     nlohmann::json messages = nlohmann::json::array();
-    for (const Message& m : store.branch_path(c.id)) {
+    for (const Message& m : std::get<std::vector<Message>>(branch)) {
       messages.push_back({{"id", m.id},
                           {"parent_id", m.parent_id ? nlohmann::json(*m.parent_id) : nlohmann::json(nullptr)},
                           {"role", role_name(m.role)},
                           {"content", m.content},
                           {"status", status_name(m.status)}});
     }
-    list.push_back({{"id", c.id}, {"title", c.title}, {"system_prompt", c.system_prompt}, {"messages", messages}});
+    entry["messages"] = messages;
+    list.push_back(entry);
   }
   return {{"conversations", list}};
 }
@@ -56,7 +77,12 @@ void print_listing(ConversationStore& store, const std::vector<Conversation>& co
   for (const Conversation& c : conversations) {
     std::printf("#%lld  %s\n", static_cast<long long>(c.id), preview(c.title, 100).c_str());
     if (!c.system_prompt.empty()) std::printf("    %-9s  %s\n", "system", preview(c.system_prompt, 100).c_str());
-    for (const Message& m : store.branch_path(c.id)) {
+    const auto branch = readable_branch(store, c.id);
+    if (const auto* error = std::get_if<std::string>(&branch)) {
+      std::printf("    (unreadable: %s)\n", error->c_str());
+      continue;
+    }
+    for (const Message& m : std::get<std::vector<Message>>(branch)) {
       std::printf("    %-9s  %s\n", std::string(role_name(m.role)).c_str(), preview(m.content, 100).c_str());
     }
   }

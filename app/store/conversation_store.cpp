@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "app/store/schema.h"
 #include "engine/error.h"
@@ -350,17 +351,29 @@ std::optional<Message> ConversationStore::message(MessageId id) {
   return read_message(s, path());
 }
 
+// A path from the leaf up holds each of the conversation's messages at most once, so the walk
+// stops after as many steps as there are messages: a damaged file whose parents form a loop
+// ends the walk on a message that still has a parent, which no root has.
 std::vector<Message> ConversationStore::branch_path(ConversationId id) {
   static const std::string sql =
       "WITH RECURSIVE path(id, depth) AS ("
       "  SELECT active_leaf_id, 0 FROM conversations WHERE id = ?1 AND active_leaf_id IS NOT NULL"
       "  UNION ALL"
       "  SELECT m.parent_id, path.depth + 1 FROM messages m JOIN path ON m.id = path.id"
-      "  WHERE m.parent_id IS NOT NULL) " +
+      "  WHERE m.parent_id IS NOT NULL"
+      "    AND path.depth < (SELECT count(*) FROM messages WHERE conversation_id = ?1)) " +
       kMessageSelect + "path JOIN messages m ON m.id = path.id ORDER BY path.depth DESC";
   Statement s = db_->prepare(sql);
   s.bind(1, id);
-  return read_messages(s, path());
+  std::vector<Message> messages = read_messages(s, path());
+  if (!messages.empty() && messages.front().parent_id) throw_parent_loop(messages.front().id);
+  return messages;
+}
+
+void ConversationStore::throw_parent_loop(MessageId id) {
+  throw Error(path() + ": message " + std::to_string(id) +
+              " is its own ancestor (the file is damaged); it was left as it is: restore a backup or "
+              "export the conversation and delete it");
 }
 
 std::vector<Message> ConversationStore::children(MessageId id) {
@@ -391,20 +404,24 @@ void ConversationStore::set_active_leaf(ConversationId id, MessageId leaf) {
 }
 
 MessageId ConversationStore::newest_leaf_under(MessageId id) {
+  const MessageId start = id;
+  std::unordered_set<MessageId> seen{id};
   require_message(id);
   for (;;) {
     Statement s = db_->prepare("SELECT id FROM messages WHERE parent_id = ?1 ORDER BY id DESC LIMIT 1");
     s.bind(1, id);
     if (!s.step()) return id;
     id = s.column_int(0);
+    if (!seen.insert(id).second) throw_parent_loop(start);
   }
 }
 
 int64_t ConversationStore::delete_message(MessageId id) {
   Transaction tx(*db_);
   const Message m = require_message(id);
+  // UNION, not UNION ALL: a damaged file's loop of parents ends the walk instead of repeating.
   static const std::string subtree =
-      "WITH RECURSIVE sub(id) AS (SELECT ?1 UNION ALL SELECT m.id FROM messages m JOIN sub ON m.parent_id = sub.id) ";
+      "WITH RECURSIVE sub(id) AS (SELECT ?1 UNION SELECT m.id FROM messages m JOIN sub ON m.parent_id = sub.id) ";
   Statement count = db_->prepare(subtree + "SELECT count(*), (SELECT active_leaf_id FROM conversations WHERE id = ?2) "
                                            "IN (SELECT id FROM sub) FROM sub");
   count.bind(1, id).bind(2, m.conversation_id);

@@ -145,6 +145,7 @@ class ConversationStore {
   explicit ConversationStore(std::unique_ptr<Database> db);
   void require_conversation(ConversationId id);
   Message require_message(MessageId id);
+  [[noreturn]] void throw_parent_loop(MessageId id);   // the file's parents form a loop through id
   MessageId insert_message(const Message& m);
   void set_leaf_unchecked(ConversationId id, std::optional<MessageId> leaf, bool touch);
   void write_settings(ConversationId id, const ConversationSettings& settings);   // inside a transaction

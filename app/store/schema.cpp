@@ -191,6 +191,11 @@ void prepare_schema(Database& db, OpenMode mode, bool verify) {
     throw Error(db.path() + ": is an SQLite database of another program, not a kvdesk database; "
                             "it was left as it is: choose another file");
   }
+  // kvdesk's file with tables but no schema version: no migration can tell where to start.
+  if (state.num_objects > 0 && state.user_version <= 0) {
+    throw Error(db.path() + ": has kvdesk's tables but database schema version " + std::to_string(state.user_version) +
+                " (the file is damaged); it was left as it is: restore a backup or move it away to start a new one");
+  }
   if (verify) quick_check(db);
   if (mode == OpenMode::ReadOnly) {
     if (state.is_new()) throw Error(db.path() + ": is empty, not a kvdesk database yet");

@@ -4,6 +4,8 @@
 
 #include <sqlite3.h>
 
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "engine/error.h"
@@ -90,6 +92,8 @@ void BlobReader::read(size_t offset, std::span<uint8_t> out) {
 // ---------------------------------------------------------------------------------------------
 
 Database::Database(const std::string& path, OpenMode mode, int busy_timeout_ms) : path_(path), mode_(mode) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) throw Error(path + ": is a folder, not a database file; choose a file");
   const int flags = SQLITE_OPEN_EXRESCODE |
                     (mode == OpenMode::ReadWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY);
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);

@@ -6,8 +6,10 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <memory>
+#include <new>
 
 #include "engine/error.h"
 
@@ -33,6 +35,18 @@ std::optional<std::vector<uint8_t>> compress(std::span<const uint8_t> bytes) {
 
 Error damaged_kv(const std::string& where, const std::string& what) {
   return Error(where + ": the saved KV cache is damaged (" + what + "); clear it and save it again");
+}
+
+// The decoded size the zstd frame in `blob` records in its header (compress writes it), or
+// UINT64_MAX when the header is missing or damaged: checked against the row's num_bytes before
+// anything that large is allocated.
+uint64_t frame_content_size(BlobReader& blob) {
+  constexpr size_t kFrameHeaderMax = 18;   // zstd's largest frame header (zstd.h's static-only section)
+  uint8_t header[kFrameHeaderMax];
+  const size_t n = std::min(blob.size(), sizeof(header));
+  blob.read(0, {header, n});
+  const unsigned long long size = ZSTD_getFrameContentSize(header, n);
+  return size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR ? UINT64_MAX : uint64_t(size);
 }
 
 // Pieces in which a stored frame is read from the database: small enough to stay in cache,
@@ -216,21 +230,29 @@ int64_t ConversationStore::total_kv_bytes() {
 
 std::optional<std::vector<uint8_t>> ConversationStore::load_kv(ConversationId id, std::string_view key) {
   std::string codec;
-  size_t num_bytes = 0;
+  int64_t num_bytes = 0;
   {
     Statement s = db_->prepare("SELECT codec, num_bytes FROM conversation_kv WHERE conversation_id = ?1 AND key = ?2");
     s.bind(1, id).bind(2, key);
     if (!s.step()) return std::nullopt;
     codec = s.column_text(0);
-    num_bytes = size_t(s.column_int(1));
+    num_bytes = s.column_int(1);
   }
   const std::string where = path() + ": conversation " + std::to_string(id);
   BlobReader blob(*db_, "conversation_kv", "data", id);
-  std::vector<uint8_t> bytes(num_bytes);
-  if (codec == "zstd") {
+  const bool zstd = codec == "zstd";
+  if (num_bytes < 0 || uint64_t(num_bytes) != (zstd ? frame_content_size(blob) : blob.size())) {
+    throw damaged_kv(where, "wrong size");
+  }
+  std::vector<uint8_t> bytes;
+  try {
+    bytes.resize(size_t(num_bytes));
+  } catch (const std::bad_alloc&) {
+    throw Error(where + ": not enough memory to load its saved KV cache (" + std::to_string(num_bytes) + " bytes)");
+  }
+  if (zstd) {
     decompress_blob(blob, bytes, where);
   } else {
-    if (blob.size() != num_bytes) throw damaged_kv(where, "wrong size");
     blob.read(0, bytes);
   }
   return bytes;

@@ -207,3 +207,46 @@ TEST_CASE("chat refuses a damaged saved KV with a message, answers and saves a g
   CHECK(chat::load_saved_kv(store, id).kv.has_value());
   CHECK(store.branch_path(id).size() == 4);
 }
+
+TEST_CASE("conversations lists the others when one conversation's messages form a loop", "[app][cli][chat]") {
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  const int64_t damaged = chat_json({"--db", db, "--new", "-p", kFirst})["conversation_id"];
+  chat_json({"--db", db, "--new", "-p", kSecond});
+  {
+    store::Database raw(db, store::OpenMode::ReadWrite, 1000);
+    raw.exec("UPDATE messages SET parent_id = id WHERE conversation_id = " + std::to_string(damaged));
+  }
+  const test::CliRun list = run_cli({"conversations", "--db", db, "--json"});
+  INFO("stderr: " << list.err);
+  REQUIRE(list.exit_code == 0);
+  const nlohmann::json conversations = nlohmann::json::parse(list.out)["conversations"];
+  REQUIRE(conversations.size() == 2);
+  for (const nlohmann::json& c : conversations) {
+    if (c["id"] == damaged) {
+      CHECK_THAT(c["error"].get<std::string>(), Catch::Contains("is its own ancestor"));
+    } else {
+      CHECK(c["messages"].size() == 2);
+    }
+  }
+  const test::CliRun chat = run_cli({"chat", "-m", model_path("stories260K.gguf"), "--db", db, "--conversation",
+                                     std::to_string(damaged), "-p", kSecond, "-n", "4"});
+  CHECK(chat.exit_code == 1);
+  CHECK_THAT(chat.err, Catch::Contains("is its own ancestor"));
+}
+
+TEST_CASE("a new conversation whose first message cannot be stored is not left behind", "[app][cli][chat]") {
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  chat_json({"--db", db, "--new", "-p", kFirst});
+  {
+    store::Database raw(db, store::OpenMode::ReadWrite, 1000);
+    raw.exec("ALTER TABLE messages RENAME COLUMN content TO body");
+  }
+  const test::CliRun chat =
+      run_cli({"chat", "-m", model_path("stories260K.gguf"), "--db", db, "--new", "-p", kSecond, "-n", "4"});
+  CHECK(chat.exit_code == 1);
+  CHECK_THAT(chat.err, Catch::Contains(db));
+  store::Database raw(db, store::OpenMode::ReadOnly, 1000);
+  CHECK(raw.query_int("SELECT count(*) FROM conversations") == 1);
+}

@@ -188,6 +188,13 @@ TEST_CASE("an existing database in a read-only folder is refused with a clear me
   CHECK(file_bytes(path) == before);
 }
 
+TEST_CASE("a folder given as the database is refused as a folder", "[app][store]") {
+  TempDir dir;
+  const std::string folder = dir.path().string();
+  CHECK_THAT(error_of([&] { ConversationStore::open(folder); }), Catch::Contains(folder + ": is a folder"));
+  CHECK_THAT(error_of([&] { ConversationStore::open_read_only(folder); }), Catch::Contains(folder + ": is a folder"));
+}
+
 TEST_CASE("random bytes are refused as not a database and left unchanged", "[app][store]") {
   TempDir dir;
   const std::string path = dir.file("kvdesk.db");
@@ -253,6 +260,24 @@ TEST_CASE("a database from a newer kvdesk is refused and left unchanged", "[app]
   CHECK(file_bytes(path) == before);
 }
 
+TEST_CASE("a kvdesk database whose schema version was lost is refused and left unchanged", "[app][store]") {
+  TempDir dir;
+  const std::string path = dir.file("kvdesk.db");
+  make_real_db(path);
+  for (const int version : {0, -1}) {
+    {
+      Database db(path, OpenMode::ReadWrite, 0);
+      db.exec("PRAGMA user_version = " + std::to_string(version));
+    }
+    const std::string before = file_bytes(path);
+    CHECK_THAT(error_of([&] { ConversationStore::open(path); }),
+               Catch::Contains(path) && Catch::Contains("schema version " + std::to_string(version)) &&
+                   Catch::Contains("was left as it is"));
+    CHECK_THAT(error_of([&] { ConversationStore::open_read_only(path); }), Catch::Contains("the file is damaged"));
+    CHECK(file_bytes(path) == before);
+  }
+}
+
 TEST_CASE("a full disk fails the write with a clear message and loses nothing", "[app][store]") {
   TempDir dir;
   const std::string path = dir.file("kvdesk.db");
@@ -313,5 +338,50 @@ TEST_CASE("a saved KV blob whose recorded size disagrees with its frame is repor
     }
     CHECK_THAT(error_of([&] { store.load_kv(c, "key"); }), Catch::Contains("KV cache is damaged") && Catch::Contains("wrong size"));
     store.save_kv(c, "key", kv);
+  }
+}
+
+TEST_CASE("a recorded size larger than the saved KV frame is refused before it is allocated", "[app][store]") {
+  TempDir dir;
+  const std::string path = dir.file("kvdesk.db");
+  ConversationStore store = ConversationStore::open(path);
+  const ConversationId compressed = store.create_conversation("zstd");
+  const ConversationId raw = store.create_conversation("raw");
+  std::mt19937 rng(7);
+  std::vector<uint8_t> noise(5000);
+  for (uint8_t& b : noise) b = uint8_t(rng());
+  store.save_kv(compressed, "key", std::vector<uint8_t>(5000, 3));
+  store.save_kv(raw, "key", noise);
+  for (const char* size : {"1000000000000000", "-1"}) {
+    {
+      Database db(path, OpenMode::ReadWrite, 1000);
+      db.exec(std::string("UPDATE conversation_kv SET num_bytes = ") + size);
+    }
+    for (const ConversationId c : {compressed, raw}) {
+      CHECK_THAT(error_of([&] { store.load_kv(c, "key"); }), Catch::Contains("KV cache is damaged") && Catch::Contains("wrong size"));
+    }
+  }
+}
+
+TEST_CASE("messages whose parents form a loop are reported as damage, not followed forever", "[app][store]") {
+  TempDir dir;
+  const std::string path = dir.file("kvdesk.db");
+  ConversationStore store = ConversationStore::open(path);
+  for (const bool self_loop : {true, false}) {
+    const ConversationId c = store.create_conversation("loop");
+    const MessageId first = store.add_message({.conversation = c, .role = Role::User, .content = "hello"});
+    const MessageId second = store.add_message({.conversation = c, .parent = first, .role = Role::Assistant, .content = "hi"});
+    {
+      Database db(path, OpenMode::ReadWrite, 1000);
+      db.exec("UPDATE messages SET parent_id = " + std::to_string(self_loop ? first : second) +
+              " WHERE id = " + std::to_string(first));
+    }
+    CHECK_THAT(error_of([&] { store.branch_path(c); }), Catch::Contains(path) && Catch::Contains("is its own ancestor"));
+    // Following the newest children stops at a leaf or at the loop.
+    const std::string newest = error_of([&] { store.newest_leaf_under(first); });
+    CHECK((newest.empty() || newest.find("is its own ancestor") != std::string::npos));
+    if (!self_loop) CHECK_THAT(newest, Catch::Contains("is its own ancestor"));
+    store.delete_conversation(c);
+    CHECK(store.message(second) == std::nullopt);
   }
 }
