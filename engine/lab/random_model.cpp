@@ -9,6 +9,7 @@
 
 #include "engine/error.h"
 #include "engine/lab/gguf_writer.h"
+#include "engine/tokenizer/spm_tokenizer.h"
 #include "kernels/quantize.h"
 
 namespace kvdesk {
@@ -55,9 +56,8 @@ struct Vocabulary {
 };
 
 Vocabulary read_vocabulary(const std::string& path) {
-  sentencepiece::SentencePieceProcessor sp;
-  const auto status = sp.Load(path);
-  if (!status.ok()) throw Error(path + ": cannot load SentencePiece model: " + status.ToString());
+  const std::unique_ptr<sentencepiece::SentencePieceProcessor> processor = load_spm_processor(path);
+  const sentencepiece::SentencePieceProcessor& sp = *processor;
   Vocabulary v;
   for (int i = 0; i < sp.GetPieceSize(); ++i) {
     v.tokens.push_back(sp.IdToPiece(i));

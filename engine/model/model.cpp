@@ -277,8 +277,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   // Equal, as llama.cpp requires: ids past the vocabulary could be sampled but never printed,
   // ids past the embedding never embedded.
   if (m->tokenizer_->vocab_size() != m->config_.vocab_size) {
-    throw Error(path + ": the vocabulary has " + std::to_string(m->tokenizer_->vocab_size()) +
-                " tokens but the embedding " + std::to_string(m->config_.vocab_size));
+    const std::string vocabulary = options.tokenizer_path.empty() ? "its vocabulary" : options.tokenizer_path;
+    throw Error(path + ": " + vocabulary + " has " + std::to_string(m->tokenizer_->vocab_size()) +
+                " tokens but the model embeds " + std::to_string(m->config_.vocab_size) +
+                ": the tokenizer does not belong to this model");
   }
   m->scratch_ = std::make_unique<Scratch>();
   return m;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 
 #include "engine/error.h"
@@ -172,10 +173,24 @@ std::unique_ptr<Tokenizer> load_spm_tokenizer(const GgufFile& file) {
   return std::make_unique<SpmTokenizer>(std::move(processor), pieces, bos, eos, eot, add_bos);
 }
 
-std::unique_ptr<Tokenizer> load_spm_tokenizer_file(const std::string& path) {
+std::unique_ptr<SentencePieceProcessor> load_spm_processor(const std::string& path) {
+  constexpr uintmax_t kMaxModelBytes = uintmax_t(1) << 30;   // real ones are a few MB
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (error) throw Error(path + ": cannot open the SentencePiece model: " + error.message());
+  if (std::filesystem::is_directory(status)) throw Error(path + ": is a directory, not a SentencePiece model");
+  if (!std::filesystem::is_regular_file(status)) throw Error(path + ": not a regular file, not a SentencePiece model");
+  if (std::filesystem::file_size(path, error) > kMaxModelBytes || error) {
+    throw Error(path + ": larger than 1 GiB, not a SentencePiece model");
+  }
   auto processor = std::make_unique<SentencePieceProcessor>();
-  const sentencepiece::util::Status status = processor->Load(path);
-  if (!status.ok()) throw Error(path + ": cannot load the SentencePiece model: " + status.ToString());
+  const sentencepiece::util::Status loaded = processor->Load(path);
+  if (!loaded.ok()) throw Error(path + ": cannot load the SentencePiece model: " + loaded.ToString());
+  return processor;
+}
+
+std::unique_ptr<Tokenizer> load_spm_tokenizer_file(const std::string& path) {
+  std::unique_ptr<SentencePieceProcessor> processor = load_spm_processor(path);
   const std::vector<SpmPiece> pieces = parse_spm_model_pieces(processor->serialized_model_proto());
   const int32_t bos = processor->bos_id();
   const int32_t eos = processor->eos_id();

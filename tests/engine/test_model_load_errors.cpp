@@ -171,7 +171,20 @@ TEST_CASE("A vocabulary of fewer tokens than the embedding's rows is refused", "
   write_variant(path, ModelEdit{.replace_tensors = {{"token_embd.weight", {GgmlType::F32, {64, 600}}},
                                                     {"output.weight", {GgmlType::F32, {64, 600}}}},
                                 .add_keys = [](GgufWriter& w) { w.add_uint32("llama.vocab_size", 600); }});
-  CHECK_THROWS_WITH(Model::load(path), Catch::Contains(path + ": the vocabulary has 512 tokens but the embedding 600"));
+  CHECK_THROWS_WITH(Model::load(path), Catch::Contains(path + ": its vocabulary has 512 tokens but the model embeds 600"));
+}
+
+TEST_CASE("A tokenizer path that is no SentencePiece file is refused with its name", "[engine][model]") {
+  TempDir dir;
+  const std::string model = model_path("stories260K.gguf");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/dev/zero", "/dev/zero: not a regular file"},
+      {dir.path().string(), dir.path().string() + ": is a directory"},
+      {dir.file("missing.model"), dir.file("missing.model") + ": cannot open the SentencePiece model"},
+      {model_path("tokenizer.model"), model_path("tokenizer.model") + " has 32000 tokens but the model embeds 512"}};
+  for (const auto& [tokenizer, expected] : cases) {
+    CHECK_THROWS_WITH(Model::load(model, ModelLoadOptions{.tokenizer_path = tokenizer}), Catch::Contains(expected));
+  }
 }
 
 TEST_CASE("Weights larger than the memory there is are refused before the model is used",
