@@ -344,6 +344,11 @@ class GgufParser {
     if (value->u == 0 || (value->u & (value->u - 1)) != 0) {
       fail(std::string(kAlignmentKey) + " " + std::to_string(value->u) + " is not a power of two");
     }
+    // The format requires a multiple of 8; below that, tensors of floats could start at
+    // addresses their kernels' loads may not take.
+    if (value->u % 8 != 0) {
+      fail(std::string(kAlignmentKey) + " " + std::to_string(value->u) + " is not a multiple of 8");
+    }
     file_.alignment_ = value->u;
   }
 

@@ -227,7 +227,7 @@ void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<
 }
 
 void GgufWriter::write(const std::string& path, uint32_t alignment) const {
-  KVDESK_ASSERT(alignment != 0 && (alignment & (alignment - 1)) == 0);
+  KVDESK_ASSERT(alignment >= 8 && (alignment & (alignment - 1)) == 0);
   const auto tensor_bytes = [](const TensorDecl& t) {
     uint64_t bytes = ggml_row_bytes(t.type, t.dims[0]);
     for (size_t d = 1; d < t.dims.size(); ++d) bytes *= static_cast<uint64_t>(t.dims[d]);

@@ -31,7 +31,7 @@ class GgufWriter {
                   TensorProducer produce);
 
   // Throws kvdesk::Error on I/O failure; writes to path + ".tmp" then renames. Writes
-  // general.alignment itself when alignment (a power of two) is not the default 32.
+  // general.alignment itself when alignment (a power of two, 8 or more) is not the default 32.
   void write(const std::string& path, uint32_t alignment = 32) const;
 
  private:

@@ -180,6 +180,8 @@ std::vector<BrokenFile> broken_files() {
       "alignment 0 is not a power of two");
   add("alignment 3", Bytes().header(3, 0, 1).kv_u32("general.alignment", 3),
       "alignment 3 is not a power of two");
+  add("alignment 4", Bytes().header(3, 0, 1).kv_u32("general.alignment", 4),
+      "alignment 4 is not a multiple of 8");
   add("alignment stored as a string", Bytes().header(3, 0, 1).kv_str("general.alignment", "32"),
       "general.alignment has type string, expected uint32");
   add("metadata cut inside key 1",
