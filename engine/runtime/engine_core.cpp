@@ -2,6 +2,7 @@
 #include "engine/runtime/engine_core.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/backend/forward_backend.h"
 #include "engine/error.h"
@@ -215,7 +216,14 @@ void EngineCore::after_chunk(const ScheduledChunk& c, const float* last_row, std
     finish(live, FinishReason::Length, events);
     return;
   }
-  const int32_t token = live.sampler->sample(last_row, model_.config().vocab_size, scheduler_.tokens(c.id));
+  const int32_t vocab = model_.config().vocab_size;
+  // NaN logits come from weights that are damaged or out of any sane range; sampling them would
+  // print arbitrary tokens as if they were an answer.
+  if (std::any_of(last_row, last_row + vocab, [](float x) { return std::isnan(x); })) {
+    fail(live, "the model computed NaN logits: its weights are damaged or out of range; try another file", events);
+    return;
+  }
+  const int32_t token = live.sampler->sample(last_row, vocab, scheduler_.tokens(c.id));
   accept_token(live, token, events);
 }
 
@@ -278,6 +286,17 @@ void EngineCore::finish(Live& live, FinishReason reason, std::vector<Event>& eve
   e.metrics = m;
   events.push_back(std::move(e));
   scheduler_.finish(live.id, live.request.conversation_key != 0);
+  live_.erase(live.id);
+}
+
+// Ends one request with an error event; its blocks go back as a finished request's do.
+void EngineCore::fail(Live& live, const std::string& message, std::vector<Event>& events) {
+  Event e;
+  e.kind = EventKind::Error;
+  e.request = live.id;
+  e.text = message;
+  events.push_back(std::move(e));
+  scheduler_.finish(live.id, false);
   live_.erase(live.id);
 }
 

@@ -71,6 +71,7 @@ class EngineCore {
   void after_chunk(const ScheduledChunk& chunk, const float* last_row, std::vector<Event>& events);
   void accept_token(Live& live, int32_t token, std::vector<Event>& events);
   void finish(Live& live, FinishReason reason, std::vector<Event>& events);
+  void fail(Live& live, const std::string& message, std::vector<Event>& events);
   void slide_window(Live& live);
   // The tokens the request's sequence may hold: its context_limit within the model's context.
   int32_t context_of(const Request& request) const;

@@ -26,14 +26,16 @@ void quantize_act_block(const float* x, BlockQ8Act& y) {
   const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
   const float d = amax / 127.0f;
   const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-  const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, id));
-  const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, id));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs), _mm512_cvtsepi32_epi8(q0));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs + 16), _mm512_cvtsepi32_epi8(q1));
+  // The sums add the stored (saturated) codes: the same as the rounded values for finite x,
+  // and no int32 overflow from the INT_MIN a NaN converts to.
+  const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x0, id)));
+  const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, id)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs), q0);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs + 16), q1);
   y.d = d;
-  const int32_t low_sum = _mm512_reduce_add_epi32(q0);
+  const int32_t low_sum = _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q0));
   y.low_sum = static_cast<int16_t>(low_sum);
-  y.sum = static_cast<int16_t>(low_sum + _mm512_reduce_add_epi32(q1));
+  y.sum = static_cast<int16_t>(low_sum + _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q1)));
 }
 
 void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n) {

@@ -52,9 +52,10 @@ void quantize_q8k_block(const float* x, BlockQ8K& y) {
   const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
   y.d = d;
   for (int k = 0; k < kVectors; ++k) {
-    const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 16 * k), id));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs + 16 * k), _mm512_cvtsepi32_epi8(q));
-    y.bsums[k] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
+    // Sums of the stored (saturated) codes: a NaN's INT_MIN cannot overflow them.
+    const __m128i q = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 16 * k), id)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs + 16 * k), q);
+    y.bsums[k] = static_cast<int16_t>(_mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q)));
   }
 }
 

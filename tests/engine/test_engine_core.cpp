@@ -4,10 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 
 #include "engine/backend/forward_backend.h"
+#include "engine/gguf/gguf_reader.h"
 #include "engine/model/model.h"
 #include "engine/runtime/engine_core.h"
 #include "engine/system/thread_pool.h"
@@ -368,4 +371,40 @@ TEST_CASE("a request scoring its prompt gets every position's logits and no toke
   const float* last = logits.data() + size_t(prompt.size() - 1) * size_t(vocab);
   const int32_t argmax = int32_t(std::max_element(last, last + vocab) - last);
   CHECK(argmax == alone("Once upon a time there was a little girl", 1)[0]);
+}
+
+TEST_CASE("NaN logits end the request with an error instead of sampled tokens", "[engine][scheduler]") {
+  // stories260K with its final norm's weights overwritten by NaN (bytes 0xFF), found in the file
+  // by their bytes.
+  std::ifstream in(model_path("stories260K.gguf"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  {
+    const auto file = GgufFile::open(model_path("stories260K.gguf"));
+    const GgufTensorInfo* norm = file->find_tensor("output_norm.weight");
+    REQUIRE(norm != nullptr);
+    const char* data = reinterpret_cast<const char*>(file->tensor_data(*norm));
+    const auto at = std::search(bytes.begin(), bytes.end(), data, data + norm->num_bytes);
+    REQUIRE(at != bytes.end());
+    std::fill_n(at, norm->num_bytes, char(0xFF));
+  }
+  test::TempDir dir;
+  const std::string path = dir.file("nan.gguf");
+  std::ofstream(path, std::ios::binary) << bytes;
+  const std::unique_ptr<Model> model = Model::load(path);
+  KvCacheConfig config;
+  config.layout.num_blocks = 16;
+  KvCache kv(model->config(), config);
+  ThreadPool pool{2};
+  CpuForward forward{*model, pool};
+  EngineCore core(*model, forward, kv, {});
+  Request r;
+  r.max_tokens = 8;
+  core.add(1, r, model->tokenizer().encode("Once upon a time", true), EngineCore::Clock::now());
+  std::vector<Event> events;
+  for (int i = 0; i < 100 && core.has_work(); ++i) core.step(events);
+  CHECK_FALSE(core.has_work());
+  CHECK(std::none_of(events.begin(), events.end(), [](const Event& e) { return e.kind == EventKind::Token; }));
+  REQUIRE(std::count_if(events.begin(), events.end(), [](const Event& e) { return e.kind == EventKind::Error; }) == 1);
+  CHECK_THAT(events.back().text, Catch::Contains("NaN logits"));
+  CHECK(kv.num_available_blocks() == 16);
 }
