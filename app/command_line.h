@@ -4,6 +4,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,21 @@ std::string usage_line(const CLI::App& app, const std::string& program);
 
 // Parses argv. The exit status to leave with now, or nullopt when the program should go on.
 std::optional<int> parse_command_line(CLI::App& app, const std::string& program, int argc, char** argv);
+
+// Validators for numeric options: a finite number above 0 / at least 0 (CLI11's own pass NaN and
+// print the range as 300 digits).
+inline CLI::Validator finite_number(bool allow_zero) {
+  return CLI::Validator(
+      [allow_zero](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value)) return "'" + text + "' is not a number";
+        if (allow_zero ? value < 0 : value <= 0) return text + (allow_zero ? " is below 0" : " is not above 0");
+        return "";
+      },
+      allow_zero ? "NUMBER >= 0" : "NUMBER > 0");
+}
+inline CLI::Validator positive_number() { return finite_number(false); }
+inline CLI::Validator non_negative_number() { return finite_number(true); }
 
 // --backend auto|cpu|cuda, the same in every program (header-only: kvdesk_bench registers its
 // options from a library).

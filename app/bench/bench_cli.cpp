@@ -56,10 +56,10 @@ void add_speed(CLI::App* cmd, BenchOptions& o) {
 }
 
 void add_capacity(CLI::App* cmd, BenchOptions& o) {
-  cmd->add_option("--kv-budget-mib", o.kv_budget_mib, "KV budget in MiB (default 256)")->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-budget-mib", o.kv_budget_mib, "KV budget in MiB (default 256)")->check(positive_number());
   cmd->add_option("--block-sizes", o.block_sizes, "Paged block sizes")->delimiter(',')->capture_default_str();
   cmd->add_option("--len-median", o.lengths.median, "Median sequence length (default: context / 4)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--len-sigma", o.lengths.sigma, "Log-normal sigma of the lengths")
       ->check(CLI::Range(0.0, 4.0))
       ->capture_default_str();
@@ -81,7 +81,7 @@ void add_prefix(CLI::App* cmd, BenchOptions& o) {
 
 void add_engine(CLI::App* cmd, BenchOptions& o) {
   cmd->add_option("--kv-budget-mib", o.kv_budget_mib, "KV pool size in MiB (default: the engine's)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--max-running", o.max_running, "Most sequences in one batch")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
@@ -105,20 +105,20 @@ void add_trace(CLI::App* cmd, BenchOptions& o) {
       ->check(CLI::Range(0, 1 << 16))
       ->capture_default_str();
   cmd->add_option("--user-median", w.user_words.median, "Median words per user turn")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--answer-median", w.answer_tokens.median, "Median max_tokens per answer")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--arrival-rate", w.arrivals_per_s, "Conversation arrivals per second (Poisson; 0: all at once)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
   cmd->add_option("--think-ms", w.think_ms, "Mean pause between an answer and the next turn")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
   cmd->add_option("--cost-per-hour", o.cost_per_hour,
                   "Machine cost per hour: adds cost per request and per 1K output tokens")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
 }
 
 void add_quality(CLI::App* cmd, BenchOptions& o) {

@@ -90,11 +90,11 @@ void add_kv_options(CLI::App* cmd, ModelArgs& args) {
       ->capture_default_str();
   cmd->add_option("--kv-budget-mib", args.kv_budget_mib,
                   "KV pool size in MiB (default: just enough for this run)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--host-tier-mib", args.host_tier_mib,
                   "host memory in MiB for KV moved out of a full pool: idle conversations and "
                   "swapped-out requests (0: none; they are dropped and recomputed)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
   cmd->add_option("--host-tier-zstd", args.host_tier_zstd, "zstd level of the host tier's blocks (0: kept as stored)")
       ->check(CLI::Range(0, 19))

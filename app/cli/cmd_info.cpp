@@ -268,7 +268,7 @@ Command add_info_command(CLI::App& app) {
   cmd->add_option("--ctx", args->context, "Context length of the sequences to fit (default: the model's)")
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--kv-budget-mib", args->budget_mib, "KV memory budget in MiB")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(positive_number())->capture_default_str();
   cmd->add_option("--block-size", args->model.block_size, "KV block size in tokens")
       ->check(block_size_check())->capture_default_str();
   add_backend_option(cmd, args->model.backend);
@@ -278,7 +278,7 @@ Command add_info_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   cmd->add_option("-t,--threads", args->model.threads, "Threads for the KV quality measurement (0: all cores)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print JSON");
   return Command{cmd, [args] { return run_info(*args); }};

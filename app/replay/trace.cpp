@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 #include <map>
 
 #include "engine/error.h"
@@ -50,6 +52,8 @@ const char* turn_kind_name(TurnKind kind) {
 }
 
 std::vector<TraceConversation> read_trace(const std::string& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) throw Error(path + ": is a folder, not a trace file");
   std::ifstream in(path);
   if (!in) throw Error(path + ": cannot open the trace file");
   return parse_trace(in, path);

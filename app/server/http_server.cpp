@@ -43,6 +43,14 @@ ApiError transport_error(const httplib::Request& req, int status, size_t max_bod
     case 404:
       return ApiError(404, "Invalid URL (" + req.method + " " + req.path + ")", "invalid_request_error", "", "not_found");
     case 413:
+      // httplib holds form-encoded bodies (curl -d's default type) to a limit of its own.
+      if (req.get_header_value("Content-Type") == "application/x-www-form-urlencoded") {
+        return ApiError(413,
+                        "a form-encoded request body is limited to " +
+                            std::to_string(CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH) +
+                            " bytes: send JSON with the header Content-Type: application/json",
+                        "invalid_request_error", "", "payload_too_large");
+      }
       return ApiError(413, "the request body is larger than " + std::to_string(max_body_bytes) + " bytes",
                       "invalid_request_error", "", "payload_too_large");
     default:

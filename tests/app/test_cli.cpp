@@ -256,6 +256,9 @@ TEST_CASE("every subcommand with missing or invalid arguments exits 2 with its u
       {{"tokenize", "-m", m}, "Usage: kvdesk-cli tokenize"},
       {{"info"}, "Usage: kvdesk-cli info -m,--model"},
       {{"info", "-m", m, "--kv-budget-mib", "lots"}, "Usage: kvdesk-cli info"},
+      {{"generate", "-m", m, "-p", "hi", "--kv-budget-mib", "nan"}, "Usage: kvdesk-cli generate"},
+      {{"generate", "-m", m, "-p", "hi", "--kv-budget-mib", "0"}, "Usage: kvdesk-cli generate"},
+      {{"generate", "-m", m, "-p", "hi", "--host-tier-mib", "inf"}, "Usage: kvdesk-cli generate"},
       {{"info", "-m", m, "--block-size", "0"}, "Usage: kvdesk-cli info"},
       {{"logits", "-m", m}, "Usage: kvdesk-cli logits"},
       {{"logits", "-m", m, "-p", "hi", "--top", "0"}, "Usage: kvdesk-cli logits"},
@@ -289,6 +292,19 @@ TEST_CASE("a missing or non-GGUF model file exits 1 with one clear line", "[app]
     CHECK(run.exit_code == 1);
     CHECK(count_lines(run.err) == 1);
     CHECK(run.err.find(path) != std::string::npos);
+  }
+}
+
+TEST_CASE("a numeric option out of range says so in one short line", "[app][cli]") {
+  const std::string m = model_path("stories260K.gguf");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"0", "--kv-budget-mib: 0 is not above 0"}, {"-5", "--kv-budget-mib: -5 is not above 0"},
+      {"nan", "--kv-budget-mib: 'nan' is not a number"}};
+  for (const auto& [value, message] : cases) {
+    const auto run = run_cli({"generate", "-m", m, "-p", "hi", "--kv-budget-mib", value});
+    INFO(run.err);
+    CHECK(run.exit_code == 2);
+    CHECK(run.err.rfind("kvdesk-cli: " + message + "\n", 0) == 0);
   }
 }
 

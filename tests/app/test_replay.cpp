@@ -58,13 +58,16 @@ TEST_CASE("generate reports the same per-request metrics as a replay turn", "[ap
   CHECK(gen["prompt_tokens"] == gen["prompt_ids"].size());
 }
 
-TEST_CASE("replay names the line of a bad trace entry", "[app][replay]") {
+TEST_CASE("replay names the line of a bad trace entry, or a folder given as the trace", "[app][replay]") {
   TempDir dir;
   const std::string trace = dir.file("bad.jsonl");
   std::ofstream(trace) << "{\"conversation\": \"a\", \"user\": \"hi\"}\n{\"conversation\": \"a\"}\n";
   const auto run = run_cli({"replay", "-m", model_path("stories260K.gguf"), "--trace", trace});
   CHECK(run.exit_code == 1);
   CHECK(run.err.find("bad.jsonl:2") != std::string::npos);
+  const auto folder = run_cli({"replay", "-m", model_path("stories260K.gguf"), "--trace", dir.path().string()});
+  CHECK(folder.exit_code == 1);
+  CHECK(folder.err.find(dir.path().string() + ": is a folder") != std::string::npos);
 }
 
 TEST_CASE("replay --chat-template renders with the chosen family, an unknown name is a usage error", "[app][replay]") {

@@ -386,12 +386,16 @@ TEST_CASE("serve answers bad requests with OpenAI error JSON and keeps serving",
   CHECK(get_json(c, "/health") == json{{"status", "ok"}});
 }
 
-TEST_CASE("serve refuses a body over 4 MiB with 413", "[app][serve]") {
+TEST_CASE("serve refuses a body over 4 MiB, or a form-encoded one over 8 KiB, with 413", "[app][serve]") {
   ServeProcess server;
   httplib::Client c = server.client();
   const std::string body = chat_request(std::string(5 << 20, 'a'), 4).dump();
   const auto res = c.Post("/v1/chat/completions", body, "application/json");
   CHECK(expect_error(res, 413)["code"] == "payload_too_large");
+  // A small JSON body sent as a form (curl -d's default type) is told what to change.
+  const auto form = c.Post("/v1/chat/completions", chat_request(std::string(20000, 'a'), 4).dump(),
+                           "application/x-www-form-urlencoded");
+  CHECK_THAT(expect_error(form, 413)["message"].get<std::string>(), Catch::Contains("Content-Type: application/json"));
   CHECK(get_json(c, "/health") == json{{"status", "ok"}});
 }
 
