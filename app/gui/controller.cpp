@@ -321,6 +321,17 @@ void Controller::reload_conversations() {
   }
 }
 
+// The conversation's active branch; empty, with the reason in the status line, when the file's
+// damage makes it unreadable (the app still opens, and the other conversations with it).
+std::vector<store::Message> Controller::readable_branch(store::ConversationId id) {
+  try {
+    return store().branch_path(id);
+  } catch (const Error& e) {
+    set_status(e.what(), true);
+    return {};
+  }
+}
+
 void Controller::reload_chat() {
   ui::ChatView& chat = vm_.chat;
   const std::optional<store::Conversation> c = chat.conversation_id ? store().conversation(chat.conversation_id) : std::nullopt;
@@ -334,7 +345,7 @@ void Controller::reload_chat() {
   chat.system_prompt = c->system_prompt;
   reload_conversation_settings();
   chat.generating = live_request_of(c->id).has_value();
-  for (const store::Message& m : store().branch_path(c->id)) {
+  for (const store::Message& m : readable_branch(c->id)) {
     ui::MessageView v;
     v.id = m.id;
     v.role = ui::MessageRole(int(m.role));

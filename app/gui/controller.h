@@ -92,6 +92,7 @@ class Controller {
   void set_font_size(const std::string& text);   // pixels at a content scale of 1
   void reload_conversations();
   void reload_chat();
+  std::vector<store::Message> readable_branch(store::ConversationId id);
   void select(store::ConversationId id);
   void open_model(const std::string& path);
   // The model area while a model (a file, or a server's URL) is being opened: Loading, no KV yet.

@@ -6,6 +6,8 @@
 #include <functional>
 #include <thread>
 
+#include "app/store/conversation_store.h"
+#include "app/store/sqlite_db.h"
 #include "tests/gui/controller_session.h"
 
 using namespace kvdesk;
@@ -122,6 +124,31 @@ TEST_CASE("bad input becomes a status-line error, never an abort", "[gui][contro
   CHECK_FALSE(s.controller.apply({ActionKind::SetFontSize, 0, "huge"}));
   CHECK(s.vm.status.message.find("the font size must be 10 to 32 pixels") != std::string::npos);
   CHECK_FALSE(s.controller.apply({ActionKind::SetFontSize, 0, "99"}));
+}
+
+TEST_CASE("a conversation damaged by a loop of parents opens empty with the reason, the app starts", "[gui][controller]") {
+  test::TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  {
+    store::ConversationStore store = store::ConversationStore::open(db);
+    const store::ConversationId id = store.create_conversation("looped");
+    store.add_message({.conversation = id, .role = store::Role::User, .content = "hello"});
+  }
+  {
+    store::Database raw(db, store::OpenMode::ReadWrite, 1000);
+    raw.exec("UPDATE messages SET parent_id = id");
+  }
+  ui::ViewModel vm;
+  gui::Controller controller{vm, {}};
+  gui::AppOptions options;
+  options.db_path = db;
+  controller.start(options);
+  REQUIRE(vm.conversations.size() == 1);
+  CHECK(vm.chat.conversation_id == vm.conversations.front().id);
+  CHECK(vm.chat.messages.empty());
+  CHECK(vm.status.message_is_error);
+  CHECK(vm.status.message.find("is its own ancestor") != std::string::npos);
+  CHECK(controller.apply({ActionKind::NewChat}));
 }
 
 TEST_CASE("the chat template choice reaches the engine, and unknown names are refused", "[gui][controller]") {
