@@ -2,7 +2,6 @@
 #include "engine/runtime/engine_core.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "engine/backend/forward_backend.h"
 #include "engine/error.h"
@@ -17,6 +16,14 @@ namespace {
 
 double ms_between(EngineCore::Clock::time_point a, EngineCore::Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// Whether any of the n values is NaN: a loop without an early exit, so that the compiler can
+// compare whole vectors (it runs once per sampled token, over the whole vocabulary).
+bool has_nan(const float* x, int32_t n) {
+  bool nan = false;
+  for (int32_t i = 0; i < n; ++i) nan |= x[i] != x[i];
+  return nan;
 }
 
 }  // namespace
@@ -219,7 +226,7 @@ void EngineCore::after_chunk(const ScheduledChunk& c, const float* last_row, std
   const int32_t vocab = model_.config().vocab_size;
   // NaN logits come from weights that are damaged or out of any sane range; sampling them would
   // print arbitrary tokens as if they were an answer.
-  if (std::any_of(last_row, last_row + vocab, [](float x) { return std::isnan(x); })) {
+  if (has_nan(last_row, vocab)) {
     fail(live, "the model computed NaN logits: its weights are damaged or out of range; try another file", events);
     return;
   }
