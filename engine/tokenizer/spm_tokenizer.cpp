@@ -180,9 +180,9 @@ std::unique_ptr<SentencePieceProcessor> load_spm_processor(const std::string& pa
   if (error) throw Error(path + ": cannot open the SentencePiece model: " + error.message());
   if (std::filesystem::is_directory(status)) throw Error(path + ": is a directory, not a SentencePiece model");
   if (!std::filesystem::is_regular_file(status)) throw Error(path + ": not a regular file, not a SentencePiece model");
-  if (std::filesystem::file_size(path, error) > kMaxModelBytes || error) {
-    throw Error(path + ": larger than 1 GiB, not a SentencePiece model");
-  }
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) throw Error(path + ": cannot read the SentencePiece model: " + error.message());
+  if (size > kMaxModelBytes) throw Error(path + ": larger than 1 GiB, not a SentencePiece model");
   auto processor = std::make_unique<SentencePieceProcessor>();
   const sentencepiece::util::Status loaded = processor->Load(path);
   if (!loaded.ok()) throw Error(path + ": cannot load the SentencePiece model: " + loaded.ToString());
