@@ -59,6 +59,10 @@ class BpeTokenizer final : public Tokenizer {
       bytes_.push_back(printed_bytes(id));
       if (kinds_[id] == TokenKind::Normal || kinds_[id] == TokenKind::Byte) ids_.emplace(pieces_[id], id);
     }
+    for (int32_t id = 0; id < vocab_size_; ++id) {
+      const std::optional<std::string> byte = byte_level_to_bytes(pieces_[id]);
+      if (byte && byte->size() == 1 && !ids_.count(pieces_[id])) other_byte_ids_.emplace(pieces_[id], id);
+    }
     index_special_tokens(eot_id);
   }
 
@@ -159,16 +163,30 @@ class BpeTokenizer final : public Tokenizer {
     }
     for (size_t at = 0; at < symbol.size();) {
       const size_t length = decode_utf8(symbol, at).length;
-      const std::string byte_text = symbol.substr(at, length);
-      const auto hit = ids_.find(byte_text);
-      if (hit == ids_.end()) throw Error("the vocabulary has no token for the byte-level symbol '" + byte_text + "'");
-      ids.push_back(hit->second);
+      append_byte(symbol.substr(at, length), ids);
       at += length;
     }
   }
 
+  // The token of one byte's byte-level symbol: a normal one, else one of another type (DeepSeek
+  // LLM types some as user-defined; llama.cpp takes those too). A byte no token stands for
+  // (StarCoder's vocabulary has none for the bytes valid UTF-8 never holds) becomes U+FFFD, as
+  // llama.cpp turns every invalid byte.
+  void append_byte(const std::string& byte_text, std::vector<int32_t>& ids) const {
+    if (const auto hit = ids_.find(byte_text); hit != ids_.end()) return ids.push_back(hit->second);
+    if (const auto hit = other_byte_ids_.find(byte_text); hit != other_byte_ids_.end()) return ids.push_back(hit->second);
+    static const std::string replacement = bytes_to_byte_level("\xEF\xBF\xBD");
+    if (replacement.find(byte_text) != std::string::npos) {   // U+FFFD's own bytes: no way out
+      throw Error("the vocabulary has no token for the byte-level symbol '" + byte_text + "'");
+    }
+    const std::vector<int32_t> replaced = encode_word(replacement);
+    ids.insert(ids.end(), replaced.begin(), replaced.end());
+  }
+
   // Byte-level text -> id of the normal tokens; special tokens are never produced by BPE.
   std::unordered_map<std::string, int32_t> ids_;
+  // Single byte-level symbols whose tokens are not normal, only for bytes that have no normal one.
+  std::unordered_map<std::string, int32_t> other_byte_ids_;
   // "left right" -> position in tokenizer.ggml.merges (lower merges first).
   std::unordered_map<std::string, int32_t> merge_ranks_;
   PreTokenizer pre_tokenizer_;

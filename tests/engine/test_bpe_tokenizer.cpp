@@ -67,13 +67,15 @@ struct BpeVocab {
   bool with_bos = false;          // BOS id and add_bos_token = true
   bool bos_id_only = false;       // BOS id, no add_bos_token: the family's default decides
   std::vector<std::string> extra_merges;   // appended raw to tokenizer.ggml.merges
+  int user_defined_byte = -1;     // this byte's symbol typed user-defined, as DeepSeek LLM types some
+  int missing_byte = -1;          // no token for this byte's symbol (its id holds another piece)
 
   std::unique_ptr<Tokenizer> load() const {
     std::vector<std::string> tokens;
     std::vector<int32_t> types;
     for (int b = 0; b < 256; ++b) {
-      tokens.push_back(kvdesk::bytes_to_byte_level(std::string(1, static_cast<char>(b))));
-      types.push_back(1);
+      tokens.push_back(b == missing_byte ? "<unused>" : kvdesk::bytes_to_byte_level(std::string(1, static_cast<char>(b))));
+      types.push_back(b == user_defined_byte ? 4 : b == missing_byte ? 5 : 1);
     }
     std::vector<std::string> merges;
     for (const Merge& m : kMerges) {
@@ -202,6 +204,19 @@ TEST_CASE("Invalid UTF-8 encodes as its bytes and decodes back exactly", "[engin
   // "ab" (rank 12), 0xFF alone, "c", 0xC3 alone.
   CHECK(tok->encode(text, false) == Ids{268, 0xFF, 'c', 0xC3});
   CHECK(decode(*tok, tok->encode(text, false)) == text);
+}
+
+TEST_CASE("A byte whose symbol is typed user-defined still encodes", "[engine][tokenizer][bpe]") {
+  const auto tok = BpeVocab{.user_defined_byte = 0xFF}.load();
+  CHECK(tok->encode("ab\xFF", false) == Ids{268, 0xFF});
+}
+
+TEST_CASE("A byte the vocabulary has no token for becomes U+FFFD", "[engine][tokenizer][bpe]") {
+  const auto tok = BpeVocab{.missing_byte = 0xFF}.load();
+  CHECK(tok->encode("ab\xFF", false) == Ids{268, 0xEF, 0xBF, 0xBD});
+  CHECK(decode(*tok, tok->encode("ab\xFF", false)) == "ab\xEF\xBF\xBD");
+  const auto no_replacement = BpeVocab{.missing_byte = 0xEF}.load();
+  CHECK_THROWS_WITH(no_replacement->encode("ab\xEF", false), Catch::Contains("no token for the byte-level symbol"));
 }
 
 TEST_CASE("decode(encode(s)) == s for tricky and random byte strings", "[engine][tokenizer][bpe]") {
