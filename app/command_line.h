@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -25,8 +26,9 @@ std::optional<int> parse_command_line(CLI::App& app, const std::string& program,
 inline CLI::Validator finite_number(bool allow_zero) {
   return CLI::Validator(
       [allow_zero](std::string& text) -> std::string {
-        double value = 0;
-        if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value)) return "'" + text + "' is not a number";
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(value)) return "'" + text + "' is not a number";
         if (allow_zero ? value < 0 : value <= 0) return text + (allow_zero ? " is below 0" : " is not above 0");
         return "";
       },

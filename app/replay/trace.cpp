@@ -5,8 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <system_error>
 #include <map>
+#include <system_error>
 
 #include "engine/error.h"
 

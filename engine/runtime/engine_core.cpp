@@ -18,6 +18,14 @@ double ms_between(EngineCore::Clock::time_point a, EngineCore::Clock::time_point
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+Event error_event(RequestId request, const std::string& message) {
+  Event e;
+  e.kind = EventKind::Error;
+  e.request = request;
+  e.text = message;
+  return e;
+}
+
 // Whether any of the n values is NaN: a loop without an early exit, so that the compiler can
 // compare whole vectors (it runs once per sampled token, over the whole vocabulary).
 bool has_nan(const float* x, int32_t n) {
@@ -146,13 +154,7 @@ bool EngineCore::import_conversation(uint64_t key, const ConversationKv& kv) {
 }
 
 void EngineCore::fail_all(const std::string& message, std::vector<Event>& events) {
-  for (auto& [id, live] : live_) {
-    Event e;
-    e.kind = EventKind::Error;
-    e.request = id;
-    e.text = message;
-    events.push_back(std::move(e));
-  }
+  for (auto& [id, live] : live_) events.push_back(error_event(id, message));
   live_.clear();
   scheduler_.clear();
 }
@@ -298,11 +300,7 @@ void EngineCore::finish(Live& live, FinishReason reason, std::vector<Event>& eve
 
 // Ends one request with an error event; its blocks go back as a finished request's do.
 void EngineCore::fail(Live& live, const std::string& message, std::vector<Event>& events) {
-  Event e;
-  e.kind = EventKind::Error;
-  e.request = live.id;
-  e.text = message;
-  events.push_back(std::move(e));
+  events.push_back(error_event(live.id, message));
   scheduler_.finish(live.id, false);
   live_.erase(live.id);
 }

@@ -60,8 +60,9 @@ class BpeTokenizer final : public Tokenizer {
       if (kinds_[id] == TokenKind::Normal || kinds_[id] == TokenKind::Byte) ids_.emplace(pieces_[id], id);
     }
     for (int32_t id = 0; id < vocab_size_; ++id) {
+      if (pieces_[id].size() > 2 || ids_.count(pieces_[id])) continue;   // a byte's symbol is 1-2 UTF-8 bytes
       const std::optional<std::string> byte = byte_level_to_bytes(pieces_[id]);
-      if (byte && byte->size() == 1 && !ids_.count(pieces_[id])) other_byte_ids_.emplace(pieces_[id], id);
+      if (byte && byte->size() == 1) other_byte_ids_.emplace(pieces_[id], id);
     }
     index_special_tokens(eot_id);
   }
