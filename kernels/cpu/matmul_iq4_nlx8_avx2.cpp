@@ -47,7 +47,6 @@ struct IQ4_NLx8Kernel {
   static constexpr GgmlType kType = GgmlType::IQ4_NLx8;
   static constexpr GgmlType kRowType = GgmlType::IQ4_NL;
   static constexpr int64_t kBlockValues = kIq4nlBlockValues;
-  static constexpr int kPrefetchBlocks = 0;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
     block_step<C>(b, acts, a_stride, j, acc);

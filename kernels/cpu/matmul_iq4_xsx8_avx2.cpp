@@ -92,7 +92,6 @@ struct IQ4_XSx8Kernel {
   static constexpr GgmlType kType = GgmlType::IQ4_XSx8;
   static constexpr GgmlType kRowType = GgmlType::IQ4_XS;
   static constexpr int64_t kBlockValues = kQK_K;
-  static constexpr int kPrefetchBlocks = 0;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
     super_step<C>(b, acts, a_stride, j, acc);

@@ -78,8 +78,6 @@ struct Q2_Kx8Kernel {
   static constexpr GgmlType kType = GgmlType::Q2_Kx8;
   static constexpr GgmlType kRowType = GgmlType::Q2_K;
   static constexpr int64_t kBlockValues = kQK_K;
-  // every sub-block reads a qs chunk out of address order (each run serves 4 quarters)
-  static constexpr int kPrefetchBlocks = 8;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
     super_step<C>(b, acts, a_stride, j, acc);

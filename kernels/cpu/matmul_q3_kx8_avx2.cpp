@@ -78,8 +78,6 @@ struct Q3_Kx8Kernel {
   static constexpr GgmlType kType = GgmlType::Q3_Kx8;
   static constexpr GgmlType kRowType = GgmlType::Q3_K;
   static constexpr int64_t kBlockValues = kQK_K;
-  // every sub-block reads a qs chunk and an hmask chunk, out of address order
-  static constexpr int kPrefetchBlocks = 8;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
     super_step<C>(b, acts, a_stride, j, acc);

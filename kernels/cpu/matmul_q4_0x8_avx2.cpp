@@ -52,7 +52,6 @@ struct Q4_0x8Kernel {
   static constexpr GgmlType kType = GgmlType::Q4_0x8;
   static constexpr GgmlType kRowType = GgmlType::Q4_0;
   static constexpr int64_t kBlockValues = kQ4_0BlockValues;
-  static constexpr int kPrefetchBlocks = 0;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
     block_step<C>(b, acts, a_stride, j, acc);

@@ -75,7 +75,6 @@ struct Block32x8Kernel {
   static constexpr GgmlType kType = kInterleaved;
   static constexpr GgmlType kRowType = kRow;
   static constexpr int64_t kBlockValues = kQ8ActBlockValues;
-  static constexpr int kPrefetchBlocks = 0;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
     block_step<Block, C>(b, acts, a_stride, j, acc);

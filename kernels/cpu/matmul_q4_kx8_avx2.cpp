@@ -58,7 +58,6 @@ struct Q4_Kx8Kernel {
   static constexpr GgmlType kType = GgmlType::Q4_Kx8;
   static constexpr GgmlType kRowType = GgmlType::Q4_K;
   static constexpr int64_t kBlockValues = kQK_K;
-  static constexpr int kPrefetchBlocks = 0;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
     super_step<C>(b, acts, a_stride, j, acc);

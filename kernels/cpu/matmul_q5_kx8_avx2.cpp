@@ -83,8 +83,6 @@ struct Q5_Kx8Kernel {
   static constexpr GgmlType kType = GgmlType::Q5_Kx8;
   static constexpr GgmlType kRowType = GgmlType::Q5_K;
   static constexpr int64_t kBlockValues = kQK_K;
-  // 8 blocks (11 KiB) ahead: 4 was short of memory latency, 16 no better
-  static constexpr int kPrefetchBlocks = 8;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
     super_step<C>(b, acts, a_stride, j, acc);

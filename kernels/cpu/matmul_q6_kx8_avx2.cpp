@@ -110,8 +110,6 @@ struct Q6_Kx8Kernel {
   static constexpr GgmlType kType = GgmlType::Q6_Kx8;
   static constexpr GgmlType kRowType = GgmlType::Q6_K;
   static constexpr int64_t kBlockValues = kQK_K;
-  // 8 blocks (13 KiB) ahead: 1.5x the batch-1 rate without it
-  static constexpr int kPrefetchBlocks = 8;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
     super_step<C>(b, acts, a_stride, j, acc);
