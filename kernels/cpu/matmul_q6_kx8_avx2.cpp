@@ -16,22 +16,18 @@ namespace {
 // broadcasts fit the 16 ymm registers; the float accumulators change once per super-block.
 constexpr int kSubBlocks = 16;
 
-// A super-block's scales, unpacked for the 8 rows.
-struct Q6_KScales {
-  __m256i scale[kSubBlocks];      // [16 sub-blocks][16] s16: scales[i] of row r in lanes 2r, 2r + 1
-  __m256i pairs[kSubBlocks / 2];  // [8 pairs q][16] s16: scales[2q] of row r in lane 2r, scales[2q + 1] in 2r + 1
-};
-
-ALWAYS_INLINE Q6_KScales unpack_scales(const BlockQ6_Kx8& b) {
-  Q6_KScales out;
-#pragma GCC unroll 8
-  for (int q = 0; q < kSubBlocks / 2; ++q) {
-    const __m128i two = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales + 16 * q));
-    out.scale[2 * q] = _mm256_cvtepi8_epi16(row_bytes_twice(two, 0));
-    out.scale[2 * q + 1] = _mm256_cvtepi8_epi16(row_bytes_twice(two, 1));
-    out.pairs[q] = _mm256_cvtepi8_epi16(row_bytes_zipped(two));
-  }
-  return out;
+// The scales of sub-blocks 2q and 2q + 1 of the 8 rows, unpacked where they are used (all 16
+// at once would be 24 vectors, past the 16 ymm registers, spilled and reloaded):
+//     pair_scale(b, q, 0 or 1): [16] s16, scales[2q + half] of row r in lanes 2r, 2r + 1
+//     zipped_scales(b, q):      [16] s16, scales[2q] of row r in lane 2r, scales[2q + 1] in 2r + 1
+ALWAYS_INLINE __m128i scale_bytes(const BlockQ6_Kx8& b, int q) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales + 16 * q));
+}
+ALWAYS_INLINE __m256i pair_scale(const BlockQ6_Kx8& b, int q, int half) {
+  return _mm256_cvtepi8_epi16(row_bytes_twice(scale_bytes(b, q), half));
+}
+ALWAYS_INLINE __m256i zipped_scales(const BlockQ6_Kx8& b, int q) {
+  return _mm256_cvtepi8_epi16(row_bytes_zipped(scale_bytes(b, q)));
 }
 
 // Sub-block i (the 16 values at 16i = 128h + 32k + 16 half) as 4 vectors of 4 values x 8 rows:
@@ -67,13 +63,13 @@ ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[4], const int8_t* a, __m2
 }
 
 // Per row lane: 32 * sum_i scales[i] * bsums[i], the -32 offset of every quant.
-ALWAYS_INLINE __m256i offset_dot(const Q6_KScales& sc, const BlockQ8K& a) {
+ALWAYS_INLINE __m256i offset_dot(const BlockQ6_Kx8& b, const BlockQ8K& a) {
   __m256i dot = _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int q = 0; q < kSubBlocks / 2; ++q) {
     int32_t pair;
     std::memcpy(&pair, a.bsums + 2 * q, sizeof(pair));
-    dot = _mm256_add_epi32(dot, _mm256_madd_epi16(sc.pairs[q], _mm256_set1_epi32(pair)));
+    dot = _mm256_add_epi32(dot, _mm256_madd_epi16(zipped_scales(b, q), _mm256_set1_epi32(pair)));
   }
   return _mm256_slli_epi32(dot, 5);
 }
@@ -81,7 +77,6 @@ ALWAYS_INLINE __m256i offset_dot(const Q6_KScales& sc, const BlockQ8K& a) {
 // Super-block j of the group against super-block j of every act row.
 template <int C>
 ALWAYS_INLINE void super_step(const BlockQ6_Kx8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-  const Q6_KScales sc = unpack_scales(b);
   const BlockQ8K* a[C];
   __m256i iacc[C];
 #pragma GCC unroll 8
@@ -94,12 +89,14 @@ ALWAYS_INLINE void super_step(const BlockQ6_Kx8& b, const char* acts, size_t a_s
     __m256i w[4];
     unpack_sub_block(b, i, w);
 #pragma GCC unroll 8
-    for (int t = 0; t < C; ++t) iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 16 * i, sc.scale[i]));
+    for (int t = 0; t < C; ++t) {
+      iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 16 * i, pair_scale(b, i / 2, i % 2)));
+    }
   }
   const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) {
-    const __m256i unbiased = _mm256_sub_epi32(iacc[t], offset_dot(sc, *a[t]));
+    const __m256i unbiased = _mm256_sub_epi32(iacc[t], offset_dot(b, *a[t]));
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(unbiased), _mm256_mul_ps(d, _mm256_broadcast_ss(&a[t]->d)), acc[t]);
   }
 }
