@@ -84,33 +84,43 @@ struct BlockQ4_Kx8 {
 };
 static_assert(sizeof(BlockQ4_Kx8) == kInterleavedRows * sizeof(BlockQ4_K));
 
-// Super-block j of a Q5_Kx8 row group holds super-block j of its 8 rows (value 32s + l =
-// fp16(d) * sc[s] * q - fp16(dmin) * m[s], q = low nibble | fifth bit << 4, 0..31): `low` is
-// exactly the Q4_Kx8 block of their d, dmin, scales, mins and low nibbles, and the fifth bits
-// are transposed so that one 32-byte vector serves one sub-block:
-//     bit c of qh[32s + 4r + k] = the fifth bit of value 32s + 4c + k of row r   (c < 8, k < 4)
-// (bit s of that row's qh[4c + k]), so vector s, shifted to bring bit c to bit 4, is the fifth
-// bits of chunk c of sub-block s: values 4c .. 4c + 3 of rows 0..7, in the bytes where `low`
-// has their nibbles. A vector is read for one sub-block only, never kept across sub-blocks.
+// Super-block j of a Q5_Kx8 row group holds super-block j of its 8 rows (value
+// v = 32s + 4c + k = fp16(d) * sc[s] * q - fp16(dmin) * m[s], q 0..31, chunk c < 8, k < 4): d,
+// dmin, scales and mins exactly as Q4_Kx8's, and the quants of a 32-value sub-block packed 8 in
+// 5 bytes:
+//     codes[160s + 32a + 4r + k], a < 5: bits 0..4 = q of value 32s + 4a + k of row r (chunk a),
+//                                        bits 5..7 = 3 of the 15 bits of chunks 5..7 there:
+//     chunk 5 = bits 5..7 of vector 0, then bits 5, 6 of vector 1
+//     chunk 6 = bits 5..7 of vector 2, then bits 5, 6 of vector 3
+//     chunk 7 = bits 5..7 of vector 4, then bit 7 of vector 1, bit 7 of vector 3
+// so the 5 vectors of a sub-block, masked, are chunks 0..4 of rows 0..7 (4 values, one int32
+// lane a row) and their top bits, shifted into place, chunks 5..7: 23 vector operations unpack 8
+// chunks, where nibbles with fifth bits kept apart took 31 to 39.
 struct BlockQ5_Kx8 {
-  BlockQ4_Kx8 low;                              // d, dmin, scales, mins, low nibbles
-  uint8_t qh[kInterleavedRows * kQK_K / 8];     // [8 sub-blocks][8 rows][4 bytes], bit c: chunk c
+  uint16_t d[kInterleavedRows];                          // [8] row scales of sc, IEEE half
+  uint16_t dmin[kInterleavedRows];                       // [8] row scales of m, IEEE half
+  uint8_t scale_low[kQ4_KScaleValues / 2];               // [64] as Q4_Kx8's
+  uint8_t scale_high[kQ4_KScaleValues / 4];              // [32] as Q4_Kx8's
+  uint8_t codes[kInterleavedRows * kQK_K * 5 / 8];       // [8 sub-blocks][5 vectors][8 rows][4 bytes]
 };
 static_assert(sizeof(BlockQ5_Kx8) == kInterleavedRows * sizeof(BlockQ5_K));
 
 // Super-block j of a Q6_Kx8 row group holds super-block j of its 8 rows (value
-// v = 128h + 32k + l = fp16(d) * scales[v / 16] * (q - 32), q = low 4 bits | high 2 bits << 4):
-//     ql[32 * (8p + c) + 4r + k'] = that row's ql[32p + 4c + k']   (p = 2h + (k & 1), chunk c < 8)
-//     qh[32 * (8h + c) + 4r + k'] = that row's qh[32h + 4c + k']
-//     scales[8i + r]             = that row's scales[i]             (16-value sub-block i)
+// v = 16i + 4c + k = fp16(d) * scales[i] * (q - 32), q 0..63, in 16-value sub-block i, chunk
+// c < 4, k < 4), the quants of a sub-block packed 4 in 3 bytes:
 //     d[r]                       = that row's d
-// so chunk 8p + c of ql, low nibbles for k < 2 and high for k >= 2, with bits 2k, 2k + 1 of
-// chunk 8h + c of qh, is values 4c .. 4c + 3 of the 32 at 128h + 32k of rows 0..7.
+//     scales[8i + r]             = that row's scales[i]
+//     codes[96i + 32a + 4r + k], a < 3: bits 0..5 = q of value 16i + 4a + k of row r,
+//                                       bits 6, 7 = bits 2a, 2a + 1 of q of value 16i + 12 + k
+// so the 3 vectors of a sub-block, masked, are chunks 0, 1 and 2 of rows 0..7 (4 values, one
+// int32 lane a row) and their top bits, shifted into place, chunk 3: 11 vector operations
+// unpack 4 chunks, where separate low nibbles and high bit pairs took 16 to 20. The GEMM reads
+// a block front to back, scales first: with them at the end, decode (which prefetches a block
+// ahead, interleaved_gemm_avx2.h) waited on their line at the start of every block, 12% slower.
 struct BlockQ6_Kx8 {
-  uint8_t ql[kInterleavedRows * kQK_K / 2];    // [4 pairs][8 chunks][8 rows][4 bytes]
-  uint8_t qh[kInterleavedRows * kQK_K / 4];    // [2 halves][8 chunks][8 rows][4 bytes]
-  int8_t scales[kInterleavedRows * kQK_K / 16];  // [16 sub-blocks][8 rows]
-  uint16_t d[kInterleavedRows];                // [8] row scales, IEEE half
+  uint16_t d[kInterleavedRows];                      // [8] row scales, IEEE half
+  int8_t scales[kInterleavedRows * kQK_K / 16];      // [16 sub-blocks][8 rows]
+  uint8_t codes[kInterleavedRows * kQK_K * 3 / 4];   // [16 sub-blocks][3 vectors][8 rows][4 bytes]
 };
 static_assert(sizeof(BlockQ6_Kx8) == kInterleavedRows * sizeof(BlockQ6_K));
 

@@ -1,6 +1,6 @@
-// Q4_K and Q5_K rows into Q4_Kx8 and Q5_Kx8 groups (layouts in kernels/weight_repack.h; a
-// Q5_Kx8 block is a Q4_Kx8 block plus the transposed fifth bits), and the scalar truth of
-// products over those layouts: it reads every quant, scale and min back out of the interleaved
+// Q4_K and Q5_K rows into Q4_Kx8 and Q5_Kx8 groups (layouts in kernels/weight_repack.h; the
+// two keep d, dmin, scales and mins alike, Q5_Kx8 its quants packed 8 in 5 bytes), and the
+// scalar truth of products over those layouts: it reads every quant, scale and min back out of the interleaved
 // bytes and sums them exactly as ref::vec_dot does for Q4_K / Q5_K, so the two agree bit for bit.
 #include <cstring>
 
@@ -23,16 +23,20 @@ constexpr int kSubBlocks = 8;     // 32-value sub-blocks of a super-block
 int scale_number(int s, int r) { return kInterleavedRows * s + r; }
 int min_number(int s, int r) { return kQ4_KScaleValues / 2 + kInterleavedRows * s + r; }
 
-void put_six_bits(BlockQ4_Kx8& b, int v, uint8_t value) {
+// Q4_Kx8 and Q5_Kx8 blocks keep d, dmin, scales and mins alike (the same field names).
+template <class Block>
+void put_six_bits(Block& b, int v, uint8_t value) {
   put_six_bit_value<kQ4_KScaleValues>(b.scale_low, b.scale_high, v, value);
 }
 
-int six_bits(const BlockQ4_Kx8& b, int v) { return six_bit_value<kQ4_KScaleValues>(b.scale_low, b.scale_high, v); }
+template <class Block>
+int six_bits(const Block& b, int v) {
+  return six_bit_value<kQ4_KScaleValues>(b.scale_low, b.scale_high, v);
+}
 
-// d, dmin, scales, mins and low nibbles of 8 Q4_K or Q5_K rows (in[0], in[stride], ...).
-template <class Row>
-void interleave_block(const Row* in, int64_t stride, BlockQ4_Kx8& out) {
-  std::memset(&out, 0, sizeof(out));
+// d, dmin, scales and mins of 8 Q4_K or Q5_K rows (in[0], in[stride], ...).
+template <class Row, class Block>
+void interleave_scales(const Row* in, int64_t stride, Block& out) {
   for (int r = 0; r < kInterleavedRows; ++r) {
     const Row& row = in[r * stride];
     out.d[r] = row.d;
@@ -42,34 +46,62 @@ void interleave_block(const Row* in, int64_t stride, BlockQ4_Kx8& out) {
       put_six_bits(out, scale_number(s, r), sm.scale);
       put_six_bits(out, min_number(s, r), sm.min);
     }
+  }
+}
+
+void interleave_block(const BlockQ4_K* in, int64_t stride, BlockQ4_Kx8& out) {
+  std::memset(&out, 0, sizeof(out));
+  interleave_scales(in, stride, out);
+  for (int r = 0; r < kInterleavedRows; ++r) {
     for (int p = 0; p < kPairs; ++p) {
       for (int c = 0; c < kChunks; ++c) {
-        std::memcpy(&out.qs[32 * (kChunks * p + c) + kChunkBytes * r], &row.qs[32 * p + kChunkBytes * c], kChunkBytes);
+        std::memcpy(&out.qs[32 * (kChunks * p + c) + kChunkBytes * r], &in[r * stride].qs[32 * p + kChunkBytes * c], kChunkBytes);
       }
     }
   }
 }
 
-// The 8 x 8 bit matrix x (bit j of byte i) transposed (to bit i of byte j) in three rounds of
-// masked swaps: 1-bit, 2-bit, then 4-bit blocks across the diagonal.
-uint64_t transpose_bits_8x8(uint64_t x) {
-  x = (x & 0xAA55AA55AA55AA55ull) | (x & 0x00AA00AA00AA00AAull) << 7 | (x >> 7 & 0x00AA00AA00AA00AAull);
-  x = (x & 0xCCCC3333CCCC3333ull) | (x & 0x0000CCCC0000CCCCull) << 14 | (x >> 14 & 0x0000CCCC0000CCCCull);
-  x = (x & 0xF0F0F0F00F0F0F0Full) | (x & 0x00000000F0F0F0F0ull) << 28 | (x >> 28 & 0x00000000F0F0F0F0ull);
-  return x;
+// The 256 quants q (0..31) of a Q5_K row's super-block, value v = 32s + l: nibble l of the
+// pair s / 2 (low for even s), fifth bit s of qh[l].
+void q5_k_values(const BlockQ5_K& row, uint8_t (&q)[kQK_K]) {
+  for (int s = 0; s < kSubBlocks; ++s) {
+    const uint8_t* pair = row.qs + 32 * (s / 2);
+    const int low_shift = s % 2 == 0 ? 0 : 4;
+    for (int l = 0; l < 32; ++l) q[32 * s + l] = static_cast<uint8_t>((pair[l] >> low_shift & 15) | (row.qh[l] >> s & 1) << 4);
+  }
 }
 
-// The fifth bits of 8 Q5_K rows (in[0], in[stride], ...), transposed (weight_repack.h): bit s
-// of row r's qh[4c + k] to bit c of qh[32s + 4r + k]. For each r and k the 8 bytes qh[4c + k]
-// are one 8 x 8 bit matrix.
-void interleave_fifth_bits(const BlockQ5_K* in, int64_t stride, uint8_t (&qh)[kInterleavedRows * kQK_K / 8]) {
+// Where the 15 bits of chunks 5..7 of a Q5_Kx8 sub-block lie (weight_repack.h): bit 5 + t of
+// vector a holds bit kTopBits[a][t].bit of chunk kTopBits[a][t].chunk.
+struct TopBit {
+  int chunk;
+  int bit;
+};
+constexpr int kCodeVectors = 5;   // 32-byte vectors of a sub-block's packed quants
+constexpr int kTopBitsPerByte = 3;
+constexpr TopBit kTopBits[kCodeVectors][kTopBitsPerByte] = {
+    {{5, 0}, {5, 1}, {5, 2}}, {{5, 3}, {5, 4}, {7, 3}}, {{6, 0}, {6, 1}, {6, 2}}, {{6, 3}, {6, 4}, {7, 4}}, {{7, 0}, {7, 1}, {7, 2}}};
+
+// The byte of vector a of sub-block s that holds row r's value at place k of its chunks.
+int code_byte(int s, int a, int r, int k) { return 32 * (kCodeVectors * s + a) + kChunkBytes * r + k; }
+
+// A chunk's 4 values at once, one byte each.
+void interleave_block(const BlockQ5_K* in, int64_t stride, BlockQ5_Kx8& out) {
+  std::memset(&out, 0, sizeof(out));
+  interleave_scales(in, stride, out);
   for (int r = 0; r < kInterleavedRows; ++r) {
-    for (int k = 0; k < kChunkBytes; ++k) {
-      uint64_t chunks = 0;  // byte c: the row's qh[4c + k]
-      for (int c = 0; c < kChunks; ++c) chunks |= uint64_t{in[r * stride].qh[kChunkBytes * c + k]} << (8 * c);
-      const uint64_t sub_blocks = transpose_bits_8x8(chunks);  // byte s, bit c: bit s of qh[4c + k]
-      for (int s = 0; s < kSubBlocks; ++s) {
-        qh[32 * s + kChunkBytes * r + k] = static_cast<uint8_t>(sub_blocks >> (8 * s));
+    uint8_t q[kQK_K];
+    q5_k_values(in[r * stride], q);
+    for (int s = 0; s < kSubBlocks; ++s) {
+      uint32_t chunks[kChunks];
+      std::memcpy(chunks, q + 32 * s, sizeof(chunks));
+      for (int a = 0; a < kCodeVectors; ++a) {
+        uint32_t word = chunks[a];
+        for (int t = 0; t < kTopBitsPerByte; ++t) {
+          const TopBit at = kTopBits[a][t];
+          word |= (chunks[at.chunk] >> at.bit & 0x01010101u) << (5 + t);
+        }
+        std::memcpy(out.codes + code_byte(s, a, r, 0), &word, sizeof(word));
       }
     }
   }
@@ -83,15 +115,21 @@ int q4_kx8_value(const BlockQ4_Kx8& b, int r, int i) {
   return s % 2 == 0 ? byte & 15 : byte >> 4;
 }
 
-// Quant q (0..31) of value i (0..255) of row r: the nibble and the fifth bit.
+// Quant q (0..31) of value i = 32s + 4c + k (0..255) of row r.
 int q5_kx8_value(const BlockQ5_Kx8& b, int r, int i) {
-  const int l = i % 32;
-  const int fifth = b.qh[32 * (i / 32) + kChunkBytes * r + l % kChunkBytes] >> (l / kChunkBytes) & 1;
-  return q4_kx8_value(b.low, r, i) | fifth << 4;
+  const int s = i / 32;
+  const int c = i % 32 / kChunkBytes;
+  const int k = i % kChunkBytes;
+  if (c < kCodeVectors) return b.codes[code_byte(s, c, r, k)] & 31;
+  int q = 0;
+  for (int a = 0; a < kCodeVectors; ++a) {
+    for (int t = 0; t < kTopBitsPerByte; ++t) {
+      if (kTopBits[a][t].chunk == c) q |= (b.codes[code_byte(s, a, r, k)] >> (5 + t) & 1) << kTopBits[a][t].bit;
+    }
+  }
+  return q;
 }
 
-const BlockQ4_Kx8& low_part(const BlockQ4_Kx8& b) { return b; }
-const BlockQ4_Kx8& low_part(const BlockQ5_Kx8& b) { return b.low; }
 int quant(const BlockQ4_Kx8& b, int r, int i) { return q4_kx8_value(b, r, i); }
 int quant(const BlockQ5_Kx8& b, int r, int i) { return q5_kx8_value(b, r, i); }
 
@@ -100,12 +138,12 @@ template <class Block>
 float dot_k_x8_row(const Block* group, int r, const BlockQ8K* a, int64_t blocks) {
   double sum = 0.0;
   for (int64_t j = 0; j < blocks; ++j) {
-    const BlockQ4_Kx8& b = low_part(group[j]);
+    const Block& b = group[j];
     int32_t scaled = 0;
     int32_t mins = 0;
     for (int s = 0; s < kSubBlocks; ++s) {
       int32_t dot = 0;
-      for (int l = 0; l < 32; ++l) dot += quant(group[j], r, 32 * s + l) * a[j].qs[32 * s + l];
+      for (int l = 0; l < 32; ++l) dot += quant(b, r, 32 * s + l) * a[j].qs[32 * s + l];
       scaled += six_bits(b, scale_number(s, r)) * dot;
       mins += six_bits(b, min_number(s, r)) * (a[j].bsums[2 * s] + a[j].bsums[2 * s + 1]);
     }
@@ -122,10 +160,7 @@ void interleave_q4_k_group(const BlockQ4_K* rows, int64_t blocks, BlockQ4_Kx8* g
 }
 
 void interleave_q5_k_group(const BlockQ5_K* rows, int64_t blocks, BlockQ5_Kx8* group) {
-  for (int64_t j = 0; j < blocks; ++j) {
-    interleave_block(rows + j, blocks, group[j].low);
-    interleave_fifth_bits(rows + j, blocks, group[j].qh);
-  }
+  for (int64_t j = 0; j < blocks; ++j) interleave_block(rows + j, blocks, group[j]);
 }
 
 namespace ref {

@@ -1,36 +1,68 @@
 // Q6_K rows into Q6_Kx8 groups (layout in kernels/weight_repack.h), and the scalar truth of
 // products over that layout: it reads every quant and scale back out of the interleaved bytes
 // and sums them exactly as ref::vec_dot does for Q6_K, so the two agree bit for bit.
+#include <cstring>
+
 #include "kernels/check.h"
 #include "kernels/dot.h"
 #include "kernels/fp16.h"
 #include "kernels/weight_repack.h"
-#include "kernels/weight_repack_runs.h"
 #include "kernels/weight_repack_twin.h"
 
 namespace kvdesk {
 namespace {
 
 constexpr int kSubBlocks = 16;    // 16-value sub-blocks of a super-block
+constexpr int kChunkBytes = 4;    // values of one row in a chunk
+constexpr int kCodeVectors = 3;   // 32-byte vectors of a sub-block's packed quants
 
+// The 256 quants q (0..63) of a Q6_K row's super-block, value v = 128h + 32k + l: low 4 bits
+// from ql (k < 2 low nibbles, else high), high 2 bits from bits 2k, 2k + 1 of qh.
+void q6_k_values(const BlockQ6_K& row, uint8_t (&q)[kQK_K]) {
+  for (int h = 0; h < 2; ++h) {
+    for (int k = 0; k < 4; ++k) {
+      const uint8_t* low = row.ql + 64 * h + 32 * (k & 1);
+      const uint8_t* high = row.qh + 32 * h;
+      const int low_shift = k < 2 ? 0 : 4;
+      for (int l = 0; l < 32; ++l) {
+        q[128 * h + 32 * k + l] = static_cast<uint8_t>((low[l] >> low_shift & 15) | (high[l] >> (2 * k) & 3) << 4);
+      }
+    }
+  }
+}
+
+// The byte of vector a of sub-block i that holds row r's value at place k of its chunks.
+int code_byte(int i, int a, int r, int k) { return 32 * (kCodeVectors * i + a) + kChunkBytes * r + k; }
+
+// A chunk's 4 values at once, one byte each: bits 0..5 of vector a's 4 bytes are chunk a, bits
+// 6, 7 bits 2a, 2a + 1 of chunk 3.
 void interleave_block(const BlockQ6_K* in, int64_t stride, BlockQ6_Kx8& out) {
   for (int r = 0; r < kInterleavedRows; ++r) {
     const BlockQ6_K& row = in[r * stride];
     out.d[r] = row.d;
-    for (int i = 0; i < kSubBlocks; ++i) out.scales[kInterleavedRows * i + r] = row.scales[i];
-    for (int run = 0; run < 4; ++run) interleave_run(row.ql, run, r, out.ql);
-    for (int run = 0; run < 2; ++run) interleave_run(row.qh, run, r, out.qh);
+    uint8_t q[kQK_K];
+    q6_k_values(row, q);
+    for (int i = 0; i < kSubBlocks; ++i) {
+      out.scales[kInterleavedRows * i + r] = row.scales[i];
+      uint32_t chunks[4];
+      std::memcpy(chunks, q + 16 * i, sizeof(chunks));
+      for (int a = 0; a < kCodeVectors; ++a) {
+        const uint32_t word = chunks[a] | (chunks[3] >> (2 * a) & 0x03030303u) << 6;
+        std::memcpy(out.codes + code_byte(i, a, r, 0), &word, sizeof(word));
+      }
+    }
   }
 }
 
-// q (0..63) of value v = 128h + 32k + l of row r.
+// q (0..63) of value v = 16i + 4c + k of row r.
 int q6_kx8_value(const BlockQ6_Kx8& b, int r, int v) {
-  const int h = v / 128;
-  const int k = v % 128 / 32;
-  const int l = v % 32;
-  const uint8_t low = run_byte(b.ql, 2 * h + (k & 1), r, l);
-  const uint8_t high = run_byte(b.qh, h, r, l);
-  return ((k < 2 ? low : low >> 4) & 15) | ((high >> (2 * k)) & 3) << 4;
+  const int i = v / 16;
+  const int c = v % 16 / kChunkBytes;
+  const int k = v % kChunkBytes;
+  if (c < kCodeVectors) return b.codes[code_byte(i, c, r, k)] & 63;
+  int q = 0;
+  for (int a = 0; a < kCodeVectors; ++a) q |= (b.codes[code_byte(i, a, r, k)] >> 6) << (2 * a);
+  return q;
 }
 
 // Row r of the group against one act row, as ref's dot_q6_k.

@@ -1,44 +1,42 @@
 // AVX2 GEMM over Q5_Kx8 weights (kernels/weight_repack.h) x Q8K activation rows: the Q4_Kx8
-// GEMM with each 4-value chunk's fifth bits or-ed in as bit 4 before the maddubs. A tile is one
-// group of 8 rows x C activation rows, one output row per 32-bit lane. Per 32-value sub-block
-// and activation row: two runs of 4 maddubs, each summed in s16 (8 products of at most 31 x 127:
-// 31496 < 2^15; 8 maddubs would overflow), each met by one madd with the row's sub-block scale;
-// the int32 sums of a super-block (at most 8 x 63 x 125984 < 2^31) meet fp16(d) and the mins
-// once (kernels/cpu/k_x8_scales_avx2.h). Built with AVX2 flags, reached only through the ISA
-// tables.
+// GEMM over 5-bit quants, every 8 of them unpacked from 5 bytes. A tile is one group of 8 rows x
+// C activation rows, one output row per 32-bit lane. Per 32-value sub-block and activation row:
+// two runs of 4 maddubs, each summed in s16 (8 products of at most 31 x 127: 31496 < 2^15; 8
+// maddubs would overflow), each met by one madd with the row's sub-block scale; the int32 sums of
+// a super-block (at most 8 x 63 x 125984 < 2^31) meet fp16(d) and the mins once
+// (kernels/cpu/k_x8_scales_avx2.h). Built with AVX2 flags, reached only through the ISA tables.
 #include "kernels/cpu/k_x8_scales_avx2.h"
 
 namespace kvdesk {
 namespace {
 
 // kTileActs (4) act rows per tile: a run of 4 weight vectors, 4 int32 accumulators, the s16 sum,
-// a broadcast, the run's qh vector and two masks fill 13 of the 16 ymm registers (batch 1: 10);
+// a broadcast and the packed vectors and masks of the unpacking fit the 16 ymm registers;
 // the unpacked scales live on the stack as memory operands of the madds.
 constexpr int kRunChunks = 4;     // 4-value chunks summed in s16 before a madd: half a sub-block
 constexpr int kRuns = 2;          // runs of a sub-block
 
-// Bit c of every byte of qh vector s (the fifth bits of chunk c) moved to bit 4, the rest
-// cleared. The shifts are of 16-bit lanes by a count in a register (c is a loop index); the
-// mask drops the bits that cross bytes.
-ALWAYS_INLINE __m256i fifth_bits(__m256i qh, int c) {
-  const __m256i moved = c < 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - c))
-                              : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(c - 4));
-  return _mm256_and_si256(moved, _mm256_set1_epi8(16));
-}
-
 // Run `run` of sub-block s as 4 vectors of 4 values x 8 rows, 0..31 each: w[c] holds values
-// 16 run + 4c .. 16 run + 4c + 3.
+// 16 run + 4c .. 16 run + 4c + 3. Run 0 is the packed vectors 0..3 masked; run 1 vector 4
+// masked and chunks 5..7 gathered from the vectors' top 3 bits (16-bit shifts: the masks drop
+// what crosses bytes).
 ALWAYS_INLINE void unpack_run(const BlockQ5_Kx8& b, int s, int run, __m256i (&w)[kRunChunks]) {
-  const __m256i nibble = _mm256_set1_epi8(15);
-  const int first = kRunChunks * run;
-  const uint8_t* chunks = b.low.qs + 256 * (s / 2) + 32 * first;
-  const __m256i qh = load_256(b.qh + 32 * s);
+  const uint8_t* codes = b.codes + 160 * s;
+  const __m256i five = _mm256_set1_epi8(0x1F);
+  if (run == 0) {
 #pragma GCC unroll 4
-  for (int c = 0; c < kRunChunks; ++c) {
-    const __m256i raw = load_256(chunks + 32 * c);
-    const __m256i low = _mm256_and_si256(s % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), nibble);
-    w[c] = _mm256_or_si256(low, fifth_bits(qh, first + c));
+    for (int c = 0; c < kRunChunks; ++c) w[c] = _mm256_and_si256(load_256(codes + 32 * c), five);
+    return;
   }
+  const __m256i v0 = load_256(codes), v1 = load_256(codes + 32), v2 = load_256(codes + 64);
+  const __m256i v3 = load_256(codes + 96), v4 = load_256(codes + 128);
+  const auto bits = [](__m256i v, int shift, int mask) {
+    return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(char(mask)));
+  };
+  w[0] = _mm256_and_si256(v4, five);
+  w[1] = _mm256_or_si256(bits(v0, 5, 0x07), bits(v1, 2, 0x18));
+  w[2] = _mm256_or_si256(bits(v2, 5, 0x07), bits(v3, 2, 0x18));
+  w[3] = _mm256_or_si256(_mm256_or_si256(bits(v4, 5, 0x07), bits(v1, 4, 0x08)), bits(v3, 3, 0x10));
 }
 
 // v pinned where it was computed: GCC cannot move code across an empty asm that reads and
@@ -58,7 +56,7 @@ ALWAYS_INLINE void add_run_dot(const __m256i (&w)[kRunChunks], const int8_t* a, 
 // Super-block j of the group against super-block j of every act row.
 template <int C>
 ALWAYS_INLINE void super_step(const BlockQ5_Kx8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-  const KX8Scales sc = unpack_scales(b.low);
+  const KX8Scales sc = unpack_scales(b);
   const BlockQ8K* a[C];
   act_super_blocks(acts, a_stride, j, a);
   __m256i iacc[C];
@@ -74,7 +72,7 @@ ALWAYS_INLINE void super_step(const BlockQ5_Kx8& b, const char* acts, size_t a_s
       for (int t = 0; t < C; ++t) add_run_dot(w, a[t]->qs + 32 * s + 4 * kRunChunks * run, sc.scale[s], iacc[t]);
     }
   }
-  finish_super_block(b.low, sc, a, iacc, acc);
+  finish_super_block(b, sc, a, iacc, acc);
 }
 
 // The kernel as interleaved_matmul runs it.

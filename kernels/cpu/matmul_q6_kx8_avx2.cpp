@@ -30,26 +30,19 @@ ALWAYS_INLINE __m256i zipped_scales(const BlockQ6_Kx8& b, int q) {
   return _mm256_cvtepi8_epi16(row_bytes_zipped(scale_bytes(b, q)));
 }
 
-// Sub-block i (the 16 values at 16i = 128h + 32k + 16 half) as 4 vectors of 4 values x 8 rows:
-// w[c] holds values 4c .. 4c + 3 of the sub-block.
+// Sub-block i as 4 vectors of 4 values x 8 rows: w[c] holds values 4c .. 4c + 3 of the
+// sub-block, chunks 0..2 the packed vectors' low 6 bits, chunk 3 their top 2 bits gathered.
 ALWAYS_INLINE void unpack_sub_block(const BlockQ6_Kx8& b, int i, __m256i (&w)[4]) {
-  const int h = i / 8;
-  const int k = i % 8 / 2;
-  const int half = i % 2;
-  const __m256i nibble = _mm256_set1_epi8(15);
-  const __m256i top = _mm256_set1_epi8(0x30);
-  const uint8_t* low_chunks = b.ql + 256 * (2 * h + (k & 1)) + 128 * half;
-  const uint8_t* high_chunks = b.qh + 256 * h + 128 * half;
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c) {
-    const __m256i low = load_256(low_chunks + 32 * c);
-    const __m256i high = load_256(high_chunks + 32 * c);
-    // bits 2k, 2k + 1 of qh to bits 4, 5
-    const __m256i moved = k < 2 ? _mm256_slli_epi16(high, 4 - 2 * k)
-                                : (k == 2 ? high : _mm256_srli_epi16(high, 2));
-    w[c] = _mm256_or_si256(_mm256_and_si256(k < 2 ? low : _mm256_srli_epi16(low, 4), nibble),
-                           _mm256_and_si256(moved, top));
-  }
+  const uint8_t* codes = b.codes + 96 * i;
+  const __m256i packed[3] = {load_256(codes), load_256(codes + 32), load_256(codes + 64)};
+  const __m256i six = _mm256_set1_epi8(0x3F);
+#pragma GCC unroll 3
+  for (int a = 0; a < 3; ++a) w[a] = _mm256_and_si256(packed[a], six);
+  // bits 6, 7 of vector a to bits 2a, 2a + 1 (16-bit shifts: the masks drop what crosses bytes)
+  const __m256i top01 = _mm256_and_si256(_mm256_srli_epi16(packed[0], 6), _mm256_set1_epi8(0x03));
+  const __m256i top23 = _mm256_and_si256(_mm256_srli_epi16(packed[1], 4), _mm256_set1_epi8(0x0C));
+  const __m256i top45 = _mm256_and_si256(_mm256_srli_epi16(packed[2], 2), _mm256_set1_epi8(0x30));
+  w[3] = _mm256_or_si256(_mm256_or_si256(top01, top23), top45);
 }
 
 // Per row lane: scales[i] * the sub-block's 16 products with act values a[0..15], in two s16
