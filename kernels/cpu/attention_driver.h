@@ -9,9 +9,9 @@
 //      int8 / int4 keys are not dequantized: integer dot products with the quantized query,
 //      tokens in lanes (attention_int_phases.h).
 //   2. softmax m' = max(m, max_r s);  acc *= 2^(m - m');  p = 2^(s - m');  l = l 2^(m - m') + sum p
-//      (the online softmax of ref::, one step per tile instead of per token, and in base 2: the
-//      scale takes log2 e, exp2_nonpositive; l is kept per lane and added across lanes once at
-//      the end)
+//      (the online softmax of ref::, one step per tile, or per run of tiles where int8 / int4
+//      values are weighed at once, instead of per token, and in base 2: the scale takes log2 e,
+//      exp2_nonpositive; l is kept per lane and added across lanes once at the end)
 //   3. values  acc[h] += sum_r p[h][r] * row_scale_v[r] * V[r]   each V vector dequantized once
 //      per tile of up to 8 heads whose accumulators stay in registers. int8 / int4 values are
 //      weighed once per run of tiles (simd_value_run), their codes by 8- or 7-bit codes of p
@@ -183,14 +183,19 @@ void rescale_value_acc(const GroupJob& job, int32_t h, float alpha) {
   for (int64_t i = 0; i < floats; i += Isa::kLanes) Isa::store(sums + i, Isa::mul(Isa::load(sums + i), Isa::set1(alpha)));
 }
 
-// Step 2 for every head: turns the tile's scores into weights and rescales what came before.
+// Step 2 for every head: turns the scores of `tiles` tiles (a tile, or a run of them whose
+// values are weighed at once) into weights and rescales what came before. One max, one check
+// and one rescale per run: the run's tiles share them.
 template <class Isa>
-void softmax_tile(const GroupJob& job) {
+void softmax_tiles(const GroupJob& job, int32_t tiles) {
+  using Vec = typename Isa::Vec;
   constexpr int W = Isa::kLanes;
   for (int32_t h = 0; h < job.heads; ++h) {
-    const typename Isa::Vec s = Isa::load(job.p + h * job.p_stride);
+    float* p = job.p + h * job.p_stride;
+    Vec s_max = Isa::load(p);
+    for (int32_t t = 1; t < tiles; ++t) s_max = Isa::max(s_max, Isa::load(p + t * W));
     // Past the first tiles the running max rarely moves: one compare skips the reduction.
-    const float tile_max = Isa::any_above(s, job.m[h]) ? Isa::reduce_max(s) : job.m[h];
+    const float tile_max = Isa::any_above(s_max, job.m[h]) ? Isa::reduce_max(s_max) : job.m[h];
     float* l_lanes = job.l_lanes + h * W;
     if (tile_max > job.m[h]) {
       if (job.m[h] != -INFINITY) {
@@ -200,16 +205,17 @@ void softmax_tile(const GroupJob& job) {
         for (int32_t c = 0; c < job.d; c += W) Isa::store(acc + c, Isa::mul(Isa::load(acc + c), Isa::set1(alpha)));
         rescale_min_terms<Isa>(job, h, alpha);
         rescale_value_acc<Isa>(job, h, alpha);
-        for (int32_t r = 0; r < job.pending_rows; r += W) {
-          float* pending = job.pending + h * job.p_stride + r;
-          Isa::store(pending, Isa::mul(Isa::load(pending), Isa::set1(alpha)));
-        }
       }
       job.m[h] = tile_max;
     }
-    const typename Isa::Vec p = exp2_nonpositive<Isa>(Isa::add(s, Isa::set1(-job.m[h])));
-    Isa::store(l_lanes, Isa::add(Isa::load(l_lanes), p));
-    Isa::store(job.p + h * job.p_stride, p);
+    const Vec minus_max = Isa::set1(-job.m[h]);
+    Vec l = Isa::load(l_lanes);
+    for (int32_t t = 0; t < tiles; ++t) {
+      const Vec weight = exp2_nonpositive<Isa>(Isa::add(Isa::load(p + t * W), minus_max));
+      l = Isa::add(l, weight);
+      Isa::store(p + t * W, weight);
+    }
+    Isa::store(l_lanes, l);
   }
 }
 
@@ -386,8 +392,6 @@ GroupJob group_job(const PagedKvLayer& layer, const AttentionArgs& args, int32_t
                   args.scratch,
                   p + h0 * kSimdMaxValueRun,
                   kSimdMaxValueRun,
-                  nullptr,
-                  0,
                   acc + h0 * d,
                   m + h0,
                   l + h0,
@@ -440,25 +444,24 @@ template <class Isa>
 void attend_tile(const RowTile<Isa>& tile, const GroupJob& job, int32_t first, TileFn<Isa> scores, TileFn<Isa> values) {
   scores(tile, job);
   if (job.weights) keep_scores<Isa>(job, first, tile.rows);
-  softmax_tile<Isa>(job);
+  softmax_tiles<Isa>(job, 1);
   values(tile, job);
 }
 
 // Where values are weighed by codes, tile j of a run of `run` tiles (simd_value_run; run_tiles
-// [0..j] the run so far): its scores and softmax, the run's earlier weights rescaled with the
-// accumulator; after the run's last tile, or the cached rows' last (which may end a run early,
-// the missing tiles weighed 0), the values of the whole run.
+// [0..j] the run so far): its scores; after the run's last tile, or the cached rows' last (which
+// may end a run early, the missing tiles weighed 0), the softmax and the values of the whole run.
 template <class Isa>
 void attend_run_tile(const RowTile<Isa>* const* run_tiles, int32_t j, int32_t run, const GroupJob& job, int32_t first,
                      bool last, TileFn<Isa> scores, RunFn<Isa> run_values) {
   constexpr int W = Isa::kLanes;
   const RowTile<Isa>& tile = *run_tiles[j];
   GroupJob part = job;
-  part.p += j * W, part.pending = job.p, part.pending_rows = j * W;
+  part.p += j * W;
   scores(tile, part);
   if (part.weights) keep_scores<Isa>(part, first, tile.rows);
-  softmax_tile<Isa>(part);
   if (j + 1 < run && !last) return;
+  softmax_tiles<Isa>(job, j + 1);
   ValueRows rows;
   rows.rows = j * W + tile.rows;
   for (int32_t k = 0; k < run; ++k) {

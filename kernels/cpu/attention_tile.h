@@ -61,11 +61,8 @@ struct GroupJob {
   int32_t d;
   float scale;      // the attention scale times log2 e: scores in base 2 (exp2_nonpositive)
   float* parts;     // [kSimdMaxHeadTile][W][W]   partial dot vectors of one head tile
-  float* p;         // [heads][p_stride]      scores, then softmax weights, of one tile (first W)
+  float* p;         // [heads][p_stride]      scores, then softmax weights, of one tile (first W) or run
   int32_t p_stride; // kSimdMaxValueRun: room for a run of tiles' weights (attention_weighted_codes.h)
-  float* pending;   // nullptr, or [heads][p_stride]: the run's earlier tiles' weights, not yet
-                    // weighed into the values, rescaled with the accumulator
-  int32_t pending_rows;  // how many (a multiple of W)
   float* acc;       // [heads][d]
   float* m;         // [heads] running max
   float* l;         // [heads] the sum, from l_lanes at the end

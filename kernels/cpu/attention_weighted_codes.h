@@ -3,18 +3,17 @@
 // (attention_int_values.h says the arithmetic, attention_isa.h simd_int_scheme the rows
 // weighed at once and the weights' bits per ISA).
 //
-// It runs once per run of R tiles (simd_value_run rows; the driver scores and softmaxes them
-// all first, the earlier tiles' weights rescaled with the accumulator), so its fixed costs, the
-// weights' codes and the widening of the sums, are paid once per R rows. Per run: each head's
-// softmax weights times the rows' value scales become codes per value group (one step per head
-// and group), and p * (m_g + C s_g) joins the f32 min terms. The run's codes, centred, are laid
-// out once for every head in units of 64 dims: for each quad of 4 rows, the ISA's vectors hold
-// those rows' codes of a dim side by side in one 32-bit lane (Isa::interleave_values), so one
-// u8 x s8 multiply-add with the quad's 4 weight codes (one 32-bit lane, repeated) sums 4 rows
-// per dim. The dims of one 128-bit lane share a value group, so the ISA lays a head's weight
-// codes out per lane from the groups of its group slots. A head's integer sums over the run,
-// times its steps, go to its value accumulator in the ISA's dim order (Isa::value_dim), which
-// joins the f32 accumulator at the end.
+// It runs once per run of R tiles (simd_value_run rows; the driver scores them all first, then
+// takes the run's softmax in one step), so its fixed costs, the weights' codes and the widening of
+// the sums, are paid once per R rows. Per run: each head's softmax weights times the rows' value
+// scales become codes per value group (one step per head and group), and p * (m_g + C s_g) joins
+// the f32 min terms. The run's codes, centred, are laid out once for every head in units of 64
+// dims: for each quad of 4 rows, the ISA's vectors hold those rows' codes of a dim side by side in
+// one 32-bit lane (Isa::interleave_values), so one u8 x s8 multiply-add with the quad's 4 weight
+// codes (one 32-bit lane, repeated) sums 4 rows per dim. The dims of one 128-bit lane share a
+// value group, so the ISA lays a head's weight codes out per lane from the groups of its group
+// slots. A head's integer sums over the run, times its steps, go to its value accumulator in the
+// ISA's dim order (Isa::value_dim), which joins the f32 accumulator at the end.
 #pragma once
 #include <array>
 #include <cstdint>
