@@ -29,6 +29,11 @@ constexpr int kTileActs = 4;
 // Weight bytes of a row block that stays in L2 while the whole batch streams past it.
 constexpr size_t kRowBlockBytes = 256 * 1024;
 
+// v pinned where it was computed: GCC cannot move code across an empty asm that reads and
+// writes it. Without it GCC 12 defers a super-block's madd-and-adds per act row to its end and
+// spills their operands to the stack (Q5_Kx8: 16 a super-block, Q6_Kx8: 32).
+ALWAYS_INLINE void pin_register(__m256i& v) { __asm__("" : "+x"(v)); }
+
 // Four activation bytes in every 32-bit lane: the operand one maddubs pairs with a chunk of
 // 4 values x 8 rows.
 ALWAYS_INLINE __m256i broadcast_4_bytes(const int8_t* p) {

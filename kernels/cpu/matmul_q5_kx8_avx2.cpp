@@ -39,11 +39,6 @@ ALWAYS_INLINE void unpack_run(const BlockQ5_Kx8& b, int s, int run, __m256i (&w)
   w[3] = _mm256_or_si256(_mm256_or_si256(bits(v4, 5, 0x07), bits(v1, 4, 0x08)), bits(v3, 3, 0x10));
 }
 
-// v pinned where it was computed: GCC cannot move code across an empty asm that reads and
-// writes it. Without this GCC 12 defers a super-block's 16 madd-and-adds per act row to its end
-// and spills their operands to the stack.
-ALWAYS_INLINE void pin_register(__m256i& v) { __asm__("" : "+x"(v)); }
-
 // iacc += per row lane sc[s] * sum of the run's 16 products with act values a[0..15].
 ALWAYS_INLINE void add_run_dot(const __m256i (&w)[kRunChunks], const int8_t* a, __m256i scale, __m256i& iacc) {
   __m256i isum = _mm256_maddubs_epi16(w[0], broadcast_4_bytes(a));

@@ -83,7 +83,10 @@ ALWAYS_INLINE void super_step(const BlockQ6_Kx8& b, const char* acts, size_t a_s
     unpack_sub_block(b, i, w);
     const __m256i scale = pair_scale(b, i / 2, i % 2);
 #pragma GCC unroll 8
-    for (int t = 0; t < C; ++t) iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 16 * i, scale));
+    for (int t = 0; t < C; ++t) {
+      iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 16 * i, scale));
+      pin_register(iacc[t]);
+    }
   }
   const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
 #pragma GCC unroll 8
