@@ -33,6 +33,7 @@ ALWAYS_INLINE void levels_dot(__m256i levels, const BlockQ8Act* (&a)[C], int off
   for (int t = 0; t < C; ++t) {
     const __m256i signed_a = _mm256_sign_epi8(broadcast_4_bytes(a[t]->qs + offset), levels);
     dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(abs_levels, signed_a), ones));
+    pin_register(dot[t]);
   }
 }
 
