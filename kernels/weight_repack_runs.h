@@ -1,5 +1,5 @@
-// Internal to the repacking of the super-block types whose bytes come in 32-byte runs (Q6_K's ql
-// and qh, Q3_K's qs and hmask; kernels/weight_repack.h): run `run` of a row goes to chunks
+// Internal to the repacking of the super-block types whose bytes come in 32-byte runs (Q2_K's
+// qs, Q3_K's qs and hmask; kernels/weight_repack.h): run `run` of a row goes to chunks
 // 8 run .. 8 run + 7 of the group's interleaved bytes, 4 bytes of each of the 8 rows a chunk,
 // and the twins read a row's byte back out of them.
 #pragma once
