@@ -85,7 +85,8 @@ constexpr TopBit kTopBits[kCodeVectors][kTopBitsPerByte] = {
 // The byte of vector a of sub-block s that holds row r's value at place k of its chunks.
 int code_byte(int s, int a, int r, int k) { return 32 * (kCodeVectors * s + a) + kChunkBytes * r + k; }
 
-// A chunk's 4 values at once, one byte each.
+// Row r's 4 bytes in vector a of a sub-block: chunk a's values in bits 0..4 and the bits
+// kTopBits puts there in 5..7, a chunk's 4 values at once (a word, one byte each).
 void interleave_block(const BlockQ5_K* in, int64_t stride, BlockQ5_Kx8& out) {
   std::memset(&out, 0, sizeof(out));
   interleave_scales(in, stride, out);

@@ -13,6 +13,7 @@ namespace kvdesk {
 namespace {
 
 constexpr int kSubBlocks = 16;    // 16-value sub-blocks of a super-block
+constexpr int kChunks = 4;        // chunks of 4 values x 8 rows in a sub-block
 constexpr int kChunkBytes = 4;    // values of one row in a chunk
 constexpr int kCodeVectors = 3;   // 32-byte vectors of a sub-block's packed quants
 
@@ -35,7 +36,7 @@ void q6_k_values(const BlockQ6_K& row, uint8_t (&q)[kQK_K]) {
 int code_byte(int i, int a, int r, int k) { return 32 * (kCodeVectors * i + a) + kChunkBytes * r + k; }
 
 // A chunk's 4 values at once, one byte each: bits 0..5 of vector a's 4 bytes are chunk a, bits
-// 6, 7 bits 2a, 2a + 1 of chunk 3.
+// 6, 7 bits 2a, 2a + 1 of the last chunk.
 void interleave_block(const BlockQ6_K* in, int64_t stride, BlockQ6_Kx8& out) {
   for (int r = 0; r < kInterleavedRows; ++r) {
     const BlockQ6_K& row = in[r * stride];
@@ -44,10 +45,10 @@ void interleave_block(const BlockQ6_K* in, int64_t stride, BlockQ6_Kx8& out) {
     q6_k_values(row, q);
     for (int i = 0; i < kSubBlocks; ++i) {
       out.scales[kInterleavedRows * i + r] = row.scales[i];
-      uint32_t chunks[4];
+      uint32_t chunks[kChunks];
       std::memcpy(chunks, q + 16 * i, sizeof(chunks));
       for (int a = 0; a < kCodeVectors; ++a) {
-        const uint32_t word = chunks[a] | (chunks[3] >> (2 * a) & 0x03030303u) << 6;
+        const uint32_t word = chunks[a] | (chunks[kChunks - 1] >> (2 * a) & 0x03030303u) << 6;
         std::memcpy(out.codes + code_byte(i, a, r, 0), &word, sizeof(word));
       }
     }
