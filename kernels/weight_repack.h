@@ -64,30 +64,34 @@ struct BlockQ5_1x8 {
 };
 static_assert(sizeof(BlockQ5_1x8) == kInterleavedRows * sizeof(BlockQ5_1));
 
-// Super-block j of a Q4_Kx8 row group holds super-block j of its 8 rows (each 256 values in 8
-// sub-blocks s of 32, value 32s + l = fp16(d) * sc[s] * q - fp16(dmin) * m[s]):
-//     d[r], dmin[r]            = that row's d, dmin
-//     qs[32 * (8p + c) + 4r + k] = that row's qs[32p + 4c + k]   (pair p < 4, chunk c < 8, k < 4)
-// so chunk 8p + c, masked to low nibbles, is values 4c .. 4c + 3 of sub-block 2p of rows 0..7
-// (one int32 lane each), its high nibbles the same values of sub-block 2p + 1.
-// The 128 six-bit scales and mins are numbered v = 8s + r for sc[s] of row r and 64 + 8s + r for
-// m[s]; their low 4 bits are nibbles of scale_low (v < 64 low, v >= 64 high nibble of byte
-// v % 64) and their high 2 bits bits 2k, 2k + 1 of scale_high[v % 32] (k = v / 32), so four
-// vector shifts and masks unpack all of them.
+// d, dmin and the 128 six-bit scales and mins of super-block j of 8 Q4_K or Q5_K rows, which
+// Q4_Kx8 and Q5_Kx8 blocks both start with. The six-bit values are numbered v = 8s + r for sc[s]
+// of row r and 64 + 8s + r for m[s]; their low 4 bits are nibbles of scale_low (v < 64 low,
+// v >= 64 high nibble of byte v % 64) and their high 2 bits bits 2k, 2k + 1 of
+// scale_high[v % 32] (k = v / 32), so four vector shifts and masks unpack all of them.
 constexpr int kQ4_KScaleValues = 128;
-struct BlockQ4_Kx8 {
+struct KScalesX8 {
   uint16_t d[kInterleavedRows];                          // [8] row scales of sc, IEEE half
   uint16_t dmin[kInterleavedRows];                       // [8] row scales of m, IEEE half
   uint8_t scale_low[kQ4_KScaleValues / 2];               // [64] low 4 bits of the 128 values
   uint8_t scale_high[kQ4_KScaleValues / 4];              // [32] high 2 bits, 4 values a byte
+};
+
+// Super-block j of a Q4_Kx8 row group holds super-block j of its 8 rows (each 256 values in 8
+// sub-blocks s of 32, value 32s + l = fp16(d) * sc[s] * q - fp16(dmin) * m[s]): their scales
+// (KScalesX8), and
+//     qs[32 * (8p + c) + 4r + k] = that row's qs[32p + 4c + k]   (pair p < 4, chunk c < 8, k < 4)
+// so chunk 8p + c, masked to low nibbles, is values 4c .. 4c + 3 of sub-block 2p of rows 0..7
+// (one int32 lane each), its high nibbles the same values of sub-block 2p + 1.
+struct BlockQ4_Kx8 {
+  KScalesX8 scales;                                      // d, dmin, scales, mins
   uint8_t qs[kInterleavedRows * kQK_K / 2];              // [4 pairs][8 chunks][8 rows][4 bytes]
 };
 static_assert(sizeof(BlockQ4_Kx8) == kInterleavedRows * sizeof(BlockQ4_K));
 
 // Super-block j of a Q5_Kx8 row group holds super-block j of its 8 rows (value
-// v = 32s + 4c + k = fp16(d) * sc[s] * q - fp16(dmin) * m[s], q 0..31, chunk c < 8, k < 4): d,
-// dmin, scales and mins exactly as Q4_Kx8's, and the quants of a 32-value sub-block packed 8 in
-// 5 bytes:
+// v = 32s + 4c + k = fp16(d) * sc[s] * q - fp16(dmin) * m[s], q 0..31, chunk c < 8, k < 4): their
+// scales (KScalesX8), and the quants of a 32-value sub-block packed 8 in 5 bytes:
 //     codes[160s + 32a + 4r + k], a < 5: bits 0..4 = q of value 32s + 4a + k of row r (chunk a),
 //                                        bits 5..7 = 3 of the 15 bits of chunks 5..7 there:
 //     chunk 5 = bits 5..7 of vector 0, then bits 5, 6 of vector 1
@@ -97,10 +101,7 @@ static_assert(sizeof(BlockQ4_Kx8) == kInterleavedRows * sizeof(BlockQ4_K));
 // lane a row) and their top bits, shifted into place, chunks 5..7: 23 vector operations unpack 8
 // chunks, where nibbles with fifth bits kept apart took 31 to 39.
 struct BlockQ5_Kx8 {
-  uint16_t d[kInterleavedRows];                          // [8] row scales of sc, IEEE half
-  uint16_t dmin[kInterleavedRows];                       // [8] row scales of m, IEEE half
-  uint8_t scale_low[kQ4_KScaleValues / 2];               // [64] as Q4_Kx8's
-  uint8_t scale_high[kQ4_KScaleValues / 4];              // [32] as Q4_Kx8's
+  KScalesX8 scales;                                      // d, dmin, scales, mins
   uint8_t codes[kInterleavedRows * kQK_K * 5 / 8];       // [8 sub-blocks][5 vectors][8 rows][4 bytes]
 };
 static_assert(sizeof(BlockQ5_Kx8) == kInterleavedRows * sizeof(BlockQ5_K));

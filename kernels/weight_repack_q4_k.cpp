@@ -1,6 +1,6 @@
-// Q4_K and Q5_K rows into Q4_Kx8 and Q5_Kx8 groups (layouts in kernels/weight_repack.h; the
-// two keep d, dmin, scales and mins alike, Q5_Kx8 its quants packed 8 in 5 bytes), and the
-// scalar truth of products over those layouts: it reads every quant, scale and min back out of the interleaved
+// Q4_K and Q5_K rows into Q4_Kx8 and Q5_Kx8 groups (layouts in kernels/weight_repack.h; both
+// start with the same KScalesX8, Q5_Kx8's quants packed 8 in 5 bytes), and the scalar truth of
+// products over those layouts: it reads every quant, scale and min back out of the interleaved
 // bytes and sums them exactly as ref::vec_dot does for Q4_K / Q5_K, so the two agree bit for bit.
 #include <cstring>
 
@@ -23,20 +23,15 @@ constexpr int kSubBlocks = 8;     // 32-value sub-blocks of a super-block
 int scale_number(int s, int r) { return kInterleavedRows * s + r; }
 int min_number(int s, int r) { return kQ4_KScaleValues / 2 + kInterleavedRows * s + r; }
 
-// Q4_Kx8 and Q5_Kx8 blocks keep d, dmin, scales and mins alike (the same field names).
-template <class Block>
-void put_six_bits(Block& b, int v, uint8_t value) {
+void put_six_bits(KScalesX8& b, int v, uint8_t value) {
   put_six_bit_value<kQ4_KScaleValues>(b.scale_low, b.scale_high, v, value);
 }
 
-template <class Block>
-int six_bits(const Block& b, int v) {
-  return six_bit_value<kQ4_KScaleValues>(b.scale_low, b.scale_high, v);
-}
+int six_bits(const KScalesX8& b, int v) { return six_bit_value<kQ4_KScaleValues>(b.scale_low, b.scale_high, v); }
 
 // d, dmin, scales and mins of 8 Q4_K or Q5_K rows (in[0], in[stride], ...).
-template <class Row, class Block>
-void interleave_scales(const Row* in, int64_t stride, Block& out) {
+template <class Row>
+void interleave_scales(const Row* in, int64_t stride, KScalesX8& out) {
   for (int r = 0; r < kInterleavedRows; ++r) {
     const Row& row = in[r * stride];
     out.d[r] = row.d;
@@ -51,7 +46,7 @@ void interleave_scales(const Row* in, int64_t stride, Block& out) {
 
 void interleave_block(const BlockQ4_K* in, int64_t stride, BlockQ4_Kx8& out) {
   std::memset(&out, 0, sizeof(out));
-  interleave_scales(in, stride, out);
+  interleave_scales(in, stride, out.scales);
   for (int r = 0; r < kInterleavedRows; ++r) {
     for (int p = 0; p < kPairs; ++p) {
       for (int c = 0; c < kChunks; ++c) {
@@ -89,7 +84,7 @@ int code_byte(int s, int a, int r, int k) { return 32 * (kCodeVectors * s + a) +
 // kTopBits puts there in 5..7, a chunk's 4 values at once (a word, one byte each).
 void interleave_block(const BlockQ5_K* in, int64_t stride, BlockQ5_Kx8& out) {
   std::memset(&out, 0, sizeof(out));
-  interleave_scales(in, stride, out);
+  interleave_scales(in, stride, out.scales);
   for (int r = 0; r < kInterleavedRows; ++r) {
     uint8_t q[kQK_K];
     q5_k_values(in[r * stride], q);
@@ -139,17 +134,17 @@ template <class Block>
 float dot_k_x8_row(const Block* group, int r, const BlockQ8K* a, int64_t blocks) {
   double sum = 0.0;
   for (int64_t j = 0; j < blocks; ++j) {
-    const Block& b = group[j];
+    const KScalesX8& sc = group[j].scales;
     int32_t scaled = 0;
     int32_t mins = 0;
     for (int s = 0; s < kSubBlocks; ++s) {
       int32_t dot = 0;
-      for (int l = 0; l < 32; ++l) dot += quant(b, r, 32 * s + l) * a[j].qs[32 * s + l];
-      scaled += six_bits(b, scale_number(s, r)) * dot;
-      mins += six_bits(b, min_number(s, r)) * (a[j].bsums[2 * s] + a[j].bsums[2 * s + 1]);
+      for (int l = 0; l < 32; ++l) dot += quant(group[j], r, 32 * s + l) * a[j].qs[32 * s + l];
+      scaled += six_bits(sc, scale_number(s, r)) * dot;
+      mins += six_bits(sc, min_number(s, r)) * (a[j].bsums[2 * s] + a[j].bsums[2 * s + 1]);
     }
-    sum += static_cast<double>(fp16_to_fp32(b.d[r]) * a[j].d) * scaled -
-           static_cast<double>(fp16_to_fp32(b.dmin[r]) * a[j].d) * mins;
+    sum += static_cast<double>(fp16_to_fp32(sc.d[r]) * a[j].d) * scaled -
+           static_cast<double>(fp16_to_fp32(sc.dmin[r]) * a[j].d) * mins;
   }
   return static_cast<float>(sum);
 }

@@ -30,9 +30,15 @@ constexpr int kTileActs = 4;
 constexpr size_t kRowBlockBytes = 256 * 1024;
 
 // v pinned where it was computed: GCC cannot move code across an empty asm that reads and
-// writes it. Without it GCC 12 defers a super-block's madd-and-adds per act row to its end and
-// spills their operands to the stack (Q5_Kx8: 16 a super-block, Q6_Kx8: 32).
+// writes it. Without it GCC 12 defers a block's madd-and-adds per act row to the block's end and
+// spills their operands to the stack (Q5_Kx8: 16 a super-block, Q6_Kx8: 32, IQ4_XSx8: 64).
 ALWAYS_INLINE void pin_register(__m256i& v) { __asm__("" : "+x"(v)); }
+
+// The bits of every byte of v that `mask` keeps after a shift right by `shift`: a 16-bit shift,
+// whose bits crossing from the next byte the mask drops.
+ALWAYS_INLINE __m256i shifted_bits(__m256i v, int shift, char mask) {
+  return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(mask));
+}
 
 // Four activation bytes in every 32-bit lane: the operand one maddubs pairs with a chunk of
 // 4 values x 8 rows.
@@ -59,7 +65,7 @@ ALWAYS_INLINE __m128i row_bytes_zipped(__m128i v) {
 // from memory, and the hardware prefetchers alone keep too few lines in flight for it: on a
 // Zen 3 (AVX2, 2 cores, ~30 GB/s) the 2-thread GEMV ran at 75-79% of the read bandwidth for
 // Q4_0x8 without software prefetch and 88-97% with it 2 KiB ahead (4 and 8 KiB no better),
-// Q6_Kx8, which reads a block's parts out of address order, at half the rate without it. Full
+// Q6_Kx8 (its block then read out of address order) at half the rate without it. Full
 // tiles reuse each block for kTileActs act rows from L2, where the prefetches only cost
 // instructions (2-4% of prefill), so they issue none.
 constexpr uintptr_t kPrefetchBytes = 2048;

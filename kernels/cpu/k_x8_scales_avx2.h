@@ -1,7 +1,7 @@
 // Internal, included only by the AVX2 GEMMs over Q4_Kx8 and Q5_Kx8 (kernels/weight_repack.h),
-// whose blocks keep d, dmin, scales and mins alike (Block: either): a super-block's 128 six-bit scales and mins unpacked for
-// all 8 rows with a few vector shifts, and the once-per-super-block float step that meets the
-// integer sums with fp16(d), fp16(dmin), the mins and each act row's scale.
+// whose blocks start with the same KScalesX8: a super-block's 128 six-bit scales and mins
+// unpacked for all 8 rows with a few vector shifts, and the once-per-super-block float step that
+// meets the integer sums with fp16(d), fp16(dmin), the mins and each act row's scale.
 #pragma once
 #include "kernels/cpu/interleaved_gemm_avx2.h"
 #include "kernels/cpu/six_bits_avx2.h"
@@ -17,8 +17,7 @@ struct KX8Scales {
   __m256i mins[kKSubBlocks / 2];   // [4 pairs q][16] s16: m[2q] of row r in lane 2r, m[2q + 1] in 2r + 1
 };
 
-template <class Block>
-ALWAYS_INLINE KX8Scales unpack_scales(const Block& b) {
+ALWAYS_INLINE KX8Scales unpack_scales(const KScalesX8& b) {
   __m256i v[4];
   unpack_six_bits(b.scale_low, b.scale_high, v);
   KX8Scales out;
@@ -49,8 +48,8 @@ ALWAYS_INLINE __m256i min_dot(const KX8Scales& sc, const BlockQ8K& a) {
 
 // acc[t] += fp16(d) * a[t].d * iacc[t] - fp16(dmin) * a[t].d * min_dot, per row lane: the
 // super-block's integer sums iacc[t] (sum_s sc[s] * dot) against act row t become floats once.
-template <class Block, int C>
-ALWAYS_INLINE void finish_super_block(const Block& b, const KX8Scales& sc, const BlockQ8K* (&a)[C],
+template <int C>
+ALWAYS_INLINE void finish_super_block(const KScalesX8& b, const KX8Scales& sc, const BlockQ8K* (&a)[C],
                                       const __m256i (&iacc)[C], __m256 (&acc)[C]) {
   const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
   const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.dmin)));

@@ -36,7 +36,7 @@ ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[8], const int8_t* a, __m2
 // Super-block j of the group against super-block j of every act row.
 template <int C>
 ALWAYS_INLINE void super_step(const BlockQ4_Kx8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-  const KX8Scales sc = unpack_scales(b);
+  const KX8Scales sc = unpack_scales(b.scales);
   const BlockQ8K* a[C];
   act_super_blocks(acts, a_stride, j, a);
   __m256i iacc[C];
@@ -49,7 +49,7 @@ ALWAYS_INLINE void super_step(const BlockQ4_Kx8& b, const char* acts, size_t a_s
 #pragma GCC unroll 8
     for (int t = 0; t < C; ++t) iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 32 * s, sc.scale[s]));
   }
-  finish_super_block(b, sc, a, iacc, acc);
+  finish_super_block(b.scales, sc, a, iacc, acc);
 }
 
 // The kernel as interleaved_matmul runs it.

@@ -18,8 +18,7 @@ constexpr int kRuns = 2;          // runs of a sub-block
 
 // Run `run` of sub-block s as 4 vectors of 4 values x 8 rows, 0..31 each: w[c] holds values
 // 16 run + 4c .. 16 run + 4c + 3. Run 0 is the packed vectors 0..3 masked; run 1 vector 4
-// masked and chunks 5..7 gathered from the vectors' top 3 bits (16-bit shifts: the masks drop
-// what crosses bytes).
+// masked and chunks 5..7 gathered from the vectors' top 3 bits.
 ALWAYS_INLINE void unpack_run(const BlockQ5_Kx8& b, int s, int run, __m256i (&w)[kRunChunks]) {
   const uint8_t* codes = b.codes + 160 * s;
   const __m256i five = _mm256_set1_epi8(0x1F);
@@ -30,13 +29,11 @@ ALWAYS_INLINE void unpack_run(const BlockQ5_Kx8& b, int s, int run, __m256i (&w)
   }
   const __m256i v0 = load_256(codes), v1 = load_256(codes + 32), v2 = load_256(codes + 64);
   const __m256i v3 = load_256(codes + 96), v4 = load_256(codes + 128);
-  const auto bits = [](__m256i v, int shift, int mask) {
-    return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(char(mask)));
-  };
   w[0] = _mm256_and_si256(v4, five);
-  w[1] = _mm256_or_si256(bits(v0, 5, 0x07), bits(v1, 2, 0x18));
-  w[2] = _mm256_or_si256(bits(v2, 5, 0x07), bits(v3, 2, 0x18));
-  w[3] = _mm256_or_si256(_mm256_or_si256(bits(v4, 5, 0x07), bits(v1, 4, 0x08)), bits(v3, 3, 0x10));
+  w[1] = _mm256_or_si256(shifted_bits(v0, 5, 0x07), shifted_bits(v1, 2, 0x18));
+  w[2] = _mm256_or_si256(shifted_bits(v2, 5, 0x07), shifted_bits(v3, 2, 0x18));
+  w[3] = _mm256_or_si256(_mm256_or_si256(shifted_bits(v4, 5, 0x07), shifted_bits(v1, 4, 0x08)),
+                         shifted_bits(v3, 3, 0x10));
 }
 
 // iacc += per row lane sc[s] * sum of the run's 16 products with act values a[0..15].
@@ -51,7 +48,7 @@ ALWAYS_INLINE void add_run_dot(const __m256i (&w)[kRunChunks], const int8_t* a, 
 // Super-block j of the group against super-block j of every act row.
 template <int C>
 ALWAYS_INLINE void super_step(const BlockQ5_Kx8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-  const KX8Scales sc = unpack_scales(b);
+  const KX8Scales sc = unpack_scales(b.scales);
   const BlockQ8K* a[C];
   act_super_blocks(acts, a_stride, j, a);
   __m256i iacc[C];
@@ -67,7 +64,7 @@ ALWAYS_INLINE void super_step(const BlockQ5_Kx8& b, const char* acts, size_t a_s
       for (int t = 0; t < C; ++t) add_run_dot(w, a[t]->qs + 32 * s + 4 * kRunChunks * run, sc.scale[s], iacc[t]);
     }
   }
-  finish_super_block(b, sc, a, iacc, acc);
+  finish_super_block(b.scales, sc, a, iacc, acc);
 }
 
 // The kernel as interleaved_matmul runs it.

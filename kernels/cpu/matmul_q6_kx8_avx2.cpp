@@ -38,11 +38,9 @@ ALWAYS_INLINE void unpack_sub_block(const BlockQ6_Kx8& b, int i, __m256i (&w)[4]
   const __m256i six = _mm256_set1_epi8(0x3F);
 #pragma GCC unroll 3
   for (int a = 0; a < 3; ++a) w[a] = _mm256_and_si256(packed[a], six);
-  // bits 6, 7 of vector a to bits 2a, 2a + 1 (16-bit shifts: the masks drop what crosses bytes)
-  const __m256i top01 = _mm256_and_si256(_mm256_srli_epi16(packed[0], 6), _mm256_set1_epi8(0x03));
-  const __m256i top23 = _mm256_and_si256(_mm256_srli_epi16(packed[1], 4), _mm256_set1_epi8(0x0C));
-  const __m256i top45 = _mm256_and_si256(_mm256_srli_epi16(packed[2], 2), _mm256_set1_epi8(0x30));
-  w[3] = _mm256_or_si256(_mm256_or_si256(top01, top23), top45);
+  // bits 6, 7 of vector a to bits 2a, 2a + 1
+  w[3] = _mm256_or_si256(_mm256_or_si256(shifted_bits(packed[0], 6, 0x03), shifted_bits(packed[1], 4, 0x0C)),
+                         shifted_bits(packed[2], 2, 0x30));
 }
 
 // Per row lane: scales[i] * the sub-block's 16 products with act values a[0..15], in two s16
