@@ -53,10 +53,11 @@ bool ThreadCountTuner::clearly_slower(const Comparison& c) const {
   return enough && c.candidate_seconds > c.chosen_seconds * (1 + kClearLoss);
 }
 
-// The verdict: the candidate replaces the chosen count only when enough loops could be compared
-// and it was faster by the margin.
+// The verdict, once enough loops could be compared: one more thread replaces the chosen count
+// only when it was faster by the margin, one fewer whenever it was at least as fast.
 void ThreadCountTuner::finish_probe(const Comparison& c) {
-  if (c.matched >= kMinMatchedLoops && c.candidate_seconds < c.chosen_seconds * (1 - kMargin)) {
+  const double bar = candidate_ < chosen_ ? 1.0 : 1 - kMargin;
+  if (c.matched >= kMinMatchedLoops && c.candidate_seconds <= c.chosen_seconds * bar) {
     chosen_ = candidate_;
     settled_due_ = kFirstSettledSeconds;
   } else {

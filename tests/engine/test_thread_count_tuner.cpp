@@ -108,6 +108,22 @@ TEST_CASE("the tuner climbs down one thread at a time to the fastest count", "[e
   CHECK(s.max_threads <= 4);
 }
 
+TEST_CASE("on a tie the tuner settles on fewer threads and stays there", "[engine][thread_pool][tuner]") {
+  // A helper that shares the caller's core: two threads run at one thread's speed.
+  const std::map<int, double> helper_on_callers_core = {{1, 1.0}, {2, 1.0}};
+  ThreadCountTuner tuner(2);
+  run_for(tuner, helper_on_callers_core, 1.0);
+  CHECK(tuner.chosen_threads() == 1);
+  const RunSummary s = run_for(tuner, helper_on_callers_core, 8.0);
+  CHECK(tuner.chosen_threads() == 1);
+  CHECK(share_at(s, 1) > 0.9);
+
+  // Slightly faster is not enough to take a thread back.
+  const std::map<int, double> helper_barely_helps = {{1, 1.0}, {2, 0.99}};
+  run_for(tuner, helper_barely_helps, 8.0);
+  CHECK(tuner.chosen_threads() == 1);
+}
+
 TEST_CASE("the tuner keeps its count when the two counts of a probe ran different loops",
           "[engine][thread_pool][tuner]") {
   ThreadCountTuner tuner(2);
