@@ -4,9 +4,11 @@
 // reports then hold what was measured, "partial": true).
 #include <cstdio>
 #include <exception>
+#include <optional>
 
 #include "app/bench/bench_cli.h"
 #include "app/bench/bench_modes.h"
+#include "app/bench/busy_core.h"
 #include "app/command_line.h"
 #include "engine/backend/backend.h"
 #include "engine/error.h"
@@ -44,7 +46,8 @@ BackendChoice bench_backend(const ModeCommand& command) {
   return BackendChoice{Backend::Cpu, requested == BackendRequest::Auto ? command.mode + " times the CPU kernels" : ""};
 }
 
-int run(const ModeCommand& command, int argc, char** argv) {
+// busy_core: the CPU a spinning process keeps busy for the run (--busy-core), or none.
+int run(const ModeCommand& command, std::optional<int> busy_core, int argc, char** argv) {
   const BenchOptions& o = *command.options;
   const BackendChoice backend = bench_backend(command);
   if (!backend.note.empty()) progress(backend.note);
@@ -54,8 +57,14 @@ int run(const ModeCommand& command, int argc, char** argv) {
   info.backend = kvdesk::backend_name(backend.backend);
   info.backend_note = backend.note;
   info.model = model_json(o.model_path, read_config(o.model_path));
+  info.busy_core = busy_core;
   install_stop_handler();
   progress(isa_line(info));
+  std::optional<BusyCore> spinner;
+  if (busy_core) {
+    spinner.emplace(*busy_core);
+    progress(busy_core_line(info));
+  }
   const Report report = run_mode(command.mode, o);
   for (const Table& t : report.tables) std::printf("%s", table_markdown(t).c_str());
   for (const std::string& note : report.notes) std::printf("%s\n\n", note.c_str());
@@ -74,7 +83,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<ModeCommand> commands = add_mode_commands(app);
   std::string isa;  // every mode's --isa
-  for (const ModeCommand& c : commands) kvdesk::add_isa_option(c.app, isa);
+  std::optional<int> busy_core;  // and --busy-core
+  for (const ModeCommand& c : commands) {
+    kvdesk::add_isa_option(c.app, isa);
+    c.app->add_option("--busy-core", busy_core,
+                      "Keep this CPU busy with a spinning process for the run, as a desktop's other programs "
+                      "would (compare -t 1 and 2 beside it)")
+        ->check(CLI::NonNegativeNumber);
+  }
   if (const std::optional<int> exit_code = kvdesk::parse_command_line(app, "kvdesk-bench", argc, argv)) {
     return *exit_code;
   }
@@ -95,7 +111,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     try {
-      return run(c, argc, argv);
+      return run(c, busy_core, argc, argv);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "kvdesk-bench: error: %s\n", e.what());
       return 1;

@@ -101,7 +101,11 @@ nlohmann::json report_json(const Report& report, const RunInfo& info) {
           {"partial", report.partial},
           {"command", info.command_line},
           {"date", info.date},
-          {"machine", {{"nproc", info.nproc}, {"cpu", info.cpu}, {"load_average", info.load_average}}},
+          {"machine",
+           {{"nproc", info.nproc},
+            {"cpu", info.cpu},
+            {"load_average", info.load_average},
+            {"busy_core", info.busy_core ? nlohmann::json(*info.busy_core) : nlohmann::json()}}},
           {"backend", {{"name", info.backend}, {"note", info.backend_note}}},
           {"cpu_isa", {{"used", info.isa}, {"detected", info.isa_detected}}},
           {"model", info.model},
@@ -129,6 +133,11 @@ std::string isa_line(const RunInfo& info) {
   return "CPU kernels: " + info.isa + (info.isa == info.isa_detected ? "" : " (forced; this CPU has up to " + info.isa_detected + ")");
 }
 
+std::string busy_core_line(const RunInfo& info) {
+  if (!info.busy_core) return "";
+  return "A process spins on CPU " + std::to_string(*info.busy_core) + " for the run (--busy-core)";
+}
+
 std::string report_markdown(const Report& report, const RunInfo& info, const std::vector<std::string>& plot_files) {
   std::string md = "# kvdesk-bench " + report.mode + (report.partial ? " (partial: stopped by Ctrl-C)" : "") + "\n\n";
   md += "Command:\n\n    " + info.command_line + "\n\n";
@@ -136,6 +145,7 @@ std::string report_markdown(const Report& report, const RunInfo& info, const std
         format_number(info.load_average, 2) + " at the start  \n";
   md += "Backend: " + info.backend + (info.backend_note.empty() ? "" : " (" + info.backend_note + ")") + "  \n";
   md += isa_line(info) + "  \n";
+  if (info.busy_core) md += busy_core_line(info) + "  \n";
   md += model_line(info.model) + "\n";
   if (report.repeated) md += "Figures are medians of repeated runs with (min..max) in brackets.\n\n";
   for (const Table& t : report.tables) md += table_markdown(t);

@@ -4,6 +4,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,7 @@ struct RunInfo {
   std::string backend_note;     // why (BackendChoice::note)
   std::string isa;              // the CPU kernels' instruction set (cpu_isa_name), forced or detected
   std::string isa_detected;     // the widest this CPU has
+  std::optional<int> busy_core;  // the CPU a spinning process kept busy (--busy-core)
   nlohmann::json model = nlohmann::json::object();
 };
 
@@ -63,6 +65,8 @@ std::string report_markdown(const Report& report, const RunInfo& info, const std
 std::string table_markdown(const Table& table);
 // "CPU kernels: avx2 (forced; this CPU has up to avx512-vnni)"
 std::string isa_line(const RunInfo& info);
+// "A process spins on CPU n for the run", or "" without --busy-core.
+std::string busy_core_line(const RunInfo& info);
 
 // Writes the JSON (when json_path is set) and the Markdown with its SVGs (when md_path is
 // set). Throws kvdesk::Error when a file cannot be written.

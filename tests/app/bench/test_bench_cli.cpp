@@ -26,6 +26,7 @@ nlohmann::json run_mode(const TempDir& dir, std::vector<std::string> args) {
   CHECK(j["mode"] == args[0]);
   CHECK(j["partial"] == false);
   CHECK(j["machine"]["nproc"].get<int>() >= 1);
+  CHECK(j["machine"]["busy_core"].is_null());
   CHECK(j["model"]["layers"].get<int>() > 0);
   CHECK(j["backend"]["name"] == "cpu");   // auto, and no CUDA device here
   CHECK(std::filesystem::exists(dir.file("report.md")));
