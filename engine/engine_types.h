@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/kv_snapshot.h"
@@ -33,6 +34,10 @@ struct SamplingParams {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   uint64_t seed = 0;
+  // OpenAI's logit_bias: each (token id, bias) adds bias to that token's logit before every
+  // other step, greedy included: -100 bans a token in practice, 100 all but forces it. Biases
+  // in [-100, 100]; an id outside the vocabulary is ignored here (the server refuses it).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 // Throws kvdesk::Error with the reason when a value is out of its range.

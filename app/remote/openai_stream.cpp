@@ -23,6 +23,11 @@ void add_sampling(const Request& r, json& body) {
   if (s.presence_penalty != 0) body["presence_penalty"] = s.presence_penalty;
   if (s.frequency_penalty != 0) body["frequency_penalty"] = s.frequency_penalty;
   body["seed"] = s.seed;
+  if (!s.logit_bias.empty()) {
+    json biases = json::object();
+    for (const auto& [id, bias] : s.logit_bias) biases[std::to_string(id)] = bias;
+    body["logit_bias"] = biases;
+  }
   body["max_tokens"] = r.max_tokens;
 }
 

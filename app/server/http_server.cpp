@@ -244,7 +244,8 @@ std::string HttpServer::Impl::model_id() const {
 // request: the desktop app may load another model or re-create the pool while serving.
 ModelLimits HttpServer::Impl::model_limits() const {
   const EngineStats stats = engine.stats();
-  return ModelLimits{std::min(stats.model.context_length, stats.kv.blocks_total * stats.kv.layout.block_size)};
+  return ModelLimits{std::min(stats.model.context_length, stats.kv.blocks_total * stats.kv.layout.block_size),
+                     stats.model.description.vocab_size};
 }
 
 void HttpServer::Impl::health(httplib::Response& res) const {

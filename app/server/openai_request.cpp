@@ -21,6 +21,7 @@ using nlohmann::json;
 // Deeper bodies are refused before anything reads them (no request needs more than 4).
 constexpr int kMaxNesting = 32;
 constexpr size_t kMaxStops = 16;
+constexpr size_t kMaxLogitBiases = 1024;
 
 json parse_body(std::string_view body) {
   bool too_deep = false;
@@ -87,7 +88,30 @@ uint64_t seed_of(const json& body) {
   return v->is_number_unsigned() ? v->get<uint64_t>() : uint64_t(v->get<int64_t>());
 }
 
-SamplingParams sampling_of(const json& body) {
+// logit_bias: {"token id": bias}, each id in the vocabulary, each bias in [-100, 100].
+std::vector<std::pair<int32_t, float>> logit_bias_of(const json& body, int32_t vocab_size) {
+  const json* v = field(body, "logit_bias");
+  if (!v) return {};
+  require(v->is_object(), "'logit_bias' must be an object of token ids to biases", "logit_bias");
+  require(v->size() <= kMaxLogitBiases, "'logit_bias' has more than " + std::to_string(kMaxLogitBiases) + " tokens",
+          "logit_bias");
+  std::vector<std::pair<int32_t, float>> biases;
+  for (const auto& [key, bias] : v->items()) {
+    const bool digits = !key.empty() && key.size() <= 9 && std::all_of(key.begin(), key.end(), [](char c) {
+      return c >= '0' && c <= '9';
+    });
+    const int64_t id = digits ? std::stoll(key) : -1;
+    require(id >= 0 && id < vocab_size,
+            "'logit_bias' keys must be token ids from 0 to " + std::to_string(vocab_size - 1) + "; got '" + key + "'",
+            "logit_bias");
+    require(bias.is_number() && bias.get<double>() >= -100 && bias.get<double>() <= 100,
+            "'logit_bias' values must be numbers in [-100, 100]", "logit_bias");
+    biases.emplace_back(int32_t(id), bias.get<float>());
+  }
+  return biases;
+}
+
+SamplingParams sampling_of(const json& body, const ModelLimits& limits) {
   SamplingParams s;
   s.temperature = number_in_range(body, "temperature", 1.0f, 0, 2, "[0, 2]");
   s.top_p = number_in_range(body, "top_p", 1.0f, 0, 1, "(0, 1]");
@@ -103,6 +127,7 @@ SamplingParams sampling_of(const json& body) {
     s.top_k = int32_t(std::max<int64_t>(*k, 0));
   }
   s.seed = seed_of(body);
+  s.logit_bias = logit_bias_of(body, limits.vocab_size);
   try {
     validate_sampling_params(s);
   } catch (const Error& e) {
@@ -158,7 +183,7 @@ CompletionRequest common_fields(const json& body, Endpoint endpoint, const Model
   refuse_unsupported(body);
   CompletionRequest r;
   r.endpoint = endpoint;
-  r.engine.sampling = sampling_of(body);
+  r.engine.sampling = sampling_of(body, limits);
   r.engine.max_tokens = max_tokens_of(body, limits);
   r.stop = stops_of(body);
   r.stream = optional_bool(body, "stream").value_or(false);

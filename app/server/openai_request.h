@@ -23,6 +23,7 @@ struct CompletionRequest {
 // What parsing needs to know about the loaded model.
 struct ModelLimits {
   int32_t context_length = 0;      // max_tokens is capped to it; also its default
+  int32_t vocab_size = 0;          // logit_bias ids must be below it
 };
 
 // Throw ApiError (400) for malformed JSON, a wrong field type or an out-of-range value.

@@ -30,6 +30,10 @@ void validate_sampling_params(const SamplingParams& p) {
           "presence penalty must be in [-2, 2]");
   require(std::isfinite(p.frequency_penalty) && p.frequency_penalty >= -2 && p.frequency_penalty <= 2,
           "frequency penalty must be in [-2, 2]");
+  for (const auto& [id, bias] : p.logit_bias) {
+    require(id >= 0, "logit bias token ids must be >= 0");
+    require(std::isfinite(bias) && bias >= -100 && bias <= 100, "logit biases must be in [-100, 100]");
+  }
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
@@ -39,6 +43,7 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history) {
   candidates_.resize(size_t(vocab));
   for (int32_t i = 0; i < vocab; ++i) candidates_[i] = Candidate{i, logits[i]};
+  apply_logit_bias();
   apply_penalties(history);
   if (params_.temperature <= 0) {
     int32_t best = 0;
@@ -52,6 +57,12 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
   keep_top_p();
   keep_min_p();
   return draw();
+}
+
+void Sampler::apply_logit_bias() {
+  for (const auto& [id, bias] : params_.logit_bias) {
+    if (id < int32_t(candidates_.size())) candidates_[size_t(id)].value += bias;
+  }
 }
 
 // Over the distinct tokens of the last repeat_last_n: llama.cpp's repetition rule (a positive

@@ -1,7 +1,8 @@
 // Sampler: picks the next token from one row of logits. Order of the filters (as llama.cpp's
-// default chain): repetition, presence and frequency penalties -> top-k -> temperature -> softmax -> top-p -> min-p ->
-// draw. Temperature 0 is greedy (argmax, lowest id on ties). One Sampler per sequence: its
-// random stream, seeded once, makes a run with the same seed repeat exactly.
+// default chain): logit bias -> repetition, presence and frequency penalties -> top-k ->
+// temperature -> softmax -> top-p -> min-p -> draw. Temperature 0 is greedy (argmax, lowest id on
+// ties). One Sampler per sequence: its random stream, seeded once, makes a run with the same seed
+// repeat exactly.
 #pragma once
 #include <cstdint>
 #include <random>
@@ -23,6 +24,7 @@ class Sampler {
     int32_t id;
     float value;   // logit, then probability
   };
+  void apply_logit_bias();
   void apply_penalties(const std::vector<int32_t>& history);
   void keep_top_k();
   void softmax_with_temperature();

@@ -184,6 +184,21 @@ TEST_CASE("OpenAI stream chunks give deltas, the finish reason, usage and errors
   CHECK_THROWS_AS(remote::openai_call(tokens_only, "m"), Error);
 }
 
+TEST_CASE("a remote request carries its sampling, logit biases included", "[remote]") {
+  Request r;
+  r.prompt_text = "Once";
+  r.max_tokens = 8;
+  r.sampling.temperature = 0.5f;
+  r.sampling.logit_bias = {{13, -100.0f}, {2, 1.5f}};
+  const remote::OpenAiCall call = remote::openai_call(r, "m");
+  CHECK(call.path == "/v1/completions");
+  CHECK(call.body["temperature"] == 0.5f);
+  CHECK(call.body["max_tokens"] == 8);
+  CHECK(call.body["logit_bias"] == nlohmann::json{{"13", -100.0f}, {"2", 1.5f}});
+  r.sampling.logit_bias.clear();
+  CHECK_FALSE(remote::openai_call(r, "m").body.contains("logit_bias"));
+}
+
 TEST_CASE("kvdesk serve's /v1/kv reads back into the same KV picture", "[remote]") {
   EngineStats stats;
   stats.running = 2;

@@ -232,6 +232,19 @@ TEST_CASE("serve completions: a text prompt, stop strings cut the answer before 
   const auto no_stop = post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"temperature", 0}, {"max_tokens", 64}});
   REQUIRE(no_stop);
   CHECK(json::parse(no_stop->body)["choices"][0]["text"] == full);
+
+  // logit_bias -100 on the greedy answer's first token: greedy takes another.
+  const std::string first_id = std::to_string(reference()["generated_ids"][0].get<int>());
+  const std::string first_piece = reference()["generated_pieces"][0];
+  const auto banned = post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"temperature", 0}, {"max_tokens", 8},
+                                                  {"logit_bias", {{first_id, -100}}}});
+  REQUIRE(banned);
+  REQUIRE(banned->status == 200);
+  const std::string banned_text = json::parse(banned->body)["choices"][0]["text"];
+  CHECK_FALSE(banned_text.empty());
+  CHECK(banned_text.rfind(first_piece, 0) != 0);
+  CHECK(expect_error(post(c, "/v1/completions", {{"prompt", "Once"}, {"logit_bias", {{"99999", 1}}}}), 400)["param"] ==
+        "logit_bias");
 }
 
 TEST_CASE("serve lists its model, reports health, Prometheus metrics and KV stats", "[app][serve]") {

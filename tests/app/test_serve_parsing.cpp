@@ -2,6 +2,8 @@
 // parsing into engine Requests, and the error JSON shape.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "app/server/api_error.h"
 #include "app/server/openai_request.h"
 #include "app/server/stop_scanner.h"
@@ -11,7 +13,7 @@ using namespace kvdesk::server;
 
 namespace {
 
-const ModelLimits kLimits{512};
+const ModelLimits kLimits{512, 512};
 
 // The param of the ApiError that parsing body throws.
 std::string refused_param(const std::string& body) {
@@ -113,6 +115,23 @@ TEST_CASE("bad chat bodies are refused naming the field", "[app][serve_parsing]"
   CHECK(refused_param("{" + hi + R"(, "logprobs": true})") == "logprobs");
   CHECK(refused_param("{" + hi + R"(, "tools": [{"type": "function"}]})") == "tools");
   CHECK(refused_param("{" + hi + R"(, "model": 3})") == "model");
+  CHECK(refused_param("{" + hi + R"(, "logit_bias": [1]})") == "logit_bias");
+  CHECK(refused_param("{" + hi + R"(, "logit_bias": {"abc": 1}})") == "logit_bias");
+  CHECK(refused_param("{" + hi + R"(, "logit_bias": {"512": 1}})") == "logit_bias");
+  CHECK(refused_param("{" + hi + R"(, "logit_bias": {"-3": 1}})") == "logit_bias");
+  CHECK(refused_param("{" + hi + R"(, "logit_bias": {"7": 101}})") == "logit_bias");
+  CHECK(refused_param("{" + hi + R"(, "logit_bias": {"7": "x"}})") == "logit_bias");
+}
+
+TEST_CASE("logit_bias maps token ids to biases for the sampler", "[app][serve_parsing]") {
+  const CompletionRequest r = parse_chat_request(
+      R"({"messages": [{"role": "user", "content": "hi"}], "logit_bias": {"13": -100, "0": 2.5, "511": 100}})", kLimits);
+  using Bias = std::pair<int32_t, float>;
+  std::vector<Bias> biases = r.engine.sampling.logit_bias;
+  std::sort(biases.begin(), biases.end());
+  CHECK(biases == std::vector<Bias>{{0, 2.5f}, {13, -100.0f}, {511, 100.0f}});
+  CHECK(parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}], "logit_bias": null})", kLimits)
+            .engine.sampling.logit_bias.empty());
 }
 
 TEST_CASE("the error JSON has OpenAI's four fields, null when absent", "[app][serve_parsing]") {

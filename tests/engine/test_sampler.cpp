@@ -128,3 +128,24 @@ TEST_CASE("presence and frequency penalties outside [-2, 2] are refused", "[engi
   p.frequency_penalty = std::numeric_limits<float>::infinity();
   CHECK_THROWS_WITH(validate_sampling_params(p), Catch::Contains("frequency penalty"));
 }
+
+TEST_CASE("logit bias moves greedy and sampled picks, -100 bans a token", "[engine][sampler]") {
+  const std::vector<float> logits = {0.5f, 3.0f, -1.0f, 2.0f};
+  SamplingParams p;
+  p.logit_bias = {{2, 5.0f}};
+  CHECK(Sampler(p).sample(logits.data(), 4, {}) == 2);
+  p.logit_bias = {{1, -100.0f}, {99, 100.0f}};  // an id past the vocabulary changes nothing
+  CHECK(Sampler(p).sample(logits.data(), 4, {}) == 3);
+  p.temperature = 1.0f;
+  const std::map<int32_t, int> counts = histogram(p, logits);
+  CHECK(counts.count(1) == 0);
+  CHECK(counts.at(3) > counts.at(0));
+}
+
+TEST_CASE("logit biases outside [-100, 100] or for negative ids are refused", "[engine][sampler]") {
+  SamplingParams p;
+  p.logit_bias = {{0, 100.5f}};
+  CHECK_THROWS_WITH(validate_sampling_params(p), Catch::Contains("logit biases"));
+  p.logit_bias = {{-1, 1.0f}};
+  CHECK_THROWS_WITH(validate_sampling_params(p), Catch::Contains("token ids"));
+}
