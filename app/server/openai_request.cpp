@@ -171,6 +171,13 @@ void refuse_unsupported(const json& body) {
   if (const json* tools = field(body, "tools")) {
     require(tools->is_array() && tools->empty(), "tools are not supported", "tools");
   }
+  if (const json* functions = field(body, "functions")) {
+    require(functions->is_array() && functions->empty(), "functions are not supported", "functions");
+  }
+  if (const json* format = field(body, "response_format")) {
+    require(format->is_object() && format->value("type", json()) == "text",
+            "only 'response_format': {\"type\": \"text\"} is supported (no JSON mode or schema)", "response_format");
+  }
   if (const json* logprobs = field(body, "logprobs")) {
     const bool asked = logprobs->is_boolean() ? logprobs->get<bool>() : !(logprobs->is_number() && logprobs->get<double>() == 0);
     require(!asked, "logprobs are not supported", "logprobs");

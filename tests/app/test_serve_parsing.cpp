@@ -114,6 +114,10 @@ TEST_CASE("bad chat bodies are refused naming the field", "[app][serve_parsing]"
   CHECK(refused_param("{" + hi + R"(, "stream_options": 1})") == "stream_options");
   CHECK(refused_param("{" + hi + R"(, "logprobs": true})") == "logprobs");
   CHECK(refused_param("{" + hi + R"(, "tools": [{"type": "function"}]})") == "tools");
+  CHECK(refused_param("{" + hi + R"(, "functions": [{"name": "f"}]})") == "functions");
+  CHECK(refused_param("{" + hi + R"(, "response_format": {"type": "json_object"}})") == "response_format");
+  CHECK(refused_param("{" + hi + R"(, "response_format": "text"})") == "response_format");
+  CHECK_NOTHROW(parse_chat_request("{" + hi + R"(, "response_format": {"type": "text"}, "functions": []})", kLimits));
   CHECK(refused_param("{" + hi + R"(, "model": 3})") == "model");
   CHECK(refused_param("{" + hi + R"(, "logit_bias": [1]})") == "logit_bias");
   CHECK(refused_param("{" + hi + R"(, "logit_bias": {"abc": 1}})") == "logit_bias");
