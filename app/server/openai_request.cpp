@@ -88,6 +88,13 @@ uint64_t seed_of(const json& body) {
   return v->is_number_unsigned() ? v->get<uint64_t>() : uint64_t(v->get<int64_t>());
 }
 
+// A logit_bias key as a token id: decimal digits only (at most 9, so it fits), else -1.
+int64_t token_id_of_key(const std::string& key) {
+  const bool digits = !key.empty() && key.size() <= 9 &&
+                      std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return digits ? std::stoll(key) : -1;
+}
+
 // logit_bias: {"token id": bias}, each id in the vocabulary, each bias in [-100, 100].
 std::vector<std::pair<int32_t, float>> logit_bias_of(const json& body, int32_t vocab_size) {
   const json* v = field(body, "logit_bias");
@@ -97,10 +104,7 @@ std::vector<std::pair<int32_t, float>> logit_bias_of(const json& body, int32_t v
           "logit_bias");
   std::vector<std::pair<int32_t, float>> biases;
   for (const auto& [key, bias] : v->items()) {
-    const bool digits = !key.empty() && key.size() <= 9 && std::all_of(key.begin(), key.end(), [](char c) {
-      return c >= '0' && c <= '9';
-    });
-    const int64_t id = digits ? std::stoll(key) : -1;
+    const int64_t id = token_id_of_key(key);
     require(id >= 0 && id < vocab_size,
             "'logit_bias' keys must be token ids from 0 to " + std::to_string(vocab_size - 1) + "; got '" + key + "'",
             "logit_bias");
