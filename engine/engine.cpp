@@ -399,8 +399,9 @@ void Engine::State::submit(RequestId id, Request request, Clock::time_point subm
     std::vector<int32_t> prompt = request.prompt_tokens;
     if (!request.messages.empty()) {
       const std::string identity = token_identity(model_hash, chat_template);
+      const std::tm date = request.template_time != 0 ? local_time(request.template_time) : local_now();
       ChatPrompt chat = encode_chat_prompt(tokenizer, chat_template, request.messages, request.message_tokens, identity,
-                                           request.continue_answer);
+                                           request.continue_answer, date);
       prompt = std::move(chat.tokens);
       chat_turns[id] = ChatTokens{identity, std::move(chat.spans), {}, chat.reused_messages};
       request.message_tokens.clear();

@@ -161,6 +161,11 @@ struct Request {
   // the answer's text (its stored ids when usable), not closed by the template, and the tokens
   // generated continue it (Finished's chat_tokens.answer holds only the new ones).
   bool continue_answer = false;
+  // The time the chat template's strftime_now() dates show (Llama 3.2's "Today Date", Granite's
+  // and Mistral Small 3's default system messages), in Unix seconds; 0: now. A stored
+  // conversation passes the time it began: its first message's stored ids hold the date it was
+  // first rendered with, and a turn rendered from text (ids of another model) shows the same.
+  int64_t template_time = 0;
   SamplingParams sampling;
   int32_t max_tokens = 256;         // 0 with LogitsOutput::Prompt: score the prompt, sample nothing
   bool stop_at_eos = true;

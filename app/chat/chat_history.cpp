@@ -11,6 +11,7 @@ constexpr size_t kTitleBytes = 40;
 
 ChatTurn chat_turn(const store::Conversation& conversation, const std::vector<store::Message>& branch) {
   ChatTurn out;
+  out.started = conversation.created_at_ms / 1000;
   if (!conversation.system_prompt.empty()) {
     out.messages.push_back({"system", conversation.system_prompt});
     out.tokens.emplace_back();
@@ -33,6 +34,7 @@ std::vector<ChatMessage> chat_messages(const store::Conversation& conversation, 
 void set_chat(Request& request, const ChatTurn& turn) {
   request.messages = turn.messages;
   request.message_tokens = turn.tokens;
+  request.template_time = turn.started;
 }
 
 int save_chat_tokens(store::ConversationStore& store, const ChatTurn& turn, store::MessageId answer,

@@ -19,6 +19,7 @@ struct ChatTurn {
   std::vector<MessageTokens> tokens;            // stored ids; empty where none are usable
   std::vector<store::MessageId> message_ids;    // 0 for the system prompt
   std::vector<std::string> damaged;             // a line per message whose stored ids are damaged
+  int64_t started = 0;                          // when the conversation began, Unix seconds
 };
 
 // The system prompt (when set), then `branch` (root first). An empty assistant message (the
@@ -26,7 +27,8 @@ struct ChatTurn {
 ChatTurn chat_turn(const store::Conversation& conversation, const std::vector<store::Message>& branch);
 std::vector<ChatMessage> chat_messages(const store::Conversation& conversation, const std::vector<store::Message>& branch);
 
-// The request's messages and their ids.
+// The request's messages and their ids, and the conversation's start as the date its chat
+// template shows.
 void set_chat(Request& request, const ChatTurn& turn);
 
 // Stores what a finished turn reported: each message's span that differs from the stored one,

@@ -334,26 +334,23 @@ std::string chatml_default_system(std::string_view text) {
   return {};
 }
 
-// Llama 3.1+: "Cutting Knowledge Date: December 2023\nToday Date: <date>\n\n" with the date the
-// template sets by default (set date_string = "26 Jul 2024"); "" for a template without it.
-std::string llama3_system_preamble(std::string_view text) {
+// Llama 3.1+: "Cutting Knowledge Date: December 2023\nToday Date: <date_string>\n\n" with the
+// date_string the template sets (jinja_assigned_value), "26 Jul 2024" if it sets none it can be
+// read from; empty for a template without the preamble (Llama 3.0).
+DatedText llama3_system_preamble(std::string_view text) {
   constexpr std::string_view kKnowledge = "Cutting Knowledge Date: December 2023";
-  constexpr std::string_view kDateDefault = "set date_string = \"";
   if (text.find(kKnowledge) == std::string_view::npos) return {};
-  std::string date = "26 Jul 2024";
-  if (const size_t at = text.find(kDateDefault); at != std::string_view::npos) {
-    const size_t begin = at + kDateDefault.size();
-    const size_t end = text.find('"', begin);
-    if (end != std::string_view::npos) date = std::string(text.substr(begin, end - begin));
-  }
-  return std::string(kKnowledge) + "\nToday Date: " + date + "\n\n";
+  DatedText out = DatedText::literal(std::string(kKnowledge) + "\nToday Date: ");
+  out.append(jinja_assigned_value(text, "date_string").value_or(DatedText::literal("26 Jul 2024")));
+  out.append(DatedText::literal("\n\n"));
+  return out;
 }
 
 // Granite and Mistral v7: the family with the default system message its template computes;
 // a warning instead when the template computes it in a way kvdesk cannot follow.
 ChatTemplate with_jinja_default_system(ChatFormat format, std::string_view text) {
   JinjaDefaultSystem found = jinja_default_system(text);
-  ChatTemplate out{format, std::move(found.text), "", ""};
+  ChatTemplate out{format, std::move(found.text), {}, ""};
   if (!found.unreadable.empty()) {
     out.warning = "the model's chat template computes its default system message in a way kvdesk cannot follow (" +
                   found.unreadable +
@@ -398,16 +395,16 @@ std::vector<std::string> chat_format_names() {
 
 ChatTemplate detect_chat_template(std::string_view t) {
   const auto has = [&](std::string_view s) { return t.find(s) != std::string_view::npos; };
-  if (has("<|im_sep|>")) return {ChatFormat::Phi4, {}, "", ""};
-  if (has("<|im_start|>") && has("<think>")) return {ChatFormat::Qwen3, {}, "", ""};
-  if (has("<|im_start|>")) return {ChatFormat::ChatML, DatedText::literal(chatml_default_system(t)), "", ""};
+  if (has("<|im_sep|>")) return {ChatFormat::Phi4, {}, {}, ""};
+  if (has("<|im_start|>") && has("<think>")) return {ChatFormat::Qwen3, {}, {}, ""};
+  if (has("<|im_start|>")) return {ChatFormat::ChatML, DatedText::literal(chatml_default_system(t)), {}, ""};
   if (has("<|start_of_role|>")) return with_jinja_default_system(ChatFormat::Granite, t);
   if (has("[SYSTEM_PROMPT]")) return with_jinja_default_system(ChatFormat::MistralV7, t);
   if (has("<|start_header_id|>")) return {ChatFormat::Llama3, {}, llama3_system_preamble(t), ""};
-  if (has("<start_of_turn>")) return {ChatFormat::Gemma, {}, "", ""};
-  if (has("<|user|>")) return {has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr, {}, "", ""};
-  if (has("[INST]")) return {has("<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral, {}, "", ""};
-  return {ChatFormat::ChatML, {}, "",
+  if (has("<start_of_turn>")) return {ChatFormat::Gemma, {}, {}, ""};
+  if (has("<|user|>")) return {has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr, {}, {}, ""};
+  if (has("[INST]")) return {has("<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral, {}, {}, ""};
+  return {ChatFormat::ChatML, {}, {},
           "the model's chat template (tokenizer.chat_template) is not one kvdesk knows; using ChatML, which may "
           "not be what this model was trained on (choose another with the chat template setting)"};
 }
@@ -424,7 +421,7 @@ ChatTemplate chat_template_for(const GgufFile& file, std::string_view override_n
   }
   // The model's default system prompt and preamble belong to its own family only.
   if (*format == detected.format) return {*format, detected.default_system, detected.system_preamble, ""};
-  return {*format, {}, "", ""};
+  return {*format, {}, {}, ""};
 }
 
 std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
@@ -435,7 +432,7 @@ std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const st
     case ChatFormat::Plain: return render_plain(messages);
     case ChatFormat::ChatML: return render_chatml(messages, default_system);
     case ChatFormat::Llama2: return render_llama2(messages, specials);
-    case ChatFormat::Llama3: return render_llama3(messages, chat_template.system_preamble, specials);
+    case ChatFormat::Llama3: return render_llama3(messages, chat_template.system_preamble.format(now), specials);
     case ChatFormat::Zephyr: return render_zephyr(messages, specials);
     case ChatFormat::Mistral: return render_mistral(messages, specials);
     case ChatFormat::Gemma: return render_gemma(messages, specials);
@@ -589,9 +586,8 @@ std::vector<int32_t> encode_chat(const Tokenizer& tokenizer, const ChatTemplate&
 
 ChatPrompt encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                               const std::vector<ChatMessage>& messages, const std::vector<MessageTokens>& stored,
-                              const std::string& identity, bool continue_answer) {
+                              const std::string& identity, bool continue_answer, const std::tm& now) {
   const ChatSpecialTexts specials = special_texts(tokenizer);
-  const std::tm now = local_now();   // one date for every rendering of this prompt
   const std::vector<TextSegment> full = continue_answer ? render_open_answer(chat_template, messages, specials, now)
                                                         : render_chat(chat_template, messages, specials, now);
   const std::string text = joined_text(full);

@@ -35,9 +35,9 @@ struct ChatTemplate {
   // Small 3: a text with today's date); empty when it writes none.
   DatedText default_system;
   // Llama 3 only: what Llama 3.1+ templates write at the start of a system turn they always
-  // write ("Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n", the date
-  // being the template's default date_string); empty for Llama 3.0.
-  std::string system_preamble;
+  // write ("Cutting Knowledge Date: December 2023\nToday Date: <date_string>\n\n": Llama 3.2's
+  // strftime_now("%d %b %Y"), a date, and 3.1's "26 Jul 2024", a literal); empty for Llama 3.0.
+  DatedText system_preamble;
   // Non-empty when the model's template was not recognized and ChatML stands in for it, or
   // when its default system message could not be read and conversations without a system
   // message go without it: front ends show it to the user.
@@ -92,9 +92,10 @@ struct ChatPrompt {
 // part are reported when they are exact: one message, or pieces that encode as the whole does.
 // continue_answer: the last message is an answer the model carries on: the prompt ends with its
 // text, left open (no end of turn, no next generation prompt); throws Error unless the last
-// message is an answer after another message.
+// message is an answer after another message. now: the time the template's dates show.
 ChatPrompt encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                               const std::vector<ChatMessage>& messages, const std::vector<MessageTokens>& stored,
-                              const std::string& identity, bool continue_answer = false);
+                              const std::string& identity, bool continue_answer = false,
+                              const std::tm& now = local_now());
 
 }  // namespace kvdesk

@@ -385,6 +385,10 @@ DatedText DatedText::literal(std::string text) {
   return out;
 }
 
+bool DatedText::has_date() const {
+  return std::any_of(parts.begin(), parts.end(), [](const Part& p) { return p.is_date; });
+}
+
 void DatedText::append(const DatedText& other) {
   for (const Part& part : other.parts) {
     if (!part.is_date && !parts.empty() && !parts.back().is_date) {
@@ -429,10 +433,24 @@ JinjaDefaultSystem jinja_default_system(std::string_view template_text) {
   return {};
 }
 
-std::tm local_now() {
-  const std::time_t now = std::time(nullptr);
+std::optional<DatedText> jinja_assigned_value(std::string_view template_text, std::string_view name) {
+  std::optional<DatedText> first;
+  for (const Statement& s : statements_of(template_text)) {
+    const std::optional<Assignment> a = assignment_of(s);
+    if (!a || a->target != name) continue;
+    std::optional<DatedText> value = expression_value(a->expr, {});
+    if (!value) continue;
+    if (value->has_date()) return value;
+    if (!first) first = std::move(value);
+  }
+  return first;
+}
+
+std::tm local_now() { return local_time(std::time(nullptr)); }
+
+std::tm local_time(std::time_t time) {
   std::tm out{};
-  localtime_r(&now, &out);
+  localtime_r(&time, &out);
   return out;
 }
 

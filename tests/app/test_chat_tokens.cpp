@@ -273,3 +273,16 @@ TEST_CASE("damaged token ids are reported, the text stands in and the turn store
   CHECK(branch[1].content == answer_text);
   CHECK(branch[3].tokens.has_value());
 }
+
+TEST_CASE("a stored conversation's turns show its chat template the day it began", "[app][store][tokens]") {
+  TempDir dir;
+  store::ConversationStore store = store::ConversationStore::open(dir.file("kvdesk.db"));
+  const store::ConversationId id = store.create_conversation("c", "");
+  store.add_message({.conversation = id, .parent = std::nullopt, .content = kFirst});
+  const store::Conversation conversation = *store.conversation(id);
+  REQUIRE(conversation.created_at_ms > 0);
+  Request r;
+  chat::set_chat(r, chat::chat_turn(conversation, store.branch_path(id)));
+  CHECK(r.template_time == conversation.created_at_ms / 1000);
+  CHECK(r.messages.size() == 1);
+}

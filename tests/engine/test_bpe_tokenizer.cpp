@@ -264,7 +264,7 @@ TEST_CASE("Special tokens: matched in template segments only, never in plain tex
 
 TEST_CASE("A rendered ChatML prompt tokenizes with control tokens for the template only", "[engine][tokenizer][bpe][chat]") {
   const auto tok = BpeVocab{"qwen2"}.load();
-  const kvdesk::ChatTemplate chatml{kvdesk::ChatFormat::ChatML, {}, "", ""};
+  const kvdesk::ChatTemplate chatml{kvdesk::ChatFormat::ChatML, {}, {}, ""};
   // Rendered: "<|im_start|>user\n" + "<|im_start|>x" (typed) + "<|im_end|>\n<|im_start|>assistant\n".
   // The text between the first two template control tokens is one piece of text,
   // "user\n<|im_start|>x", split by qwen2 into "user" "\n" "<|" "im" "_start" "|>" "x".
@@ -298,11 +298,11 @@ TEST_CASE("BOS is added when the vocabulary asks for it, never twice", "[engine]
   CHECK(tok->add_bos_default());
   CHECK(tok->encode("ab", true) == Ids{kBeginText, 268});
   // Llama 3's template writes bos_token itself: no second BOS.
-  const Ids llama3 = kvdesk::encode_chat(*tok, {kvdesk::ChatFormat::Llama3, {}, "", ""}, {{"user", "ab"}});
+  const Ids llama3 = kvdesk::encode_chat(*tok, {kvdesk::ChatFormat::Llama3, {}, {}, ""}, {{"user", "ab"}});
   CHECK(std::count(llama3.begin(), llama3.end(), kBeginText) == 1);
   CHECK(llama3.front() == kBeginText);
   // ChatML writes none: the vocabulary's add_bos_token adds it.
-  const Ids chatml = kvdesk::encode_chat(*tok, {kvdesk::ChatFormat::ChatML, {}, "", ""}, {{"user", "ab"}});
+  const Ids chatml = kvdesk::encode_chat(*tok, {kvdesk::ChatFormat::ChatML, {}, {}, ""}, {{"user", "ab"}});
   CHECK(chatml.front() == kBeginText);
   CHECK(chatml[1] == kImStart);
 }

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +31,7 @@ const std::vector<ChatMessage> kWithSystem = {
     {"system", "You are kind."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Again"}};
 
 std::string render(ChatFormat format, const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
-  return kvdesk::joined_text(kvdesk::render_chat(ChatTemplate{format, {}, "", ""}, messages, specials));
+  return kvdesk::joined_text(kvdesk::render_chat(ChatTemplate{format, {}, {}, ""}, messages, specials));
 }
 
 const ChatSpecialTexts kSpm{"<s>", "</s>"};
@@ -141,7 +143,7 @@ TEST_CASE("Llama 3.1 / 3.2 (Llama-3.1-8B-Instruct's template): a system turn wit
       R"({{- "Today Date: " + date_string + "\n\n" }})";
   const ChatTemplate t = kvdesk::detect_chat_template(llama31);
   CHECK(t.format == ChatFormat::Llama3);
-  CHECK(t.system_preamble == "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+  CHECK(t.system_preamble.format(april_5_2025()) == "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
   const ChatSpecialTexts llama3{"<|begin_of_text|>", "<|eot_id|>"};
   CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kOneTurn, llama3)) ==
         "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
@@ -151,6 +153,36 @@ TEST_CASE("Llama 3.1 / 3.2 (Llama-3.1-8B-Instruct's template): a system turn wit
         "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
         "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nBe brief.<|eot_id|>"
         "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+TEST_CASE("Llama 3.2 (Llama-3.2-1B-Instruct's template): the preamble shows the day it is rendered for", "[engine][chat]") {
+  const ChatTemplate t = kvdesk::detect_chat_template(kvdesk::test::kLlama32Template);
+  CHECK(t.format == ChatFormat::Llama3);
+  CHECK(t.warning.empty());
+  const ChatSpecialTexts llama3{"<|begin_of_text|>", "<|eot_id|>"};
+  CHECK(render_on_april_5(t, kOneTurn, llama3) ==
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+        "Cutting Knowledge Date: December 2023\nToday Date: 05 Apr 2025\n\n<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  std::tm new_year{};
+  new_year.tm_year = 2027 - 1900;
+  new_year.tm_mday = 1;
+  CHECK_THAT(kvdesk::joined_text(kvdesk::render_chat(t, kSystemAndUser, llama3, new_year)),
+             Contains("Today Date: 01 Jan 2027\n\nBe brief.<|eot_id|>"));
+}
+
+TEST_CASE("jinja_assigned_value: what a template sets a variable to, strftime_now's branch first", "[engine][chat]") {
+  const std::optional<kvdesk::DatedText> date = kvdesk::jinja_assigned_value(kvdesk::test::kLlama32Template, "date_string");
+  REQUIRE(date);
+  CHECK(date->has_date());
+  CHECK(date->format(april_5_2025()) == "05 Apr 2025");
+  const std::optional<kvdesk::DatedText> literal =
+      kvdesk::jinja_assigned_value(R"({%- set date_string = "26 Jul 2024" %}{% set x = y + 1 %})", "date_string");
+  REQUIRE(literal);
+  CHECK_FALSE(literal->has_date());
+  CHECK(literal->format(april_5_2025()) == "26 Jul 2024");
+  CHECK_FALSE(kvdesk::jinja_assigned_value(R"({% set x = y + 1 %}{% set date_string = today() %})", "date_string"));
+  CHECK_FALSE(kvdesk::jinja_assigned_value("", "date_string"));
 }
 
 TEST_CASE("Llama 2 (Llama-2-7b-chat-hf's template): <<SYS>> in the first [INST], BOS per turn", "[engine][chat]") {
@@ -369,7 +401,7 @@ TEST_CASE("Plain joins messages, an assistant message continues the text", "[eng
 TEST_CASE("Message contents are never template segments", "[engine][chat]") {
   for (const ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3, ChatFormat::Zephyr,
                              ChatFormat::Mistral, ChatFormat::Gemma, ChatFormat::Phi3}) {
-    const auto segments = kvdesk::render_chat(ChatTemplate{f, {}, "", ""}, {{"user", "<|im_end|></s>"}}, kSpm);
+    const auto segments = kvdesk::render_chat(ChatTemplate{f, {}, {}, ""}, {{"user", "<|im_end|></s>"}}, kSpm);
     bool seen = false;
     for (const kvdesk::TextSegment& s : segments) {
       if (s.text.find("<|im_end|></s>") != std::string::npos) {
@@ -421,12 +453,12 @@ TEST_CASE("On stories260K (SentencePiece) Plain encodes exactly like encode(), L
   const auto file = kvdesk::GgufFile::open(kvdesk::test::model_path("stories260K.gguf"));
   const auto tok = kvdesk::Tokenizer::from_gguf(*file);
   const std::vector<ChatMessage> story = {{"user", "Once upon a time"}, {"assistant", " there was"}, {"user", "a cat"}};
-  CHECK(kvdesk::encode_chat(*tok, {ChatFormat::Plain, {}, "", ""}, story) ==
+  CHECK(kvdesk::encode_chat(*tok, {ChatFormat::Plain, {}, {}, ""}, story) ==
         tok->encode("Once upon a time there was\na cat", tok->add_bos_default()));
   // Llama 2: the template's <s> and </s> are BOS (1) and EOS (2), written once each here;
   // the typed "</s>" is text.
   const std::vector<int32_t> ids =
-      kvdesk::encode_chat(*tok, {ChatFormat::Llama2, {}, "", ""}, {{"user", "hi </s>"}, {"assistant", "ok"}, {"user", "go"}});
+      kvdesk::encode_chat(*tok, {ChatFormat::Llama2, {}, {}, ""}, {{"user", "hi </s>"}, {"assistant", "ok"}, {"user", "go"}});
   CHECK(ids.front() == tok->bos_id());
   CHECK(std::count(ids.begin(), ids.end(), tok->bos_id()) == 2);
   CHECK(std::count(ids.begin(), ids.end(), tok->eos_id()) == 1);
@@ -441,7 +473,7 @@ TEST_CASE("Stored ids stand in for an answer the template pads, and a run ends b
   };
 
   SECTION("Mistral writes ' ' + content, so an answer that starts with a space is padded twice") {
-    const ChatTemplate mistral{ChatFormat::Mistral, {}, "", ""};
+    const ChatTemplate mistral{ChatFormat::Mistral, {}, {}, ""};
     const std::vector<int32_t> user = kvdesk::encode_chat_prompt(*tok, mistral, {{"user", "Once upon a time"}}, {}, identity).spans[0];
     const std::vector<int32_t> answer = tok->encode(" there was a cat.", false);
     const kvdesk::ChatPrompt next = kvdesk::encode_chat_prompt(
@@ -454,7 +486,7 @@ TEST_CASE("Stored ids stand in for an answer the template pads, and a run ends b
     CHECK(next.tokens.size() == history.size() + next.spans[2].size());
   }
   SECTION("Qwen3 drops an earlier answer's thinking: the user message before it still comes from its ids") {
-    const ChatTemplate qwen3{ChatFormat::Qwen3, {}, "", ""};
+    const ChatTemplate qwen3{ChatFormat::Qwen3, {}, {}, ""};
     const std::vector<int32_t> user = kvdesk::encode_chat_prompt(*tok, qwen3, {{"user", "Once upon a time"}}, {}, identity).spans[0];
     const std::string thought = "<think>\nA story.\n</think>\n\nThere was a cat.";
     const kvdesk::ChatPrompt next = kvdesk::encode_chat_prompt(
@@ -463,4 +495,28 @@ TEST_CASE("Stored ids stand in for an answer the template pads, and a run ends b
     CHECK(next.reused_messages == 1);
     CHECK(starts_with(next.tokens, user));
   }
+}
+
+TEST_CASE("A dated template's stored ids keep the day they were rendered for; text shows the day asked for", "[engine][chat]") {
+  const auto file = kvdesk::GgufFile::open(kvdesk::test::model_path("stories260K.gguf"));
+  const auto tok = kvdesk::Tokenizer::from_gguf(*file);
+  const std::string identity = "model 1; template llama3";
+  const ChatTemplate llama32 = kvdesk::detect_chat_template(kvdesk::test::kLlama32Template);
+  const std::vector<ChatMessage> first_turn = {{"user", "Once upon a time"}};
+  const std::vector<int32_t> user =
+      kvdesk::encode_chat_prompt(*tok, llama32, first_turn, {}, identity, false, april_5_2025()).spans[0];
+  REQUIRE_FALSE(user.empty());
+  const std::vector<ChatMessage> next_turn = {{"user", "Once upon a time"}, {"assistant", "there was a cat."}, {"user", "a dog"}};
+  const std::vector<kvdesk::MessageTokens> stored = {{identity, user}, {identity, tok->encode("there was a cat.", false)}, {}};
+  std::tm next_day = april_5_2025();
+  next_day.tm_mday = 6;
+
+  // The first span holds the system turn as it was rendered, so the KV it computed stays valid.
+  const kvdesk::ChatPrompt later = kvdesk::encode_chat_prompt(*tok, llama32, next_turn, stored, identity, false, next_day);
+  CHECK(later.reused_messages == 2);
+  CHECK(std::equal(user.begin(), user.end(), later.tokens.begin()));
+  // Without ids the date is the one asked for.
+  const std::vector<int32_t> on_april_5 = kvdesk::encode_chat(*tok, llama32, next_turn, april_5_2025());
+  CHECK(kvdesk::encode_chat_prompt(*tok, llama32, next_turn, {}, identity, false, april_5_2025()).tokens == on_april_5);
+  CHECK(kvdesk::encode_chat_prompt(*tok, llama32, next_turn, {}, identity, false, next_day).tokens != on_april_5);
 }
