@@ -274,6 +274,9 @@ struct ModelDescription {
   std::string tokenizer_kind;          // "SentencePiece", "byte-level BPE (pre llama-bpe)", ...
   int32_t sliding_window = 0;          // tokens a local layer attends to; 0: no local layers
   int32_t local_layers = 0;            // layers limited to the sliding window
+  int32_t expert_count = 0;            // a mixture of experts' FFNs per layer; 0: a dense FFN
+  int32_t expert_used_count = 0;       // experts each token runs
+  int32_t expert_feed_forward_length = 0;
   std::vector<WeightTypeGroup> weight_types;   // by group, then type
 };
 

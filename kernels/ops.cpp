@@ -86,6 +86,10 @@ void add_in_place(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+void add_scaled_in_place(float* y, const float* x, float a, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
 void softmax(float* x, int64_t n) {
   float max_value = x[0];
   for (int64_t i = 1; i < n; ++i) max_value = x[i] > max_value ? x[i] : max_value;

@@ -55,6 +55,9 @@ void scale_in_place(float* y, float a, int64_t n);
 // y[i] += x[i]
 void add_in_place(float* y, const float* x, int64_t n);
 
+// y[i] += a * x[i]
+void add_scaled_in_place(float* y, const float* x, float a, int64_t n);
+
 // In place: x[i] = e^(x[i] - max) / sum; returns nothing. n >= 1.
 void softmax(float* x, int64_t n);
 

@@ -12,6 +12,13 @@ std::string sliding_window_text(const ModelView& m) {
          std::to_string(m.layers) + " layers";
 }
 
+// A dense FFN's size, or a mixture of experts: how many run per token, of how many, each how big.
+std::string feed_forward_text(const ModelView& m) {
+  if (m.expert_count <= 0) return std::to_string(m.feed_forward_length);
+  return std::to_string(m.expert_used_count) + " of " + std::to_string(m.expert_count) + " experts of " +
+         std::to_string(m.expert_feed_forward_length) + " per token";
+}
+
 void append_section(std::string& out, const char* title, const std::vector<ModelInfoRow>& rows) {
   out += std::string(title) + "\n";
   for (const ModelInfoRow& r : rows) out += "  " + r.label + ": " + r.value + "\n";
@@ -27,7 +34,7 @@ std::vector<ModelInfoRow> model_info_rows(const ModelView& m) {
       {"weights", format_bytes(m.weight_bytes)},
       {"layers", std::to_string(m.layers)},
       {"embedding", std::to_string(m.embedding_length)},
-      {"feed forward", std::to_string(m.feed_forward_length)},
+      {"feed forward", feed_forward_text(m)},
       {"attention heads", std::to_string(m.heads) + " (" + std::to_string(m.kv_heads) + " KV heads of " +
                               std::to_string(m.head_dim) + ")"},
       {"context length", format_count(m.context_length)},

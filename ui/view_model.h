@@ -120,6 +120,9 @@ struct ModelView {
   std::string chat_template_warning;   // the model's template was not recognized or not fully read
   int32_t embedding_length = 0;
   int32_t feed_forward_length = 0;
+  int32_t expert_count = 0;            // a mixture of experts' FFNs per layer; 0: a dense FFN
+  int32_t expert_used_count = 0;
+  int32_t expert_feed_forward_length = 0;
   int32_t vocab_size = 0;
   std::string tokenizer_kind;
   int32_t sliding_window = 0;          // 0: every layer attends to the whole context

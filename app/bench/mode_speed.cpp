@@ -173,7 +173,7 @@ Stats bandwidth_stats(const std::vector<Bandwidth>& runs, double Bandwidth::*fig
 // fraction of the median triad and read bandwidth of the same thread count and runs.
 void add_traffic(Report& r, const BenchOptions& o, const Model& model, const Plan& plan, const SpeedSamples& s) {
   if (s.bandwidth.empty()) return;
-  const uint64_t weight_bytes = decode_weight_read_bytes(model.weights());
+  const uint64_t weight_bytes = decode_weight_read_bytes(model.weights(), model.config());
   const size_t kv_per_token = kv_bytes_per_token(model.config(), o.knobs.kv_type, o.knobs.kv_type);
   Table table{"Decode memory traffic (weights + KV read per token x tok/s) vs measured bandwidth",
               {"context depth (tokens)", "MB read per token"}, {}};

@@ -101,6 +101,12 @@ nlohmann::json kv_capacity_json(const ModelConfig& c, const InfoArgs& a) {
   return {{"budget_mib", a.budget_mib}, {"context", context}, {"block_size", a.model.block_size}, {"types", types}};
 }
 
+// A mixture of experts' shape, or null for a dense FFN.
+nlohmann::json experts_json(const ModelConfig& c) {
+  if (!c.has_experts()) return nullptr;
+  return {{"count", c.expert_count}, {"used", c.expert_used_count}, {"feed_forward_length", c.expert_feed_forward_length}};
+}
+
 // One sequence's KV at the context (f16 K and V) in the pool, generating one token at a time:
 // with every layer keeping every token, and as the pool holds it, local layers keeping only
 // the blocks their window reads (engine/kv/kv_layer_groups.h).
@@ -161,6 +167,7 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Dev
       {"embedding_length", c.embedding_length},
       {"block_count", c.block_count},
       {"feed_forward_length", c.feed_forward_length},
+      {"experts", experts_json(c)},
       {"head_count", c.head_count},
       {"head_count_kv", c.head_count_kv},
       {"head_dim", c.head_dim},
@@ -206,7 +213,7 @@ void print_text(const nlohmann::json& j) {
   std::printf("%s (%s, GGUF v%d)\n", j["path"].get<std::string>().c_str(),
               j["architecture"].get<std::string>().c_str(), j["gguf_version"].get<int>());
   for (const char* key : {"backend", "cpu_isa", "cpu_isa_detected", "name", "context_length", "embedding_length", "block_count",
-                          "feed_forward_length", "head_count", "head_count_kv", "head_dim",
+                          "feed_forward_length", "experts", "head_count", "head_count_kv", "head_dim",
                           "rope_dimension_count", "rope_freq_base", "rope_freq_scale", "rope_mode",
                           "rope_freqs", "qkv_bias", "rms_eps", "vocab_size", "tokenizer",
                           "tied_output", "parameters", "weight_bytes", "chat_template", "sliding_window_kv"}) {

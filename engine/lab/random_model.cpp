@@ -70,7 +70,7 @@ Vocabulary read_vocabulary(const std::string& path) {
   return v;
 }
 
-constexpr const char* kArchitectures[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite"};
+constexpr const char* kArchitectures[] = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "granite"};
 
 bool is_random_model_architecture(const std::string& arch) {
   for (const char* a : kArchitectures) {
@@ -93,6 +93,11 @@ void check_spec(const RandomModelSpec& s) {
   }
   if (s.rope_scaling == "longrope" && s.arch != "phi3") fail("--rope-scaling longrope is Phi-3's (--arch phi3)");
   if (s.sliding_window < 0) fail("--sliding-window must not be negative");
+  if (s.arch == "qwen3moe" && s.experts == 0) fail("--arch qwen3moe needs --experts");
+  if (s.experts != 0 && s.arch != "llama" && s.arch != "qwen3moe") fail("--experts is for --arch llama or qwen3moe");
+  if (s.experts < 0 || s.experts > 512) fail("--experts must be in [0, 512]");
+  if (s.experts > 0 && (s.experts_used < 1 || s.experts_used > s.experts)) fail("--experts-used must be in [1, --experts]");
+  if (s.experts > 0 && (s.expert_ff < 1 || s.expert_ff > 262144)) fail("--expert-ff must be in [1, 262144]");
   if (!(s.weight_std > 0)) fail("the weight standard deviation must be positive");
 }
 
@@ -102,10 +107,25 @@ class TensorMaker {
 
   // A 2-D weight of `role` in layer `layer` (0 outside the layers).
   void matrix(const std::string& name, TensorRole role, int layer, int64_t rows, int64_t cols) {
-    const GgmlType type = tensor_type(spec_.mix, role, layer, spec_.layers, cols, spec_.heads / spec_.kv_heads);
+    add_matrix(name, tensor_type(spec_.mix, role, layer, spec_.layers, cols, spec_.heads / spec_.kv_heads), {cols, rows});
+  }
+
+  // `count` matrices of `role` stacked as one 3-D tensor (a mixture's experts).
+  void matrix_stack(const std::string& name, TensorRole role, int layer, int64_t count, int64_t rows, int64_t cols) {
+    add_matrix(name, tensor_type(spec_.mix, role, layer, spec_.layers, cols, spec_.heads / spec_.kv_heads),
+               {cols, rows, count});
+  }
+
+  // An f32 matrix (a mixture's router, which llama.cpp's quantizer keeps in f32).
+  void f32_matrix(const std::string& name, int64_t rows, int64_t cols) { add_matrix(name, GgmlType::F32, {cols, rows}); }
+
+  void add_matrix(const std::string& name, GgmlType type, std::vector<int64_t> dims) {
+    const int64_t cols = dims[0];
+    int64_t rows = 1;
+    for (size_t i = 1; i < dims.size(); ++i) rows *= dims[i];
     const uint64_t seed = next_seed();
     const float std = spec_.weight_std;
-    writer_.add_tensor(name, type, {cols, rows}, [=](std::vector<uint8_t>& out) {
+    writer_.add_tensor(name, type, std::move(dims), [=](std::vector<uint8_t>& out) {
       Rng rng(seed);
       const size_t row_bytes = ggml_row_bytes(type, cols);
       out.resize(row_bytes * size_t(rows));
@@ -209,6 +229,11 @@ void write_family_metadata(GgufWriter& w, const RandomModelSpec& spec, int32_t h
     w.add_float32(a + "attn_logit_softcapping", 50.0f);
     w.add_float32(a + "final_logit_softcapping", 30.0f);
   }
+  if (spec.experts > 0) {
+    w.add_uint32(a + "expert_count", uint32_t(spec.experts));
+    w.add_uint32(a + "expert_used_count", uint32_t(spec.experts_used));
+    if (spec.arch == "qwen3moe") w.add_uint32(a + "expert_feed_forward_length", uint32_t(spec.expert_ff));
+  }
   if (spec.arch == "granite") {   // granite-3.0-2b's multipliers
     w.add_float32(a + "embedding_scale", 12.0f);
     w.add_float32(a + "residual_scale", 0.22f);
@@ -252,7 +277,7 @@ void write_attention(TensorMaker& make, const RandomModelSpec& spec, int32_t i, 
     make.normal_vector(p + "attn_k.bias", kv_dim);
     make.normal_vector(p + "attn_v.bias", kv_dim);
   }
-  if (spec.arch == "qwen3" || spec.arch == "gemma3") {
+  if (spec.arch == "qwen3" || spec.arch == "qwen3moe" || spec.arch == "gemma3") {
     make.near_ones(p + "attn_q_norm.weight", head_dim);
     make.near_ones(p + "attn_k_norm.weight", head_dim);
   }
@@ -264,6 +289,15 @@ void write_ffn(TensorMaker& make, const RandomModelSpec& spec, int32_t i) {
   const std::string p = "blk." + std::to_string(i) + ".";
   const int64_t d = spec.embd;
   make.ones(p + "ffn_norm.weight", d);
+  if (spec.experts > 0) {
+    // Mixtral's experts are feed_forward_length wide; Qwen3 MoE names their width apart.
+    const int64_t ff = spec.arch == "qwen3moe" ? spec.expert_ff : spec.ff;
+    make.f32_matrix(p + "ffn_gate_inp.weight", spec.experts, d);
+    make.matrix_stack(p + "ffn_gate_exps.weight", TensorRole::FfnGate, i, spec.experts, ff, d);
+    make.matrix_stack(p + "ffn_up_exps.weight", TensorRole::FfnUp, i, spec.experts, ff, d);
+    make.matrix_stack(p + "ffn_down_exps.weight", TensorRole::FfnDown, i, spec.experts, d, ff);
+    return;
+  }
   if (spec.arch == "phi3") {
     make.matrix(p + "ffn_up.weight", TensorRole::FfnUp, i, 2 * int64_t(spec.ff), d);
   } else {
@@ -282,7 +316,7 @@ void write_random_model(const RandomModelSpec& spec, const std::string& out_path
   const int64_t n_vocab = int64_t(vocab.tokens.size());
   const int32_t head_dim = spec.embd / spec.heads;
   const std::string a = spec.arch + ".";
-  const bool eps_1e6 = spec.arch == "qwen2" || spec.arch == "qwen3" || is_gemma(spec.arch);
+  const bool eps_1e6 = spec.arch == "qwen2" || spec.arch == "qwen3" || spec.arch == "qwen3moe" || is_gemma(spec.arch);
 
   GgufWriter w;
   w.add_string("general.architecture", spec.arch);

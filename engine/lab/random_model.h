@@ -1,7 +1,8 @@
 // Random-weight Llama-family GGUFs of real shapes (e.g. TinyLlama-1.1B: 22 layers, 2048, 32
 // heads, 4 KV heads, 5632) with a real SentencePiece vocabulary, so tests and benchmarks
 // measure realistic sizes and architectures (llama, Llama 3 RoPE scaling, qwen2, qwen3,
-// gemma2, gemma3, phi3 with LongRoPE, granite, tied embeddings) without downloading a model.
+// qwen3moe and Mixtral-style experts, gemma2, gemma3, phi3 with LongRoPE, granite, tied
+// embeddings) without downloading a model.
 // Tensor names, shapes and metadata keys are those llama.cpp's converter writes. Weights and
 // biases ~ N(0, weight_std); block norms 1, the norms only newer families have (q/k, post)
 // 1 + N(0, 0.1) as Gemma's converter stores them (1 + w).
@@ -32,6 +33,11 @@ struct RandomModelSpec {
   std::string rope_scaling = "none";
   bool tied_embeddings = false;       // no output.weight: logits come from token_embd (always for Gemma)
   int32_t sliding_window = 0;         // gemma2/gemma3 local layers' window; 0: 4096 / 512
+  // A mixture of experts in every layer (qwen3moe always; llama: Mixtral's layout): experts_used
+  // of experts per token, each expert_ff wide (qwen3moe) or ff wide (llama, as Mixtral's are).
+  int32_t experts = 0;
+  int32_t experts_used = 2;
+  int32_t expert_ff = 256;
   float weight_std = 0.02f;
 };
 
@@ -41,7 +47,7 @@ struct RandomModelSpec {
 // between blends smoothly.
 std::vector<float> llama3_rope_factors(float freq_base, int n_rot);
 
-// "llama, qwen2, qwen3, gemma2, gemma3, phi3, granite".
+// "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, granite".
 std::string random_model_architectures();
 
 // Throws kvdesk::Error on bad shapes, an unreadable vocabulary or I/O failure.

@@ -1,7 +1,8 @@
 // The table of supported architectures, after llama.cpp's llama-arch / llama-model: Llama
 // (and Granite, Mistral's tekken models) rotate adjacent pairs; the rest rotate NeoX-style
 // halves. Qwen2 always has Q/K/V biases, Qwen3 and Gemma 3 normalize each q/k head, Gemma 2/3
-// wrap both blocks in pre and post norms, Phi-3 fuses its projections.
+// wrap both blocks in pre and post norms, Phi-3 fuses its projections, Qwen3 MoE (and Mixtral,
+// a Llama with experts) routes each token to a few of many FFNs.
 #include "engine/model/architecture.h"
 
 namespace kvdesk {
@@ -9,9 +10,20 @@ namespace {
 
 using enum TensorPresence;
 
-Architecture llama() { return {"llama", ops::RopeMode::Normal, Optional, Absent}; }
+Architecture llama() {
+  Architecture a{"llama", ops::RopeMode::Normal, Optional, Absent};
+  a.experts = Optional;
+  return a;
+}
+
 Architecture qwen2() { return {"qwen2", ops::RopeMode::Neox, Required, Absent}; }
 Architecture qwen3() { return {"qwen3", ops::RopeMode::Neox, Absent, Required}; }
+
+Architecture qwen3moe() {
+  Architecture a{"qwen3moe", ops::RopeMode::Neox, Absent, Required};
+  a.experts = Required;
+  return a;
+}
 
 Architecture gemma(std::string_view name, TensorPresence qk_norm, int32_t local_pattern) {
   Architecture a{name, ops::RopeMode::Neox, Absent, qk_norm};
@@ -47,7 +59,7 @@ Architecture granite() {
   return a;
 }
 
-const Architecture kArchitectures[] = {llama(), qwen2(), qwen3(), gemma2(), gemma3(), phi3(), granite()};
+const Architecture kArchitectures[] = {llama(), qwen2(), qwen3(), qwen3moe(), gemma2(), gemma3(), phi3(), granite()};
 
 }  // namespace
 

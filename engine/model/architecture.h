@@ -38,6 +38,9 @@ struct Architecture {
   float local_rope_freq_base = 0;  // RoPE base of local layers; 0: the model's rope.freq_base
   bool gemma_attention_scale = false;  // 1/sqrt(head_dim), or 1/sqrt(d_model/heads) at 27B
   bool gemma2_softcapping = false;     // attention and final logit soft-capping
+  // A mixture of experts in place of the FFN (<arch>.expert_count, blk.N.ffn_*_exps): Qwen3 MoE
+  // always, Llama when the file has experts (Mixtral).
+  TensorPresence experts = TensorPresence::Absent;
 };
 
 // The architecture of that name, or nullptr when kvdesk cannot run it.

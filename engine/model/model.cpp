@@ -1,14 +1,17 @@
 // The Llama-family forward pass (architecture.h), top-down: embed -> per layer (attention
 // block, FFN block) -> final norm -> logits, with each family's optional pieces (q/k norms,
-// post norms, GeGLU, sliding windows, soft caps, Granite's multipliers) where its config says. Matmuls are split across the thread pool by weight rows;
+// post norms, GeGLU, sliding windows, soft caps, Granite's multipliers, a mixture of experts)
+// where its config says. Matmuls are split across the thread pool by weight rows;
 // attention is split by (token, kv head). Buffers are [tokens][features], row-major.
 #include "engine/model/model.h"
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
+#include "engine/model/expert_routing.h"
 #include "engine/model/key_smoothing.h"
 #include "engine/model/recent_window.h"
 #include "engine/system/load_progress.h"
@@ -41,7 +44,9 @@ int32_t ForwardBatch::num_logit_rows() const {
 
 // Activation buffers, grown to the largest batch seen and reused across calls.
 struct Model::Scratch {
-  std::vector<float> x, xn, q, k, v, att, tmp, gate, up;  // [T][features]
+  std::vector<float> x, xn, q, k, v, att, tmp, gate, up;  // [T][features]; gate, up of a MoE layer [T * k][expert_ff]
+  std::vector<float> router;                              // [T][experts] a MoE layer's router scores
+  std::vector<float> expert_in, expert_out;               // [T * k][d_model] each route's input and FFN output
   std::vector<float> logit_rows;                          // [L][d_model]
   std::vector<float> rope_cos_sin;                        // [n_rot] one token's RoPE angles
   std::vector<uint8_t> acts;                              // prepared activation rows
@@ -89,7 +94,7 @@ struct MatmulJob {
 // alternating pairs, median 2% faster, 0.96-1.08x; 64 measured no better; prefill of 128 tokens
 // measured unchanged). ggml's rows are read by a GEMV that cuts its chunk into kGemvRows streams,
 // which every chunk starts anew: those keep 8 (32 made AVX-512 Q4_0 decode slower in every pair).
-int64_t chunks_per_thread(std::initializer_list<MatmulJob> jobs) {
+int64_t chunks_per_thread(std::span<const MatmulJob> jobs) {
   for (const MatmulJob& job : jobs) {
     if (ggml_type_info(job.w->type).in_files) return 8;
   }
@@ -99,8 +104,7 @@ int64_t chunks_per_thread(std::initializer_list<MatmulJob> jobs) {
 // Runs jobs that share one input x (q/k/v, gate/up) as one parallel loop: activations are
 // prepared once per weight type, then row chunks of every job are handed out together, so
 // the step pays one synchronization instead of one per matrix.
-void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJob> jobs,
-                 std::vector<uint8_t>& act_buffer) {
+void run_matmuls(ThreadPool& pool, int64_t batch, std::span<const MatmulJob> jobs, std::vector<uint8_t>& act_buffer) {
   struct Part {
     MatmulArgs args;
     int64_t rows;
@@ -154,6 +158,11 @@ void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJo
   }, total_macs);
 }
 
+void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJob> jobs,
+                 std::vector<uint8_t>& act_buffer) {
+  run_matmuls(pool, batch, std::span<const MatmulJob>(jobs.begin(), jobs.size()), act_buffer);
+}
+
 void grow(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
@@ -192,6 +201,70 @@ void ffn_activation(ThreadPool& pool, FfnActivation act, float* gate, const floa
       cpu::swiglu(gate + t * F, up + t * F, gate + t * F, F);
     }
   }, T * F);
+}
+
+// The buffers a MoE layer works in, each grown to its size in Model::Scratch.
+struct ExpertScratch {
+  float* router;      // [T][experts]
+  float* in;          // [T * k][d_model]
+  float* gate;        // [T * k][expert_ff]
+  float* up;          // [T * k][expert_ff]
+  float* out;         // [T * k][d_model]
+  std::vector<uint8_t>& acts;
+};
+
+// The experts that got rows, fewest rows first: experts with as many rows run as one loop (all
+// of a decode step's k experts), the rest one loop per row count.
+std::vector<std::vector<int32_t>> expert_loops(const ExpertRoutes& routes, int32_t experts) {
+  std::vector<int32_t> used;
+  for (int32_t e = 0; e < experts; ++e) {
+    if (routes.rows_of(e) > 0) used.push_back(e);
+  }
+  std::stable_sort(used.begin(), used.end(), [&](int32_t a, int32_t b) { return routes.rows_of(a) < routes.rows_of(b); });
+  std::vector<std::vector<int32_t>> loops;
+  for (size_t i = 0; i < used.size(); ++i) {
+    if (i == 0 || routes.rows_of(used[i]) != routes.rows_of(used[i - 1])) loops.emplace_back();
+    loops.back().push_back(used[i]);
+  }
+  return loops;
+}
+
+// A mixture of experts over xn [T][d_model] into out [T][d_model]: each token's rows go to its
+// experts (route_tokens), every expert runs the gated FFN over its rows, and each token's output
+// is its rows' outputs weighted by the router.
+void expert_ffn(ThreadPool& pool, const LayerWeights& lw, const ModelConfig& c, int64_t T, const float* xn, float* out,
+                const ExpertScratch& s) {
+  const int64_t D = c.embedding_length;
+  const int64_t FE = c.expert_feed_forward_length;
+  run_matmuls(pool, T, {{&lw.router, xn, s.router}}, s.acts);
+  const ExpertRoutes routes = route_tokens(s.router, T, c.expert_count, c.expert_used_count);
+  const int64_t rows = int64_t(routes.tokens.size());
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(xn + routes.tokens[size_t(r)] * D, D, s.in + r * D);
+  const std::vector<std::vector<int32_t>> loops = expert_loops(routes, c.expert_count);
+  std::vector<MatmulJob> jobs;
+  for (const std::vector<int32_t>& loop : loops) {
+    jobs.clear();
+    for (int32_t e : loop) {
+      const int64_t first = routes.first_row[size_t(e)];
+      const ExpertWeights& ew = lw.experts[size_t(e)];
+      jobs.push_back({&ew.gate, s.in + first * D, s.gate + first * FE});
+      jobs.push_back({&ew.up, s.in + first * D, s.up + first * FE});
+    }
+    run_matmuls(pool, routes.rows_of(loop.front()), jobs, s.acts);
+  }
+  ffn_activation(pool, c.traits.ffn_activation, s.gate, s.up, rows, FE);
+  for (const std::vector<int32_t>& loop : loops) {
+    jobs.clear();
+    for (int32_t e : loop) {
+      const int64_t first = routes.first_row[size_t(e)];
+      jobs.push_back({&lw.experts[size_t(e)].down, s.gate + first * FE, s.out + first * D});
+    }
+    run_matmuls(pool, routes.rows_of(loop.front()), jobs, s.acts);
+  }
+  std::fill_n(out, T * D, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    ops::add_scaled_in_place(out + routes.tokens[size_t(r)] * D, s.out + r * D, routes.weights[size_t(r)], D);
+  }
 }
 
 // Logit post-processing: Granite divides by logit_scale, Gemma 2 soft-caps.
@@ -241,8 +314,8 @@ Model::~Model() = default;
 size_t Model::scratch_bytes() const {
   const Scratch& s = *scratch_;
   size_t bytes = s.acts.capacity() + s.attn_scratch.capacity() * sizeof(float);
-  for (const std::vector<float>* v : {&s.x, &s.xn, &s.q, &s.k, &s.v, &s.att, &s.tmp, &s.gate, &s.up, &s.logit_rows,
-                                     &s.rope_cos_sin}) {
+  for (const std::vector<float>* v : {&s.x, &s.xn, &s.q, &s.k, &s.v, &s.att, &s.tmp, &s.gate, &s.up, &s.router,
+                                     &s.expert_in, &s.expert_out, &s.logit_rows, &s.rope_cos_sin}) {
     bytes += v->capacity() * sizeof(float);
   }
   return bytes;
@@ -324,7 +397,11 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
   }
   grow(s.x, T * D); grow(s.xn, T * D); grow(s.tmp, T * D);
   grow(s.q, T * QD); grow(s.att, T * QD); grow(s.k, T * KVD); grow(s.v, T * KVD);
-  grow(s.gate, T * F); grow(s.up, T * F);
+  const int64_t expert_rows = T * c.expert_used_count;
+  grow(s.gate, std::max(T * F, expert_rows * c.expert_feed_forward_length));
+  grow(s.up, std::max(T * F, expert_rows * c.expert_feed_forward_length));
+  grow(s.router, T * c.expert_count);
+  grow(s.expert_in, expert_rows * D); grow(s.expert_out, expert_rows * D);
   grow(s.rope_cos_sin, c.rope_dimension_count);
   const int64_t attn_floats = attention_scratch_floats(c.head_count / c.head_count_kv, HD);
   grow(s.attn_scratch, attn_floats * pool.num_threads());
@@ -419,11 +496,17 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
     add_block_output(s.x.data(), s.tmp.data(), lw.attn_post_norm, c.residual_scale, T, D, c.rms_eps);
 
     // 6. FFN block: x += (act(xn Wgate) * (xn Wup)) Wdown, xn = norm(x); act is SiLU or GELU.
+    //    A MoE layer sums that over each token's experts instead, weighted by its router.
     for (int64_t t = 0; t < T; ++t) ops::rms_norm(s.x.data() + t * D, lw.ffn_norm, s.xn.data() + t * D, D, c.rms_eps);
-    run_matmuls(pool, T, {{&lw.w_gate, s.xn.data(), s.gate.data()},
-                          {&lw.w_up, s.xn.data(), s.up.data()}}, s.acts);
-    ffn_activation(pool, c.traits.ffn_activation, s.gate.data(), s.up.data(), T, F);
-    run_matmuls(pool, T, {{&lw.w_down, s.gate.data(), s.tmp.data()}}, s.acts);
+    if (lw.experts.empty()) {
+      run_matmuls(pool, T, {{&lw.w_gate, s.xn.data(), s.gate.data()},
+                            {&lw.w_up, s.xn.data(), s.up.data()}}, s.acts);
+      ffn_activation(pool, c.traits.ffn_activation, s.gate.data(), s.up.data(), T, F);
+      run_matmuls(pool, T, {{&lw.w_down, s.gate.data(), s.tmp.data()}}, s.acts);
+    } else {
+      expert_ffn(pool, lw, c, T, s.xn.data(), s.tmp.data(),
+                 {s.router.data(), s.expert_in.data(), s.gate.data(), s.up.data(), s.expert_out.data(), s.acts});
+    }
     add_block_output(s.x.data(), s.tmp.data(), lw.ffn_post_norm, c.residual_scale, T, D, c.rms_eps);
   }
 

@@ -16,6 +16,7 @@ constexpr uint64_t kMaxDim = 1u << 20;
 constexpr uint64_t kMaxLayers = 4096;
 constexpr uint64_t kMaxContext = 1u << 24;
 constexpr uint64_t kMaxVocab = kMaxDim * 4;
+constexpr uint64_t kMaxExperts = 4096;
 
 int32_t read_dim(const GgufFile& file, const std::string& key, uint64_t max_value) {
   const uint64_t v = file.get_uint(key);
@@ -115,6 +116,22 @@ void read_longrope(const GgufFile& file, ModelConfig& c) {
   }
 }
 
+// Experts as llama.cpp reads them: expert_count and expert_used_count (at most the count), and
+// each expert's FFN size, which Qwen3 MoE writes apart from the dense feed_forward_length and
+// Mixtral does not.
+void read_experts(const GgufFile& file, ModelConfig& c) {
+  if (c.traits.experts == TensorPresence::Absent) return;
+  const std::string& a = c.architecture;
+  if (!file.find(a + ".expert_count") || file.get_uint(a + ".expert_count") == 0) {
+    check(c.traits.experts == TensorPresence::Optional, file, "missing metadata '" + a + ".expert_count'");
+    return;
+  }
+  c.expert_count = read_dim(file, a + ".expert_count", kMaxExperts);
+  c.expert_used_count = read_dim(file, a + ".expert_used_count", uint64_t(c.expert_count));
+  const std::string ff_key = a + ".expert_feed_forward_length";
+  c.expert_feed_forward_length = file.find(ff_key) ? read_dim(file, ff_key, kMaxDim) : c.feed_forward_length;
+}
+
 void read_family_settings(const GgufFile& file, ModelConfig& c) {
   c.attention_scale = read_attention_scale(file, c);
   if (c.traits.embedding_times_sqrt_dim) c.embedding_scale = std::sqrt(float(c.embedding_length));
@@ -122,6 +139,7 @@ void read_family_settings(const GgufFile& file, ModelConfig& c) {
   if (c.traits.gemma2_softcapping) read_softcapping(file, c);
   if (c.traits.local_pattern > 0) read_sliding_window(file, c);
   read_longrope(file, c);
+  read_experts(file, c);
 }
 
 }  // namespace

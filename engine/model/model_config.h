@@ -39,6 +39,14 @@ struct ModelConfig {
   float embedding_scale = 1.0f;       // x = embedding * embedding_scale
   float residual_scale = 1.0f;        // x += block(x) * residual_scale (Granite)
   float logit_scale = 1.0f;           // logits = output / logit_scale (Granite)
+  // Mixture of experts: each token's FFN is the weighted sum of expert_used_count of
+  // expert_count expert FFNs of expert_feed_forward_length (engine/model/expert_routing.h);
+  // expert_count 0: one dense FFN of feed_forward_length.
+  int32_t expert_count = 0;
+  int32_t expert_used_count = 0;
+  int32_t expert_feed_forward_length = 0;
+
+  bool has_experts() const { return expert_count > 0; }
 
   // Whether layer l attends through a sliding window (architecture.h: local_pattern).
   bool is_local_layer(int32_t l) const {

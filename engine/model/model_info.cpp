@@ -76,6 +76,9 @@ ModelDescription describe_model(const Model& model, const std::string& tokenizer
   ModelDescription d;
   d.embedding_length = c.embedding_length;
   d.feed_forward_length = c.feed_forward_length;
+  d.expert_count = c.expert_count;
+  d.expert_used_count = c.expert_used_count;
+  d.expert_feed_forward_length = c.expert_feed_forward_length;
   d.vocab_size = c.vocab_size;
   d.tokenizer_kind = tokenizer_kind(model.file(), tokenizer_path);
   d.local_layers = local_layer_count(c);

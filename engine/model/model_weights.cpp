@@ -40,8 +40,16 @@ class Binder {
 
   WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
     const GgufTensorInfo& t = require_tensor(file_, name, {cols, rows});
-    count(t);
+    count_tensor(t);
     return WeightMatrix{t.type, file_.tensor_data(t), rows, cols, ggml_row_bytes(t.type, cols)};
+  }
+
+  // A stack of `count` matrices W[rows][cols] (ggml dims {cols, rows, count}), bound as one
+  // matrix of count * rows rows.
+  WeightMatrix matrix_stack(const std::string& name, int64_t count, int64_t rows, int64_t cols) {
+    const GgufTensorInfo& t = require_tensor(file_, name, {cols, rows, count});
+    count_tensor(t);
+    return WeightMatrix{t.type, file_.tensor_data(t), count * rows, cols, ggml_row_bytes(t.type, cols)};
   }
 
   // Rows [first, first + rows) of a matrix already bound: one part of a fused tensor.
@@ -58,7 +66,7 @@ class Binder {
       throw Error(file_.path() + ": tensor '" + name + "' has type " +
                   std::string(ggml_type_info(t.type).name) + ", expected f32");
     }
-    count(t);
+    count_tensor(t);
     return reinterpret_cast<const float*>(file_.tensor_data(t));
   }
 
@@ -70,7 +78,7 @@ class Binder {
   }
 
  private:
-  void count(const GgufTensorInfo& t) {
+  void count_tensor(const GgufTensorInfo& t) {
     weights_.num_parameters += t.num_elements;
     weights_.weight_bytes += t.num_bytes;
   }
@@ -124,11 +132,29 @@ void bind_attention(Binder& bind, const std::string& p, const ModelConfig& c, La
   if (c.traits.post_norms) l.attn_post_norm = bind.vector(p + "post_attention_norm.weight", d);
 }
 
+// The router and each expert's rows of the stacked expert tensors.
+void bind_experts(Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int64_t d = c.embedding_length;
+  const int64_t ff = c.expert_feed_forward_length;
+  const int64_t n = c.expert_count;
+  l.router = bind.matrix(p + "ffn_gate_inp.weight", n, d);
+  const WeightMatrix gates = bind.matrix_stack(p + "ffn_gate_exps.weight", n, ff, d);
+  const WeightMatrix ups = bind.matrix_stack(p + "ffn_up_exps.weight", n, ff, d);
+  const WeightMatrix downs = bind.matrix_stack(p + "ffn_down_exps.weight", n, d, ff);
+  l.experts.resize(size_t(n));
+  for (int64_t e = 0; e < n; ++e) {
+    l.experts[size_t(e)] = ExpertWeights{Binder::rows_of(gates, e * ff, ff), Binder::rows_of(ups, e * ff, ff),
+                                         Binder::rows_of(downs, e * d, d)};
+  }
+}
+
 void bind_ffn(Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
   const int64_t d = c.embedding_length;
   const int64_t ff = c.feed_forward_length;
   l.ffn_norm = bind.vector(p + "ffn_norm.weight", d);
-  if (c.traits.fused_projections) {
+  if (c.has_experts()) {
+    bind_experts(bind, p, c, l);
+  } else if (c.traits.fused_projections) {
     const WeightMatrix gate_up = bind.matrix(p + "ffn_up.weight", 2 * ff, d);
     l.w_gate = Binder::rows_of(gate_up, 0, ff);
     l.w_up = Binder::rows_of(gate_up, ff, ff);
@@ -136,7 +162,7 @@ void bind_ffn(Binder& bind, const std::string& p, const ModelConfig& c, LayerWei
     l.w_gate = bind.matrix(p + "ffn_gate.weight", ff, d);
     l.w_up = bind.matrix(p + "ffn_up.weight", ff, d);
   }
-  l.w_down = bind.matrix(p + "ffn_down.weight", d, ff);
+  if (!c.has_experts()) l.w_down = bind.matrix(p + "ffn_down.weight", d, ff);
   if (c.traits.post_norms) l.ffn_post_norm = bind.vector(p + "post_ffw_norm.weight", d);
 }
 
@@ -171,7 +197,13 @@ namespace {
 std::vector<WeightMatrix*> repackable_matrices(ModelWeights& w) {
   std::vector<WeightMatrix*> out;
   for (LayerWeights& l : w.layers) {
-    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) out.push_back(m);
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo}) out.push_back(m);
+    for (WeightMatrix* m : {&l.w_gate, &l.w_up, &l.w_down}) {
+      if (m->rows > 0) out.push_back(m);
+    }
+    for (ExpertWeights& e : l.experts) {
+      for (WeightMatrix* m : {&e.gate, &e.up, &e.down}) out.push_back(m);
+    }
   }
   if (!w.tied_output) out.push_back(&w.output);
   return out;
@@ -198,15 +230,20 @@ int repack_matrices(ModelWeights& w, CpuIsa isa, LoadProgress& progress, double 
   return int(to_repack.size());
 }
 
-uint64_t decode_weight_read_bytes(const ModelWeights& w) {
+uint64_t decode_weight_read_bytes(const ModelWeights& w, const ModelConfig& c) {
   const int64_t d = w.token_embd.cols;
   uint64_t bytes = w.token_embd.row_bytes + matrix_bytes(w.output) + vector_bytes(w.output_norm, d);
   for (const LayerWeights& l : w.layers) {
     bytes += matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo) +
              matrix_bytes(l.w_gate) + matrix_bytes(l.w_up) + matrix_bytes(l.w_down);
+    if (!l.experts.empty()) {   // every expert has the same shape and type
+      const ExpertWeights& e = l.experts.front();
+      bytes += matrix_bytes(l.router) +
+               uint64_t(c.expert_used_count) * (matrix_bytes(e.gate) + matrix_bytes(e.up) + matrix_bytes(e.down));
+    }
     bytes += vector_bytes(l.attn_norm, d) + vector_bytes(l.ffn_norm, d) + vector_bytes(l.bq, l.wq.rows) +
              vector_bytes(l.bk, l.wk.rows) + vector_bytes(l.bv, l.wv.rows) + vector_bytes(l.attn_post_norm, d) +
-             vector_bytes(l.ffn_post_norm, d);
+             vector_bytes(l.ffn_post_norm, d) + vector_bytes(l.q_norm, c.head_dim) + vector_bytes(l.k_norm, c.head_dim);
   }
   return bytes;
 }

@@ -27,6 +27,13 @@ struct WeightMatrix {
   const void* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes; }
 };
 
+// One expert's FFN: its rows of the file's stacked [experts][rows][cols] tensors.
+struct ExpertWeights {
+  WeightMatrix gate;                  // [expert_ff][d_model]
+  WeightMatrix up;                    // [expert_ff][d_model]
+  WeightMatrix down;                  // [d_model][expert_ff]
+};
+
 struct LayerWeights {
   const float* attn_norm = nullptr;   // [d_model]
   WeightMatrix wq;                    // [q_dim][d_model]
@@ -43,6 +50,10 @@ struct LayerWeights {
   WeightMatrix w_gate;                // [d_ff][d_model]
   WeightMatrix w_up;                  // [d_ff][d_model]
   WeightMatrix w_down;                // [d_model][d_ff]
+  // A mixture of experts in place of w_gate, w_up and w_down (which are then empty): the router
+  // scores each token against every expert (ffn_gate_inp).
+  WeightMatrix router;                // [experts][d_model]
+  std::vector<ExpertWeights> experts; // [experts]; empty in a dense layer
   const float* ffn_post_norm = nullptr;   // [d_model] norm of the FFN output, or null
 };
 
@@ -59,10 +70,11 @@ struct ModelWeights {
   uint64_t weight_bytes = 0;
 };
 
-// Bytes one decode step reads from the weights for one token: every layer's matrices, norms
-// and biases, the output norm and matrix, and one embedding row. Decode is bound by reading
+// Bytes one decode step reads from the weights for one token: every layer's matrices (of a
+// MoE layer the router and experts_used experts), norms and biases, the output norm and
+// matrix, and one embedding row. Decode is bound by reading
 // these (plus the context's KV) once per token.
-uint64_t decode_weight_read_bytes(const ModelWeights& weights);
+uint64_t decode_weight_read_bytes(const ModelWeights& weights, const ModelConfig& config);
 
 // Throws kvdesk::Error naming the tensor: missing, wrong shape, or a type kvdesk cannot run.
 ModelWeights bind_model_weights(const GgufFile& file, const ModelConfig& config);

@@ -1,8 +1,9 @@
 // Architectures: tiny random models of every supported family (llama, Llama 3 rope_freqs, qwen2,
-// qwen3, gemma2, gemma3, phi3 with LongRoPE, granite) give the logits of a forward pass written
-// here with plain loops in double over the GGUF's tensors (biases, q/k norms, post norms, NeoX
-// or adjacent-pair RoPE, frequency factors, sliding windows, soft caps, fused projections,
-// multipliers, GQA, tied output), and generate deterministically. Unsupported architectures,
+// qwen3, qwen3moe and Mixtral-style experts, gemma2, gemma3, phi3 with LongRoPE, granite) give
+// the logits of a forward pass written here with plain loops in double over the GGUF's tensors
+// (biases, q/k norms, post norms, NeoX or adjacent-pair RoPE, frequency factors, sliding windows,
+// soft caps, fused projections, multipliers, GQA, tied output, expert routing), and generate
+// deterministically. Unsupported architectures,
 // RoPE scalings, missing tensors and keys and wrong shapes get clear errors.
 #include <catch2/catch.hpp>
 
@@ -85,6 +86,7 @@ struct ReferenceShape {
   size_t D, H, KVH, HD, layers, window;
   double eps, base, local_base, attn_scale, attn_cap, final_cap, embd_scale, residual_scale, logit_scale, rope_mscale;
   bool neox, gemma, gelu;
+  size_t experts_used;   // of a mixture of experts; 0: a dense FFN
   Vec rope_factors;
 
   bool local(size_t l) const {
@@ -107,7 +109,8 @@ ReferenceShape reference_shape(const GgufFile& f, const ReferenceOptions& option
   s.base = f.get_float(a + "rope.freq_base");
   s.gemma = s.arch == "gemma2" || s.arch == "gemma3";
   s.gelu = s.gemma;
-  s.neox = s.arch == "qwen2" || s.arch == "qwen3" || s.gemma || s.arch == "phi3";
+  s.neox = s.arch == "qwen2" || s.arch == "qwen3" || s.arch == "qwen3moe" || s.gemma || s.arch == "phi3";
+  s.experts_used = f.find(a + "expert_used_count") ? f.get_uint(a + "expert_used_count") : 0;
   s.local_base = s.arch == "gemma3" ? 10000.0 : s.base;
   s.window = options.use_sliding_window && f.find(a + "attention.sliding_window") ? f.get_uint(a + "attention.sliding_window") : 0;
   s.attn_scale = key_or(f, a + "attention.scale", 1.0 / std::sqrt(double(s.HD)));
@@ -127,6 +130,49 @@ ReferenceShape reference_shape(const GgufFile& f, const ReferenceOptions& option
 
 void softcap(double& x, double cap) {
   if (cap > 0) x = cap * std::tanh(x / cap);
+}
+
+// The gated FFN: (act(xn Wg) * (xn Wu)) Wd.
+Vec gated_ffn(const Vec& wg, const Vec& wu, const Vec& wd, const Vec& xn, bool gelu) {
+  Vec gate = matvec(wg, xn);
+  const Vec up = matvec(wu, xn);
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double g = gate[i];
+    const double act = gelu ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
+                            : g / (1.0 + std::exp(-g));
+    gate[i] = act * up[i];
+  }
+  return matvec(wd, gate);
+}
+
+// Rows [first, first + count) of a [rows][cols] matrix.
+Vec rows_of(const Vec& m, size_t cols, size_t first, size_t count) {
+  return Vec(m.begin() + first * cols, m.begin() + (first + count) * cols);
+}
+
+// A mixture of experts as Mixtral's and Qwen3 MoE's reference code computes it: the router's
+// softmax over all experts, the k most probable kept and renormalized, their FFNs summed.
+Vec expert_ffn(const GgufFile& f, size_t layer, size_t k, const Vec& xn) {
+  auto w = [&](const std::string& name) { return tensor_values(f, "blk." + std::to_string(layer) + "." + name); };
+  const Vec router = w("ffn_gate_inp.weight"), gates = w("ffn_gate_exps.weight"), ups = w("ffn_up_exps.weight"),
+            downs = w("ffn_down_exps.weight");
+  const size_t D = xn.size(), E = router.size() / D, FE = gates.size() / E / D;
+  const Vec scores = matvec(router, xn);
+  const double top = *std::max_element(scores.begin(), scores.end());
+  Vec p(E);
+  for (size_t e = 0; e < E; ++e) p[e] = std::exp(scores[e] - top);
+  std::vector<size_t> order(E);
+  for (size_t e = 0; e < E; ++e) order[e] = e;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+  double kept = 0;
+  for (size_t j = 0; j < k; ++j) kept += p[order[j]];
+  Vec out(D, 0.0);
+  for (size_t j = 0; j < k; ++j) {
+    const size_t e = order[j];
+    const Vec y = gated_ffn(rows_of(gates, D, e * FE, FE), rows_of(ups, D, e * FE, FE), rows_of(downs, FE, e * D, D), xn, false);
+    for (size_t i = 0; i < D; ++i) out[i] += p[e] / kept * y[i];
+  }
+  return out;
 }
 
 // Logits [T][vocab] of tokens at positions 0..T-1 of one sequence.
@@ -186,7 +232,7 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
       wk = Vec(wqkv.begin() + q_values, wqkv.begin() + q_values + kv_values);
       wv = Vec(wqkv.begin() + q_values + kv_values, wqkv.end());
     }
-    if (wg.empty()) {   // Phi-3: ffn_up rows [gate | up]
+    if (wg.empty() && !wu.empty()) {   // Phi-3: ffn_up rows [gate | up]
       wg = Vec(wu.begin(), wu.begin() + wu.size() / 2);
       wu = Vec(wu.begin() + wu.size() / 2, wu.end());
     }
@@ -223,15 +269,8 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
       }
       add_residual(x[t], matvec(wo, att), post_attn);
       const Vec xn = rms_norm(x[t], ffn_norm, S.eps);
-      Vec gate = matvec(wg, xn);
-      const Vec up = matvec(wu, xn);
-      for (size_t i = 0; i < gate.size(); ++i) {
-        const double g = gate[i];
-        const double act = S.gelu ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
-                                  : g / (1.0 + std::exp(-g));
-        gate[i] = act * up[i];
-      }
-      add_residual(x[t], matvec(wd, gate), post_ffn);
+      add_residual(x[t], S.experts_used > 0 ? expert_ffn(f, l, S.experts_used, xn) : gated_ffn(wg, wu, wd, xn, S.gelu),
+                   post_ffn);
     }
   }
 
@@ -370,6 +409,27 @@ TEST_CASE("qwen3, gemma2, gemma3, phi3 and granite give the logits of the refere
   TempDir dir;
   write_random_model(family_spec(arch), dir.file("m.gguf"));
   test::ModelRun r = open_model(dir.file("m.gguf"), 2, prefill_chunk);
+  const std::vector<int32_t> tokens = some_tokens(40);
+  const std::vector<float> logits = r.logits(tokens);
+  const double worst = worst_logit_difference(logits, reference_logits(r.model->file(), tokens));
+  INFO(arch << ", prefill chunk " << prefill_chunk << ": largest logit difference " << worst);
+  CHECK(worst < 1e-3);
+}
+
+TEST_CASE("qwen3moe and a Mixtral-style llama route each token to its experts as the reference forward does", "[engine][architectures][experts]") {
+  const std::string arch = GENERATE(as<std::string>{}, "qwen3moe", "llama");
+  const int32_t prefill_chunk = GENERATE(1, 512);   // one token a step (a decode step's k experts in one loop), or one batch
+  TempDir dir;
+  RandomModelSpec spec = tiny_spec(arch);
+  spec.experts = 8;
+  spec.experts_used = arch == "qwen3moe" ? 3 : 2;
+  spec.expert_ff = 24;
+  write_random_model(spec, dir.file("m.gguf"));
+  test::ModelRun r = open_model(dir.file("m.gguf"), 2, prefill_chunk);
+  const ModelConfig& c = r.model->config();
+  CHECK(c.expert_count == 8);
+  CHECK(c.expert_used_count == spec.experts_used);
+  CHECK(c.expert_feed_forward_length == (arch == "qwen3moe" ? 24 : spec.ff));
   const std::vector<int32_t> tokens = some_tokens(40);
   const std::vector<float> logits = r.logits(tokens);
   const double worst = worst_logit_difference(logits, reference_logits(r.model->file(), tokens));
@@ -543,7 +603,50 @@ TEST_CASE("decode reads every weight once but only one row of the embedding tabl
   // The file's tensors hold the table once; decode reads it whole only as the tied output.
   const uint64_t expected = w.weight_bytes - (tied ? 0 : table) + w.token_embd.row_bytes;
   INFO("tied " << tied);
-  CHECK(decode_weight_read_bytes(w) == expected);
+  CHECK(decode_weight_read_bytes(w, r.model->config()) == expected);
+}
+
+TEST_CASE("decode reads a mixture's router and only experts_used of its experts", "[engine][architectures][experts]") {
+  TempDir dir;
+  RandomModelSpec spec = tiny_spec("qwen3moe");
+  spec.experts = 8;
+  spec.experts_used = 3;
+  write_random_model(spec, dir.file("m.gguf"));
+  test::ModelRun r = open_model(dir.file("m.gguf"));
+  const ModelWeights& w = r.model->weights();
+  const uint64_t table = uint64_t(w.token_embd.rows) * w.token_embd.row_bytes;
+  const ExpertWeights& e = w.layers[0].experts[0];
+  const uint64_t expert = uint64_t(e.gate.rows) * e.gate.row_bytes + uint64_t(e.up.rows) * e.up.row_bytes +
+                          uint64_t(e.down.rows) * e.down.row_bytes;
+  const uint64_t unread_experts = uint64_t(spec.layers) * (8 - 3) * expert;
+  CHECK(decode_weight_read_bytes(w, r.model->config()) == w.weight_bytes - table + w.token_embd.row_bytes - unread_experts);
+}
+
+TEST_CASE("a mixture's quantized experts are repacked one by one and give the logits of ggml's layout",
+          "[engine][architectures][experts][lowbit]") {
+  if (!cpu_isa_supported(CpuIsa::Avx2)) return;
+  cpu_isa_force(CpuIsa::Avx2);
+  TempDir dir;
+  RandomModelSpec spec = weight_mix_spec("q4_k_m");
+  spec.arch = "qwen3moe";
+  spec.experts = 4;
+  spec.experts_used = 2;
+  spec.expert_ff = 256;
+  write_random_model(spec, dir.file("m.gguf"));
+  ModelLoadOptions as_stored;
+  as_stored.cpu_layouts = false;
+  test::ModelRun repacked(Model::load(dir.file("m.gguf")), KvCacheConfig{}, 2);
+  test::ModelRun stored(Model::load(dir.file("m.gguf"), as_stored), KvCacheConfig{}, 2);
+  const std::vector<ExpertWeights>& experts = repacked.model->weights().layers[0].experts;
+  const GgmlType file_type = stored.model->weights().layers[0].experts[3].up.type;
+  for (const ExpertWeights& e : experts) CHECK(e.up.type == repacked_type(file_type, e.up.rows));
+  CHECK(experts[3].up.data == experts[0].up.row(3 * experts[0].up.rows));
+  const std::vector<int32_t> tokens = some_tokens(12);
+  const LogitGap gap = logit_gap(repacked.logits(tokens), stored.logits(tokens));
+  INFO("largest logit " << gap.spread << ", largest difference " << gap.worst);
+  CHECK(gap.spread > 1.0);
+  CHECK(gap.worst < 1e-4 * gap.spread);
+  cpu_isa_force(cpu_isa_detected());
 }
 
 TEST_CASE("low-bit weight mixes load, match the reference forward and generate", "[engine][architectures][lowbit]") {
@@ -762,7 +865,7 @@ TEST_CASE("an unsupported architecture is named in the error with the supported 
   TempDir dir;
   const std::string path = write_tiny(dir, arch, tiny_tensors());
   CHECK_THROWS_WITH(Model::load(path), Catch::Contains("architecture '" + arch + "' is not supported") &&
-                                           Catch::Contains("kvdesk runs llama, qwen2, qwen3, gemma2, gemma3, phi3, granite"));
+                                           Catch::Contains("kvdesk runs llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, granite"));
 }
 
 TEST_CASE("missing family keys and tensors are named", "[engine][architectures]") {
@@ -782,6 +885,32 @@ TEST_CASE("missing family keys and tensors are named", "[engine][architectures]"
   // Qwen3 needs its q/k norms; Phi-3 its fused projections.
   CHECK_THROWS_WITH(load_weights(write_tiny(dir, "qwen3", tiny_tensors())), Catch::Contains("missing tensor 'blk.0.attn_q_norm.weight'"));
   CHECK_THROWS_WITH(load_weights(write_tiny(dir, "phi3", tiny_tensors())), Catch::Contains("missing tensor 'blk.0.attn_qkv.weight'"));
+  // Qwen3 MoE must say how many experts it has, use at most that many, and have them.
+  GgufWriter no_experts;
+  add_metadata(no_experts, "qwen3moe");
+  no_experts.write(dir.file("q.gguf"));
+  CHECK_THROWS_WITH(read_model_config(*GgufFile::open(dir.file("q.gguf"))),
+                    Catch::Contains("missing metadata 'qwen3moe.expert_count'"));
+  GgufWriter too_many;
+  add_metadata(too_many, "qwen3moe");
+  too_many.add_uint32("qwen3moe.expert_count", 4);
+  too_many.add_uint32("qwen3moe.expert_used_count", 5);
+  too_many.write(dir.file("q5.gguf"));
+  CHECK_THROWS_WITH(read_model_config(*GgufFile::open(dir.file("q5.gguf"))),
+                    Catch::Contains("'qwen3moe.expert_used_count' = 5 is out of range [1, 4]"));
+  GgufWriter mixtral;
+  add_metadata(mixtral, "llama");
+  mixtral.add_uint32("llama.expert_count", 4);
+  mixtral.add_uint32("llama.expert_used_count", 2);
+  for (const TensorSpec& t : tiny_tensors()) {
+    if (t.name.find("ffn_") != std::string::npos && t.name != "blk.0.ffn_norm.weight") continue;
+    int64_t n = 1;
+    for (int64_t d : t.dims) n *= d;
+    mixtral.add_tensor(t.name, GgmlType::F32, t.dims, [n](std::vector<uint8_t>& out) { out.assign(size_t(n) * 4, 0); });
+  }
+  mixtral.add_tensor("blk.0.ffn_gate_inp.weight", GgmlType::F32, {8, 4}, [](std::vector<uint8_t>& out) { out.assign(8 * 4 * 4, 0); });
+  mixtral.write(dir.file("mixtral.gguf"));
+  CHECK_THROWS_WITH(load_weights(dir.file("mixtral.gguf")), Catch::Contains("missing tensor 'blk.0.ffn_gate_exps.weight'"));
   std::vector<TensorSpec> phi = tiny_tensors();
   phi.push_back({"blk.0.attn_qkv.weight", {8, 16}});
   phi = with(phi, {"blk.0.ffn_up.weight", {8, 16}});

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """An independent reference forward pass: logits at every position of a token sequence for a
 GGUF model of one of the families `kvdesk-cli make-model --arch` writes (llama, qwen2, qwen3,
-gemma2, gemma3, phi3, granite), in float64 numpy, with its own minimal GGUF v3 reader.
+qwen3moe, gemma2, gemma3, phi3, granite), in float64 numpy, with its own minimal GGUF v3 reader.
 
 Written from the public definitions only (llama.cpp's graph builders in src/models/ and its
 converter's GGUF conventions, Hugging Face transformers' modeling files), never from kvdesk's
@@ -14,6 +14,9 @@ engine, so that agreeing with the engine means something. Conventions it follows
     every sixth. A query at position p sees keys at positions p - window + 1 .. p.
   - Phi-3 LongRoPE (transformers): the long factors when the sequence is longer than the
     original context, the short ones otherwise; cos and sin scaled by the attention factor.
+  - A mixture of experts (Mixtral, Qwen3 MoE in transformers, norm_topk_prob): the router's
+    softmax over all experts, the expert_used_count most probable kept and renormalized, their
+    FFNs summed with those weights.
 
 Usage: forward_reference.py MODEL.gguf --tokens 1,2,3 --out logits.npy
 """
@@ -128,7 +131,7 @@ class GgufFile:
 # Hyperparameters: the common keys, then each family's own.
 # ---------------------------------------------------------------------------------------------
 
-NEOX_ROPE_ARCHITECTURES = {"qwen2", "qwen3", "gemma2", "gemma3", "phi3"}
+NEOX_ROPE_ARCHITECTURES = {"qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"}
 NORM_ROPE_ARCHITECTURES = {"llama", "granite"}
 GEMMA_LOCAL_ROPE_BASE = 10000.0   # llama.cpp's rope_freq_base_train_swa for Gemma 3
 
@@ -154,6 +157,7 @@ class Hyperparameters:
     logit_scale: float = 1.0
     rope_original_context: int = 0
     rope_attn_factor: float = 1.0
+    experts_used: int = 0   # of a mixture of experts; 0: a dense FFN
 
     def is_sliding_layer(self, layer):
         if self.sliding_window <= 0:
@@ -193,6 +197,7 @@ def read_hyperparameters(gguf):
         hp.logit_scale = m.get(a + "logit_scale", 1.0)
     hp.rope_original_context = m.get(a + "rope.scaling.original_context_length", 0)
     hp.rope_attn_factor = m.get(a + "rope.scaling.attn_factor", 1.0)
+    hp.experts_used = m.get(a + "expert_used_count", 0)
     return hp
 
 
@@ -350,12 +355,28 @@ class ReferenceModel:
         """Gated FFN: act(gate) * up -> down; Phi-3's ffn_up holds gate|up; Gemma's act is GELU-tanh."""
         p = f"blk.{layer}."
         act = gelu_tanh if self.hp.is_gemma() else silu
+        if self.gguf.has(p + "ffn_gate_inp.weight"):
+            return self.experts(h, layer)
         if self.gguf.has(p + "ffn_gate.weight"):
             gate = h @ self.weight(p + "ffn_gate.weight").T
             up = h @ self.weight(p + "ffn_up.weight").T
         else:
             gate, up = np.split(h @ self.weight(p + "ffn_up.weight").T, 2, axis=-1)
         return (act(gate) * up) @ self.weight(p + "ffn_down.weight").T
+
+    def experts(self, h, layer):
+        """Each token's expert_used_count most probable experts, weighted by their renormalized probabilities."""
+        p = f"blk.{layer}."
+        probs = softmax(h @ self.weight(p + "ffn_gate_inp.weight").T)
+        gates, ups = self.weight(p + "ffn_gate_exps.weight"), self.weight(p + "ffn_up_exps.weight")
+        downs = self.weight(p + "ffn_down_exps.weight")
+        out = np.zeros_like(h)
+        for t in range(h.shape[0]):
+            chosen = np.argsort(-probs[t], kind="stable")[:self.hp.experts_used]
+            weights = probs[t, chosen] / probs[t, chosen].sum()
+            for e, w in zip(chosen, weights):
+                out[t] += w * ((silu(gates[e] @ h[t]) * (ups[e] @ h[t])) @ downs[e].T)
+        return out
 
 
 def main():
