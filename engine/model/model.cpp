@@ -79,11 +79,12 @@ ObservedAttention observed_attention(const ForwardBatch& batch, KvCache& kv, int
   return o;
 }
 
-// One matrix product of a forward step: y[T][w.rows] = x[T][w.cols] W^T.
+// One matrix product of a forward step: y[batch][w.rows] = x[batch][w.cols] W^T.
 struct MatmulJob {
   const WeightMatrix* w;
-  const float* x;   // [T][w->cols]
-  float* y;         // [T][w->rows]
+  const float* x;   // [batch][w->cols]
+  float* y;         // [batch][w->rows]
+  int64_t batch;
 };
 
 // How many row chunks a thread gets in a loop over these matrices. A thread runs its range in
@@ -101,10 +102,11 @@ int64_t chunks_per_thread(std::span<const MatmulJob> jobs) {
   return 32;
 }
 
-// Runs jobs that share one input x (q/k/v, gate/up) as one parallel loop: activations are
-// prepared once per weight type, then row chunks of every job are handed out together, so
-// the step pays one synchronization instead of one per matrix.
-void run_matmuls(ThreadPool& pool, int64_t batch, std::span<const MatmulJob> jobs, std::vector<uint8_t>& act_buffer) {
+// Runs jobs as one parallel loop: activations are prepared once per input and weight type (q/k/v
+// and gate/up share theirs), then row chunks of every job are handed out together, so the step
+// pays one synchronization instead of one per matrix. Each job has its own batch: a mixture's
+// experts each run the rows routed to them.
+void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs, std::vector<uint8_t>& act_buffer) {
   struct Part {
     MatmulArgs args;
     int64_t rows;
@@ -113,11 +115,11 @@ void run_matmuls(ThreadPool& pool, int64_t batch, std::span<const MatmulJob> job
   };
   std::vector<Part> parts;
   size_t act_bytes_total = 0;
-  for (const MatmulJob& job : jobs) act_bytes_total += act_row_bytes(job.w->type, job.w->cols) * size_t(batch);
+  for (const MatmulJob& job : jobs) act_bytes_total += act_row_bytes(job.w->type, job.w->cols) * size_t(job.batch);
   if (act_buffer.size() < act_bytes_total) act_buffer.resize(act_bytes_total);
 
   int64_t total_macs = 0;
-  for (const MatmulJob& job : jobs) total_macs += job.w->rows * job.w->cols * batch;
+  for (const MatmulJob& job : jobs) total_macs += job.w->rows * job.w->cols * job.batch;
   // Chunks of equal work across the jobs give each thread's contiguous range of tasks
   // (ThreadPool) an equal share; 16-row multiples keep SIMD tiles whole.
   const int64_t chunks = pool.num_threads() * chunks_per_thread(jobs);
@@ -129,8 +131,9 @@ void run_matmuls(ThreadPool& pool, int64_t batch, std::span<const MatmulJob> job
   uint8_t* acts = nullptr;
   for (const MatmulJob& job : jobs) {
     const WeightMatrix& w = *job.w;
+    const int64_t batch = job.batch;
     const size_t row_bytes = act_row_bytes(w.type, w.cols);
-    const bool reuse = prepared_for && prepared_for->x == job.x &&
+    const bool reuse = prepared_for && prepared_for->x == job.x && prepared_for->batch == batch &&
                        act_row_bytes(prepared_for->w->type, w.cols) == row_bytes &&
                        act_format_for(prepared_for->w->type) == act_format_for(w.type);
     if (!reuse) {
@@ -158,9 +161,20 @@ void run_matmuls(ThreadPool& pool, int64_t batch, std::span<const MatmulJob> job
   }, total_macs);
 }
 
-void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulJob> jobs,
+// A matrix product of x [batch][w.cols] and where it goes.
+struct MatmulTarget {
+  const WeightMatrix* w;
+  const float* x;
+  float* y;
+};
+
+// run_matmuls for products over the same batch (a step's tokens).
+void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulTarget> targets,
                  std::vector<uint8_t>& act_buffer) {
-  run_matmuls(pool, batch, std::span<const MatmulJob>(jobs.begin(), jobs.size()), act_buffer);
+  std::vector<MatmulJob> jobs;
+  jobs.reserve(targets.size());
+  for (const MatmulTarget& t : targets) jobs.push_back({t.w, t.x, t.y, batch});
+  run_matmuls(pool, jobs, act_buffer);
 }
 
 void grow(std::vector<float>& v, size_t n) {
@@ -213,22 +227,6 @@ struct ExpertScratch {
   std::vector<uint8_t>& acts;
 };
 
-// The experts that got rows, fewest rows first: experts with as many rows run as one loop (all
-// of a decode step's k experts), the rest one loop per row count.
-std::vector<std::vector<int32_t>> expert_loops(const ExpertRoutes& routes, int32_t experts) {
-  std::vector<int32_t> used;
-  for (int32_t e = 0; e < experts; ++e) {
-    if (routes.rows_of(e) > 0) used.push_back(e);
-  }
-  std::stable_sort(used.begin(), used.end(), [&](int32_t a, int32_t b) { return routes.rows_of(a) < routes.rows_of(b); });
-  std::vector<std::vector<int32_t>> loops;
-  for (size_t i = 0; i < used.size(); ++i) {
-    if (i == 0 || routes.rows_of(used[i]) != routes.rows_of(used[i - 1])) loops.emplace_back();
-    loops.back().push_back(used[i]);
-  }
-  return loops;
-}
-
 // A mixture of experts over xn [T][d_model] into out [T][d_model]: each token's rows go to its
 // experts (route_tokens), every expert runs the gated FFN over its rows, and each token's output
 // is its rows' outputs weighted by the router.
@@ -240,27 +238,19 @@ void expert_ffn(ThreadPool& pool, const LayerWeights& lw, const ModelConfig& c, 
   const ExpertRoutes routes = route_tokens(s.router, T, c.expert_count, c.expert_used_count);
   const int64_t rows = int64_t(routes.tokens.size());
   for (int64_t r = 0; r < rows; ++r) std::copy_n(xn + routes.tokens[size_t(r)] * D, D, s.in + r * D);
-  const std::vector<std::vector<int32_t>> loops = expert_loops(routes, c.expert_count);
-  std::vector<MatmulJob> jobs;
-  for (const std::vector<int32_t>& loop : loops) {
-    jobs.clear();
-    for (int32_t e : loop) {
-      const int64_t first = routes.first_row[size_t(e)];
-      const ExpertWeights& ew = lw.experts[size_t(e)];
-      jobs.push_back({&ew.gate, s.in + first * D, s.gate + first * FE});
-      jobs.push_back({&ew.up, s.in + first * D, s.up + first * FE});
-    }
-    run_matmuls(pool, routes.rows_of(loop.front()), jobs, s.acts);
+  std::vector<MatmulJob> gate_up, down;
+  for (int32_t e = 0; e < c.expert_count; ++e) {
+    const int64_t first = routes.first_row[size_t(e)];
+    const int64_t n = routes.rows_of(e);
+    if (n == 0) continue;
+    const ExpertWeights& ew = lw.experts[size_t(e)];
+    gate_up.push_back({&ew.gate, s.in + first * D, s.gate + first * FE, n});
+    gate_up.push_back({&ew.up, s.in + first * D, s.up + first * FE, n});
+    down.push_back({&ew.down, s.gate + first * FE, s.out + first * D, n});
   }
+  run_matmuls(pool, gate_up, s.acts);
   ffn_activation(pool, c.traits.ffn_activation, s.gate, s.up, rows, FE);
-  for (const std::vector<int32_t>& loop : loops) {
-    jobs.clear();
-    for (int32_t e : loop) {
-      const int64_t first = routes.first_row[size_t(e)];
-      jobs.push_back({&lw.experts[size_t(e)].down, s.gate + first * FE, s.out + first * D});
-    }
-    run_matmuls(pool, routes.rows_of(loop.front()), jobs, s.acts);
-  }
+  run_matmuls(pool, down, s.acts);
   std::fill_n(out, T * D, 0.0f);
   for (int64_t r = 0; r < rows; ++r) {
     ops::add_scaled_in_place(out + routes.tokens[size_t(r)] * D, s.out + r * D, routes.weights[size_t(r)], D);
