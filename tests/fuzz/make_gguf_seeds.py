@@ -4,6 +4,7 @@
 # makes them each run (model files are generated, never committed).
 #   tiny_llama.gguf   a whole Llama model: 4-token vocabulary, d_model 8, 1 layer, F32
 #   tiny_llama_q8.gguf  the same with d_model 32 and Q8_0 matrices, a ChatML template
+#   tiny_mixtral.gguf  tiny_llama with a mixture of 2 experts (1 per token) in place of its FFN
 #   all_types_v2.gguf  GGUF v2, one metadata value of every type, one F16 tensor
 #   python3 tests/fuzz/make_gguf_seeds.py OUT_DIR
 import os
@@ -55,7 +56,7 @@ def q8_0(rows, cols):
     return block * (rows * cols // 32)
 
 
-def llama(d, ff, matrix_type, extra_kvs):
+def llama(d, ff, matrix_type, extra_kvs, experts=0):
     vocab = ["<unk>", "<s>", "</s>", "\u2581a"]
     kvs = [("general.architecture", T_STR, "llama"), ("general.name", T_STR, "tiny"),
            ("llama.context_length", T_U32, 16), ("llama.embedding_length", T_U32, d),
@@ -81,9 +82,16 @@ def llama(d, ff, matrix_type, extra_kvs):
                ("blk.0.attn_norm.weight", [d], F32, f32s(d, 1.0)),
                matrix("blk.0.attn_q.weight", d, d), matrix("blk.0.attn_k.weight", kv_dim, d),
                matrix("blk.0.attn_v.weight", kv_dim, d), matrix("blk.0.attn_output.weight", d, d),
-               ("blk.0.ffn_norm.weight", [d], F32, f32s(d, 1.0)),
-               matrix("blk.0.ffn_gate.weight", ff, d), matrix("blk.0.ffn_up.weight", ff, d),
-               matrix("blk.0.ffn_down.weight", d, ff)]
+               ("blk.0.ffn_norm.weight", [d], F32, f32s(d, 1.0))]
+    if experts:
+        kvs += [("llama.expert_count", T_U32, experts), ("llama.expert_used_count", T_U32, 1)]
+        tensors += [("blk.0.ffn_gate_inp.weight", [d, experts], F32, f32s(d * experts)),
+                    ("blk.0.ffn_gate_exps.weight", [d, ff, experts], F32, f32s(d * ff * experts)),
+                    ("blk.0.ffn_up_exps.weight", [d, ff, experts], F32, f32s(d * ff * experts)),
+                    ("blk.0.ffn_down_exps.weight", [ff, d, experts], F32, f32s(ff * d * experts))]
+    else:
+        tensors += [matrix("blk.0.ffn_gate.weight", ff, d), matrix("blk.0.ffn_up.weight", ff, d),
+                    matrix("blk.0.ffn_down.weight", d, ff)]
     return gguf(3, kvs, tensors)
 
 
@@ -103,6 +111,7 @@ def main(out):
               "'<|im_end|>\\n'}}{% endfor %}")
     files = {"tiny_llama.gguf": llama(8, 8, F32, []),
              "tiny_llama_q8.gguf": llama(32, 32, Q8_0, [("tokenizer.chat_template", T_STR, chatml)]),
+             "tiny_mixtral.gguf": llama(8, 8, F32, [], experts=2),
              "all_types_v2.gguf": all_types()}
     for name, data in files.items():
         with open(os.path.join(out, name), "wb") as f:
