@@ -50,3 +50,13 @@ TEST_CASE("a model without local layers or a model at all says so", "[ui][model_
   vm.model.state = ModelState::Loading;
   CHECK(model_info_text(vm) == "no model is loaded\n");
 }
+
+TEST_CASE("a dense model shows its FFN size, a mixture how many experts of what size a token runs", "[ui][model_info]") {
+  ViewModel vm = gemma_like();
+  vm.model.feed_forward_length = 6144;
+  CHECK(model_info_text(vm).find("  feed forward: 6144\n") != std::string::npos);
+  vm.model.expert_count = 128;
+  vm.model.expert_used_count = 8;
+  vm.model.expert_feed_forward_length = 768;
+  CHECK(model_info_text(vm).find("  feed forward: 8 of 128 experts of 768 per token\n") != std::string::npos);
+}
