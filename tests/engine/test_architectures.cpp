@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "engine/error.h"
 #include "engine/lab/gguf_writer.h"
@@ -868,36 +869,35 @@ TEST_CASE("an unsupported architecture is named in the error with the supported 
                                            Catch::Contains("kvdesk runs llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, granite"));
 }
 
+namespace {
+
+// read_model_config of a file with arch's common keys and those `extra` adds throws `message`.
+void check_config_error(const TempDir& dir, const std::string& arch, const std::function<void(GgufWriter&)>& extra,
+                        const std::string& message) {
+  GgufWriter w;
+  add_metadata(w, arch);
+  extra(w);
+  w.write(dir.file("config.gguf"));
+  CHECK_THROWS_WITH(read_model_config(*GgufFile::open(dir.file("config.gguf"))), Catch::Contains(message));
+}
+
+}  // namespace
+
 TEST_CASE("missing family keys and tensors are named", "[engine][architectures]") {
   TempDir dir;
   // Gemma 2 must give its window; Granite its multipliers.
-  GgufWriter gemma;
-  add_metadata(gemma, "gemma2");
-  gemma.write(dir.file("g.gguf"));
-  CHECK_THROWS_WITH(read_model_config(*GgufFile::open(dir.file("g.gguf"))),
-                    Catch::Contains("missing metadata 'gemma2.attention.sliding_window'"));
-  GgufWriter granite;
-  add_metadata(granite, "granite");
-  granite.add_float32("granite.embedding_scale", 12.0f);
-  granite.write(dir.file("gr.gguf"));
-  CHECK_THROWS_WITH(read_model_config(*GgufFile::open(dir.file("gr.gguf"))),
-                    Catch::Contains("missing metadata 'granite.residual_scale'"));
+  check_config_error(dir, "gemma2", [](GgufWriter&) {}, "missing metadata 'gemma2.attention.sliding_window'");
+  check_config_error(dir, "granite", [](GgufWriter& w) { w.add_float32("granite.embedding_scale", 12.0f); },
+                     "missing metadata 'granite.residual_scale'");
   // Qwen3 needs its q/k norms; Phi-3 its fused projections.
   CHECK_THROWS_WITH(load_weights(write_tiny(dir, "qwen3", tiny_tensors())), Catch::Contains("missing tensor 'blk.0.attn_q_norm.weight'"));
   CHECK_THROWS_WITH(load_weights(write_tiny(dir, "phi3", tiny_tensors())), Catch::Contains("missing tensor 'blk.0.attn_qkv.weight'"));
   // Qwen3 MoE must say how many experts it has, use at most that many, and have them.
-  GgufWriter no_experts;
-  add_metadata(no_experts, "qwen3moe");
-  no_experts.write(dir.file("q.gguf"));
-  CHECK_THROWS_WITH(read_model_config(*GgufFile::open(dir.file("q.gguf"))),
-                    Catch::Contains("missing metadata 'qwen3moe.expert_count'"));
-  GgufWriter too_many;
-  add_metadata(too_many, "qwen3moe");
-  too_many.add_uint32("qwen3moe.expert_count", 4);
-  too_many.add_uint32("qwen3moe.expert_used_count", 5);
-  too_many.write(dir.file("q5.gguf"));
-  CHECK_THROWS_WITH(read_model_config(*GgufFile::open(dir.file("q5.gguf"))),
-                    Catch::Contains("'qwen3moe.expert_used_count' = 5 is out of range [1, 4]"));
+  check_config_error(dir, "qwen3moe", [](GgufWriter&) {}, "missing metadata 'qwen3moe.expert_count'");
+  check_config_error(dir, "qwen3moe", [](GgufWriter& w) {
+    w.add_uint32("qwen3moe.expert_count", 4);
+    w.add_uint32("qwen3moe.expert_used_count", 5);
+  }, "'qwen3moe.expert_used_count' = 5 is out of range [1, 4]");
   GgufWriter mixtral;
   add_metadata(mixtral, "llama");
   mixtral.add_uint32("llama.expert_count", 4);

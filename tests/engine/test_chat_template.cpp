@@ -497,7 +497,7 @@ TEST_CASE("Stored ids stand in for an answer the template pads, and a run ends b
   }
 }
 
-TEST_CASE("A dated template's stored ids keep the day they were rendered for; text shows the day asked for", "[engine][chat]") {
+TEST_CASE("A dated template's stored ids keep the day they were rendered for, text shows the day asked for", "[engine][chat]") {
   const auto file = kvdesk::GgufFile::open(kvdesk::test::model_path("stories260K.gguf"));
   const auto tok = kvdesk::Tokenizer::from_gguf(*file);
   const std::string identity = "model 1; template llama3";
