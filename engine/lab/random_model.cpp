@@ -93,9 +93,9 @@ void check_spec(const RandomModelSpec& s) {
   }
   if (s.rope_scaling == "longrope" && s.arch != "phi3") fail("--rope-scaling longrope is Phi-3's (--arch phi3)");
   if (s.sliding_window < 0) fail("--sliding-window must not be negative");
+  if (s.experts < 0 || s.experts > 512) fail("--experts must be in [0, 512]");
   if (s.arch == "qwen3moe" && s.experts == 0) fail("--arch qwen3moe needs --experts");
   if (s.experts != 0 && s.arch != "llama" && s.arch != "qwen3moe") fail("--experts is for --arch llama or qwen3moe");
-  if (s.experts < 0 || s.experts > 512) fail("--experts must be in [0, 512]");
   if (s.experts > 0 && (s.experts_used < 1 || s.experts_used > s.experts)) fail("--experts-used must be in [1, --experts]");
   if (s.experts > 0 && (s.expert_ff < 1 || s.expert_ff > 262144)) fail("--expert-ff must be in [1, 262144]");
   if (!(s.weight_std > 0)) fail("the weight standard deviation must be positive");

@@ -6,6 +6,7 @@
 #include "engine/model/model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <span>
 
@@ -168,13 +169,15 @@ struct MatmulTarget {
   float* y;
 };
 
-// run_matmuls for products over the same batch (a step's tokens).
+// run_matmuls for products over the same batch (a step's tokens): q/k/v, gate/up, or one.
 void run_matmuls(ThreadPool& pool, int64_t batch, std::initializer_list<MatmulTarget> targets,
                  std::vector<uint8_t>& act_buffer) {
-  std::vector<MatmulJob> jobs;
-  jobs.reserve(targets.size());
-  for (const MatmulTarget& t : targets) jobs.push_back({t.w, t.x, t.y, batch});
-  run_matmuls(pool, jobs, act_buffer);
+  constexpr size_t kMaxTargets = 3;
+  KVDESK_ASSERT(targets.size() <= kMaxTargets);
+  std::array<MatmulJob, kMaxTargets> jobs{};
+  size_t n = 0;
+  for (const MatmulTarget& t : targets) jobs[n++] = {t.w, t.x, t.y, batch};
+  run_matmuls(pool, std::span<const MatmulJob>(jobs.data(), n), act_buffer);
 }
 
 void grow(std::vector<float>& v, size_t n) {

@@ -152,9 +152,12 @@ void bind_ffn(Binder& bind, const std::string& p, const ModelConfig& c, LayerWei
   const int64_t d = c.embedding_length;
   const int64_t ff = c.feed_forward_length;
   l.ffn_norm = bind.vector(p + "ffn_norm.weight", d);
+  if (c.traits.post_norms) l.ffn_post_norm = bind.vector(p + "post_ffw_norm.weight", d);
   if (c.has_experts()) {
     bind_experts(bind, p, c, l);
-  } else if (c.traits.fused_projections) {
+    return;
+  }
+  if (c.traits.fused_projections) {
     const WeightMatrix gate_up = bind.matrix(p + "ffn_up.weight", 2 * ff, d);
     l.w_gate = Binder::rows_of(gate_up, 0, ff);
     l.w_up = Binder::rows_of(gate_up, ff, ff);
@@ -162,8 +165,7 @@ void bind_ffn(Binder& bind, const std::string& p, const ModelConfig& c, LayerWei
     l.w_gate = bind.matrix(p + "ffn_gate.weight", ff, d);
     l.w_up = bind.matrix(p + "ffn_up.weight", ff, d);
   }
-  if (!c.has_experts()) l.w_down = bind.matrix(p + "ffn_down.weight", d, ff);
-  if (c.traits.post_norms) l.ffn_post_norm = bind.vector(p + "post_ffw_norm.weight", d);
+  l.w_down = bind.matrix(p + "ffn_down.weight", d, ff);
 }
 
 uint64_t matrix_bytes(const WeightMatrix& m) { return uint64_t(m.rows) * m.row_bytes; }
