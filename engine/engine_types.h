@@ -277,6 +277,7 @@ struct ModelDescription {
   int32_t expert_count = 0;            // a mixture of experts' FFNs per layer; 0: a dense FFN
   int32_t expert_used_count = 0;       // experts each token runs
   int32_t expert_feed_forward_length = 0;
+  int32_t expert_shared_feed_forward_length = 0;   // a shared expert every token runs (Qwen2 MoE); 0: none
   std::vector<WeightTypeGroup> weight_types;   // by group, then type
 };
 

@@ -12,11 +12,16 @@ std::string sliding_window_text(const ModelView& m) {
          std::to_string(m.layers) + " layers";
 }
 
-// A dense FFN's size, or a mixture of experts: how many run per token, of how many, each how big.
+// A dense FFN's size, or a mixture of experts: how many run per token, of how many, each how big,
+// and the shared expert's size where there is one.
 std::string feed_forward_text(const ModelView& m) {
   if (m.expert_count <= 0) return std::to_string(m.feed_forward_length);
-  return std::to_string(m.expert_used_count) + " of " + std::to_string(m.expert_count) + " experts of " +
-         std::to_string(m.expert_feed_forward_length) + " per token";
+  std::string text = std::to_string(m.expert_used_count) + " of " + std::to_string(m.expert_count) +
+                     " experts of " + std::to_string(m.expert_feed_forward_length) + " per token";
+  if (m.expert_shared_feed_forward_length > 0) {
+    text += ", and a shared expert of " + std::to_string(m.expert_shared_feed_forward_length);
+  }
+  return text;
 }
 
 void append_section(std::string& out, const char* title, const std::vector<ModelInfoRow>& rows) {

@@ -123,6 +123,7 @@ struct ModelView {
   int32_t expert_count = 0;            // a mixture of experts' FFNs per layer; 0: a dense FFN
   int32_t expert_used_count = 0;
   int32_t expert_feed_forward_length = 0;
+  int32_t expert_shared_feed_forward_length = 0;   // 0: no shared expert
   int32_t vocab_size = 0;
   std::string tokenizer_kind;
   int32_t sliding_window = 0;          // 0: every layer attends to the whole context

@@ -101,10 +101,14 @@ nlohmann::json kv_capacity_json(const ModelConfig& c, const InfoArgs& a) {
   return {{"budget_mib", a.budget_mib}, {"context", context}, {"block_size", a.model.block_size}, {"types", types}};
 }
 
-// A mixture of experts' shape, or null for a dense FFN.
+// A mixture of experts' shape (shared_feed_forward_length 0: no shared expert), or null for a
+// dense FFN.
 nlohmann::json experts_json(const ModelConfig& c) {
   if (!c.has_experts()) return nullptr;
-  return {{"count", c.expert_count}, {"used", c.expert_used_count}, {"feed_forward_length", c.expert_feed_forward_length}};
+  return {{"count", c.expert_count},
+          {"used", c.expert_used_count},
+          {"feed_forward_length", c.expert_feed_forward_length},
+          {"shared_feed_forward_length", c.expert_shared_feed_forward_length}};
 }
 
 // One sequence's KV at the context (f16 K and V) in the pool, generating one token at a time:

@@ -1,5 +1,5 @@
-// kvdesk-cli make-model: write a random-weight Llama-family GGUF (llama, qwen2, qwen3, qwen3moe,
-// gemma2, gemma3, phi3, granite; experts for llama and qwen3moe) of a chosen
+// kvdesk-cli make-model: write a random-weight Llama-family GGUF (llama, qwen2, qwen2moe, qwen3,
+// qwen3moe, gemma, gemma2, gemma3, phi3, granite; experts for llama and the Qwen MoEs) of a chosen
 // shape with a real vocabulary, for tests and benchmarks at realistic sizes without downloads.
 #include <chrono>
 #include <cstdio>
@@ -48,17 +48,20 @@ Command add_make_model_command(CLI::App& app) {
   cmd->add_option("--type", args->type,
                   "Weight type, or a llama.cpp mix (q2_k, q3_k_m, q4_k_m, q5_k_m, q6_k): " + weight_mix_names())->capture_default_str();
   cmd->add_option("--arch", s.arch, "Architecture: " + random_model_architectures())
-      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "granite"}))->capture_default_str();
+      ->check([](const std::string& arch) {
+        return is_random_model_architecture(arch) ? std::string()
+                                                  : "'" + arch + "' is not one of " + random_model_architectures();
+      })->capture_default_str();
   cmd->add_option("--rope-scaling", s.rope_scaling,
                   "none, llama3 (Llama 3.1 rope_freqs factors) or longrope (phi3: rope_factors_long/short)")
       ->check(CLI::IsMember({"none", "llama3", "longrope"}))->capture_default_str();
   cmd->add_option("--rope-base", s.rope_freq_base, "rope.freq_base")->capture_default_str();
   cmd->add_option("--sliding-window", s.sliding_window, "gemma2/gemma3: local layers' window (0: 4096 / 512)")
       ->capture_default_str();
-  cmd->add_option("--experts", s.experts, "A mixture of this many experts per layer (qwen3moe; llama: Mixtral's layout)")
+  cmd->add_option("--experts", s.experts, "A mixture of this many experts per layer (qwen2moe, qwen3moe; llama: Mixtral's layout)")
       ->capture_default_str();
   cmd->add_option("--experts-used", s.experts_used, "Experts each token runs")->capture_default_str();
-  cmd->add_option("--expert-ff", s.expert_ff, "Each expert's feed-forward size (qwen3moe; a llama's experts are --ff wide)")->capture_default_str();
+  cmd->add_option("--expert-ff", s.expert_ff, "Each expert's feed-forward size (the Qwen MoEs; a llama's experts are --ff wide, qwen2moe's shared expert too)")->capture_default_str();
   cmd->add_flag("--tied-embeddings", s.tied_embeddings, "No output.weight: logits use token_embd");
   cmd->add_option("--weight-std", s.weight_std,
                   "Standard deviation of the random weights (larger: sharper attention, larger logits)")

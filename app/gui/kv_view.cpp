@@ -112,6 +112,7 @@ void fill_model_view(const ModelSummary& m, ui::ModelView& view) {
   view.expert_count = d.expert_count;
   view.expert_used_count = d.expert_used_count;
   view.expert_feed_forward_length = d.expert_feed_forward_length;
+  view.expert_shared_feed_forward_length = d.expert_shared_feed_forward_length;
   view.vocab_size = d.vocab_size;
   view.tokenizer_kind = d.tokenizer_kind;
   view.sliding_window = d.sliding_window;

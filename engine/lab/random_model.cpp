@@ -70,14 +70,9 @@ Vocabulary read_vocabulary(const std::string& path) {
   return v;
 }
 
-constexpr const char* kArchitectures[] = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "granite"};
+constexpr const char* kArchitectures[] = {"llama", "qwen2",  "qwen2moe", "qwen3", "qwen3moe",
+                                          "gemma", "gemma2", "gemma3",   "phi3",  "granite"};
 
-bool is_random_model_architecture(const std::string& arch) {
-  for (const char* a : kArchitectures) {
-    if (arch == a) return true;
-  }
-  return false;
-}
 
 void check_spec(const RandomModelSpec& s) {
   auto fail = [](const std::string& what) { throw Error("make-model: " + what); };
@@ -94,8 +89,9 @@ void check_spec(const RandomModelSpec& s) {
   if (s.rope_scaling == "longrope" && s.arch != "phi3") fail("--rope-scaling longrope is Phi-3's (--arch phi3)");
   if (s.sliding_window < 0) fail("--sliding-window must not be negative");
   if (s.experts < 0 || s.experts > 512) fail("--experts must be in [0, 512]");
-  if (s.arch == "qwen3moe" && s.experts == 0) fail("--arch qwen3moe needs --experts");
-  if (s.experts != 0 && s.arch != "llama" && s.arch != "qwen3moe") fail("--experts is for --arch llama or qwen3moe");
+  const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe";
+  if (moe_arch && s.experts == 0) fail("--arch " + s.arch + " needs --experts");
+  if (s.experts != 0 && s.arch != "llama" && !moe_arch) fail("--experts is for --arch llama, qwen2moe or qwen3moe");
   if (s.experts > 0 && (s.experts_used < 1 || s.experts_used > s.experts)) fail("--experts-used must be in [1, --experts]");
   if (s.experts > 0 && (s.expert_ff < 1 || s.expert_ff > 262144)) fail("--expert-ff must be in [1, 262144]");
   if (!(s.weight_std > 0)) fail("the weight standard deviation must be positive");
@@ -206,6 +202,13 @@ std::vector<float> llama3_rope_factors(float freq_base, int n_rot) {
   return factors;
 }
 
+bool is_random_model_architecture(const std::string& arch) {
+  for (const char* a : kArchitectures) {
+    if (arch == a) return true;
+  }
+  return false;
+}
+
 std::string random_model_architectures() {
   std::string names;
   for (const char* a : kArchitectures) names += std::string(names.empty() ? "" : ", ") + a;
@@ -214,7 +217,10 @@ std::string random_model_architectures() {
 
 namespace {
 
-bool is_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3"; }
+bool is_gemma(const std::string& arch) { return arch == "gemma" || arch == "gemma2" || arch == "gemma3"; }
+// Gemma 2 and 3: sliding windows and post norms around both blocks.
+bool is_windowed_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3"; }
+bool has_qkv_bias(const std::string& arch) { return arch == "qwen2" || arch == "qwen2moe"; }
 
 // Each family's own keys beside the common ones, with the values of a real checkpoint.
 void write_family_metadata(GgufWriter& w, const RandomModelSpec& spec, int32_t head_dim) {
@@ -222,6 +228,8 @@ void write_family_metadata(GgufWriter& w, const RandomModelSpec& spec, int32_t h
   if (is_gemma(spec.arch)) {
     w.add_uint32(a + "attention.key_length", uint32_t(head_dim));
     w.add_uint32(a + "attention.value_length", uint32_t(head_dim));
+  }
+  if (is_windowed_gemma(spec.arch)) {
     const int32_t window = spec.sliding_window > 0 ? spec.sliding_window : spec.arch == "gemma2" ? 4096 : 512;
     w.add_uint32(a + "attention.sliding_window", uint32_t(window));
   }
@@ -232,7 +240,8 @@ void write_family_metadata(GgufWriter& w, const RandomModelSpec& spec, int32_t h
   if (spec.experts > 0) {
     w.add_uint32(a + "expert_count", uint32_t(spec.experts));
     w.add_uint32(a + "expert_used_count", uint32_t(spec.experts_used));
-    if (spec.arch == "qwen3moe") w.add_uint32(a + "expert_feed_forward_length", uint32_t(spec.expert_ff));
+    if (spec.arch != "llama") w.add_uint32(a + "expert_feed_forward_length", uint32_t(spec.expert_ff));
+    if (spec.arch == "qwen2moe") w.add_uint32(a + "expert_shared_feed_forward_length", uint32_t(spec.ff));
   }
   if (spec.arch == "granite") {   // granite-3.0-2b's multipliers
     w.add_float32(a + "embedding_scale", 12.0f);
@@ -272,7 +281,7 @@ void write_attention(TensorMaker& make, const RandomModelSpec& spec, int32_t i, 
     make.matrix(p + "attn_k.weight", TensorRole::AttnK, i, kv_dim, d);
     make.matrix(p + "attn_v.weight", TensorRole::AttnV, i, kv_dim, d);
   }
-  if (spec.arch == "qwen2") {
+  if (has_qkv_bias(spec.arch)) {
     make.normal_vector(p + "attn_q.bias", q_dim);
     make.normal_vector(p + "attn_k.bias", kv_dim);
     make.normal_vector(p + "attn_v.bias", kv_dim);
@@ -282,7 +291,7 @@ void write_attention(TensorMaker& make, const RandomModelSpec& spec, int32_t i, 
     make.near_ones(p + "attn_k_norm.weight", head_dim);
   }
   make.matrix(p + "attn_output.weight", TensorRole::AttnOutput, i, d, q_dim);
-  if (is_gemma(spec.arch)) make.near_ones(p + "post_attention_norm.weight", d);
+  if (is_windowed_gemma(spec.arch)) make.near_ones(p + "post_attention_norm.weight", d);
 }
 
 void write_ffn(TensorMaker& make, const RandomModelSpec& spec, int32_t i) {
@@ -290,12 +299,18 @@ void write_ffn(TensorMaker& make, const RandomModelSpec& spec, int32_t i) {
   const int64_t d = spec.embd;
   make.ones(p + "ffn_norm.weight", d);
   if (spec.experts > 0) {
-    // Mixtral's experts are feed_forward_length wide; Qwen3 MoE names their width apart.
-    const int64_t ff = spec.arch == "qwen3moe" ? spec.expert_ff : spec.ff;
+    // Mixtral's experts are feed_forward_length wide; the Qwen MoEs name their width apart.
+    const int64_t ff = spec.arch == "llama" ? spec.ff : spec.expert_ff;
     make.f32_matrix(p + "ffn_gate_inp.weight", spec.experts, d);
     make.matrix_stack(p + "ffn_gate_exps.weight", TensorRole::FfnGate, i, spec.experts, ff, d);
     make.matrix_stack(p + "ffn_up_exps.weight", TensorRole::FfnUp, i, spec.experts, ff, d);
     make.matrix_stack(p + "ffn_down_exps.weight", TensorRole::FfnDown, i, spec.experts, d, ff);
+    if (spec.arch == "qwen2moe") {   // the shared expert, --ff wide, and its gate's row
+      make.normal_vector(p + "ffn_gate_inp_shexp.weight", d);
+      make.matrix(p + "ffn_gate_shexp.weight", TensorRole::FfnGate, i, spec.ff, d);
+      make.matrix(p + "ffn_up_shexp.weight", TensorRole::FfnUp, i, spec.ff, d);
+      make.matrix(p + "ffn_down_shexp.weight", TensorRole::FfnDown, i, d, spec.ff);
+    }
     return;
   }
   if (spec.arch == "phi3") {
@@ -305,7 +320,7 @@ void write_ffn(TensorMaker& make, const RandomModelSpec& spec, int32_t i) {
     make.matrix(p + "ffn_up.weight", TensorRole::FfnUp, i, spec.ff, d);
   }
   make.matrix(p + "ffn_down.weight", TensorRole::FfnDown, i, d, spec.ff);
-  if (is_gemma(spec.arch)) make.near_ones(p + "post_ffw_norm.weight", d);
+  if (is_windowed_gemma(spec.arch)) make.near_ones(p + "post_ffw_norm.weight", d);
 }
 
 }  // namespace
@@ -316,7 +331,7 @@ void write_random_model(const RandomModelSpec& spec, const std::string& out_path
   const int64_t n_vocab = int64_t(vocab.tokens.size());
   const int32_t head_dim = spec.embd / spec.heads;
   const std::string a = spec.arch + ".";
-  const bool eps_1e6 = spec.arch == "qwen2" || spec.arch == "qwen3" || spec.arch == "qwen3moe" || is_gemma(spec.arch);
+  const bool eps_1e6 = spec.arch.starts_with("qwen") || is_gemma(spec.arch);
 
   GgufWriter w;
   w.add_string("general.architecture", spec.arch);

@@ -1,8 +1,8 @@
 // Random-weight Llama-family GGUFs of real shapes (e.g. TinyLlama-1.1B: 22 layers, 2048, 32
 // heads, 4 KV heads, 5632) with a real SentencePiece vocabulary, so tests and benchmarks
 // measure realistic sizes and architectures (llama, Llama 3 RoPE scaling, qwen2, qwen3,
-// qwen3moe and Mixtral-style experts, gemma2, gemma3, phi3 with LongRoPE, granite, tied
-// embeddings) without downloading a model.
+// qwen2moe, qwen3moe and Mixtral-style experts, gemma, gemma2, gemma3, phi3 with LongRoPE,
+// granite, tied embeddings) without downloading a model.
 // Tensor names, shapes and metadata keys are those llama.cpp's converter writes. Weights and
 // biases ~ N(0, weight_std); block norms 1, the norms only newer families have (q/k, post)
 // 1 + N(0, 0.1) as Gemma's converter stores them (1 + w).
@@ -33,8 +33,9 @@ struct RandomModelSpec {
   std::string rope_scaling = "none";
   bool tied_embeddings = false;       // no output.weight: logits come from token_embd (always for Gemma)
   int32_t sliding_window = 0;         // gemma2/gemma3 local layers' window; 0: 4096 / 512
-  // A mixture of experts in every layer (qwen3moe always; llama: Mixtral's layout): experts_used
-  // of experts per token, each expert_ff wide (qwen3moe) or ff wide (llama, as Mixtral's are).
+  // A mixture of experts in every layer (qwen2moe and qwen3moe always; llama: Mixtral's layout):
+  // experts_used of experts per token, each expert_ff wide (the Qwen MoEs) or ff wide (llama, as
+  // Mixtral's are); qwen2moe adds a shared expert ff wide.
   int32_t experts = 0;
   int32_t experts_used = 2;
   int32_t expert_ff = 256;
@@ -47,8 +48,9 @@ struct RandomModelSpec {
 // between blends smoothly.
 std::vector<float> llama3_rope_factors(float freq_base, int n_rot);
 
-// "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, granite".
+// "llama, qwen2, qwen2moe, ...": the architectures make-model writes.
 std::string random_model_architectures();
+bool is_random_model_architecture(const std::string& arch);
 
 // Throws kvdesk::Error on bad shapes, an unreadable vocabulary or I/O failure.
 void write_random_model(const RandomModelSpec& spec, const std::string& out_path);

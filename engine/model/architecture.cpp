@@ -1,8 +1,9 @@
 // The table of supported architectures, after llama.cpp's llama-arch / llama-model: Llama
 // (and Granite, Mistral's tekken models) rotate adjacent pairs; the rest rotate NeoX-style
 // halves. Qwen2 always has Q/K/V biases, Qwen3 and Gemma 3 normalize each q/k head, Gemma 2/3
-// wrap both blocks in pre and post norms, Phi-3 fuses its projections, Qwen3 MoE (and Mixtral,
-// a Llama with experts) routes each token to a few of many FFNs.
+// wrap both blocks in pre and post norms (Gemma 1 has neither), Phi-3 fuses its projections,
+// Qwen2 and Qwen3 MoE (and Mixtral, a Llama with experts) route each token to a few of many FFNs,
+// Qwen2 MoE beside a shared one.
 #include "engine/model/architecture.h"
 
 namespace kvdesk {
@@ -19,15 +20,23 @@ Architecture llama() {
 Architecture qwen2() { return {"qwen2", ops::RopeMode::Neox, Required, Absent}; }
 Architecture qwen3() { return {"qwen3", ops::RopeMode::Neox, Absent, Required}; }
 
+Architecture qwen2moe() {
+  Architecture a{"qwen2moe", ops::RopeMode::Neox, Required, Absent};
+  a.experts = Required;
+  a.expert_weights_renormalized = false;
+  a.shared_expert = true;
+  return a;
+}
+
 Architecture qwen3moe() {
   Architecture a{"qwen3moe", ops::RopeMode::Neox, Absent, Required};
   a.experts = Required;
   return a;
 }
 
-Architecture gemma(std::string_view name, TensorPresence qk_norm, int32_t local_pattern) {
+// What every Gemma shares: NeoX RoPE, GeGLU, the embedding times sqrt(d_model), Gemma's q scale.
+Architecture gemma_family(std::string_view name, TensorPresence qk_norm, int32_t local_pattern) {
   Architecture a{name, ops::RopeMode::Neox, Absent, qk_norm};
-  a.post_norms = true;
   a.ffn_activation = FfnActivation::GeluTanh;
   a.embedding_times_sqrt_dim = true;
   a.local_pattern = local_pattern;
@@ -35,14 +44,19 @@ Architecture gemma(std::string_view name, TensorPresence qk_norm, int32_t local_
   return a;
 }
 
+// Gemma 1 (and CodeGemma): the family alone, without post norms, windows or soft caps.
+Architecture gemma() { return gemma_family("gemma", Absent, 0); }
+
 Architecture gemma2() {
-  Architecture a = gemma("gemma2", Absent, 2);
+  Architecture a = gemma_family("gemma2", Absent, 2);
+  a.post_norms = true;
   a.gemma2_softcapping = true;
   return a;
 }
 
 Architecture gemma3() {
-  Architecture a = gemma("gemma3", Required, 6);
+  Architecture a = gemma_family("gemma3", Required, 6);
+  a.post_norms = true;
   a.local_rope_freq_base = 10000.0f;
   return a;
 }
@@ -59,7 +73,8 @@ Architecture granite() {
   return a;
 }
 
-const Architecture kArchitectures[] = {llama(), qwen2(), qwen3(), qwen3moe(), gemma2(), gemma3(), phi3(), granite()};
+const Architecture kArchitectures[] = {llama(),  qwen2(),  qwen2moe(), qwen3(), qwen3moe(),
+                                       gemma(),  gemma2(), gemma3(),   phi3(),  granite()};
 
 }  // namespace
 

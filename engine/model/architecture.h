@@ -18,7 +18,7 @@ enum class TensorPresence { Absent, Optional, Required };
 // The gated FFN's activation: h = act(x Wgate) * (x Wup).
 enum class FfnActivation {
   Silu,      // SwiGLU: Llama, Qwen, Phi-3, Granite
-  GeluTanh,  // GeGLU with GELU's tanh approximation: Gemma
+  GeluTanh,  // GeGLU with GELU's tanh approximation: Gemma (1, 2, 3)
 };
 
 struct Architecture {
@@ -38,9 +38,15 @@ struct Architecture {
   float local_rope_freq_base = 0;  // RoPE base of local layers; 0: the model's rope.freq_base
   bool gemma_attention_scale = false;  // 1/sqrt(head_dim), or 1/sqrt(d_model/heads) at 27B
   bool gemma2_softcapping = false;     // attention and final logit soft-capping
-  // A mixture of experts in place of the FFN (<arch>.expert_count, blk.N.ffn_*_exps): Qwen3 MoE
-  // always, Llama when the file has experts (Mixtral).
+  // A mixture of experts in place of the FFN (<arch>.expert_count, blk.N.ffn_*_exps): Qwen2 and
+  // Qwen3 MoE always, Llama when the file has experts (Mixtral).
   TensorPresence experts = TensorPresence::Absent;
+  // The chosen experts' weights: their softmax over the k chosen scores (Mixtral, Qwen3 MoE), or
+  // their probability among all experts as it is (Qwen2 MoE: the k weights sum to less than 1).
+  bool expert_weights_renormalized = true;
+  // Qwen2 MoE: a shared expert every token runs beside its routed ones (blk.N.ffn_*_shexp, of
+  // <arch>.expert_shared_feed_forward_length), its output gated by sigmoid(x . ffn_gate_inp_shexp).
+  bool shared_expert = false;
 };
 
 // The architecture of that name, or nullptr when kvdesk cannot run it.

@@ -1,5 +1,5 @@
-// route_tokens: per token a partial sort of its scores for the top k and a softmax over them,
-// then a counting sort of the (token, expert) pairs by expert.
+// route_tokens: per token a partial sort of its scores for the top k and a softmax over them (or
+// over all), then a counting sort of the (token, expert) pairs by expert.
 #include "engine/model/expert_routing.h"
 
 #include <algorithm>
@@ -20,8 +20,14 @@ struct Choice {
   float weight;
 };
 
-// One token's k experts, highest score first, with softmax weights over their scores.
-void choose_experts(const float* scores, int32_t experts, int32_t k, std::vector<int32_t>& order, Choice* out) {
+// exp(s - top), where top is the highest score: a softmax's numerator. An infinite top score:
+// the experts that share it split the weight, rather than inf - inf.
+float softmax_term(float s, float top) { return std::isfinite(top) ? std::exp(s - top) : s == top ? 1.0f : 0.0f; }
+
+// One token's k experts, highest score first, with their softmax weights over the k scores or,
+// not renormalized, over all experts' scores.
+void choose_experts(const float* scores, int32_t experts, int32_t k, bool renormalize, std::vector<int32_t>& order,
+                    Choice* out) {
   std::iota(order.begin(), order.end(), 0);
   std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
     const float sa = rank_score(scores[a]);
@@ -31,23 +37,24 @@ void choose_experts(const float* scores, int32_t experts, int32_t k, std::vector
   const float top = rank_score(scores[order[0]]);
   float sum = 0;
   for (int32_t j = 0; j < k; ++j) {
-    const float s = rank_score(scores[order[size_t(j)]]);
-    // An infinite top score: the experts that share it split the weight, rather than inf - inf.
-    const float w = std::isfinite(top) ? std::exp(s - top) : s == top ? 1.0f : 0.0f;
+    const float w = softmax_term(rank_score(scores[order[size_t(j)]]), top);
     out[j] = Choice{order[size_t(j)], w};
     sum += w;
+  }
+  if (!renormalize) {
+    for (int32_t j = k; j < experts; ++j) sum += softmax_term(rank_score(scores[order[size_t(j)]]), top);
   }
   for (int32_t j = 0; j < k; ++j) out[j].weight /= sum;
 }
 
 }  // namespace
 
-ExpertRoutes route_tokens(const float* scores, int64_t tokens, int32_t experts, int32_t k) {
+ExpertRoutes route_tokens(const float* scores, int64_t tokens, int32_t experts, int32_t k, bool renormalize) {
   KVDESK_ASSERT(k >= 1 && k <= experts);
   std::vector<Choice> choices(size_t(tokens) * size_t(k));   // [tokens][k]
   std::vector<int32_t> order(static_cast<size_t>(experts));   // [experts]
   for (int64_t t = 0; t < tokens; ++t) {
-    choose_experts(scores + t * experts, experts, k, order, choices.data() + t * k);
+    choose_experts(scores + t * experts, experts, k, renormalize, order, choices.data() + t * k);
   }
   ExpertRoutes r;
   r.first_row.assign(size_t(experts) + 1, 0);

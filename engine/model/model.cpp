@@ -46,7 +46,7 @@ int32_t ForwardBatch::num_logit_rows() const {
 // Activation buffers, grown to the largest batch seen and reused across calls.
 struct Model::Scratch {
   std::vector<float> x, xn, q, k, v, att, tmp, gate, up;  // [T][features]; gate, up of a MoE layer [T * k][expert_ff]
-  std::vector<float> router;                              // [T][experts] a MoE layer's router scores
+  std::vector<float> router;                              // [T][experts] a MoE layer's router scores, then [T] its shared expert's gate scores
   std::vector<float> expert_in, expert_out;               // [T * k][d_model] each route's input and FFN output
   std::vector<float> logit_rows;                          // [L][d_model]
   std::vector<float> rope_cos_sin;                        // [n_rot] one token's RoPE angles
@@ -222,26 +222,49 @@ void ffn_activation(ThreadPool& pool, FfnActivation act, float* gate, const floa
 
 // The buffers a MoE layer works in, each grown to its size in Model::Scratch.
 struct ExpertScratch {
-  float* router;      // [T][experts]
+  float* router;      // [T][experts], then [T] the shared expert's gate scores
   float* in;          // [T * k][d_model]
-  float* gate;        // [T * k][expert_ff]
-  float* up;          // [T * k][expert_ff]
+  float* gate;        // [T * k][expert_ff], then [T][shared_ff] the shared expert's
+  float* up;          // [T * k][expert_ff], then [T][shared_ff]
   float* out;         // [T * k][d_model]
   std::vector<uint8_t>& acts;
 };
 
+// Floats a MoE layer's gate and up buffers hold for T tokens: the routed rows and the shared
+// expert's.
+int64_t expert_ffn_floats(const ModelConfig& c, int64_t T) {
+  return T * (int64_t(c.expert_used_count) * c.expert_feed_forward_length + c.expert_shared_feed_forward_length);
+}
+
 // A mixture of experts over xn [T][d_model] into out [T][d_model]: each token's rows go to its
 // experts (route_tokens), every expert runs the gated FFN over its rows, and each token's output
-// is its rows' outputs weighted by the router.
+// is its rows' outputs weighted by the router. A shared expert runs over all T tokens in the same
+// loops, its output written to out and scaled by sigmoid(its gate score) before the routed
+// experts' are added.
 void expert_ffn(ThreadPool& pool, const LayerWeights& lw, const ModelConfig& c, int64_t T, const float* xn, float* out,
                 const ExpertScratch& s) {
   const int64_t D = c.embedding_length;
   const int64_t FE = c.expert_feed_forward_length;
-  run_matmuls(pool, T, {{&lw.router, xn, s.router}}, s.acts);
-  const ExpertRoutes routes = route_tokens(s.router, T, c.expert_count, c.expert_used_count);
+  const int64_t FS = c.expert_shared_feed_forward_length;
+  const bool shared = lw.shared_gate.rows > 0;
+  float* shared_scores = s.router + T * c.expert_count;
+  if (shared) {
+    run_matmuls(pool, T, {{&lw.router, xn, s.router}, {&lw.shared_gate, xn, shared_scores}}, s.acts);
+  } else {
+    run_matmuls(pool, T, {{&lw.router, xn, s.router}}, s.acts);
+  }
+  const ExpertRoutes routes = route_tokens(s.router, T, c.expert_count, c.expert_used_count,
+                                           c.traits.expert_weights_renormalized);
   const int64_t rows = int64_t(routes.tokens.size());
   for (int64_t r = 0; r < rows; ++r) std::copy_n(xn + routes.tokens[size_t(r)] * D, D, s.in + r * D);
   std::vector<MatmulJob> gate_up, down;
+  float* shared_gate = s.gate + rows * FE;
+  float* shared_up = s.up + rows * FE;
+  if (shared) {
+    gate_up.push_back({&lw.w_gate, xn, shared_gate, T});
+    gate_up.push_back({&lw.w_up, xn, shared_up, T});
+    down.push_back({&lw.w_down, shared_gate, out, T});
+  }
   for (int32_t e = 0; e < c.expert_count; ++e) {
     const int64_t first = routes.first_row[size_t(e)];
     const int64_t n = routes.rows_of(e);
@@ -253,8 +276,13 @@ void expert_ffn(ThreadPool& pool, const LayerWeights& lw, const ModelConfig& c, 
   }
   run_matmuls(pool, gate_up, s.acts);
   ffn_activation(pool, c.traits.ffn_activation, s.gate, s.up, rows, FE);
+  if (shared) ffn_activation(pool, c.traits.ffn_activation, shared_gate, shared_up, T, FS);
   run_matmuls(pool, down, s.acts);
-  std::fill_n(out, T * D, 0.0f);
+  if (shared) {
+    for (int64_t t = 0; t < T; ++t) ops::scale_in_place(out + t * D, 1.0f / (1.0f + std::exp(-shared_scores[t])), D);
+  } else {
+    std::fill_n(out, T * D, 0.0f);
+  }
   for (int64_t r = 0; r < rows; ++r) {
     ops::add_scaled_in_place(out + routes.tokens[size_t(r)] * D, s.out + r * D, routes.weights[size_t(r)], D);
   }
@@ -391,9 +419,9 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
   grow(s.x, T * D); grow(s.xn, T * D); grow(s.tmp, T * D);
   grow(s.q, T * QD); grow(s.att, T * QD); grow(s.k, T * KVD); grow(s.v, T * KVD);
   const int64_t expert_rows = T * c.expert_used_count;
-  grow(s.gate, std::max(T * F, expert_rows * c.expert_feed_forward_length));
-  grow(s.up, std::max(T * F, expert_rows * c.expert_feed_forward_length));
-  grow(s.router, T * c.expert_count);
+  grow(s.gate, std::max(T * F, expert_ffn_floats(c, T)));
+  grow(s.up, std::max(T * F, expert_ffn_floats(c, T)));
+  grow(s.router, T * (c.expert_count + 1));
   grow(s.expert_in, expert_rows * D); grow(s.expert_out, expert_rows * D);
   grow(s.rope_cos_sin, c.rope_dimension_count);
   const int64_t attn_floats = attention_scratch_floats(c.head_count / c.head_count_kv, HD);

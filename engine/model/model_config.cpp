@@ -117,8 +117,10 @@ void read_longrope(const GgufFile& file, ModelConfig& c) {
 }
 
 // Experts as llama.cpp reads them: expert_count and expert_used_count (at most the count), and
-// each expert's FFN size, which Qwen3 MoE writes apart from the dense feed_forward_length and
-// Mixtral does not.
+// each expert's FFN size, which the Qwen MoEs write apart from the dense feed_forward_length
+// (without it llama.cpp takes feed_forward_length / expert_used_count) and Mixtral does not (its
+// experts are feed_forward_length wide). Qwen2 MoE's shared expert is
+// expert_shared_feed_forward_length wide, or feed_forward_length.
 void read_experts(const GgufFile& file, ModelConfig& c) {
   if (c.traits.experts == TensorPresence::Absent) return;
   const std::string& a = c.architecture;
@@ -129,7 +131,13 @@ void read_experts(const GgufFile& file, ModelConfig& c) {
   c.expert_count = read_dim(file, a + ".expert_count", kMaxExperts);
   c.expert_used_count = read_dim(file, a + ".expert_used_count", uint64_t(c.expert_count));
   const std::string ff_key = a + ".expert_feed_forward_length";
-  c.expert_feed_forward_length = file.find(ff_key) ? read_dim(file, ff_key, kMaxDim) : c.feed_forward_length;
+  const bool mixtral = c.traits.experts == TensorPresence::Optional;
+  const int32_t ff_fallback = mixtral ? c.feed_forward_length : c.feed_forward_length / c.expert_used_count;
+  c.expert_feed_forward_length = file.find(ff_key) ? read_dim(file, ff_key, kMaxDim) : ff_fallback;
+  check(c.expert_feed_forward_length > 0, file, "missing metadata '" + ff_key + "'");
+  if (!c.traits.shared_expert) return;
+  const std::string shared_key = a + ".expert_shared_feed_forward_length";
+  c.expert_shared_feed_forward_length = file.find(shared_key) ? read_dim(file, shared_key, kMaxDim) : c.feed_forward_length;
 }
 
 void read_family_settings(const GgufFile& file, ModelConfig& c) {

@@ -41,10 +41,12 @@ struct ModelConfig {
   float logit_scale = 1.0f;           // logits = output / logit_scale (Granite)
   // Mixture of experts: each token's FFN is the weighted sum of expert_used_count of
   // expert_count expert FFNs of expert_feed_forward_length (engine/model/expert_routing.h);
-  // expert_count 0: one dense FFN of feed_forward_length.
+  // expert_count 0: one dense FFN of feed_forward_length. A shared expert (Qwen2 MoE) is one
+  // more FFN of expert_shared_feed_forward_length that every token runs; 0: none.
   int32_t expert_count = 0;
   int32_t expert_used_count = 0;
   int32_t expert_feed_forward_length = 0;
+  int32_t expert_shared_feed_forward_length = 0;
 
   bool has_experts() const { return expert_count > 0; }
 

@@ -79,6 +79,7 @@ ModelDescription describe_model(const Model& model, const std::string& tokenizer
   d.expert_count = c.expert_count;
   d.expert_used_count = c.expert_used_count;
   d.expert_feed_forward_length = c.expert_feed_forward_length;
+  d.expert_shared_feed_forward_length = c.expert_shared_feed_forward_length;
   d.vocab_size = c.vocab_size;
   d.tokenizer_kind = tokenizer_kind(model.file(), tokenizer_path);
   d.local_layers = local_layer_count(c);

@@ -39,9 +39,15 @@ class Binder {
   Binder(const GgufFile& file, ModelWeights& weights) : file_(file), weights_(weights) {}
 
   WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
-    const GgufTensorInfo& t = require_tensor(file_, name, {cols, rows});
-    count_tensor(t);
-    return WeightMatrix{t.type, file_.tensor_data(t), rows, cols, ggml_row_bytes(t.type, cols)};
+    return matrix_of(require_tensor(file_, name, {cols, rows}), rows, cols);
+  }
+
+  // A matrix of one row, which files store as [1][cols] or as a vector of cols (ggml dims
+  // {cols, 1} or {cols}).
+  WeightMatrix row_matrix(const std::string& name, int64_t cols) {
+    const GgufTensorInfo* t = file_.find_tensor(name);
+    if (t && t->dims == std::vector<int64_t>{cols}) return matrix_of(require_tensor(file_, name, {cols}), 1, cols);
+    return matrix(name, 1, cols);
   }
 
   // A stack of `count` matrices W[rows][cols] (ggml dims {cols, rows, count}), bound as one
@@ -78,6 +84,11 @@ class Binder {
   }
 
  private:
+  WeightMatrix matrix_of(const GgufTensorInfo& t, int64_t rows, int64_t cols) {
+    count_tensor(t);
+    return WeightMatrix{t.type, file_.tensor_data(t), rows, cols, ggml_row_bytes(t.type, cols)};
+  }
+
   void count_tensor(const GgufTensorInfo& t) {
     weights_.num_parameters += t.num_elements;
     weights_.weight_bytes += t.num_bytes;
@@ -132,7 +143,17 @@ void bind_attention(Binder& bind, const std::string& p, const ModelConfig& c, La
   if (c.traits.post_norms) l.attn_post_norm = bind.vector(p + "post_attention_norm.weight", d);
 }
 
-// The router and each expert's rows of the stacked expert tensors.
+// Qwen2 MoE's shared expert, a gated FFN of its own width, and its gate's scoring row.
+void bind_shared_expert(Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int64_t d = c.embedding_length;
+  const int64_t ff = c.expert_shared_feed_forward_length;
+  l.shared_gate = bind.row_matrix(p + "ffn_gate_inp_shexp.weight", d);
+  l.w_gate = bind.matrix(p + "ffn_gate_shexp.weight", ff, d);
+  l.w_up = bind.matrix(p + "ffn_up_shexp.weight", ff, d);
+  l.w_down = bind.matrix(p + "ffn_down_shexp.weight", d, ff);
+}
+
+// The router and each expert's rows of the stacked expert tensors (and the shared expert).
 void bind_experts(Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
   const int64_t d = c.embedding_length;
   const int64_t ff = c.expert_feed_forward_length;
@@ -141,6 +162,7 @@ void bind_experts(Binder& bind, const std::string& p, const ModelConfig& c, Laye
   const WeightMatrix gates = bind.matrix_stack(p + "ffn_gate_exps.weight", n, ff, d);
   const WeightMatrix ups = bind.matrix_stack(p + "ffn_up_exps.weight", n, ff, d);
   const WeightMatrix downs = bind.matrix_stack(p + "ffn_down_exps.weight", n, d, ff);
+  if (c.traits.shared_expert) bind_shared_expert(bind, p, c, l);
   l.experts.resize(size_t(n));
   for (int64_t e = 0; e < n; ++e) {
     l.experts[size_t(e)] = ExpertWeights{Binder::rows_of(gates, e * ff, ff), Binder::rows_of(ups, e * ff, ff),
@@ -240,7 +262,7 @@ uint64_t decode_weight_read_bytes(const ModelWeights& w, const ModelConfig& c) {
              matrix_bytes(l.w_gate) + matrix_bytes(l.w_up) + matrix_bytes(l.w_down);
     if (!l.experts.empty()) {   // every expert has the same shape and type
       const ExpertWeights& e = l.experts.front();
-      bytes += matrix_bytes(l.router) +
+      bytes += matrix_bytes(l.router) + matrix_bytes(l.shared_gate) +
                uint64_t(c.expert_used_count) * (matrix_bytes(e.gate) + matrix_bytes(e.up) + matrix_bytes(e.down));
     }
     bytes += vector_bytes(l.attn_norm, d) + vector_bytes(l.ffn_norm, d) + vector_bytes(l.bq, l.wq.rows) +

@@ -50,10 +50,12 @@ struct LayerWeights {
   WeightMatrix w_gate;                // [d_ff][d_model]
   WeightMatrix w_up;                  // [d_ff][d_model]
   WeightMatrix w_down;                // [d_model][d_ff]
-  // A mixture of experts in place of w_gate, w_up and w_down (which are then empty): the router
-  // scores each token against every expert (ffn_gate_inp).
+  // A mixture of experts in place of w_gate, w_up and w_down, which are then empty or hold the
+  // shared expert (Qwen2 MoE, [expert_shared_ff] rows): the router scores each token against
+  // every expert (ffn_gate_inp), shared_gate scores how much of the shared expert it takes.
   WeightMatrix router;                // [experts][d_model]
   std::vector<ExpertWeights> experts; // [experts]; empty in a dense layer
+  WeightMatrix shared_gate;           // [1][d_model], or empty without a shared expert
   const float* ffn_post_norm = nullptr;   // [d_model] norm of the FFN output, or null
 };
 

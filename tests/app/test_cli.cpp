@@ -205,6 +205,22 @@ TEST_CASE("make-model writes qwen2 and Llama 3 models that info describes and ge
   CHECK(bad.err.find("falcon") != std::string::npos);
 }
 
+TEST_CASE("info --json gives a mixture's experts, a Qwen2 MoE's shared expert too", "[app][cli]") {
+  TempDir dir;
+  const std::string out = dir.file("moe.gguf");
+  const auto made = run_cli({"make-model", "--layers", "1", "--embd", "64", "--heads", "2", "--kv-heads", "1",
+                             "--ff", "96", "--vocab-from", model_path("tokenizer.model"), "--arch", "qwen2moe",
+                             "--experts", "6", "--experts-used", "2", "--expert-ff", "32", "-o", out});
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  const auto info = parse_json(run_cli({"info", "-m", out, "--json"}));
+  CHECK(info["architecture"] == "qwen2moe");
+  CHECK(info["experts"] == nlohmann::json{{"count", 6}, {"used", 2}, {"feed_forward_length", 32},
+                                          {"shared_feed_forward_length", 96}});
+  const auto gen = parse_json(run_cli({"generate", "-m", out, "-p", "Hello", "-n", "4", "--temp", "0", "--json"}));
+  CHECK(gen["tokens"].size() == 4);
+}
+
 TEST_CASE("make-model writes llama.cpp's Q4_K_M mix that generate runs", "[app][cli]") {
   // 256-wide rows fill K-quant super-blocks. Of 2 layers only layer 1 is a use_more_bits layer
   // (layer >= 7 * 2 / 8), so its attn_v and ffn_down are Q6_K, as is output; the rest Q4_K.

@@ -61,6 +61,8 @@ struct ReferenceShape {
   double eps, base, local_base, attn_scale, attn_cap, final_cap, embd_scale, residual_scale, logit_scale, rope_mscale;
   bool neox, gemma, gelu;
   size_t experts_used;   // of a mixture of experts; 0: a dense FFN
+  bool renormalize_experts;   // the chosen experts' probabilities scaled to sum to 1
+  bool shared_expert;
   Vec rope_factors;
 
   bool local(size_t l) const {
@@ -81,10 +83,12 @@ ReferenceShape reference_shape(const GgufFile& f, const ReferenceOptions& option
   s.layers = f.get_uint(a + "block_count");
   s.eps = f.get_float(a + "attention.layer_norm_rms_epsilon");
   s.base = f.get_float(a + "rope.freq_base");
-  s.gemma = s.arch == "gemma2" || s.arch == "gemma3";
+  s.gemma = s.arch == "gemma" || s.arch == "gemma2" || s.arch == "gemma3";
   s.gelu = s.gemma;
-  s.neox = s.arch == "qwen2" || s.arch == "qwen3" || s.arch == "qwen3moe" || s.gemma || s.arch == "phi3";
+  s.neox = s.arch.starts_with("qwen") || s.gemma || s.arch == "phi3";
   s.experts_used = f.find(a + "expert_used_count") ? f.get_uint(a + "expert_used_count") : 0;
+  s.renormalize_experts = s.arch != "qwen2moe";   // Qwen1.5-MoE's norm_topk_prob is false
+  s.shared_expert = options.use_shared_expert && f.find_tensor("blk.0.ffn_gate_inp_shexp.weight");
   s.local_base = s.arch == "gemma3" ? 10000.0 : s.base;
   s.window = options.use_sliding_window && f.find(a + "attention.sliding_window") ? f.get_uint(a + "attention.sliding_window") : 0;
   s.attn_scale = key_or(f, a + "attention.scale", 1.0 / std::sqrt(double(s.HD)));
@@ -124,9 +128,11 @@ Vec rows_of(const Vec& m, size_t cols, size_t first, size_t count) {
   return Vec(m.begin() + first * cols, m.begin() + (first + count) * cols);
 }
 
-// A mixture of experts as Mixtral's and Qwen3 MoE's reference code computes it: the router's
-// softmax over all experts, the k most probable kept and renormalized, their FFNs summed.
-Vec expert_ffn(const GgufFile& f, size_t layer, size_t k, const Vec& xn) {
+// A mixture of experts as Mixtral's and the Qwen MoEs' reference code computes it: the router's
+// softmax over all experts, the k most probable kept (and renormalized, but in Qwen2 MoE), their
+// FFNs summed; Qwen2 MoE adds its shared expert's FFN times sigmoid(xn . ffn_gate_inp_shexp).
+Vec expert_ffn(const GgufFile& f, size_t layer, const ReferenceShape& S, const Vec& xn) {
+  const size_t k = S.experts_used;
   auto w = [&](const std::string& name) { return tensor_values(f, "blk." + std::to_string(layer) + "." + name); };
   const Vec router = w("ffn_gate_inp.weight"), gates = w("ffn_gate_exps.weight"), ups = w("ffn_up_exps.weight"),
             downs = w("ffn_down_exps.weight");
@@ -139,8 +145,13 @@ Vec expert_ffn(const GgufFile& f, size_t layer, size_t k, const Vec& xn) {
   for (size_t e = 0; e < E; ++e) order[e] = e;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
   double kept = 0;
-  for (size_t j = 0; j < k; ++j) kept += p[order[j]];
+  for (size_t j = 0; j < (S.renormalize_experts ? k : E); ++j) kept += p[order[j]];
   Vec out(D, 0.0);
+  if (S.shared_expert) {
+    const Vec score = matvec(w("ffn_gate_inp_shexp.weight"), xn);
+    out = gated_ffn(w("ffn_gate_shexp.weight"), w("ffn_up_shexp.weight"), w("ffn_down_shexp.weight"), xn, false);
+    for (double& v : out) v /= 1.0 + std::exp(-score[0]);
+  }
   for (size_t j = 0; j < k; ++j) {
     const size_t e = order[j];
     const Vec y = gated_ffn(rows_of(gates, D, e * FE, FE), rows_of(ups, D, e * FE, FE), rows_of(downs, FE, e * D, D), xn, false);
@@ -244,7 +255,7 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
       }
       add_residual(x[t], matvec(wo, att), post_attn);
       const Vec xn = rms_norm(x[t], ffn_norm, S.eps);
-      add_residual(x[t], S.experts_used > 0 ? expert_ffn(f, l, S.experts_used, xn) : gated_ffn(wg, wu, wd, xn, S.gelu),
+      add_residual(x[t], S.experts_used > 0 ? expert_ffn(f, l, S, xn) : gated_ffn(wg, wu, wd, xn, S.gelu),
                    post_ffn);
     }
   }

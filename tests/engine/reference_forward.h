@@ -1,7 +1,7 @@
 // A reference forward pass of every family the engine runs, for its tests: logits computed in
 // double with plain loops over the GGUF's tensors, read by name, each family's pieces (biases,
 // q/k norms, post norms, NeoX or adjacent-pair RoPE, frequency factors, sliding windows, soft
-// caps, fused projections, multipliers, GQA, tied output, expert routing) written the way the
+// caps, fused projections, multipliers, GQA, tied output, expert routing, a shared expert) written the way the
 // model's own code defines them, never from the engine's.
 #pragma once
 #include <cstdint>
@@ -16,6 +16,7 @@ using Vec = std::vector<double>;
 struct ReferenceOptions {
   bool use_rope_freqs = true;       // false: ignore the file's rope_freqs (to see that they matter)
   bool use_sliding_window = true;   // false: every layer global (to see that the window matters)
+  bool use_shared_expert = true;    // false: leave out Qwen2 MoE's shared expert (to see that it matters)
 };
 
 // Logits [T][vocab] of tokens at positions 0..T-1 of one sequence.

@@ -1,8 +1,8 @@
 // Architectures: tiny random models of every supported family (llama, Llama 3 rope_freqs, qwen2,
-// qwen3, qwen3moe and Mixtral-style experts, gemma2, gemma3, phi3 with LongRoPE, granite) give
-// the logits of the plain-loop reference forward (tests/engine/reference_forward.h), and generate
-// deterministically. Unsupported architectures,
-// RoPE scalings, missing tensors and keys and wrong shapes get clear errors.
+// qwen3, qwen2moe, qwen3moe and Mixtral-style experts, gemma, gemma2, gemma3, phi3 with LongRoPE,
+// granite) give the logits of the plain-loop reference forward (tests/engine/reference_forward.h),
+// and generate deterministically. Unsupported architectures, RoPE scalings, missing tensors and
+// keys and wrong shapes get clear errors.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -145,8 +145,8 @@ RandomModelSpec family_spec(const std::string& arch) {
 
 }  // namespace
 
-TEST_CASE("qwen3, gemma2, gemma3, phi3 and granite give the logits of the reference forward", "[engine][architectures]") {
-  const std::string arch = GENERATE(as<std::string>{}, "qwen3", "gemma2", "gemma3", "phi3", "granite");
+TEST_CASE("qwen3, gemma, gemma2, gemma3, phi3 and granite give the logits of the reference forward", "[engine][architectures]") {
+  const std::string arch = GENERATE(as<std::string>{}, "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite");
   const int32_t prefill_chunk = GENERATE(1, 512);
   TempDir dir;
   write_random_model(family_spec(arch), dir.file("m.gguf"));
@@ -158,20 +158,22 @@ TEST_CASE("qwen3, gemma2, gemma3, phi3 and granite give the logits of the refere
   CHECK(worst < 1e-3);
 }
 
-TEST_CASE("qwen3moe and a Mixtral-style llama route each token to its experts as the reference forward does", "[engine][architectures][experts]") {
-  const std::string arch = GENERATE(as<std::string>{}, "qwen3moe", "llama");
+TEST_CASE("qwen3moe, qwen2moe and a Mixtral-style llama route each token to its experts as the reference forward does", "[engine][architectures][experts]") {
+  const std::string arch = GENERATE(as<std::string>{}, "qwen3moe", "qwen2moe", "llama");
   const int32_t prefill_chunk = GENERATE(1, 512);   // one token a step (a decode step's k experts in one loop), or one batch
   TempDir dir;
   RandomModelSpec spec = tiny_spec(arch);
   spec.experts = 8;
   spec.experts_used = arch == "qwen3moe" ? 3 : 2;
-  spec.expert_ff = 24;
+  spec.expert_ff = 24;   // qwen2moe's shared expert is ff (48) wide
   write_random_model(spec, dir.file("m.gguf"));
   test::ModelRun r = open_model(dir.file("m.gguf"), 2, prefill_chunk);
   const ModelConfig& c = r.model->config();
   CHECK(c.expert_count == 8);
   CHECK(c.expert_used_count == spec.experts_used);
-  CHECK(c.expert_feed_forward_length == (arch == "qwen3moe" ? 24 : spec.ff));
+  CHECK(c.expert_feed_forward_length == (arch == "llama" ? spec.ff : 24));
+  CHECK(c.expert_shared_feed_forward_length == (arch == "qwen2moe" ? spec.ff : 0));
+  CHECK(c.traits.expert_weights_renormalized == (arch != "qwen2moe"));
   const std::vector<int32_t> tokens = some_tokens(40);
   const std::vector<float> logits = r.logits(tokens);
   const double worst = worst_logit_difference(logits, reference_logits(r.model->file(), tokens));
@@ -196,6 +198,13 @@ TEST_CASE("each family's features move the logits: the engine is not matching a 
   const float* long_factors = reinterpret_cast<const float*>(phi.model->file().tensor_data(*phi.model->file().find_tensor("rope_factors_long.weight")));
   CHECK(phi.model->weights().rope_freqs == long_factors);
   CHECK(phi.model->config().rope_attn_factor > 1.0f);
+  // Qwen2 MoE's shared expert runs beside the routed ones.
+  RandomModelSpec moe = tiny_spec("qwen2moe");
+  moe.experts = 6;
+  write_random_model(moe, dir.file("qwen2moe.gguf"));
+  test::ModelRun qwen2moe = open_model(dir.file("qwen2moe.gguf"));
+  const std::vector<int32_t> tokens = some_tokens(12);
+  CHECK(worst_logit_difference(qwen2moe.logits(tokens), reference_logits(qwen2moe.model->file(), tokens, {.use_shared_expert = false})) > 0.1);
 }
 
 TEST_CASE("the newer families read their own keys and tensors", "[engine][architectures]") {
@@ -204,6 +213,17 @@ TEST_CASE("the newer families read their own keys and tensors", "[engine][archit
     write_random_model(family_spec(arch), dir.file(arch + ".gguf"));
     return Model::load(dir.file(arch + ".gguf"));
   };
+  const auto gemma = load("gemma");
+  const ModelConfig& g1 = gemma->config();
+  CHECK(g1.embedding_scale == Approx(std::sqrt(32.0)));
+  CHECK(g1.attention_scale == Approx(1.0 / std::sqrt(double(g1.head_dim))));
+  CHECK(g1.sliding_window == 0);
+  CHECK(g1.attn_logit_softcap == 0.0f);
+  CHECK(g1.traits.ffn_activation == FfnActivation::GeluTanh);
+  CHECK(gemma->weights().tied_output);
+  CHECK(gemma->weights().layers[0].attn_post_norm == nullptr);
+  CHECK(gemma->weights().layers[0].ffn_post_norm == nullptr);
+
   const auto gemma2 = load("gemma2");
   const ModelConfig& g2 = gemma2->config();
   CHECK(g2.attn_logit_softcap == 50.0f);
@@ -245,7 +265,7 @@ TEST_CASE("the newer families read their own keys and tensors", "[engine][archit
 }
 
 TEST_CASE("every newer family generates the same tokens every time, each the reference's argmax", "[engine][architectures]") {
-  const std::string arch = GENERATE(as<std::string>{}, "qwen3", "gemma2", "gemma3", "phi3", "granite");
+  const std::string arch = GENERATE(as<std::string>{}, "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite");
   TempDir dir;
   write_random_model(family_spec(arch), dir.file("m.gguf"));
   const std::vector<int32_t> prompt = some_tokens(6);
@@ -348,9 +368,10 @@ TEST_CASE("decode reads every weight once but only one row of the embedding tabl
   CHECK(decode_weight_read_bytes(w, r.model->config()) == expected);
 }
 
-TEST_CASE("decode reads a mixture's router and only experts_used of its experts", "[engine][architectures][experts]") {
+TEST_CASE("decode reads a mixture's router, its shared expert and only experts_used of its experts", "[engine][architectures][experts]") {
+  const std::string arch = GENERATE(as<std::string>{}, "qwen3moe", "qwen2moe");
   TempDir dir;
-  RandomModelSpec spec = tiny_spec("qwen3moe");
+  RandomModelSpec spec = tiny_spec(arch);
   spec.experts = 8;
   spec.experts_used = 3;
   write_random_model(spec, dir.file("m.gguf"));
@@ -361,6 +382,8 @@ TEST_CASE("decode reads a mixture's router and only experts_used of its experts"
   const uint64_t expert = uint64_t(e.gate.rows) * e.gate.row_bytes + uint64_t(e.up.rows) * e.up.row_bytes +
                           uint64_t(e.down.rows) * e.down.row_bytes;
   const uint64_t unread_experts = uint64_t(spec.layers) * (8 - 3) * expert;
+  INFO(arch);
+  CHECK((w.layers[0].shared_gate.rows == 1) == (arch == "qwen2moe"));
   CHECK(decode_weight_read_bytes(w, r.model->config()) == w.weight_bytes - table + w.token_embd.row_bytes - unread_experts);
 }
 
@@ -607,7 +630,7 @@ TEST_CASE("an unsupported architecture is named in the error with the supported 
   TempDir dir;
   const std::string path = write_tiny(dir, arch, tiny_tensors());
   CHECK_THROWS_WITH(Model::load(path), Catch::Contains("architecture '" + arch + "' is not supported") &&
-                                           Catch::Contains("kvdesk runs llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, granite"));
+                                           Catch::Contains("kvdesk runs llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite"));
 }
 
 namespace {
@@ -635,6 +658,7 @@ TEST_CASE("missing family keys and tensors are named", "[engine][architectures]"
   CHECK_THROWS_WITH(load_weights(write_tiny(dir, "phi3", tiny_tensors())), Catch::Contains("missing tensor 'blk.0.attn_qkv.weight'"));
   // Qwen3 MoE must say how many experts it has, use at most that many, and have them.
   check_config_error(dir, "qwen3moe", [](GgufWriter&) {}, "missing metadata 'qwen3moe.expert_count'");
+  check_config_error(dir, "qwen2moe", [](GgufWriter&) {}, "missing metadata 'qwen2moe.expert_count'");
   check_config_error(dir, "qwen3moe", [](GgufWriter& w) {
     w.add_uint32("qwen3moe.expert_count", 4);
     w.add_uint32("qwen3moe.expert_used_count", 5);

@@ -1,5 +1,6 @@
-// Expert routing: each token's k highest-scoring experts with softmax weights over their scores,
-// grouped by expert; ties, NaN and infinite scores give a valid routing.
+// Expert routing: each token's k highest-scoring experts with softmax weights over their scores
+// (or over all experts' scores), grouped by expert; ties, NaN and infinite scores give a valid
+// routing.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -52,16 +53,33 @@ TEST_CASE("route_tokens: the top k experts per token, softmax weights over their
   CHECK(routes[2][1].second == 0.5f);
 }
 
+TEST_CASE("route_tokens without renormalizing: the chosen experts weigh their probability among all", "[engine][experts]") {
+  // One token over 4 experts, k = 2 (Qwen2 MoE's routing): the weights are the softmax over all
+  // four scores, so they sum to less than 1; a NaN score weighs nothing.
+  const std::vector<float> scores = {1.0f, 3.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f};
+  const auto routes = per_token(route_tokens(scores.data(), 1, 4, 2, false), 1, 4);
+  const double total = std::exp(1.0) + std::exp(3.0) + std::exp(2.0);
+  REQUIRE(routes[0].size() == 2);
+  CHECK(routes[0][0].first == 1);
+  CHECK(routes[0][1].first == 3);
+  CHECK(routes[0][0].second == Approx(std::exp(3.0) / total));
+  CHECK(routes[0][1].second == Approx(std::exp(2.0) / total));
+  // Renormalized, the same two experts split the whole weight.
+  const auto renormalized = per_token(route_tokens(scores.data(), 1, 4, 2, true), 1, 4);
+  CHECK(renormalized[0][0].second + renormalized[0][1].second == Approx(1.0f));
+}
+
 TEST_CASE("route_tokens keeps its invariants on random scores, NaN and infinities", "[engine][experts]") {
   const int32_t experts = 16;
   const int64_t tokens = 50;
   const int32_t k = GENERATE(1, 4, 16);
+  const bool renormalize = GENERATE(true, false);
   std::vector<float> scores(size_t(tokens) * experts);
   for (size_t i = 0; i < scores.size(); ++i) scores[i] = float(std::sin(double(i) * 12.9898) * 4.0);
   scores[3] = std::numeric_limits<float>::quiet_NaN();
   for (int32_t e = 0; e < experts; ++e) scores[size_t(experts + e)] = -std::numeric_limits<float>::infinity();
   scores[size_t(2 * experts + 5)] = std::numeric_limits<float>::infinity();
-  const ExpertRoutes r = route_tokens(scores.data(), tokens, experts, k);
+  const ExpertRoutes r = route_tokens(scores.data(), tokens, experts, k, renormalize);
   REQUIRE(r.first_row.front() == 0);
   REQUIRE(r.first_row.back() == tokens * k);
   for (int32_t e = 0; e < experts; ++e) {
@@ -79,7 +97,11 @@ TEST_CASE("route_tokens keeps its invariants on random scores, NaN and infinitie
       CHECK(w >= 0);
       sum += w;
     }
-    CHECK(sum == Approx(1.0f));
+    if (renormalize || k == experts) {
+      CHECK(sum == Approx(1.0f));
+    } else {
+      CHECK(sum <= 1.0f + 1e-6f);
+    }
   }
   // The NaN score ranks last: with k < experts token 0 never runs expert 3.
   if (k < experts) {

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """An independent reference forward pass: logits at every position of a token sequence for a
-GGUF model of one of the families `kvdesk-cli make-model --arch` writes (llama, qwen2, qwen3,
-qwen3moe, gemma2, gemma3, phi3, granite), in float64 numpy, with its own minimal GGUF v3 reader.
+GGUF model of one of the families `kvdesk-cli make-model --arch` writes (llama, qwen2, qwen2moe,
+qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite), in float64 numpy, with its own minimal
+GGUF v3 reader.
 
 Written from the public definitions only (llama.cpp's graph builders in src/models/ and its
 converter's GGUF conventions, Hugging Face transformers' modeling files), never from kvdesk's
@@ -16,7 +17,8 @@ engine, so that agreeing with the engine means something. Conventions it follows
     original context, the short ones otherwise; cos and sin scaled by the attention factor.
   - A mixture of experts (Mixtral, Qwen3 MoE in transformers, norm_topk_prob): the router's
     softmax over all experts, the expert_used_count most probable kept and renormalized, their
-    FFNs summed with those weights.
+    FFNs summed with those weights. Qwen2 MoE (Qwen1.5-MoE: norm_topk_prob false) keeps the
+    probabilities as they are and adds its shared expert's FFN times sigmoid(x . w_shared_gate).
 
 Usage: forward_reference.py MODEL.gguf --tokens 1,2,3 --out logits.npy
 """
@@ -131,7 +133,7 @@ class GgufFile:
 # Hyperparameters: the common keys, then each family's own.
 # ---------------------------------------------------------------------------------------------
 
-NEOX_ROPE_ARCHITECTURES = {"qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"}
+NEOX_ROPE_ARCHITECTURES = {"qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3", "phi3"}
 NORM_ROPE_ARCHITECTURES = {"llama", "granite"}
 GEMMA_LOCAL_ROPE_BASE = 10000.0   # llama.cpp's rope_freq_base_train_swa for Gemma 3
 
@@ -167,7 +169,7 @@ class Hyperparameters:
         return self.arch == "gemma3" and layer % 6 < 5
 
     def is_gemma(self):
-        return self.arch in ("gemma2", "gemma3")
+        return self.arch in ("gemma", "gemma2", "gemma3")
 
 
 def read_hyperparameters(gguf):
@@ -365,15 +367,21 @@ class ReferenceModel:
         return (act(gate) * up) @ self.weight(p + "ffn_down.weight").T
 
     def experts(self, h, layer):
-        """Each token's expert_used_count most probable experts, weighted by their renormalized probabilities."""
+        """Each token's expert_used_count most probable experts, weighted by their probabilities,
+        renormalized over the chosen ones except in Qwen2 MoE (norm_topk_prob false), which adds a
+        shared expert gated by sigmoid(h . ffn_gate_inp_shexp)."""
         p = f"blk.{layer}."
         probs = softmax(h @ self.weight(p + "ffn_gate_inp.weight").T)
         gates, ups = self.weight(p + "ffn_gate_exps.weight"), self.weight(p + "ffn_up_exps.weight")
         downs = self.weight(p + "ffn_down_exps.weight")
         out = np.zeros_like(h)
+        if self.hp.arch == "qwen2moe":
+            shared_gate = 1.0 / (1.0 + np.exp(-(h @ self.weight(p + "ffn_gate_inp_shexp.weight").reshape(-1))))
+            shared = silu(h @ self.weight(p + "ffn_gate_shexp.weight").T) * (h @ self.weight(p + "ffn_up_shexp.weight").T)
+            out = shared_gate[:, None] * (shared @ self.weight(p + "ffn_down_shexp.weight").T)
         for t in range(h.shape[0]):
             chosen = np.argsort(-probs[t], kind="stable")[:self.hp.experts_used]
-            weights = probs[t, chosen] / probs[t, chosen].sum()
+            weights = probs[t, chosen] if self.hp.arch == "qwen2moe" else probs[t, chosen] / probs[t, chosen].sum()
             for e, w in zip(chosen, weights):
                 out[t] += w * ((silu(gates[e] @ h[t]) * (ups[e] @ h[t])) @ downs[e].T)
         return out

@@ -59,4 +59,10 @@ TEST_CASE("a dense model shows its FFN size, a mixture how many experts of what 
   vm.model.expert_used_count = 8;
   vm.model.expert_feed_forward_length = 768;
   CHECK(model_info_text(vm).find("  feed forward: 8 of 128 experts of 768 per token\n") != std::string::npos);
+  vm.model.expert_count = 60;
+  vm.model.expert_used_count = 4;
+  vm.model.expert_feed_forward_length = 1408;
+  vm.model.expert_shared_feed_forward_length = 5632;
+  CHECK(model_info_text(vm).find("  feed forward: 4 of 60 experts of 1408 per token, and a shared expert of 5632\n") !=
+        std::string::npos);
 }
