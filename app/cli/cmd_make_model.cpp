@@ -62,6 +62,8 @@ Command add_make_model_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--experts-used", s.experts_used, "Experts each token runs")->capture_default_str();
   cmd->add_option("--expert-ff", s.expert_ff, "Each expert's feed-forward size (the Qwen MoEs; a llama's experts are --ff wide, qwen2moe's shared expert too)")->capture_default_str();
+  cmd->add_flag("--split-experts", s.split_experts,
+                "llama with --experts: one tensor per expert matrix (blk.N.ffn_gate.E.weight), as older Mixtral files");
   cmd->add_flag("--tied-embeddings", s.tied_embeddings, "No output.weight: logits use token_embd");
   cmd->add_option("--weight-std", s.weight_std,
                   "Standard deviation of the random weights (larger: sharper attention, larger logits)")

@@ -94,6 +94,7 @@ void check_spec(const RandomModelSpec& s) {
   if (s.experts != 0 && s.arch != "llama" && !moe_arch) fail("--experts is for --arch llama, qwen2moe or qwen3moe");
   if (s.experts > 0 && (s.experts_used < 1 || s.experts_used > s.experts)) fail("--experts-used must be in [1, --experts]");
   if (s.experts > 0 && (s.expert_ff < 1 || s.expert_ff > 262144)) fail("--expert-ff must be in [1, 262144]");
+  if (s.split_experts && (s.arch != "llama" || s.experts == 0)) fail("--split-experts is for --arch llama with --experts");
   if (!(s.weight_std > 0)) fail("the weight standard deviation must be positive");
 }
 
@@ -294,23 +295,40 @@ void write_attention(TensorMaker& make, const RandomModelSpec& spec, int32_t i, 
   if (is_windowed_gemma(spec.arch)) make.near_ones(p + "post_attention_norm.weight", d);
 }
 
+// A mixture's router and experts (stacked, or a tensor per expert matrix), and Qwen2 MoE's
+// shared expert.
+void write_experts(TensorMaker& make, const RandomModelSpec& spec, int32_t i) {
+  const std::string p = "blk." + std::to_string(i) + ".";
+  const int64_t d = spec.embd;
+  // Mixtral's experts are feed_forward_length wide; the Qwen MoEs name their width apart.
+  const int64_t ff = spec.arch == "llama" ? spec.ff : spec.expert_ff;
+  make.f32_matrix(p + "ffn_gate_inp.weight", spec.experts, d);
+  if (spec.split_experts) {
+    for (int32_t e = 0; e < spec.experts; ++e) {
+      const std::string x = "." + std::to_string(e) + ".weight";
+      make.matrix(p + "ffn_gate" + x, TensorRole::FfnGate, i, ff, d);
+      make.matrix(p + "ffn_down" + x, TensorRole::FfnDown, i, d, ff);
+      make.matrix(p + "ffn_up" + x, TensorRole::FfnUp, i, ff, d);
+    }
+  } else {
+    make.matrix_stack(p + "ffn_gate_exps.weight", TensorRole::FfnGate, i, spec.experts, ff, d);
+    make.matrix_stack(p + "ffn_up_exps.weight", TensorRole::FfnUp, i, spec.experts, ff, d);
+    make.matrix_stack(p + "ffn_down_exps.weight", TensorRole::FfnDown, i, spec.experts, d, ff);
+  }
+  if (spec.arch == "qwen2moe") {   // the shared expert, --ff wide, and its gate's row
+    make.normal_vector(p + "ffn_gate_inp_shexp.weight", d);
+    make.matrix(p + "ffn_gate_shexp.weight", TensorRole::FfnGate, i, spec.ff, d);
+    make.matrix(p + "ffn_up_shexp.weight", TensorRole::FfnUp, i, spec.ff, d);
+    make.matrix(p + "ffn_down_shexp.weight", TensorRole::FfnDown, i, d, spec.ff);
+  }
+}
+
 void write_ffn(TensorMaker& make, const RandomModelSpec& spec, int32_t i) {
   const std::string p = "blk." + std::to_string(i) + ".";
   const int64_t d = spec.embd;
   make.ones(p + "ffn_norm.weight", d);
   if (spec.experts > 0) {
-    // Mixtral's experts are feed_forward_length wide; the Qwen MoEs name their width apart.
-    const int64_t ff = spec.arch == "llama" ? spec.ff : spec.expert_ff;
-    make.f32_matrix(p + "ffn_gate_inp.weight", spec.experts, d);
-    make.matrix_stack(p + "ffn_gate_exps.weight", TensorRole::FfnGate, i, spec.experts, ff, d);
-    make.matrix_stack(p + "ffn_up_exps.weight", TensorRole::FfnUp, i, spec.experts, ff, d);
-    make.matrix_stack(p + "ffn_down_exps.weight", TensorRole::FfnDown, i, spec.experts, d, ff);
-    if (spec.arch == "qwen2moe") {   // the shared expert, --ff wide, and its gate's row
-      make.normal_vector(p + "ffn_gate_inp_shexp.weight", d);
-      make.matrix(p + "ffn_gate_shexp.weight", TensorRole::FfnGate, i, spec.ff, d);
-      make.matrix(p + "ffn_up_shexp.weight", TensorRole::FfnUp, i, spec.ff, d);
-      make.matrix(p + "ffn_down_shexp.weight", TensorRole::FfnDown, i, d, spec.ff);
-    }
+    write_experts(make, spec, i);
     return;
   }
   if (spec.arch == "phi3") {

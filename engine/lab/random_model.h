@@ -39,6 +39,9 @@ struct RandomModelSpec {
   int32_t experts = 0;
   int32_t experts_used = 2;
   int32_t expert_ff = 256;
+  // llama only: each expert's matrices as tensors of their own (blk.N.ffn_gate.E.weight), as
+  // Mixtral files converted before April 2024 store them, instead of stacked (ffn_gate_exps).
+  bool split_experts = false;
   float weight_std = 0.02f;
 };
 

@@ -76,10 +76,12 @@ class Binder {
     return reinterpret_cast<const float*>(file_.tensor_data(t));
   }
 
+  bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+
   // A vector the architecture may or must have; nullptr when optional and absent.
   const float* vector(const std::string& name, int64_t n, TensorPresence presence) {
     if (presence == TensorPresence::Absent) return nullptr;
-    if (presence == TensorPresence::Optional && !file_.find_tensor(name)) return nullptr;
+    if (presence == TensorPresence::Optional && !has(name)) return nullptr;
     return vector(name, n);
   }
 
@@ -153,16 +155,38 @@ void bind_shared_expert(Binder& bind, const std::string& p, const ModelConfig& c
   l.w_down = bind.matrix(p + "ffn_down_shexp.weight", d, ff);
 }
 
-// The router and each expert's rows of the stacked expert tensors (and the shared expert).
+// Mixtral files converted before April 2024 store each expert's matrices as tensors of their own
+// (blk.N.ffn_gate.E.weight), as llama.cpp still reads them.
+bool has_split_experts(const Binder& bind, const std::string& p) {
+  return !bind.has(p + "ffn_gate_exps.weight") && bind.has(p + "ffn_gate.0.weight");
+}
+
+void bind_split_experts(Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int64_t d = c.embedding_length;
+  const int64_t ff = c.expert_feed_forward_length;
+  l.experts.resize(size_t(c.expert_count));
+  for (int32_t e = 0; e < c.expert_count; ++e) {
+    const std::string x = "." + std::to_string(e) + ".weight";
+    l.experts[size_t(e)] = ExpertWeights{bind.matrix(p + "ffn_gate" + x, ff, d), bind.matrix(p + "ffn_up" + x, ff, d),
+                                         bind.matrix(p + "ffn_down" + x, d, ff)};
+  }
+}
+
+// The router and each expert's rows of the stacked expert tensors (or its own tensors), and the
+// shared expert.
 void bind_experts(Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
   const int64_t d = c.embedding_length;
   const int64_t ff = c.expert_feed_forward_length;
   const int64_t n = c.expert_count;
   l.router = bind.matrix(p + "ffn_gate_inp.weight", n, d);
+  if (c.traits.shared_expert) bind_shared_expert(bind, p, c, l);
+  if (has_split_experts(bind, p)) {
+    bind_split_experts(bind, p, c, l);
+    return;
+  }
   const WeightMatrix gates = bind.matrix_stack(p + "ffn_gate_exps.weight", n, ff, d);
   const WeightMatrix ups = bind.matrix_stack(p + "ffn_up_exps.weight", n, ff, d);
   const WeightMatrix downs = bind.matrix_stack(p + "ffn_down_exps.weight", n, d, ff);
-  if (c.traits.shared_expert) bind_shared_expert(bind, p, c, l);
   l.experts.resize(size_t(n));
   for (int64_t e = 0; e < n; ++e) {
     l.experts[size_t(e)] = ExpertWeights{Binder::rows_of(gates, e * ff, ff), Binder::rows_of(ups, e * ff, ff),

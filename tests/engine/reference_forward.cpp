@@ -134,8 +134,18 @@ Vec rows_of(const Vec& m, size_t cols, size_t first, size_t count) {
 Vec expert_ffn(const GgufFile& f, size_t layer, const ReferenceShape& S, const Vec& xn) {
   const size_t k = S.experts_used;
   auto w = [&](const std::string& name) { return tensor_values(f, "blk." + std::to_string(layer) + "." + name); };
-  const Vec router = w("ffn_gate_inp.weight"), gates = w("ffn_gate_exps.weight"), ups = w("ffn_up_exps.weight"),
-            downs = w("ffn_down_exps.weight");
+  // Every expert's matrix of a kind: stacked, or one tensor per expert (older Mixtral files).
+  auto experts_of = [&](const std::string& kind) {
+    Vec all = w("ffn_" + kind + "_exps.weight");
+    if (!all.empty()) return all;
+    for (size_t e = 0;; ++e) {
+      const Vec one = w("ffn_" + kind + "." + std::to_string(e) + ".weight");
+      if (one.empty()) return all;
+      all.insert(all.end(), one.begin(), one.end());
+    }
+  };
+  const Vec router = w("ffn_gate_inp.weight"), gates = experts_of("gate"), ups = experts_of("up"),
+            downs = experts_of("down");
   const size_t D = xn.size(), E = router.size() / D, FE = gates.size() / E / D;
   const Vec scores = matvec(router, xn);
   const double top = *std::max_element(scores.begin(), scores.end());

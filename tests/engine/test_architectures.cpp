@@ -387,6 +387,20 @@ TEST_CASE("decode reads a mixture's router, its shared expert and only experts_u
   CHECK(decode_weight_read_bytes(w, r.model->config()) == w.weight_bytes - table + w.token_embd.row_bytes - unread_experts);
 }
 
+TEST_CASE("older Mixtral files with a tensor per expert matrix load and match the reference forward", "[engine][architectures][experts]") {
+  TempDir dir;
+  RandomModelSpec spec = tiny_spec("llama");
+  spec.experts = 4;
+  spec.experts_used = 2;
+  spec.split_experts = true;
+  write_random_model(spec, dir.file("m.gguf"));
+  REQUIRE(GgufFile::open(dir.file("m.gguf"))->find_tensor("blk.1.ffn_down.3.weight") != nullptr);
+  test::ModelRun r = open_model(dir.file("m.gguf"), 2);
+  CHECK(r.model->weights().layers[1].experts[3].down.rows == spec.embd);
+  const std::vector<int32_t> tokens = some_tokens(24);
+  CHECK(worst_logit_difference(r.logits(tokens), reference_logits(r.model->file(), tokens)) < 1e-3);
+}
+
 TEST_CASE("a mixture's quantized experts are repacked one by one and give the logits of ggml's layout",
           "[engine][architectures][experts][lowbit]") {
   if (!cpu_isa_supported(CpuIsa::Avx2)) return;

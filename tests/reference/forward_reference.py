@@ -366,14 +366,22 @@ class ReferenceModel:
             gate, up = np.split(h @ self.weight(p + "ffn_up.weight").T, 2, axis=-1)
         return (act(gate) * up) @ self.weight(p + "ffn_down.weight").T
 
+    def expert_matrices(self, p, kind, n_experts):
+        """[experts, rows, cols]: stacked (ffn_gate_exps), or one tensor per expert as Mixtral files
+        converted before April 2024 hold them (ffn_gate.0 ..)."""
+        stacked = f"{p}ffn_{kind}_exps.weight"
+        if self.gguf.has(stacked):
+            return self.weight(stacked)
+        return np.stack([self.weight(f"{p}ffn_{kind}.{e}.weight") for e in range(n_experts)])
+
     def experts(self, h, layer):
         """Each token's expert_used_count most probable experts, weighted by their probabilities,
         renormalized over the chosen ones except in Qwen2 MoE (norm_topk_prob false), which adds a
         shared expert gated by sigmoid(h . ffn_gate_inp_shexp)."""
         p = f"blk.{layer}."
-        probs = softmax(h @ self.weight(p + "ffn_gate_inp.weight").T)
-        gates, ups = self.weight(p + "ffn_gate_exps.weight"), self.weight(p + "ffn_up_exps.weight")
-        downs = self.weight(p + "ffn_down_exps.weight")
+        router = self.weight(p + "ffn_gate_inp.weight")
+        probs = softmax(h @ router.T)
+        gates, ups, downs = (self.expert_matrices(p, kind, router.shape[0]) for kind in ("gate", "up", "down"))
         out = np.zeros_like(h)
         if self.hp.arch == "qwen2moe":
             shared_gate = 1.0 / (1.0 + np.exp(-(h @ self.weight(p + "ffn_gate_inp_shexp.weight").reshape(-1))))
