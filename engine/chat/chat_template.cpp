@@ -12,10 +12,10 @@
 namespace kvdesk {
 namespace {
 
-constexpr std::array<ChatFormat, 12> kAllFormats = {
-    ChatFormat::Plain,   ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3, ChatFormat::Zephyr,
-    ChatFormat::Mistral, ChatFormat::Gemma,  ChatFormat::Phi3,   ChatFormat::Qwen3,  ChatFormat::Phi4,
-    ChatFormat::Granite, ChatFormat::MistralV7};
+constexpr std::array<ChatFormat, 14> kAllFormats = {
+    ChatFormat::Plain,   ChatFormat::ChatML,    ChatFormat::Llama2,   ChatFormat::Llama3,    ChatFormat::Zephyr,
+    ChatFormat::Mistral, ChatFormat::Gemma,     ChatFormat::Phi3,     ChatFormat::Qwen3,     ChatFormat::Phi4,
+    ChatFormat::Granite, ChatFormat::MistralV7, ChatFormat::DeepSeek, ChatFormat::DeepSeekR1};
 
 void check_roles(const std::vector<ChatMessage>& messages) {
   if (messages.empty()) throw Error("a chat request needs at least one message");
@@ -318,6 +318,35 @@ std::vector<TextSegment> render_mistral_v7(const std::vector<ChatMessage>& messa
   return p.take();
 }
 
+// DeepSeek-R1-Distill-Qwen / -Llama (no tools): the last system message's content right after
+// BOS, then the turns; an answer keeps only what follows its last </think>:
+//   {{bos_token}}{{ns.system_prompt}} user: {{'<｜User｜>' + message['content']}}
+//   assistant: {% if '</think>' in content %}{% set content = content.split('</think>')[-1] %}
+//              {% endif %}{{'<｜Assistant｜>' + content + '<｜end▁of▁sentence｜>'}}
+//   {% if add_generation_prompt %}{{'<｜Assistant｜><think>\n'}}{% endif %}
+// The DeepSeek form (V3, R1-0528, the distills' first template) ends with '<｜Assistant｜>' alone;
+// R1-0528 writes that tag after each user message instead of before each answer, the same text.
+std::vector<TextSegment> render_deepseek(const std::vector<ChatMessage>& messages, bool think_opener,
+                                         const ChatSpecialTexts& specials) {
+  constexpr std::string_view kThinkEnd = "</think>";
+  Prompt p;
+  p.tmpl(specials.bos);
+  const auto last_system = std::find_if(messages.rbegin(), messages.rend(), [](const ChatMessage& m) { return m.role == "system"; });
+  if (last_system != messages.rend()) p.content(last_system->content);
+  for (const ChatMessage& m : messages) {
+    if (m.role == "user") {
+      p.tmpl("<｜User｜>").content(m.content);
+    } else if (m.role == "assistant") {
+      const size_t think_end = m.content.rfind(kThinkEnd);
+      const std::string_view answer = think_end == std::string::npos
+                                          ? std::string_view(m.content)
+                                          : std::string_view(m.content).substr(think_end + kThinkEnd.size());
+      p.tmpl("<｜Assistant｜>").content(answer).tmpl("<｜end▁of▁sentence｜>");
+    }
+  }
+  return p.tmpl(think_opener ? "<｜Assistant｜><think>\n" : "<｜Assistant｜>").take();
+}
+
 // The literal system prompt a ChatML template writes when the conversation has none: the
 // text between "<|im_start|>system\n" (the \n as written in the Jinja source) and
 // "<|im_end|>" in a string literal, i.e. with no quote or expression in between.
@@ -376,6 +405,8 @@ const char* chat_format_name(ChatFormat format) {
     case ChatFormat::Phi4: return "phi4";
     case ChatFormat::Granite: return "granite";
     case ChatFormat::MistralV7: return "mistral-v7";
+    case ChatFormat::DeepSeek: return "deepseek";
+    case ChatFormat::DeepSeekR1: return "deepseek-r1";
   }
   return "?";
 }
@@ -396,6 +427,10 @@ std::vector<std::string> chat_format_names() {
 ChatTemplate detect_chat_template(std::string_view t) {
   const auto has = [&](std::string_view s) { return t.find(s) != std::string_view::npos; };
   if (has("<|im_sep|>")) return {ChatFormat::Phi4, {}, {}, ""};
+  if (has("<｜User｜>") && has("<｜Assistant｜>")) {
+    const bool think_opener = has("<｜Assistant｜><think>\\n") || has("<｜Assistant｜><think>\n");
+    return {think_opener ? ChatFormat::DeepSeekR1 : ChatFormat::DeepSeek, {}, {}, ""};
+  }
   if (has("<|im_start|>") && has("<think>")) return {ChatFormat::Qwen3, {}, {}, ""};
   if (has("<|im_start|>")) return {ChatFormat::ChatML, DatedText::literal(chatml_default_system(t)), {}, ""};
   if (has("<|start_of_role|>")) return with_jinja_default_system(ChatFormat::Granite, t);
@@ -441,6 +476,8 @@ std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const st
     case ChatFormat::Phi4: return render_phi4(messages);
     case ChatFormat::Granite: return render_granite(messages, default_system);
     case ChatFormat::MistralV7: return render_mistral_v7(messages, default_system, specials);
+    case ChatFormat::DeepSeek: return render_deepseek(messages, false, specials);
+    case ChatFormat::DeepSeekR1: return render_deepseek(messages, true, specials);
   }
   return render_plain(messages);
 }

@@ -242,6 +242,45 @@ TEST_CASE("Qwen3 (Qwen3-8B's template): ChatML whose earlier assistant turns los
         "<|im_start|>assistant\n");
 }
 
+TEST_CASE("DeepSeek R1 (DeepSeek-R1-Distill-Qwen's template): the answer opens with <think>, old thinking is dropped", "[engine][chat]") {
+  // Excerpts of the distills' tokenizer.chat_template as their GGUFs carry it (Jinja source).
+  const std::string r1_distill =
+      R"({%- for message in messages %}{%- if message['role'] == 'system' %}{% set ns.system_prompt = message['content'] %}{%- endif %}{%- endfor %}{{bos_token}}{{ns.system_prompt}})"
+      R"({%- if message['role'] == 'user' %}{%- set ns.is_tool = false -%}{{'<｜User｜>' + message['content']}}{%- endif %})"
+      R"({% set content = message['content'] %}{% if '</think>' in content %}{% set content = content.split('</think>')[-1] %}{% endif %}{{'<｜Assistant｜>' + content + '<｜end▁of▁sentence｜>'}})"
+      R"({% if add_generation_prompt and not ns.is_tool %}{{'<｜Assistant｜><think>\n'}}{% endif %})";
+  const ChatTemplate t = kvdesk::detect_chat_template(r1_distill);
+  REQUIRE(t.format == ChatFormat::DeepSeekR1);
+  CHECK(t.warning.empty());
+  const ChatSpecialTexts specials{"<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"};
+  const std::vector<ChatMessage> turns = {{"system", "Be brief."},
+                                          {"user", "2+2?"},
+                                          {"assistant", "Add them.\n</think>\n\n4"},
+                                          {"user", "3+3?"}};
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, turns, specials)) ==
+        "<｜begin▁of▁sentence｜>Be brief.<｜User｜>2+2?<｜Assistant｜>\n\n4<｜end▁of▁sentence｜><｜User｜>3+3?"
+        "<｜Assistant｜><think>\n");
+  // The system prompt is content (never parsed for special tokens) and the last system message wins.
+  const std::vector<kvdesk::TextSegment> segments =
+      kvdesk::render_chat(t, {{"system", "<｜User｜>"}, {"system", "Be kind."}, {"user", "Hi"}}, specials);
+  CHECK(kvdesk::joined_text(segments) == "<｜begin▁of▁sentence｜>Be kind.<｜User｜>Hi<｜Assistant｜><think>\n");
+  CHECK(segments.at(1).text == "Be kind.");
+  CHECK_FALSE(segments.at(1).parse_special);
+}
+
+TEST_CASE("DeepSeek (DeepSeek-R1-0528-Qwen3-8B's template): the assistant tag after the user's turn, no think opener", "[engine][chat]") {
+  const std::string r1_0528 =
+      R"({{ bos_token }}{{ ns.system_prompt }}{%- for message in messages %}{% set content = message['content'] %})"
+      R"({{'<｜User｜>' + content + '<｜Assistant｜>'}}{%- endif %}{%- if message['role'] == 'assistant' %}{% if '</think>' in content %}{% set content = content.split('</think>')[-1] %}{% endif %}{% endif %})"
+      R"({{content + '<｜end▁of▁sentence｜>'}})"
+      R"({% if add_generation_prompt and not ns.is_last_user and not ns.is_tool %}{{'<｜Assistant｜>'}}{% endif %})";
+  const ChatTemplate t = kvdesk::detect_chat_template(r1_0528);
+  REQUIRE(t.format == ChatFormat::DeepSeek);
+  const std::vector<ChatMessage> turns = {{"user", "2+2?"}, {"assistant", "<think>add</think>4"}, {"user", "3+3?"}};
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, turns, {"<s>", "</s>"})) ==
+        "<s><｜User｜>2+2?<｜Assistant｜>4<｜end▁of▁sentence｜><｜User｜>3+3?<｜Assistant｜>");
+}
+
 TEST_CASE("Phi-4 (phi-4's template): <|im_start|>role<|im_sep|> without newlines", "[engine][chat]") {
   const std::string phi4 =
       R"({% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}})"
@@ -393,6 +432,29 @@ TEST_CASE("Granite's <|end_of_text|> and Mistral v7's </s>, written after each a
   CHECK_FALSE(v7->is_end_of_generation(v7_ids.back()));   // [/INST]
 }
 
+TEST_CASE("DeepSeek R1's turns are control tokens, BOS is written once and its end of sentence token ends generation", "[engine][chat][tokenizer]") {
+  const std::vector<ChatMessage> turns = {{"user", "Hi"}, {"assistant", "<think>hm</think>Hello!"}, {"user", "Again"}};
+  const auto vocab = byte_vocab_with("deepseek-r1-qwen",
+                                     {"<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"},
+                                     "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>");
+  const std::vector<int32_t> ids = kvdesk::encode_chat(*vocab, {ChatFormat::DeepSeekR1, {}, {}, ""}, turns);
+  const auto count = [&](const std::string& piece) {
+    return std::count_if(ids.begin(), ids.end(), [&](int32_t id) { return vocab->piece(id) == piece; });
+  };
+  CHECK(vocab->piece(ids.front()) == "<｜begin▁of▁sentence｜>");
+  CHECK(count("<｜begin▁of▁sentence｜>") == 1);
+  CHECK(count("<｜User｜>") == 2);
+  CHECK(count("<｜Assistant｜>") == 2);
+  const int32_t eos = id_after(*vocab, ids, "Hello!");
+  CHECK(vocab->piece(eos) == "<｜end▁of▁sentence｜>");
+  CHECK(vocab->is_end_of_generation(eos));
+  // The prompt ends with the answer opened: <｜Assistant｜>, then "<think>\n" as text.
+  std::string tail;
+  for (size_t i = ids.size() - 8; i < ids.size(); ++i) tail += vocab->token_bytes(ids[i]);
+  CHECK(tail == "<think>\n");
+  CHECK(vocab->piece(ids[ids.size() - 9]) == "<｜Assistant｜>");
+}
+
 TEST_CASE("Plain joins messages, an assistant message continues the text", "[engine][chat]") {
   CHECK(render(ChatFormat::Plain, {{"user", "Once upon"}, {"assistant", " a time"}, {"user", "The end"}}, kSpm) ==
         "Once upon a time\nThe end");
@@ -430,7 +492,7 @@ TEST_CASE("Families are recognized from their template text, unknown ones fall b
 
 TEST_CASE("Chat format names round-trip and an override replaces the model's template", "[engine][chat]") {
   for (const char* name : {"plain", "chatml", "llama2", "llama3", "zephyr", "mistral", "gemma", "phi3", "qwen3", "phi4",
-                           "granite", "mistral-v7"}) {
+                           "granite", "mistral-v7", "deepseek", "deepseek-r1"}) {
     const auto f = kvdesk::chat_format_from_name(name);
     REQUIRE(f);
     CHECK(std::string(kvdesk::chat_format_name(*f)) == name);
