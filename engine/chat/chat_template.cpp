@@ -12,10 +12,10 @@
 namespace kvdesk {
 namespace {
 
-constexpr std::array<ChatFormat, 14> kAllFormats = {
-    ChatFormat::Plain,   ChatFormat::ChatML,    ChatFormat::Llama2,   ChatFormat::Llama3,    ChatFormat::Zephyr,
-    ChatFormat::Mistral, ChatFormat::Gemma,     ChatFormat::Phi3,     ChatFormat::Qwen3,     ChatFormat::Phi4,
-    ChatFormat::Granite, ChatFormat::MistralV7, ChatFormat::DeepSeek, ChatFormat::DeepSeekR1};
+constexpr std::array<ChatFormat, 15> kAllFormats = {
+    ChatFormat::Plain,   ChatFormat::ChatML,    ChatFormat::Llama2,   ChatFormat::Llama3,     ChatFormat::Zephyr,
+    ChatFormat::Mistral, ChatFormat::Gemma,     ChatFormat::Phi3,     ChatFormat::Qwen3,      ChatFormat::Phi4,
+    ChatFormat::Granite, ChatFormat::MistralV7, ChatFormat::DeepSeek, ChatFormat::DeepSeekR1, ChatFormat::Phi4Mini};
 
 void check_roles(const std::vector<ChatMessage>& messages) {
   if (messages.empty()) throw Error("a chat request needs at least one message");
@@ -207,6 +207,14 @@ std::vector<TextSegment> render_phi3(const std::vector<ChatMessage>& messages) {
   Prompt p;
   for (const ChatMessage& m : messages) p.tmpl("<|" + m.role + "|>\n").content(m.content).tmpl("<|end|>\n");
   return p.tmpl("<|assistant|>\n").take();
+}
+
+// Phi-4-mini-instruct (no tools): Phi-3's tags without the line breaks,
+//   {{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }} ... {{ '<|assistant|>' }}
+std::vector<TextSegment> render_phi4_mini(const std::vector<ChatMessage>& messages) {
+  Prompt p;
+  for (const ChatMessage& m : messages) p.tmpl("<|" + m.role + "|>").content(m.content).tmpl("<|end|>");
+  return p.tmpl("<|assistant|>").take();
 }
 
 // Qwen3 (no tools): ChatML, where an assistant turn before the last user message keeps only
@@ -407,6 +415,7 @@ const char* chat_format_name(ChatFormat format) {
     case ChatFormat::MistralV7: return "mistral-v7";
     case ChatFormat::DeepSeek: return "deepseek";
     case ChatFormat::DeepSeekR1: return "deepseek-r1";
+    case ChatFormat::Phi4Mini: return "phi4-mini";
   }
   return "?";
 }
@@ -437,6 +446,7 @@ ChatTemplate detect_chat_template(std::string_view t) {
   if (has("[SYSTEM_PROMPT]")) return with_jinja_default_system(ChatFormat::MistralV7, t);
   if (has("<|start_header_id|>")) return {ChatFormat::Llama3, {}, llama3_system_preamble(t), ""};
   if (has("<start_of_turn>")) return {ChatFormat::Gemma, {}, {}, ""};
+  if (has("'<|' + message['role'] + '|>' + message['content']") && has("<|end|>")) return {ChatFormat::Phi4Mini, {}, {}, ""};
   if (has("<|user|>")) return {has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr, {}, {}, ""};
   if (has("[INST]")) return {has("<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral, {}, {}, ""};
   return {ChatFormat::ChatML, {}, {},
@@ -478,6 +488,7 @@ std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const st
     case ChatFormat::MistralV7: return render_mistral_v7(messages, default_system, specials);
     case ChatFormat::DeepSeek: return render_deepseek(messages, false, specials);
     case ChatFormat::DeepSeekR1: return render_deepseek(messages, true, specials);
+    case ChatFormat::Phi4Mini: return render_phi4_mini(messages);
   }
   return render_plain(messages);
 }

@@ -281,6 +281,19 @@ TEST_CASE("DeepSeek (DeepSeek-R1-0528-Qwen3-8B's template): the assistant tag af
         "<s><｜User｜>2+2?<｜Assistant｜>4<｜end▁of▁sentence｜><｜User｜>3+3?<｜Assistant｜>");
 }
 
+TEST_CASE("Phi-4-mini (Phi-4-mini-instruct's template): Phi-3's tags without line breaks", "[engine][chat]") {
+  const std::string phi4_mini =
+      R"({% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and message['tools'] is not none %})"
+      R"({{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }})"
+      R"({% else %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %})"
+      R"({% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %})";
+  const ChatTemplate t = kvdesk::detect_chat_template(phi4_mini);
+  REQUIRE(t.format == ChatFormat::Phi4Mini);
+  CHECK(t.warning.empty());
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Again"}}, {})) ==
+        "<|system|>Be brief.<|end|><|user|>Hi<|end|><|assistant|>Hello<|end|><|user|>Again<|end|><|assistant|>");
+}
+
 TEST_CASE("Phi-4 (phi-4's template): <|im_start|>role<|im_sep|> without newlines", "[engine][chat]") {
   const std::string phi4 =
       R"({% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}})"
@@ -492,7 +505,7 @@ TEST_CASE("Families are recognized from their template text, unknown ones fall b
 
 TEST_CASE("Chat format names round-trip and an override replaces the model's template", "[engine][chat]") {
   for (const char* name : {"plain", "chatml", "llama2", "llama3", "zephyr", "mistral", "gemma", "phi3", "qwen3", "phi4",
-                           "granite", "mistral-v7", "deepseek", "deepseek-r1"}) {
+                           "granite", "mistral-v7", "deepseek", "deepseek-r1", "phi4-mini"}) {
     const auto f = kvdesk::chat_format_from_name(name);
     REQUIRE(f);
     CHECK(std::string(kvdesk::chat_format_name(*f)) == name);
