@@ -12,10 +12,11 @@
 namespace kvdesk {
 namespace {
 
-constexpr std::array<ChatFormat, 15> kAllFormats = {
+constexpr std::array<ChatFormat, 16> kAllFormats = {
     ChatFormat::Plain,   ChatFormat::ChatML,    ChatFormat::Llama2,   ChatFormat::Llama3,     ChatFormat::Zephyr,
     ChatFormat::Mistral, ChatFormat::Gemma,     ChatFormat::Phi3,     ChatFormat::Qwen3,      ChatFormat::Phi4,
-    ChatFormat::Granite, ChatFormat::MistralV7, ChatFormat::DeepSeek, ChatFormat::DeepSeekR1, ChatFormat::Phi4Mini};
+    ChatFormat::Granite, ChatFormat::MistralV7, ChatFormat::DeepSeek, ChatFormat::DeepSeekR1, ChatFormat::Phi4Mini,
+    ChatFormat::MistralTekken};
 
 void check_roles(const std::vector<ChatMessage>& messages) {
   if (messages.empty()) throw Error("a chat request needs at least one message");
@@ -165,18 +166,22 @@ std::vector<TextSegment> render_llama2(const std::vector<ChatMessage>& messages,
 //   {{- bos_token }} user: {{- "[INST] " + system_message + "\n\n" + message["content"] + "[/INST]" }}
 //   or {{- "[INST] " + message["content"] + "[/INST]" }}
 //   assistant: {{- " " + message["content"] + eos_token }}
-std::vector<TextSegment> render_mistral(const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
+// Mistral-Nemo-Instruct-2407 (tekken) writes the same without the two spaces:
+//   {{- "[INST]" + message["content"] + "[/INST]" }} ... {{- message["content"] + eos_token }}
+std::vector<TextSegment> render_mistral(const std::vector<ChatMessage>& messages, bool tekken,
+                                        const ChatSpecialTexts& specials) {
+  const std::string space = tekken ? "" : " ";
   const SplitSystem split = split_system(messages);
   Prompt p;
   p.tmpl(specials.bos);
   for (size_t i = 0; i < split.rest.size(); ++i) {
     const ChatMessage& m = split.rest[i];
     if (m.role == "user") {
-      p.tmpl("[INST] ");
+      p.tmpl("[INST]" + space);
       if (i + 1 == split.rest.size() && split.system) p.content(split.system->content).tmpl("\n\n");
       p.content(m.content).tmpl("[/INST]");
     } else if (m.role == "assistant") {
-      p.tmpl(" ").content(m.content).tmpl(specials.eos);
+      p.tmpl(space).content(m.content).tmpl(specials.eos);
     }
   }
   return p.take();
@@ -416,6 +421,7 @@ const char* chat_format_name(ChatFormat format) {
     case ChatFormat::DeepSeek: return "deepseek";
     case ChatFormat::DeepSeekR1: return "deepseek-r1";
     case ChatFormat::Phi4Mini: return "phi4-mini";
+    case ChatFormat::MistralTekken: return "mistral-tekken";
   }
   return "?";
 }
@@ -448,7 +454,9 @@ ChatTemplate detect_chat_template(std::string_view t) {
   if (has("<start_of_turn>")) return {ChatFormat::Gemma, {}, {}, ""};
   if (has("'<|' + message['role'] + '|>' + message['content']") && has("<|end|>")) return {ChatFormat::Phi4Mini, {}, {}, ""};
   if (has("<|user|>")) return {has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr, {}, {}, ""};
-  if (has("[INST]")) return {has("<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral, {}, {}, ""};
+  if (has("[INST]") && has("<<SYS>>")) return {ChatFormat::Llama2, {}, {}, ""};
+  if (has("\"[INST]\" +") || has("'[INST]' +")) return {ChatFormat::MistralTekken, {}, {}, ""};
+  if (has("[INST]")) return {ChatFormat::Mistral, {}, {}, ""};
   return {ChatFormat::ChatML, {}, {},
           "the model's chat template (tokenizer.chat_template) is not one kvdesk knows; using ChatML, which may "
           "not be what this model was trained on (choose another with the chat template setting)"};
@@ -479,7 +487,8 @@ std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const st
     case ChatFormat::Llama2: return render_llama2(messages, specials);
     case ChatFormat::Llama3: return render_llama3(messages, chat_template.system_preamble.format(now), specials);
     case ChatFormat::Zephyr: return render_zephyr(messages, specials);
-    case ChatFormat::Mistral: return render_mistral(messages, specials);
+    case ChatFormat::Mistral: return render_mistral(messages, false, specials);
+    case ChatFormat::MistralTekken: return render_mistral(messages, true, specials);
     case ChatFormat::Gemma: return render_gemma(messages, specials);
     case ChatFormat::Phi3: return render_phi3(messages);
     case ChatFormat::Qwen3: return render_qwen3(messages);

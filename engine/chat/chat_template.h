@@ -23,7 +23,7 @@ class GgufFile;
 
 enum class ChatFormat : uint8_t {
   Plain, ChatML, Llama2, Llama3, Zephyr, Mistral, Gemma, Phi3, Qwen3, Phi4, Granite, MistralV7, DeepSeek, DeepSeekR1,
-  Phi4Mini
+  Phi4Mini, MistralTekken
 };
 const char* chat_format_name(ChatFormat format);
 // "chatml", "llama2", ... as chat_format_name spells them; nullopt for anything else.
@@ -49,11 +49,13 @@ struct ChatTemplate {
 
 // From the template text: ChatML (and Qwen's default system prompt), Qwen3 (ChatML with
 // <think>), Phi-4 (<|im_sep|>), Llama 2 (with <<SYS>>), Llama 3 (and 3.1+'s system preamble),
-// Mistral ([INST] without <<SYS>>), Mistral v7 / tekken ([SYSTEM_PROMPT]), Gemma 2/3, Phi-3
-// (<|user|> ... <|end|>), Phi-4-mini (<|role|> ... <|end|> without line breaks), Zephyr (<|user|> ... </s>), Granite (<|start_of_role|>), DeepSeek
-// (<｜User｜> ... <｜Assistant｜>: V3, R1-0528) and DeepSeek R1 (the same, the answer opened with
-// <think>: the R1 distills of Qwen and Llama); anything else gives ChatML with a warning. Granite and Mistral v7 get the default system message
-// their template computes (jinja_default_system), or a warning when it cannot be read.
+// Mistral ([INST] without <<SYS>>), Mistral tekken (Nemo's "[INST]" + without the spaces),
+// Mistral v7 / tekken ([SYSTEM_PROMPT]), Gemma 2/3, Phi-3 (<|user|> ... <|end|>), Phi-4-mini
+// (<|role|> ... <|end|> without line breaks), Zephyr (<|user|> ... </s>), Granite
+// (<|start_of_role|>), DeepSeek (<｜User｜> ... <｜Assistant｜>: V3, R1-0528) and DeepSeek R1 (the
+// same, the answer opened with <think>: the R1 distills of Qwen and Llama); anything else gives
+// ChatML with a warning. Granite and Mistral v7 get the default system message their template
+// computes (jinja_default_system), or a warning when it cannot be read.
 ChatTemplate detect_chat_template(std::string_view template_text);
 // The file's tokenizer.chat_template, or Plain when it has none. override_name non-empty:
 // that family instead (throws kvdesk::Error naming an unknown name).

@@ -197,6 +197,18 @@ TEST_CASE("Mistral (Mistral-7B-Instruct-v0.3's template): system before the last
         "<s>[INST] Hi[/INST] Hello!</s>[INST] You are kind.\n\nAgain[/INST]");
 }
 
+TEST_CASE("Mistral tekken (Mistral-Nemo-Instruct-2407's template): [INST] and the answer without spaces", "[engine][chat]") {
+  const std::string nemo =
+      R"({%- if loop.last and system_message is defined %}{{- "[INST]" + system_message + "\n\n" + message["content"] + "[/INST]" }})"
+      R"({%- else %}{{- "[INST]" + message["content"] + "[/INST]" }}{%- endif %})"
+      R"({%- elif message["role"] == "assistant" %}{{- message["content"] + eos_token}})";
+  const ChatTemplate t = kvdesk::detect_chat_template(nemo);
+  REQUIRE(t.format == ChatFormat::MistralTekken);
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(
+            t, {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Again"}}, {"<s>", "</s>"})) ==
+        "<s>[INST]Hi[/INST]Hello</s>[INST]Be brief.\n\nAgain[/INST]");
+}
+
 TEST_CASE("Zephyr / TinyLlama-1.1B-Chat-v1.0: eos_token ends every message", "[engine][chat]") {
   CHECK(render(ChatFormat::Zephyr, kOneTurn, kSpm) == "<|user|>\nHi</s>\n<|assistant|>\n");
   CHECK(render(ChatFormat::Zephyr, kWithSystem, kSpm) ==
@@ -505,7 +517,8 @@ TEST_CASE("Families are recognized from their template text, unknown ones fall b
 
 TEST_CASE("Chat format names round-trip and an override replaces the model's template", "[engine][chat]") {
   for (const char* name : {"plain", "chatml", "llama2", "llama3", "zephyr", "mistral", "gemma", "phi3", "qwen3", "phi4",
-                           "granite", "mistral-v7", "deepseek", "deepseek-r1", "phi4-mini"}) {
+                           "granite", "mistral-v7", "deepseek", "deepseek-r1", "phi4-mini",
+                           "mistral-tekken"}) {
     const auto f = kvdesk::chat_format_from_name(name);
     REQUIRE(f);
     CHECK(std::string(kvdesk::chat_format_name(*f)) == name);
