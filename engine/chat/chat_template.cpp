@@ -12,11 +12,11 @@
 namespace kvdesk {
 namespace {
 
-constexpr std::array<ChatFormat, 16> kAllFormats = {
+constexpr std::array<ChatFormat, 17> kAllFormats = {
     ChatFormat::Plain,   ChatFormat::ChatML,    ChatFormat::Llama2,   ChatFormat::Llama3,     ChatFormat::Zephyr,
     ChatFormat::Mistral, ChatFormat::Gemma,     ChatFormat::Phi3,     ChatFormat::Qwen3,      ChatFormat::Phi4,
     ChatFormat::Granite, ChatFormat::MistralV7, ChatFormat::DeepSeek, ChatFormat::DeepSeekR1, ChatFormat::Phi4Mini,
-    ChatFormat::MistralTekken};
+    ChatFormat::MistralTekken, ChatFormat::Qwen3Thinking};
 
 void check_roles(const std::vector<ChatMessage>& messages) {
   if (messages.empty()) throw Error("a chat request needs at least one message");
@@ -230,7 +230,9 @@ std::vector<TextSegment> render_phi4_mini(const std::vector<ChatMessage>& messag
 //   {%- if loop.index0 > ns.last_query_index %}{%- if loop.last or reasoning_content %}
 //     {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
 //   ... {{- '<|im_start|>' + message.role + '\n' + content }} ... {{- '<|im_end|>\n' }}
-// with the system message first as ChatML writes it, and '<|im_start|>assistant\n' to end.
+// with the system message first as ChatML writes it, and '<|im_start|>assistant\n' to end; the
+// thinking models (Qwen3-*-Thinking-2507, QwQ) end with '<|im_start|>assistant\n<think>\n', the
+// answer opened.
 struct ThinkSplit {
   std::string reasoning;
   std::string answer;
@@ -256,7 +258,7 @@ ThinkSplit split_thinking(std::string_view content) {
   return {strip_newlines(reasoning, true, false), strip_newlines(content.substr(last_close + kClose.size()), true, false)};
 }
 
-std::vector<TextSegment> render_qwen3(const std::vector<ChatMessage>& messages) {
+std::vector<TextSegment> render_qwen3(const std::vector<ChatMessage>& messages, bool think_opener) {
   size_t last_user = 0;
   for (size_t i = 0; i < messages.size(); ++i) {
     if (messages[i].role == "user") last_user = i;
@@ -278,7 +280,7 @@ std::vector<TextSegment> render_qwen3(const std::vector<ChatMessage>& messages) 
     }
     p.tmpl("<|im_end|>\n");
   }
-  return p.tmpl("<|im_start|>assistant\n").take();
+  return p.tmpl(think_opener ? "<|im_start|>assistant\n<think>\n" : "<|im_start|>assistant\n").take();
 }
 
 // phi-4: ChatML with <|im_sep|> after the role and no newlines:
@@ -422,6 +424,7 @@ const char* chat_format_name(ChatFormat format) {
     case ChatFormat::DeepSeekR1: return "deepseek-r1";
     case ChatFormat::Phi4Mini: return "phi4-mini";
     case ChatFormat::MistralTekken: return "mistral-tekken";
+    case ChatFormat::Qwen3Thinking: return "qwen3-thinking";
   }
   return "?";
 }
@@ -446,7 +449,11 @@ ChatTemplate detect_chat_template(std::string_view t) {
     const bool think_opener = has("<｜Assistant｜><think>\\n") || has("<｜Assistant｜><think>\n");
     return {think_opener ? ChatFormat::DeepSeekR1 : ChatFormat::DeepSeek, {}, {}, ""};
   }
-  if (has("<|im_start|>") && has("<think>")) return {ChatFormat::Qwen3, {}, {}, ""};
+  if (has("<|im_start|>") && has("<think>")) {
+    // An opener a template writes only when asked to think (enable_thinking) is not written.
+    const bool think_opener = has("'<|im_start|>assistant\\n<think>\\n'") && !has("enable_thinking");
+    return {think_opener ? ChatFormat::Qwen3Thinking : ChatFormat::Qwen3, {}, {}, ""};
+  }
   if (has("<|im_start|>")) return {ChatFormat::ChatML, DatedText::literal(chatml_default_system(t)), {}, ""};
   if (has("<|start_of_role|>")) return with_jinja_default_system(ChatFormat::Granite, t);
   if (has("[SYSTEM_PROMPT]")) return with_jinja_default_system(ChatFormat::MistralV7, t);
@@ -491,7 +498,8 @@ std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const st
     case ChatFormat::MistralTekken: return render_mistral(messages, true, specials);
     case ChatFormat::Gemma: return render_gemma(messages, specials);
     case ChatFormat::Phi3: return render_phi3(messages);
-    case ChatFormat::Qwen3: return render_qwen3(messages);
+    case ChatFormat::Qwen3: return render_qwen3(messages, false);
+    case ChatFormat::Qwen3Thinking: return render_qwen3(messages, true);
     case ChatFormat::Phi4: return render_phi4(messages);
     case ChatFormat::Granite: return render_granite(messages, default_system);
     case ChatFormat::MistralV7: return render_mistral_v7(messages, default_system, specials);

@@ -23,7 +23,7 @@ class GgufFile;
 
 enum class ChatFormat : uint8_t {
   Plain, ChatML, Llama2, Llama3, Zephyr, Mistral, Gemma, Phi3, Qwen3, Phi4, Granite, MistralV7, DeepSeek, DeepSeekR1,
-  Phi4Mini, MistralTekken
+  Phi4Mini, MistralTekken, Qwen3Thinking
 };
 const char* chat_format_name(ChatFormat format);
 // "chatml", "llama2", ... as chat_format_name spells them; nullopt for anything else.
@@ -48,7 +48,8 @@ struct ChatTemplate {
 };
 
 // From the template text: ChatML (and Qwen's default system prompt), Qwen3 (ChatML with
-// <think>), Phi-4 (<|im_sep|>), Llama 2 (with <<SYS>>), Llama 3 (and 3.1+'s system preamble),
+// <think>; Qwen3 thinking when the generation prompt always opens <think>: QwQ, the 2507 thinking
+// models), Phi-4 (<|im_sep|>), Llama 2 (with <<SYS>>), Llama 3 (and 3.1+'s system preamble),
 // Mistral ([INST] without <<SYS>>), Mistral tekken (Nemo's "[INST]" + without the spaces),
 // Mistral v7 / tekken ([SYSTEM_PROMPT]), Gemma 2/3, Phi-3 (<|user|> ... <|end|>), Phi-4-mini
 // (<|role|> ... <|end|> without line breaks), Zephyr (<|user|> ... </s>), Granite

@@ -181,7 +181,7 @@ TEST_CASE("chat stores token ids and continues from them in a new process and an
 
 TEST_CASE("every chat template continues a stored conversation from its ids, answers it pads or trims included", "[app][cli][chat][tokens]") {
   for (const std::string& name : chat_template_names()) {
-    if (name == "deepseek-r1") continue;   // renders an earlier answer without its opener (below)
+    if (name == "deepseek-r1" || name == "qwen3-thinking") continue;   // render an earlier answer without its opener (below)
     DYNAMIC_SECTION(name) {
       TempDir dir;
       const std::string db = dir.file("kvdesk.db");
@@ -200,18 +200,22 @@ TEST_CASE("every chat template continues a stored conversation from its ids, ans
   }
 }
 
-TEST_CASE("DeepSeek R1 continues a stored conversation from the KV up to the answer it re-renders", "[app][cli][chat][tokens]") {
-  // Its generation prompt opens the answer with "<think>\n", which the template leaves out when
+TEST_CASE("DeepSeek R1 and Qwen3 thinking continue a stored conversation from the KV up to the answer they re-render", "[app][cli][chat][tokens]") {
+  // Their generation prompt opens the answer with "<think>\n", which the template leaves out when
   // it renders that answer in the history: no message ends where the next prompt's text has it,
   // so the prompt comes from text, and the KV is kept up to where the two renderings part.
-  TempDir dir;
-  const std::string db = dir.file("kvdesk.db");
-  const nlohmann::json first = chat_json({"--db", db, "--new", "--chat-template", "deepseek-r1", "-p", kFirst});
-  const std::string id = std::to_string(first["conversation_id"].get<int64_t>());
-  const nlohmann::json second = chat_json({"--db", db, "--conversation", id, "--chat-template", "deepseek-r1", "-p", kSecond});
-  CHECK(second["messages_from_token_ids"] == 0);
-  CHECK(second["cached_tokens"].get<int64_t>() > 0);
-  CHECK(second["cached_tokens"].get<int64_t>() < first["prompt_tokens"].get<int64_t>());
+  for (const std::string name : {"deepseek-r1", "qwen3-thinking"}) {
+    DYNAMIC_SECTION(name) {
+      TempDir dir;
+      const std::string db = dir.file("kvdesk.db");
+      const nlohmann::json first = chat_json({"--db", db, "--new", "--chat-template", name, "-p", kFirst});
+      const std::string id = std::to_string(first["conversation_id"].get<int64_t>());
+      const nlohmann::json second = chat_json({"--db", db, "--conversation", id, "--chat-template", name, "-p", kSecond});
+      CHECK(second["messages_from_token_ids"] == 0);
+      CHECK(second["cached_tokens"].get<int64_t>() > 0);
+      CHECK(second["cached_tokens"].get<int64_t>() < first["prompt_tokens"].get<int64_t>());
+    }
+  }
 }
 
 TEST_CASE("a version 1 database opens, migrates and its messages fall back to their text", "[app][store][tokens]") {

@@ -306,6 +306,20 @@ TEST_CASE("Phi-4-mini (Phi-4-mini-instruct's template): Phi-3's tags without lin
         "<|system|>Be brief.<|end|><|user|>Hi<|end|><|assistant|>Hello<|end|><|user|>Again<|end|><|assistant|>");
 }
 
+TEST_CASE("Qwen3 thinking (Qwen3-4B-Thinking-2507's template): the answer opened with <think>", "[engine][chat]") {
+  const std::string thinking =
+      R"({%- if '</think>' in content %}{%- set content = content.split('</think>')[-1].lstrip('\n') %}{%- endif %})"
+      R"({%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\n<think>\n' }}\n{%- endif %})";
+  const ChatTemplate t = kvdesk::detect_chat_template(thinking);
+  REQUIRE(t.format == ChatFormat::Qwen3Thinking);
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, {{"user", "2+2?"}, {"assistant", "add</think>\n\n4"}, {"user", "3+3?"}}, {})) ==
+        "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n<|im_start|>user\n3+3?<|im_end|>\n"
+        "<|im_start|>assistant\n<think>\n");
+  // Opened only when asked to think: that template is plain Qwen3 here.
+  CHECK(kvdesk::detect_chat_template("{%- if enable_thinking %}{{- '<|im_start|>assistant\n<think>\n' }}{%- endif %}").format ==
+        ChatFormat::Qwen3);
+}
+
 TEST_CASE("Phi-4 (phi-4's template): <|im_start|>role<|im_sep|> without newlines", "[engine][chat]") {
   const std::string phi4 =
       R"({% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}})"
@@ -518,7 +532,7 @@ TEST_CASE("Families are recognized from their template text, unknown ones fall b
 TEST_CASE("Chat format names round-trip and an override replaces the model's template", "[engine][chat]") {
   for (const char* name : {"plain", "chatml", "llama2", "llama3", "zephyr", "mistral", "gemma", "phi3", "qwen3", "phi4",
                            "granite", "mistral-v7", "deepseek", "deepseek-r1", "phi4-mini",
-                           "mistral-tekken"}) {
+                           "mistral-tekken", "qwen3-thinking"}) {
     const auto f = kvdesk::chat_format_from_name(name);
     REQUIRE(f);
     CHECK(std::string(kvdesk::chat_format_name(*f)) == name);
