@@ -85,6 +85,22 @@ nlohmann::json chat_json(const std::vector<std::string>& extra, const std::strin
   return nlohmann::json::parse(run.out);
 }
 
+// A conversation of two turns under one chat template, kept in db: the first question answered
+// and stored, then the second asked of it.
+struct TwoTurns {
+  std::string db;
+  int64_t id = 0;
+  nlohmann::json first, second;
+};
+
+TwoTurns chat_two_turns(const TempDir& dir, const std::string& template_name) {
+  TwoTurns t{dir.file("kvdesk.db")};
+  t.first = chat_json({"--db", t.db, "--new", "--chat-template", template_name, "-p", kFirst});
+  t.id = t.first["conversation_id"].get<int64_t>();
+  t.second = chat_json({"--db", t.db, "--conversation", std::to_string(t.id), "--chat-template", template_name, "-p", kSecond});
+  return t;
+}
+
 }  // namespace
 
 TEST_CASE("a turn continues an answer from its stored ids even when its text tokenizes otherwise", "[app][chat][tokens]") {
@@ -184,18 +200,15 @@ TEST_CASE("every chat template continues a stored conversation from its ids, ans
     if (name == "deepseek-r1" || name == "qwen3-thinking") continue;   // render an earlier answer without its opener (below)
     DYNAMIC_SECTION(name) {
       TempDir dir;
-      const std::string db = dir.file("kvdesk.db");
-      const nlohmann::json first = chat_json({"--db", db, "--new", "--chat-template", name, "-p", kFirst});
-      const std::string id = std::to_string(first["conversation_id"].get<int64_t>());
-      const nlohmann::json second = chat_json({"--db", db, "--conversation", id, "--chat-template", name, "-p", kSecond});
-      CHECK(second["messages_from_token_ids"] == 2);
-      store::ConversationStore store = store::ConversationStore::open_read_only(db);
-      const std::vector<store::Message> branch = store.branch_path(std::stoll(id));
+      const TwoTurns t = chat_two_turns(dir, name);
+      CHECK(t.second["messages_from_token_ids"] == 2);
+      store::ConversationStore store = store::ConversationStore::open_read_only(t.db);
+      const std::vector<store::Message> branch = store.branch_path(t.id);
       REQUIRE(branch.size() == 4);
       REQUIRE(branch[2].tokens.has_value());
-      const int64_t unfed = first["finish_reason"] == "length" ? 1 : 0;
-      CHECK(second["cached_tokens"].get<int64_t>() ==
-            second["prompt_tokens"].get<int64_t>() - int64_t(branch[2].tokens->ids.size()) - unfed);
+      const int64_t unfed = t.first["finish_reason"] == "length" ? 1 : 0;
+      CHECK(t.second["cached_tokens"].get<int64_t>() ==
+            t.second["prompt_tokens"].get<int64_t>() - int64_t(branch[2].tokens->ids.size()) - unfed);
     }
   }
 }
@@ -207,13 +220,10 @@ TEST_CASE("DeepSeek R1 and Qwen3 thinking continue a stored conversation from th
   for (const std::string name : {"deepseek-r1", "qwen3-thinking"}) {
     DYNAMIC_SECTION(name) {
       TempDir dir;
-      const std::string db = dir.file("kvdesk.db");
-      const nlohmann::json first = chat_json({"--db", db, "--new", "--chat-template", name, "-p", kFirst});
-      const std::string id = std::to_string(first["conversation_id"].get<int64_t>());
-      const nlohmann::json second = chat_json({"--db", db, "--conversation", id, "--chat-template", name, "-p", kSecond});
-      CHECK(second["messages_from_token_ids"] == 0);
-      CHECK(second["cached_tokens"].get<int64_t>() > 0);
-      CHECK(second["cached_tokens"].get<int64_t>() < first["prompt_tokens"].get<int64_t>());
+      const TwoTurns t = chat_two_turns(dir, name);
+      CHECK(t.second["messages_from_token_ids"] == 0);
+      CHECK(t.second["cached_tokens"].get<int64_t>() > 0);
+      CHECK(t.second["cached_tokens"].get<int64_t>() < t.first["prompt_tokens"].get<int64_t>());
     }
   }
 }
