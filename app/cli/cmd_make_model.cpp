@@ -58,10 +58,14 @@ Command add_make_model_command(CLI::App& app) {
   cmd->add_option("--rope-base", s.rope_freq_base, "rope.freq_base")->capture_default_str();
   cmd->add_option("--sliding-window", s.sliding_window, "gemma2/gemma3: local layers' window (0: 4096 / 512)")
       ->capture_default_str();
-  cmd->add_option("--experts", s.experts, "A mixture of this many experts per layer (qwen2moe, qwen3moe; llama: Mixtral's layout)")
+  cmd->add_option("--experts", s.experts,
+                  "A mixture of this many experts per layer (qwen2moe, qwen3moe; llama: Mixtral's layout)")
       ->capture_default_str();
   cmd->add_option("--experts-used", s.experts_used, "Experts each token runs")->capture_default_str();
-  cmd->add_option("--expert-ff", s.expert_ff, "Each expert's feed-forward size (the Qwen MoEs; a llama's experts are --ff wide, qwen2moe's shared expert too)")->capture_default_str();
+  cmd->add_option("--expert-ff", s.expert_ff,
+                  "Each expert's feed-forward size (the Qwen MoEs; a llama's experts, and qwen2moe's shared "
+                  "expert, are --ff wide)")
+      ->capture_default_str();
   cmd->add_flag("--split-experts", s.split_experts,
                 "llama with --experts: one tensor per expert matrix (blk.N.ffn_gate.E.weight), as older Mixtral files");
   cmd->add_flag("--tied-embeddings", s.tied_embeddings, "No output.weight: logits use token_embd");

@@ -346,7 +346,8 @@ std::vector<TextSegment> render_deepseek(const std::vector<ChatMessage>& message
   constexpr std::string_view kThinkEnd = "</think>";
   Prompt p;
   p.tmpl(specials.bos);
-  const auto last_system = std::find_if(messages.rbegin(), messages.rend(), [](const ChatMessage& m) { return m.role == "system"; });
+  const auto last_system =
+      std::find_if(messages.rbegin(), messages.rend(), [](const ChatMessage& m) { return m.role == "system"; });
   if (last_system != messages.rend()) p.content(last_system->content);
   for (const ChatMessage& m : messages) {
     if (m.role == "user") {
@@ -459,7 +460,9 @@ ChatTemplate detect_chat_template(std::string_view t) {
   if (has("[SYSTEM_PROMPT]")) return with_jinja_default_system(ChatFormat::MistralV7, t);
   if (has("<|start_header_id|>")) return {ChatFormat::Llama3, {}, llama3_system_preamble(t), ""};
   if (has("<start_of_turn>")) return {ChatFormat::Gemma, {}, {}, ""};
-  if (has("'<|' + message['role'] + '|>' + message['content']") && has("<|end|>")) return {ChatFormat::Phi4Mini, {}, {}, ""};
+  if (has("'<|' + message['role'] + '|>' + message['content']") && has("<|end|>")) {
+    return {ChatFormat::Phi4Mini, {}, {}, ""};
+  }
   if (has("<|user|>")) return {has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr, {}, {}, ""};
   if (has("[INST]") && has("<<SYS>>")) return {ChatFormat::Llama2, {}, {}, ""};
   if (has("\"[INST]\" +") || has("'[INST]' +")) return {ChatFormat::MistralTekken, {}, {}, ""};

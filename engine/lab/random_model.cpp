@@ -94,7 +94,9 @@ void check_spec(const RandomModelSpec& s) {
   if (s.experts != 0 && s.arch != "llama" && !moe_arch) fail("--experts is for --arch llama, qwen2moe or qwen3moe");
   if (s.experts > 0 && (s.experts_used < 1 || s.experts_used > s.experts)) fail("--experts-used must be in [1, --experts]");
   if (s.experts > 0 && (s.expert_ff < 1 || s.expert_ff > 262144)) fail("--expert-ff must be in [1, 262144]");
-  if (s.split_experts && (s.arch != "llama" || s.experts == 0)) fail("--split-experts is for --arch llama with --experts");
+  if (s.split_experts && (s.arch != "llama" || s.experts == 0)) {
+    fail("--split-experts is for --arch llama with --experts");
+  }
   if (!(s.weight_std > 0)) fail("the weight standard deviation must be positive");
 }
 

@@ -46,7 +46,8 @@ int32_t ForwardBatch::num_logit_rows() const {
 // Activation buffers, grown to the largest batch seen and reused across calls.
 struct Model::Scratch {
   std::vector<float> x, xn, q, k, v, att, tmp, gate, up;  // [T][features]; gate, up of a MoE layer [T * k][expert_ff]
-  std::vector<float> router;                              // [T][experts] a MoE layer's router scores, then [T] its shared expert's gate scores
+  std::vector<float> router;                              // [T][experts] a MoE layer's router scores, then
+                                                          // [T] its shared expert's gate scores
   std::vector<float> expert_in, expert_out;               // [T * k][d_model] each route's input and FFN output
   std::vector<float> logit_rows;                          // [L][d_model]
   std::vector<float> rope_cos_sin;                        // [n_rot] one token's RoPE angles

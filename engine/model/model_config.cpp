@@ -137,7 +137,8 @@ void read_experts(const GgufFile& file, ModelConfig& c) {
   check(c.expert_feed_forward_length > 0, file, "missing metadata '" + ff_key + "'");
   if (!c.traits.shared_expert) return;
   const std::string shared_key = a + ".expert_shared_feed_forward_length";
-  c.expert_shared_feed_forward_length = file.find(shared_key) ? read_dim(file, shared_key, kMaxDim) : c.feed_forward_length;
+  c.expert_shared_feed_forward_length =
+      file.find(shared_key) ? read_dim(file, shared_key, kMaxDim) : c.feed_forward_length;
 }
 
 void read_family_settings(const GgufFile& file, ModelConfig& c) {

@@ -46,8 +46,9 @@ class Binder {
   // {cols, 1} or {cols}).
   WeightMatrix row_matrix(const std::string& name, int64_t cols) {
     const GgufTensorInfo* t = file_.find_tensor(name);
-    if (t && t->dims == std::vector<int64_t>{cols}) return matrix_of(require_tensor(file_, name, {cols}), 1, cols);
-    return matrix(name, 1, cols);
+    const std::vector<int64_t> vector_dims = {cols};
+    const std::vector<int64_t> dims = t && t->dims == vector_dims ? vector_dims : std::vector<int64_t>{cols, 1};
+    return matrix_of(require_tensor(file_, name, dims), 1, cols);
   }
 
   // A stack of `count` matrices W[rows][cols] (ggml dims {cols, rows, count}), bound as one
