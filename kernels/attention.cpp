@@ -195,6 +195,7 @@ struct Attend {
     }
     for (; j < seq.num_tokens; ++j) add_row(pass, g, j, score(h, g, j));
     for (int32_t i = 0; i < d && pass.value_groups; ++i) acc[i] += pass.min_terms[kv_group_of(layer.v.type, d, i)];
+    if (args.sinks) pass.running_sum += std::exp(args.sinks[h] - pass.running_max);
     float* out = args.out + int64_t(h) * d;
     for (int32_t i = 0; i < d; ++i) out[i] = acc[i] / pass.running_sum;
     if (args.weights) {

@@ -3,7 +3,7 @@
 //   for query head h, kv head g = h / (num_heads / num_kv_heads)   (GQA; MQA when 1 kv head)
 //     s[j] = scale * dot(q[h], K[g][j])          j in [first_token, seq.num_tokens)
 //     s[j] = softcap * tanh(s[j] / softcap)      when softcap > 0 (Gemma 2)
-//     p = softmax(s)
+//     p = softmax(s), with the head's sink logit in its sum when the model has one (gpt-oss)
 //     out[h] = sum_j p[j] * V[g][j]
 // Causality is the caller's: it passes num_tokens = position + 1 for a prompt token, and for a
 // sliding-window layer first_token = num_tokens - window.
@@ -33,6 +33,9 @@ struct AttentionArgs {
   // Gemma-style layers (the CUDA kernels run neither; their backend refuses such models):
   float softcap = 0.0f;       // > 0: scores are soft-capped to (-softcap, softcap)
   int32_t first_token = 0;    // the first cached row attended (sliding window); earlier weights are 0
+  // gpt-oss: a learned logit per query head that joins the softmax's denominator as a row with
+  // no value would, so a head can attend to nothing: p[j] = e^s[j] / (e^sink + sum_j e^s[j]).
+  const float* sinks = nullptr;   // [num_heads] or null
   // The newest recent_count rows, positions [seq.num_tokens - recent_count, seq.num_tokens), are
   // read from these f32 copies instead of the cache: a cache of 8-bit or 4-bit KV keeps each
   // sequence's newest rows at full precision too (engine/kv/recent_rows.h). Row r of kv head g

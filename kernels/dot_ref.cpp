@@ -33,6 +33,7 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::Q3_Kx8:
     case GgmlType::IQ4_NL:
     case GgmlType::IQ4_NLx8:
+    case GgmlType::MXFP4:
     case GgmlType::IQ4_XS:
     case GgmlType::IQ4_XSx8: return ActFormat::Q8Act;
     // The K-quants meet BlockQ8K: one act scale per 256-value super-block, so the sub-block
@@ -260,6 +261,17 @@ float dot_iq4_nl(const BlockIQ4_NL* w, const BlockQ8Act* a, int64_t n) {
   return static_cast<float>(sum);
 }
 
+// MXFP4: sum_b 2^(e - 128) * a.d * sum_i doubled E2M1 level[i] * a.qs[i]
+float dot_mxfp4(const BlockMXFP4* w, const BlockQ8Act* a, int64_t n) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < n / kMxfp4BlockValues; ++b) {
+    int q[32];
+    unpack_levels(kMxfp4Values, w[b].qs, q);
+    sum += static_cast<double>(mxfp4_scale(w[b].e) * a[b].d) * int_dot(q, a[b].qs, 0, 32);
+  }
+  return static_cast<float>(sum);
+}
+
 // IQ4_XS: act block 8j + s meets sub-block s of super-block j:
 //   fp16(d) * (ls[s] - 32) * a.d * sum_l level * a.qs[l]
 float dot_iq4_xs(const BlockIQ4_XS* w, const BlockQ8Act* a, int64_t n) {
@@ -340,6 +352,9 @@ float vec_dot(GgmlType weight_type, const void* w_row, const void* act_row, int6
     case GgmlType::IQ4_NL:
       KVDESK_ASSERT(n % kIq4nlBlockValues == 0);
       return dot_iq4_nl(static_cast<const BlockIQ4_NL*>(w_row), qa, n);
+    case GgmlType::MXFP4:
+      KVDESK_ASSERT(n % kMxfp4BlockValues == 0);
+      return dot_mxfp4(static_cast<const BlockMXFP4*>(w_row), qa, n);
     case GgmlType::IQ4_XS:
       KVDESK_ASSERT(n % kQK_K == 0);
       return dot_iq4_xs(static_cast<const BlockIQ4_XS*>(w_row), qa, n);

@@ -30,7 +30,7 @@ constexpr std::array kTypes = {
     Row{26, {"i32", 1, 4, false}},       Row{27, {"i64", 1, 8, false}},
     Row{28, {"f64", 1, 8, false}},       Row{29, {"iq1_m", 256, 56, false}},
     Row{30, {"bf16", 1, 2, true}},       Row{34, {"tq1_0", 256, 54, false}},
-    Row{35, {"tq2_0", 256, 66, false}},
+    Row{35, {"tq2_0", 256, 66, false}},  Row{39, {"mxfp4", 32, 17, true}},
     Row{1000, {"q4_0x8", 32, 18, true, false}},  Row{1001, {"q4_kx8", 256, 144, true, false}},
     Row{1002, {"q6_kx8", 256, 210, true, false}}, Row{1003, {"q8_0x8", 32, 34, true, false}},
     Row{1004, {"q5_kx8", 256, 176, true, false}}, Row{1005, {"iq4_xsx8", 256, 136, true, false}},

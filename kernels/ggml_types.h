@@ -13,7 +13,7 @@ enum class GgmlType : uint32_t {
   Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
   IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
   IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
-  TQ1_0 = 34, TQ2_0 = 35,
+  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
   // kvdesk's own in-memory layouts, made from a file's type at load, never read from a file
   // (kernels/weight_repack.h).
   Q4_0x8 = 1000, Q4_Kx8 = 1001, Q6_Kx8 = 1002, Q8_0x8 = 1003, Q5_Kx8 = 1004, IQ4_XSx8 = 1005,
@@ -184,6 +184,27 @@ static_assert(sizeof(BlockIQ4_XS) == 136);
 // Sub-block s (0..7) of an IQ4_XS block: its 6-bit scale, 0..63 (32 is zero).
 inline int iq4_xs_scale(const BlockIQ4_XS& b, int s) {
   return ((b.scales_l[s / 2] >> (4 * (s % 2))) & 15) | ((b.scales_h >> (2 * s)) & 3) << 4;
+}
+
+// MXFP4 (OCP microscaling FP4, gpt-oss's expert weights): 32 values of E2M1 sharing a power-of-
+// two scale. ggml stores the E2M1 codes as indices into this table of doubled values and halves
+// the scale to match: value i (i<16) = mxfp4_scale(e) * kMxfp4Values[qs[i] & 15], value i+16
+// uses qs[i] >> 4.
+constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+constexpr int kMxfp4BlockValues = 32;
+struct BlockMXFP4 {
+  uint8_t e;                            // E8M0 exponent: scale 2^(e - 127), stored halved
+  uint8_t qs[kMxfp4BlockValues / 2];    // [32] table indices, nibbles as in Q4_0
+};
+static_assert(sizeof(BlockMXFP4) == 17);
+
+// 2^(e - 128), the halved E8M0 scale (ggml's GGML_E8M0_TO_FP32_HALF), exact for every e:
+// e < 2 are the denormals 2^-128 and 2^-127.
+inline float mxfp4_scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23;
+  float out;
+  __builtin_memcpy(&out, &bits, sizeof(out));
+  return out;
 }
 
 }  // namespace kvdesk

@@ -1,6 +1,7 @@
 // Row operations of the forward pass (see ops.h for the formulas).
 #include "kernels/ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kvdesk::ops {
@@ -30,14 +31,44 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * w[i];
 }
 
+namespace {
+
+// ggml's rope_yarn_ramp: 1 for pairs below low, 0 past high, linear between.
+float yarn_ramp(float low, float high, int i) {
+  const float y = (float(i) - low) / std::max(0.001f, high - low);
+  return 1.0f - std::min(1.0f, std::max(0.0f, y));
+}
+
+// Pairs that turn `rotations` times over original_context positions (ggml_rope_yarn_corr_dim).
+float yarn_pair_for_rotations(int n_rot, int32_t original_context, float rotations, float freq_base) {
+  constexpr float kTwoPi = 6.28318530717958647692f;
+  return float(n_rot) * std::log(float(original_context) / (rotations * kTwoPi)) / (2.0f * std::log(freq_base));
+}
+
+}  // namespace
+
+YarnRange yarn_correction_range(int n_rot, int32_t original_context, float freq_base, float beta_fast,
+                                float beta_slow) {
+  const float low = std::floor(yarn_pair_for_rotations(n_rot, original_context, beta_fast, freq_base));
+  const float high = std::ceil(yarn_pair_for_rotations(n_rot, original_context, beta_slow, freq_base));
+  return YarnRange{std::max(0.0f, low), std::min(float(n_rot - 1), high)};
+}
+
 void rope_angles(int32_t position, const RopeParams& p, float* cos_sin) {
   const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
+  const bool yarn = p.ext_factor != 0.0f;
+  const float mscale = p.attn_factor * (yarn ? 1.0f + 0.1f * std::log(1.0f / p.freq_scale) : 1.0f);
   float theta_base = float(position);
   for (int i = 0; i < p.n_rot / 2; ++i) {
     const float factor = p.freq_factors ? p.freq_factors[i] : 1.0f;
-    const float theta = p.freq_scale * (theta_base / factor);
-    cos_sin[2 * i] = std::cos(theta) * p.attn_factor;
-    cos_sin[2 * i + 1] = std::sin(theta) * p.attn_factor;
+    const float unscaled = theta_base / factor;
+    float theta = p.freq_scale * unscaled;
+    if (yarn) {
+      const float mix = yarn_ramp(p.yarn_low, p.yarn_high, i) * p.ext_factor;
+      theta = theta * (1.0f - mix) + unscaled * mix;
+    }
+    cos_sin[2 * i] = std::cos(theta) * mscale;
+    cos_sin[2 * i + 1] = std::sin(theta) * mscale;
     theta_base *= theta_scale;
   }
 }
@@ -63,6 +94,14 @@ void swiglu(const float* gate, const float* up, float* h, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     h[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void swiglu_oai(const float* gate, const float* up, float* h, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kSwigluOaiLimit);
+    const float u = std::clamp(up[i], -kSwigluOaiLimit, kSwigluOaiLimit);
+    h[i] = g / (1.0f + std::exp(-kSwigluOaiAlpha * g)) * (u + 1.0f);
   }
 }
 

@@ -63,12 +63,15 @@ inline void unpack_q3_k(const BlockQ3_K& b, int* q) {
   }
 }
 
-// q[32] int8 levels of 16 IQ4 index bytes: low nibbles are values 0..15, high nibbles 16..31.
-inline void unpack_iq4(const uint8_t* qs, int* q) {
+// q[32] levels[index] of 16 index bytes: low nibbles are values 0..15, high nibbles 16..31.
+inline void unpack_levels(const int8_t (&levels)[16], const uint8_t* qs, int* q) {
   for (int i = 0; i < 16; ++i) {
-    q[i] = kIq4nlValues[qs[i] & 15];
-    q[i + 16] = kIq4nlValues[qs[i] >> 4];
+    q[i] = levels[qs[i] & 15];
+    q[i + 16] = levels[qs[i] >> 4];
   }
 }
+
+// q[32] int8 levels of 16 IQ4 index bytes.
+inline void unpack_iq4(const uint8_t* qs, int* q) { unpack_levels(kIq4nlValues, qs, q); }
 
 }  // namespace kvdesk::ref

@@ -95,6 +95,7 @@ void quantize_row(GgmlType type, const float* x, void* out, int64_t n) {
     case GgmlType::Q3_K: quantize_row_q3_k(x, static_cast<BlockQ3_K*>(out), n); return;
     case GgmlType::IQ4_NL: quantize_row_iq4_nl(x, static_cast<BlockIQ4_NL*>(out), n); return;
     case GgmlType::IQ4_XS: quantize_row_iq4_xs(x, static_cast<BlockIQ4_XS*>(out), n); return;
+    case GgmlType::MXFP4: quantize_row_mxfp4(x, static_cast<BlockMXFP4*>(out), n); return;
     default: KVDESK_ASSERT(!"quantize_row: type is not computable");
   }
 }
@@ -129,6 +130,7 @@ void dequantize_row(GgmlType type, const void* row, float* y, int64_t n) {
     case GgmlType::Q3_K: dequantize_row_q3_k(static_cast<const BlockQ3_K*>(row), y, n); return;
     case GgmlType::IQ4_NL: dequantize_row_iq4_nl(static_cast<const BlockIQ4_NL*>(row), y, n); return;
     case GgmlType::IQ4_XS: dequantize_row_iq4_xs(static_cast<const BlockIQ4_XS*>(row), y, n); return;
+    case GgmlType::MXFP4: dequantize_row_mxfp4(static_cast<const BlockMXFP4*>(row), y, n); return;
     default: KVDESK_ASSERT(!"dequantize_row: type is not computable");
   }
 }

@@ -39,6 +39,10 @@ void quantize_row_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t n);
 void dequantize_row_iq4_nl(const BlockIQ4_NL* x, float* y, int64_t n);
 void dequantize_row_iq4_xs(const BlockIQ4_XS* x, float* y, int64_t n);
 
+// kernels/quantize_mxfp4.cpp: n must be a multiple of 32.
+void quantize_row_mxfp4(const float* x, BlockMXFP4* y, int64_t n);
+void dequantize_row_mxfp4(const BlockMXFP4* x, float* y, int64_t n);
+
 // x[n] -> one row of `type` (every computable type); out holds ggml_row_bytes(type, n).
 void quantize_row(GgmlType type, const float* x, void* out, int64_t n);
 

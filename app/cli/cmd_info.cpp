@@ -111,6 +111,16 @@ nlohmann::json experts_json(const ModelConfig& c) {
           {"shared_feed_forward_length", c.expert_shared_feed_forward_length}};
 }
 
+// YaRN's settings (rope_freq_scale is 1 / its factor), or null without YaRN.
+nlohmann::json yarn_json(const ModelConfig& c) {
+  if (c.rope_yarn_ext_factor == 0) return nullptr;
+  return {{"ext_factor", c.rope_yarn_ext_factor},
+          {"original_context_length", c.rope_original_context},
+          {"beta_fast", c.rope_yarn_beta_fast},
+          {"beta_slow", c.rope_yarn_beta_slow},
+          {"attn_factor", c.rope_attn_factor}};
+}
+
 // One sequence's KV at the context (f16 K and V) in the pool, generating one token at a time:
 // with every layer keeping every token, and as the pool holds it, local layers keeping only
 // the blocks their window reads (engine/kv/kv_layer_groups.h).
@@ -180,6 +190,7 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Dev
       {"rope_freq_scale", c.rope_freq_scale},
       {"rope_mode", c.rope_mode == ops::RopeMode::Neox ? "neox" : "normal"},
       {"rope_freqs", m.weights().rope_freqs != nullptr},
+      {"rope_yarn", yarn_json(c)},
       {"qkv_bias", m.weights().layers.front().bq != nullptr},
       {"rms_eps", c.rms_eps},
       {"vocab_size", c.vocab_size},
@@ -219,7 +230,7 @@ void print_text(const nlohmann::json& j) {
   for (const char* key : {"backend", "cpu_isa", "cpu_isa_detected", "name", "context_length", "embedding_length", "block_count",
                           "feed_forward_length", "experts", "head_count", "head_count_kv", "head_dim",
                           "rope_dimension_count", "rope_freq_base", "rope_freq_scale", "rope_mode",
-                          "rope_freqs", "qkv_bias", "rms_eps", "vocab_size", "tokenizer",
+                          "rope_freqs", "rope_yarn", "qkv_bias", "rms_eps", "vocab_size", "tokenizer",
                           "tied_output", "parameters", "weight_bytes", "chat_template", "sliding_window_kv"}) {
     std::printf("  %-22s %s\n", key, j[key].dump().c_str());
   }

@@ -53,8 +53,9 @@ Command add_make_model_command(CLI::App& app) {
                                                   : "'" + arch + "' is not one of " + random_model_architectures();
       })->capture_default_str();
   cmd->add_option("--rope-scaling", s.rope_scaling,
-                  "none, llama3 (Llama 3.1 rope_freqs factors) or longrope (phi3: rope_factors_long/short)")
-      ->check(CLI::IsMember({"none", "llama3", "longrope"}))->capture_default_str();
+                  "none, llama3 (Llama 3.1 rope_freqs factors), longrope (phi3: rope_factors_long/short) or yarn "
+                  "(factor 4 over a quarter of --ctx)")
+      ->check(CLI::IsMember({"none", "llama3", "longrope", "yarn"}))->capture_default_str();
   cmd->add_option("--rope-base", s.rope_freq_base, "rope.freq_base")->capture_default_str();
   cmd->add_option("--sliding-window", s.sliding_window, "gemma2/gemma3: local layers' window (0: 4096 / 512)")
       ->capture_default_str();

@@ -129,6 +129,7 @@ void require_runnable(const ModelWeights& w, const ModelConfig& c, int32_t ffn_p
     throw Error("the CUDA backend runs llama and qwen2 only, not " + c.architecture + "; use --backend cpu");
   }
   if (c.has_experts()) throw Error("the CUDA backend cannot run a mixture of experts; use --backend cpu");
+  if (c.rope_yarn_ext_factor != 0) throw Error("the CUDA backend cannot run YaRN RoPE scaling; use --backend cpu");
   if (c.head_dim % 8 != 0 || c.head_dim > cuda::kMaxHeadDim) {
     throw Error("the CUDA backend cannot run a head_dim of " + std::to_string(c.head_dim) +
                 " (a multiple of 8, at most " + std::to_string(cuda::kMaxHeadDim) + ")");

@@ -12,11 +12,11 @@
 namespace kvdesk {
 namespace {
 
-constexpr std::array<ChatFormat, 17> kAllFormats = {
+constexpr std::array<ChatFormat, 18> kAllFormats = {
     ChatFormat::Plain,   ChatFormat::ChatML,    ChatFormat::Llama2,   ChatFormat::Llama3,     ChatFormat::Zephyr,
     ChatFormat::Mistral, ChatFormat::Gemma,     ChatFormat::Phi3,     ChatFormat::Qwen3,      ChatFormat::Phi4,
     ChatFormat::Granite, ChatFormat::MistralV7, ChatFormat::DeepSeek, ChatFormat::DeepSeekR1, ChatFormat::Phi4Mini,
-    ChatFormat::MistralTekken, ChatFormat::Qwen3Thinking};
+    ChatFormat::MistralTekken, ChatFormat::Qwen3Thinking, ChatFormat::Harmony};
 
 void check_roles(const std::vector<ChatMessage>& messages) {
   if (messages.empty()) throw Error("a chat request needs at least one message");
@@ -363,6 +363,58 @@ std::vector<TextSegment> render_deepseek(const std::vector<ChatMessage>& message
   return p.tmpl(think_opener ? "<｜Assistant｜><think>\n" : "<｜Assistant｜>").take();
 }
 
+// A harmony answer as the model wrote it ("<|channel|>analysis<|message|>...<|end|><|start|>
+// assistant<|channel|>final<|message|>Hello"): the text of its final message; an answer without
+// channels is all final message.
+std::string harmony_final_message(std::string_view content) {
+  constexpr std::string_view kFinal = "<|channel|>final<|message|>";
+  const size_t at = content.rfind(kFinal);
+  if (at == std::string_view::npos) return std::string(content);
+  std::string_view final_message = content.substr(at + kFinal.size());
+  for (const std::string_view end : {"<|end|>", "<|return|>"}) {
+    if (final_message.ends_with(end)) final_message.remove_suffix(end.size());
+  }
+  return std::string(final_message);
+}
+
+// gpt-oss's harmony template (no tools, no reasoning_effort or model_identity passed): its own
+// system message first, then the conversation's first system message as the developer's
+// instructions, users and answers as messages; an answer keeps only its final channel (the
+// reasoning of earlier turns is dropped), and later system messages are not rendered:
+//   {{- "<|start|>system<|message|>" }}{{- build_system_message() }}{{- "<|end|>" }}
+//   {{- "<|start|>developer<|message|>" }}{{- "# Instructions\n\n" }}{{- developer_message }}
+//   {{- "\n\n" }}{{- "<|end|>" }}
+//   user: {{- "<|start|>user<|message|>" + message.content + "<|end|>" }}
+//   assistant: {{- "<|start|>assistant<|channel|>final<|message|>" + message.content + "<|end|>" }}
+//   <|start|>assistant
+std::vector<TextSegment> render_harmony(const std::vector<ChatMessage>& messages, const std::string& system_message) {
+  Prompt p;
+  p.tmpl("<|start|>system<|message|>" + system_message + "<|end|>");
+  const SplitSystem split = split_system(messages);
+  if (split.system && !split.system->content.empty()) {
+    p.tmpl("<|start|>developer<|message|># Instructions\n\n").content(split.system->content).tmpl("\n\n<|end|>");
+  }
+  for (const ChatMessage& m : split.rest) {
+    if (m.role == "user") p.tmpl("<|start|>user<|message|>").content(m.content).tmpl("<|end|>");
+    if (m.role == "assistant") {
+      p.tmpl("<|start|>assistant<|channel|>final<|message|>").content(harmony_final_message(m.content)).tmpl("<|end|>");
+    }
+  }
+  return p.tmpl("<|start|>assistant").take();
+}
+
+// build_system_message() without tools: the identity, the knowledge cutoff, today's date
+// (strftime_now("%Y-%m-%d")), the default reasoning effort and the channels.
+DatedText harmony_system_message() {
+  DatedText out = DatedText::literal(
+      "You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: ");
+  out.parts.push_back({"%Y-%m-%d", true});
+  out.append(DatedText::literal(
+      "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included for every "
+      "message."));
+  return out;
+}
+
 // The literal system prompt a ChatML template writes when the conversation has none: the
 // text between "<|im_start|>system\n" (the \n as written in the Jinja source) and
 // "<|im_end|>" in a string literal, i.e. with no quote or expression in between.
@@ -426,6 +478,7 @@ const char* chat_format_name(ChatFormat format) {
     case ChatFormat::Phi4Mini: return "phi4-mini";
     case ChatFormat::MistralTekken: return "mistral-tekken";
     case ChatFormat::Qwen3Thinking: return "qwen3-thinking";
+    case ChatFormat::Harmony: return "harmony";
   }
   return "?";
 }
@@ -446,6 +499,7 @@ std::vector<std::string> chat_format_names() {
 ChatTemplate detect_chat_template(std::string_view t) {
   const auto has = [&](std::string_view s) { return t.find(s) != std::string_view::npos; };
   if (has("<|im_sep|>")) return {ChatFormat::Phi4, {}, {}, ""};
+  if (has("<|start|>") && has("<|channel|>")) return {ChatFormat::Harmony, harmony_system_message(), {}, ""};
   if (has("<｜User｜>") && has("<｜Assistant｜>")) {
     const bool think_opener = has("<｜Assistant｜><think>\\n") || has("<｜Assistant｜><think>\n");
     return {think_opener ? ChatFormat::DeepSeekR1 : ChatFormat::DeepSeek, {}, {}, ""};
@@ -482,8 +536,10 @@ ChatTemplate chat_template_for(const GgufFile& file, std::string_view override_n
     for (const std::string& name : chat_format_names()) names += (names.empty() ? "" : ", ") + name;
     throw Error("unknown chat template '" + std::string(override_name) + "' (use one of " + names + ")");
   }
-  // The model's default system prompt and preamble belong to its own family only.
+  // The model's default system prompt and preamble belong to its own family only; harmony's
+  // system message is the format's own.
   if (*format == detected.format) return {*format, detected.default_system, detected.system_preamble, ""};
+  if (*format == ChatFormat::Harmony) return {*format, harmony_system_message(), {}, ""};
   return {*format, {}, {}, ""};
 }
 
@@ -509,6 +565,7 @@ std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const st
     case ChatFormat::DeepSeek: return render_deepseek(messages, false, specials);
     case ChatFormat::DeepSeekR1: return render_deepseek(messages, true, specials);
     case ChatFormat::Phi4Mini: return render_phi4_mini(messages);
+    case ChatFormat::Harmony: return render_harmony(messages, default_system);
   }
   return render_plain(messages);
 }

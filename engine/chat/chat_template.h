@@ -23,7 +23,7 @@ class GgufFile;
 
 enum class ChatFormat : uint8_t {
   Plain, ChatML, Llama2, Llama3, Zephyr, Mistral, Gemma, Phi3, Qwen3, Phi4, Granite, MistralV7, DeepSeek, DeepSeekR1,
-  Phi4Mini, MistralTekken, Qwen3Thinking
+  Phi4Mini, MistralTekken, Qwen3Thinking, Harmony
 };
 const char* chat_format_name(ChatFormat format);
 // "chatml", "llama2", ... as chat_format_name spells them; nullopt for anything else.
@@ -35,7 +35,8 @@ struct ChatTemplate {
   ChatFormat format = ChatFormat::Plain;
   // ChatML, Granite and Mistral v7: the system message the template writes when the conversation
   // has none (Qwen: "You are Qwen, created by Alibaba Cloud. ..."; Granite 3.x and Mistral
-  // Small 3: a text with today's date); empty when it writes none.
+  // Small 3: a text with today's date); empty when it writes none. Harmony: the system message
+  // it always writes (identity, dates, reasoning effort, channels).
   DatedText default_system;
   // Llama 3 only: what Llama 3.1+ templates write at the start of a system turn they always
   // write ("Cutting Knowledge Date: December 2023\nToday Date: <date_string>\n\n": Llama 3.2's
@@ -54,7 +55,8 @@ struct ChatTemplate {
 // Mistral v7 / tekken ([SYSTEM_PROMPT]), Gemma 2/3, Phi-3 (<|user|> ... <|end|>), Phi-4-mini
 // (<|role|> ... <|end|> without line breaks), Zephyr (<|user|> ... </s>), Granite
 // (<|start_of_role|>), DeepSeek (<｜User｜> ... <｜Assistant｜>: V3, R1-0528) and DeepSeek R1 (the
-// same, the answer opened with <think>: the R1 distills of Qwen and Llama); anything else gives
+// same, the answer opened with <think>: the R1 distills of Qwen and Llama), Harmony (gpt-oss:
+// <|start|>role<|message|>...<|end|>, answers in channels); anything else gives
 // ChatML with a warning. Granite and Mistral v7 get the default system message their template
 // computes (jinja_default_system), or a warning when it cannot be read.
 ChatTemplate detect_chat_template(std::string_view template_text);

@@ -70,8 +70,8 @@ Vocabulary read_vocabulary(const std::string& path) {
   return v;
 }
 
-constexpr const char* kArchitectures[] = {"llama", "qwen2",  "qwen2moe", "qwen3", "qwen3moe",
-                                          "gemma", "gemma2", "gemma3",   "phi3",  "granite"};
+constexpr const char* kArchitectures[] = {"llama",  "qwen2",  "qwen2moe", "qwen3",   "qwen3moe", "gemma",
+                                          "gemma2", "gemma3", "phi3",     "granite", "gpt-oss"};
 
 
 void check_spec(const RandomModelSpec& s) {
@@ -83,15 +83,19 @@ void check_spec(const RandomModelSpec& s) {
   if (s.kv_heads < 1 || s.heads % s.kv_heads != 0) fail("--heads must be a multiple of --kv-heads");
   if (s.ff < 1 || s.ff > 262144) fail("--ff must be in [1, 262144]");
   if (!is_random_model_architecture(s.arch)) fail("--arch must be one of " + random_model_architectures());
-  if (s.rope_scaling != "none" && s.rope_scaling != "llama3" && s.rope_scaling != "longrope") {
-    fail("--rope-scaling must be none, llama3 or longrope");
+  if (s.rope_scaling != "none" && s.rope_scaling != "llama3" && s.rope_scaling != "longrope" && s.rope_scaling != "yarn") {
+    fail("--rope-scaling must be none, llama3, longrope or yarn");
   }
   if (s.rope_scaling == "longrope" && s.arch != "phi3") fail("--rope-scaling longrope is Phi-3's (--arch phi3)");
   if (s.sliding_window < 0) fail("--sliding-window must not be negative");
   if (s.experts < 0 || s.experts > 512) fail("--experts must be in [0, 512]");
-  const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe";
+  const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe" || s.arch == "gpt-oss";
   if (moe_arch && s.experts == 0) fail("--arch " + s.arch + " needs --experts");
-  if (s.experts != 0 && s.arch != "llama" && !moe_arch) fail("--experts is for --arch llama, qwen2moe or qwen3moe");
+  if (s.experts != 0 && s.arch != "llama" && !moe_arch) fail("--experts is for --arch llama, qwen2moe, qwen3moe or gpt-oss");
+  if (s.mix.mxfp4_experts && s.experts == 0) fail("--type mxfp4_moe needs --experts");
+  if (s.mix.mxfp4_experts && (s.embd % 32 != 0 || s.expert_ff % 32 != 0 || s.ff % 32 != 0)) {
+    fail("--type mxfp4_moe needs --embd, --ff and --expert-ff to be multiples of 32 (MXFP4 blocks)");
+  }
   if (s.experts > 0 && (s.experts_used < 1 || s.experts_used > s.experts)) fail("--experts-used must be in [1, --experts]");
   if (s.experts > 0 && (s.expert_ff < 1 || s.expert_ff > 262144)) fail("--expert-ff must be in [1, 262144]");
   if (s.split_experts && (s.arch != "llama" || s.experts == 0)) {
@@ -111,8 +115,10 @@ class TensorMaker {
 
   // `count` matrices of `role` stacked as one 3-D tensor (a mixture's experts).
   void matrix_stack(const std::string& name, TensorRole role, int layer, int64_t count, int64_t rows, int64_t cols) {
-    add_matrix(name, tensor_type(spec_.mix, role, layer, spec_.layers, cols, spec_.heads / spec_.kv_heads),
-               {cols, rows, count});
+    const GgmlType type = spec_.mix.mxfp4_experts
+                              ? GgmlType::MXFP4
+                              : tensor_type(spec_.mix, role, layer, spec_.layers, cols, spec_.heads / spec_.kv_heads);
+    add_matrix(name, type, {cols, rows, count});
   }
 
   // An f32 matrix (a mixture's router, which llama.cpp's quantizer keeps in f32).
@@ -154,6 +160,15 @@ class TensorMaker {
     Rng rng(next_seed());
     std::vector<float> values(static_cast<size_t>(n));
     for (float& x : values) x = low + (high - low) * float(rng.uniform());
+    f32_vector(name, std::move(values));
+  }
+
+  // Attention sink logits of the size real ones have (gpt-oss-20b's: mostly -1 to 3), so a sink
+  // takes a visible share of a short context's attention.
+  void sinks(const std::string& name, int64_t n) {
+    Rng rng(next_seed());
+    std::vector<float> values(static_cast<size_t>(n));
+    for (float& x : values) x = 1.0f + rng.normal();
     f32_vector(name, std::move(values));
   }
 
@@ -223,7 +238,7 @@ namespace {
 bool is_gemma(const std::string& arch) { return arch == "gemma" || arch == "gemma2" || arch == "gemma3"; }
 // Gemma 2 and 3: sliding windows and post norms around both blocks.
 bool is_windowed_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3"; }
-bool has_qkv_bias(const std::string& arch) { return arch == "qwen2" || arch == "qwen2moe"; }
+bool has_qkv_bias(const std::string& arch) { return arch == "qwen2" || arch == "qwen2moe" || arch == "gpt-oss"; }
 
 // Each family's own keys beside the common ones, with the values of a real checkpoint.
 void write_family_metadata(GgufWriter& w, const RandomModelSpec& spec, int32_t head_dim) {
@@ -246,6 +261,11 @@ void write_family_metadata(GgufWriter& w, const RandomModelSpec& spec, int32_t h
     if (spec.arch != "llama") w.add_uint32(a + "expert_feed_forward_length", uint32_t(spec.expert_ff));
     if (spec.arch == "qwen2moe") w.add_uint32(a + "expert_shared_feed_forward_length", uint32_t(spec.ff));
   }
+  if (spec.arch == "gpt-oss") {   // gpt-oss-20b's window; its head size is written apart
+    w.add_uint32(a + "attention.key_length", uint32_t(head_dim));
+    w.add_uint32(a + "attention.value_length", uint32_t(head_dim));
+    w.add_uint32(a + "attention.sliding_window", uint32_t(spec.sliding_window > 0 ? spec.sliding_window : 128));
+  }
   if (spec.arch == "granite") {   // granite-3.0-2b's multipliers
     w.add_float32(a + "embedding_scale", 12.0f);
     w.add_float32(a + "residual_scale", 0.22f);
@@ -257,6 +277,11 @@ void write_family_metadata(GgufWriter& w, const RandomModelSpec& spec, int32_t h
     const double scale = double(spec.context_length) / original;
     w.add_uint32(a + "rope.scaling.original_context_length", uint32_t(original));
     w.add_float32(a + "rope.scaling.attn_factor", float(std::sqrt(1.0 + std::log(scale) / std::log(double(original)))));
+  }
+  if (spec.rope_scaling == "yarn") {   // Qwen's recipe: 4x its original context
+    w.add_string(a + "rope.scaling.type", "yarn");
+    w.add_float32(a + "rope.scaling.factor", 4.0f);
+    w.add_uint32(a + "rope.scaling.original_context_length", uint32_t(std::max(1, spec.context_length / 4)));
   }
 }
 
@@ -295,6 +320,10 @@ void write_attention(TensorMaker& make, const RandomModelSpec& spec, int32_t i, 
   }
   make.matrix(p + "attn_output.weight", TensorRole::AttnOutput, i, d, q_dim);
   if (is_windowed_gemma(spec.arch)) make.near_ones(p + "post_attention_norm.weight", d);
+  if (spec.arch == "gpt-oss") {
+    make.normal_vector(p + "attn_output.bias", d);
+    make.sinks(p + "attn_sinks.weight", spec.heads);
+  }
 }
 
 // A mixture's router and experts (stacked, or a tensor per expert matrix), and Qwen2 MoE's
@@ -317,6 +346,12 @@ void write_experts(TensorMaker& make, const RandomModelSpec& spec, int32_t i) {
     make.matrix_stack(p + "ffn_up_exps.weight", TensorRole::FfnUp, i, spec.experts, ff, d);
     make.matrix_stack(p + "ffn_down_exps.weight", TensorRole::FfnDown, i, spec.experts, d, ff);
   }
+  if (spec.arch == "gpt-oss") {   // biases on the router and every expert matrix
+    make.normal_vector(p + "ffn_gate_inp.bias", spec.experts);
+    make.f32_matrix(p + "ffn_gate_exps.bias", spec.experts, ff);
+    make.f32_matrix(p + "ffn_up_exps.bias", spec.experts, ff);
+    make.f32_matrix(p + "ffn_down_exps.bias", spec.experts, d);
+  }
   if (spec.arch == "qwen2moe") {   // the shared expert, --ff wide, and its gate's row
     make.normal_vector(p + "ffn_gate_inp_shexp.weight", d);
     make.matrix(p + "ffn_gate_shexp.weight", TensorRole::FfnGate, i, spec.ff, d);
@@ -328,7 +363,7 @@ void write_experts(TensorMaker& make, const RandomModelSpec& spec, int32_t i) {
 void write_ffn(TensorMaker& make, const RandomModelSpec& spec, int32_t i) {
   const std::string p = "blk." + std::to_string(i) + ".";
   const int64_t d = spec.embd;
-  make.ones(p + "ffn_norm.weight", d);
+  make.ones(p + (spec.arch == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight"), d);
   if (spec.experts > 0) {
     write_experts(make, spec, i);
     return;

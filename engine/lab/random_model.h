@@ -29,7 +29,8 @@ struct RandomModelSpec {
   std::string name = "kvdesk-random";
   std::string arch = "llama";         // any of random_model_architectures()
   // "llama3": rope_freqs.weight as Llama 3.1's conversion writes it; "longrope" (phi3 only):
-  // rope_factors_long/short with an original context of a quarter of context_length.
+  // rope_factors_long/short with an original context of a quarter of context_length; "yarn":
+  // YaRN of factor 4 over that original context.
   std::string rope_scaling = "none";
   bool tied_embeddings = false;       // no output.weight: logits come from token_embd (always for Gemma)
   int32_t sliding_window = 0;         // gemma2/gemma3 local layers' window; 0: 4096 / 512

@@ -10,9 +10,10 @@ namespace {
 
 // llama_ftype values: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q4_1 3, Q8_0 7, Q5_0 8, Q5_1 9, Q2_K 10,
 // Q3_K_S 11, Q3_K_M 12, Q4_K_S 14, Q4_K_M 15, Q5_K_S 16, Q5_K_M 17, Q6_K 18, IQ4_NL 25,
-// IQ4_XS 30, BF16 32. A pure q3_k / q4_k / q5_k file is labelled with the _S mix it mostly is.
+// IQ4_XS 30, BF16 32, MXFP4_MOE 38. A pure q3_k / q4_k / q5_k file is labelled with the _S mix it mostly is.
 constexpr uint32_t kFtypeQ2_K = 10;
 constexpr uint32_t kFtypeQ3_K_M = 12;
+constexpr uint32_t kFtypeMxfp4Moe = 38;
 constexpr std::array kMixes = {
     WeightMix{"f32", GgmlType::F32, 0, false, false},     WeightMix{"f16", GgmlType::F16, 1, false, false},
     WeightMix{"bf16", GgmlType::BF16, 32, false, false},  WeightMix{"q8_0", GgmlType::Q8_0, 7, false, false},
@@ -24,6 +25,7 @@ constexpr std::array kMixes = {
     WeightMix{"q3_k_m", GgmlType::Q3_K, kFtypeQ3_K_M, true, false},
     WeightMix{"q2_k", GgmlType::Q2_K, kFtypeQ2_K, true, false},
     WeightMix{"iq4_nl", GgmlType::IQ4_NL, 25, false, false}, WeightMix{"iq4_xs", GgmlType::IQ4_XS, 30, false, false},
+    WeightMix{"mxfp4_moe", GgmlType::Q8_0, kFtypeMxfp4Moe, false, false, true},
 };
 
 // llama.cpp's use_more_bits: the first and last eighth of the layers and every third between.

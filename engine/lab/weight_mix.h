@@ -1,7 +1,7 @@
 // The weight types make-model writes: one type for every 2-D tensor (like llama-quantize
 // --pure), or one of llama.cpp's K-quant mixes (Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K) that pick a
 // type per tensor from its role, its layer and the model's GQA ratio, with llama.cpp's
-// fallbacks for rows that do not fit a block.
+// fallbacks for rows that do not fit a block, or MXFP4_MOE (experts MXFP4, the rest Q8_0).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -17,6 +17,7 @@ struct WeightMix {
   uint32_t file_type;      // general.file_type (llama_ftype)
   bool k_mix;              // llama.cpp's per-tensor rules for file_type apply (output Q6_K, ...)
   bool more_bits;          // Q4_K_M / Q5_K_M: attn_v and ffn_down of some layers in Q6_K
+  bool mxfp4_experts = false;   // MXFP4_MOE: a mixture's expert matrices in MXFP4 (gpt-oss's release)
 };
 
 // nullptr for an unknown name.

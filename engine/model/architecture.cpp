@@ -73,8 +73,22 @@ Architecture granite() {
   return a;
 }
 
-const Architecture kArchitectures[] = {llama(),  qwen2(),  qwen2moe(), qwen3(), qwen3moe(),
-                                       gemma(),  gemma2(), gemma3(),   phi3(),  granite()};
+// gpt-oss (OpenAI's open-weight MoE): Qwen2-style q/k/v biases and NeoX RoPE (with YaRN in its
+// files), every other layer a sliding window (layer 0 local), attention sinks, 1/sqrt(head_dim)
+// with a head_dim apart from d_model / heads, biased routing over experts of clamped SwiGLU.
+Architecture gpt_oss() {
+  Architecture a{"gpt-oss", ops::RopeMode::Neox, Required, Absent};
+  a.experts = Required;
+  a.local_pattern = 2;
+  a.ffn_activation = FfnActivation::SwigluOai;
+  a.output_and_expert_biases = true;
+  a.attention_sinks = true;
+  a.ffn_norm_name = "post_attention_norm";
+  return a;
+}
+
+const Architecture kArchitectures[] = {llama(),  qwen2(),  qwen2moe(), qwen3(), qwen3moe(), gemma(),
+                                       gemma2(), gemma3(), phi3(),     granite(), gpt_oss()};
 
 }  // namespace
 

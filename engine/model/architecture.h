@@ -19,6 +19,7 @@ enum class TensorPresence { Absent, Optional, Required };
 enum class FfnActivation {
   Silu,      // SwiGLU: Llama, Qwen, Phi-3, Granite
   GeluTanh,  // GeGLU with GELU's tanh approximation: Gemma (1, 2, 3)
+  SwigluOai, // SwiGLU with the gate and up clamped, sigmoid(1.702 g), up + 1: gpt-oss (ops::swiglu_oai)
 };
 
 struct Architecture {
@@ -47,6 +48,13 @@ struct Architecture {
   // Qwen2 MoE: a shared expert every token runs beside its routed ones (blk.N.ffn_*_shexp, of
   // <arch>.expert_shared_feed_forward_length), its output gated by sigmoid(x . ffn_gate_inp_shexp).
   bool shared_expert = false;
+  // gpt-oss: biases on the attention output (blk.N.attn_output.bias), the router
+  // (ffn_gate_inp.bias) and every expert matrix (ffn_{gate,up,down}_exps.bias, [experts][rows]),
+  // and a sink logit per query head in the attention softmax (blk.N.attn_sinks).
+  bool output_and_expert_biases = false;
+  bool attention_sinks = false;
+  // The FFN block's input norm, blk.N.<name>.weight: gpt-oss names it post_attention_norm.
+  std::string_view ffn_norm_name = "ffn_norm";
 };
 
 // The architecture of that name, or nullptr when kvdesk cannot run it.

@@ -1,7 +1,7 @@
 // The Llama-family forward pass (architecture.h), top-down: embed -> per layer (attention
 // block, FFN block) -> final norm -> logits, with each family's optional pieces (q/k norms,
-// post norms, GeGLU, sliding windows, soft caps, Granite's multipliers, a mixture of experts)
-// where its config says. Matmuls are split across the thread pool by weight rows;
+// post norms, GeGLU, sliding windows, soft caps, Granite's multipliers, a mixture of experts,
+// gpt-oss's biases and attention sinks) where its config says. Matmuls are split across the thread pool by weight rows;
 // attention is split by (token, kv head). Buffers are [tokens][features], row-major.
 #include "engine/model/model.h"
 
@@ -213,10 +213,10 @@ void add_block_output(float* x, float* y, const float* post_norm, float residual
 // caller).
 void ffn_activation(ThreadPool& pool, FfnActivation act, float* gate, const float* up, int64_t T, int64_t F) {
   pool.parallel_for(T, [&](int64_t t, int) {
-    if (act == FfnActivation::GeluTanh) {
-      cpu::geglu_tanh(gate + t * F, up + t * F, gate + t * F, F);
-    } else {
-      cpu::swiglu(gate + t * F, up + t * F, gate + t * F, F);
+    switch (act) {
+      case FfnActivation::GeluTanh: return cpu::geglu_tanh(gate + t * F, up + t * F, gate + t * F, F);
+      case FfnActivation::SwigluOai: return cpu::swiglu_oai(gate + t * F, up + t * F, gate + t * F, F);
+      case FfnActivation::Silu: return cpu::swiglu(gate + t * F, up + t * F, gate + t * F, F);
     }
   }, T * F);
 }
@@ -237,6 +237,15 @@ int64_t expert_ffn_floats(const ModelConfig& c, int64_t T) {
   return T * (int64_t(c.expert_used_count) * c.expert_feed_forward_length + c.expert_shared_feed_forward_length);
 }
 
+// Each expert's bias (gpt-oss; nothing without) added to its routed rows of y [rows][n].
+void add_expert_biases(const LayerWeights& lw, const ModelConfig& c, const ExpertRoutes& routes,
+                       const float* ExpertWeights::*bias, float* y, int64_t n) {
+  for (int32_t e = 0; e < c.expert_count; ++e) {
+    const float* b = lw.experts[size_t(e)].*bias;
+    add_bias(y + int64_t(routes.first_row[size_t(e)]) * n, b, routes.rows_of(e), n);
+  }
+}
+
 // A mixture of experts over xn [T][d_model] into out [T][d_model]: each token's rows go to its
 // experts (route_tokens), every expert runs the gated FFN over its rows, and each token's output
 // is its rows' outputs weighted by the router. A shared expert runs over all T tokens in the same
@@ -254,6 +263,7 @@ void expert_ffn(ThreadPool& pool, const LayerWeights& lw, const ModelConfig& c, 
   } else {
     run_matmuls(pool, T, {{&lw.router, xn, s.router}}, s.acts);
   }
+  add_bias(s.router, lw.router_bias, T, c.expert_count);
   const ExpertRoutes routes = route_tokens(s.router, T, c.expert_count, c.expert_used_count,
                                            c.traits.expert_weights_renormalized);
   const int64_t rows = int64_t(routes.tokens.size());
@@ -276,9 +286,12 @@ void expert_ffn(ThreadPool& pool, const LayerWeights& lw, const ModelConfig& c, 
     down.push_back({&ew.down, s.gate + first * FE, s.out + first * D, n});
   }
   run_matmuls(pool, gate_up, s.acts);
+  add_expert_biases(lw, c, routes, &ExpertWeights::gate_bias, s.gate, FE);
+  add_expert_biases(lw, c, routes, &ExpertWeights::up_bias, s.up, FE);
   ffn_activation(pool, c.traits.ffn_activation, s.gate, s.up, rows, FE);
   if (shared) ffn_activation(pool, c.traits.ffn_activation, shared_gate, shared_up, T, FS);
   run_matmuls(pool, down, s.acts);
+  add_expert_biases(lw, c, routes, &ExpertWeights::down_bias, s.out, D);
   if (shared) {
     for (int64_t t = 0; t < T; ++t) ops::scale_in_place(out + t * D, 1.0f / (1.0f + std::exp(-shared_scores[t])), D);
   } else {
@@ -481,8 +494,8 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
 
     // 4. Causal attention: token t attends to positions [0, pos_t] of its sequence, on a local
     //    layer only to its last `window` slots. One task per (token, kv head) runs that head's
-    //    group of query heads (GQA). The newest rows are read from their f32 copies, and
-    //    this batch's rows then replace the kept ones.
+    //    group of query heads (GQA), with their sink logits where the model has them. The newest
+    //    rows are read from their f32 copies, and this batch's rows then replace the kept ones.
     const int32_t group = c.head_count / c.head_count_kv;
     int64_t attention_macs = 0;
     for (int32_t p : batch.positions) attention_macs += int64_t(p + 1) * QD * 2;
@@ -503,6 +516,7 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
       args.numerics = kv.layout().numerics;
       const PagedSeq seq = kv.view(batch.seq_ids[t], batch.positions[t] + 1, l);
       if (window > 0) args.first_token = std::max(0, seq.num_tokens - window);
+      if (lw.attn_sinks) args.sinks = lw.attn_sinks + int64_t(g) * group;
       s.recent.attach(t, g, HD, args);
       if (observed.offset[size_t(t)] >= 0) {
         args.weights = s.attn_weights.data() + observed.offset[size_t(t)] + int64_t(g) * group * seq.num_tokens;
@@ -513,8 +527,9 @@ void Model::run_forward(const ForwardBatch& batch, KvCache& kv, ThreadPool& pool
     s.recent.keep(kv, l, s.k.data(), s.v.data());
     if (kv_type_rotated(kv.layout().v_type)) hadamard_rotate_rows(s.att.data(), T * c.head_count, HD);
 
-    // 5. x += att Wo (through the block's post norm and residual scale, where present).
+    // 5. x += att Wo + bo (through the block's post norm and residual scale, where present).
     run_matmuls(pool, T, {{&lw.wo, s.att.data(), s.tmp.data()}}, s.acts);
+    add_bias(s.tmp.data(), lw.bo, T, D);
     add_block_output(s.x.data(), s.tmp.data(), lw.attn_post_norm, c.residual_scale, T, D, c.rms_eps);
 
     // 6. FFN block: x += (act(xn Wgate) * (xn Wup)) Wdown, xn = norm(x); act is SiLU or GELU.

@@ -42,22 +42,22 @@ int32_t read_vocab_size(const GgufFile& file, const std::string& arch) {
   throw Error(file.path() + ": no vocabulary (tokenizer.ggml.tokens is missing)");
 }
 
-// Linear RoPE scaling as llama.cpp reads it: rope.scaling.factor (or the older
-// rope.scale_linear) divides positions unless absent or 0. Llama 3's scaling needs no key: its
-// per-pair factors are the rope_freqs tensor; LongRoPE's (Phi-3) are rope_factors_long/short
-// with rope.scaling.attn_factor. YaRN is not implemented.
+// RoPE scaling as llama.cpp reads it: rope.scaling.factor (or the older rope.scale_linear)
+// divides positions unless absent or 0, linearly or through YaRN (read_yarn). Llama 3's scaling
+// needs no key: its per-pair factors are the rope_freqs tensor; LongRoPE's (Phi-3) are
+// rope_factors_long/short with rope.scaling.attn_factor.
 float read_rope_freq_scale(const GgufFile& file, const std::string& arch) {
   const std::string scaling = file.find_string(arch + ".rope.scaling.type").value_or("none");
-  if (scaling != "none" && scaling != "linear" && scaling != "longrope") {
+  if (scaling != "none" && scaling != "linear" && scaling != "yarn" && scaling != "longrope") {
     throw Error(file.path() + ": rope.scaling.type '" + scaling +
-                "' is not supported (kvdesk runs none, linear and longrope, and Llama 3 rope_freqs)");
+                "' is not supported (kvdesk runs none, linear, yarn and longrope, and Llama 3 rope_freqs)");
   }
   if (scaling == "longrope") return 1.0f;
   std::optional<double> factor = file.find_float(arch + ".rope.scaling.factor");
   if (!factor) factor = file.find_float(arch + ".rope.scale_linear");
-  check(scaling == "none" || factor.has_value(), file, "rope.scaling.type is linear but rope.scaling.factor is missing");
+  check(scaling == "none" || factor.has_value(), file, "rope.scaling.type is " + scaling + " but rope.scaling.factor is missing");
   if (!factor || *factor == 0) return 1.0f;
-  check(*factor > 0, file, "rope.scaling.factor must be positive");
+  check(*factor > 0 && std::isfinite(*factor), file, "rope.scaling.factor must be positive");
   return static_cast<float>(1.0 / *factor);
 }
 
@@ -108,6 +108,34 @@ void read_sliding_window(const GgufFile& file, ModelConfig& c) {
   c.local_rope_freq_base = c.traits.local_rope_freq_base > 0 ? c.traits.local_rope_freq_base : c.rope_freq_base;
 }
 
+// YaRN's magnitude correction (transformers' get_mscale): 1 + 0.1 m ln(factor) past factor 1.
+float yarn_mscale(float factor, float m) { return factor <= 1.0f ? 1.0f : 0.1f * m * std::log(factor) + 1.0f; }
+
+// YaRN as llama.cpp sets it up: ext factor 1 unless the file sets rope.scaling.yarn_ext_factor,
+// betas 32 and 1 unless set, the correction range over rope.scaling.original_context_length (or
+// the trained context). ggml's kernel multiplies cos and sin by 1 + 0.1 ln(factor) itself, so
+// the attention factor passed along is the file's attn_factor times mscale(factor, 1) /
+// mscale(factor, log_multiplier) / (1 + 0.1 ln(factor)): the file's attn_factor alone unless
+// rope.scaling.yarn_log_multiplier is set.
+void read_yarn(const GgufFile& file, ModelConfig& c) {
+  const std::string& a = c.architecture;
+  if (file.find_string(a + ".rope.scaling.type").value_or("none") != "yarn") return;
+  const float ext = static_cast<float>(file.find_float(a + ".rope.scaling.yarn_ext_factor").value_or(-1.0));
+  check(std::isfinite(ext), file, "rope.scaling.yarn_ext_factor must be a number");
+  c.rope_yarn_ext_factor = ext >= 0 ? ext : 1.0f;
+  c.rope_yarn_beta_fast = read_positive(file, a + ".rope.scaling.yarn_beta_fast", 32.0);
+  c.rope_yarn_beta_slow = read_positive(file, a + ".rope.scaling.yarn_beta_slow", 1.0);
+  if (c.rope_original_context == 0) c.rope_original_context = c.context_length;
+  if (c.rope_yarn_ext_factor == 0) return;
+  const float factor = 1.0f / c.rope_freq_scale;
+  const float log_multiplier =
+      static_cast<float>(file.find_float(a + ".rope.scaling.yarn_log_multiplier").value_or(0.0));
+  check(std::isfinite(log_multiplier), file, "rope.scaling.yarn_log_multiplier must be a number");
+  const float ratio = log_multiplier != 0 ? yarn_mscale(factor, 1.0f) / yarn_mscale(factor, log_multiplier)
+                                          : yarn_mscale(factor, 1.0f);
+  c.rope_attn_factor *= ratio / (1.0f + 0.1f * std::log(factor));
+}
+
 void read_longrope(const GgufFile& file, ModelConfig& c) {
   const std::string& a = c.architecture;
   c.rope_attn_factor = read_positive(file, a + ".rope.scaling.attn_factor", 1.0);
@@ -148,6 +176,7 @@ void read_family_settings(const GgufFile& file, ModelConfig& c) {
   if (c.traits.gemma2_softcapping) read_softcapping(file, c);
   if (c.traits.local_pattern > 0) read_sliding_window(file, c);
   read_longrope(file, c);
+  read_yarn(file, c);
   read_experts(file, c);
 }
 
@@ -205,6 +234,13 @@ ops::RopeParams rope_params(const ModelConfig& c, const float* freq_factors) {
   p.freq_factors = freq_factors;
   p.mode = c.rope_mode;
   p.attn_factor = c.rope_attn_factor;
+  if (c.rope_yarn_ext_factor != 0) {
+    const ops::YarnRange range = ops::yarn_correction_range(p.n_rot, c.rope_original_context, p.freq_base,
+                                                            c.rope_yarn_beta_fast, c.rope_yarn_beta_slow);
+    p.ext_factor = c.rope_yarn_ext_factor;
+    p.yarn_low = range.low;
+    p.yarn_high = range.high;
+  }
   return p;
 }
 

@@ -27,8 +27,13 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f; // 1 / linear scaling factor
   ops::RopeMode rope_mode = ops::RopeMode::Normal;
   TensorPresence qkv_bias = TensorPresence::Optional;
-  float rope_attn_factor = 1.0f;      // LongRoPE: multiplies cos and sin (q and k both)
-  int32_t rope_original_context = 0;  // LongRoPE: past this context the long factors apply
+  float rope_attn_factor = 1.0f;      // multiplies cos and sin (q and k both): LongRoPE, YaRN
+  int32_t rope_original_context = 0;  // LongRoPE: past it the long factors apply; YaRN: the trained context
+  // YaRN (rope.scaling.type yarn, ops::RopeParams): on when the ext factor is not 0; beta_fast
+  // and beta_slow name the correction range over rope_original_context.
+  float rope_yarn_ext_factor = 0.0f;
+  float rope_yarn_beta_fast = 32.0f;
+  float rope_yarn_beta_slow = 1.0f;
   float rms_eps = 1e-5f;
   int32_t vocab_size = 0;
   float attention_scale = 1.0f;       // s = attention_scale * dot(q, k)

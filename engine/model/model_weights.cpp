@@ -69,10 +69,15 @@ class Binder {
 
   const float* vector(const std::string& name, int64_t n) {
     const GgufTensorInfo& t = require_tensor(file_, name, {n});
-    if (t.type != GgmlType::F32) {
-      throw Error(file_.path() + ": tensor '" + name + "' has type " +
-                  std::string(ggml_type_info(t.type).name) + ", expected f32");
-    }
+    require_f32(t, name);
+    count_tensor(t);
+    return reinterpret_cast<const float*>(file_.tensor_data(t));
+  }
+
+  // count vectors of n floats stored as one [count][n] tensor (ggml dims {n, count}).
+  const float* vector_stack(const std::string& name, int64_t count, int64_t n) {
+    const GgufTensorInfo& t = require_tensor(file_, name, {n, count});
+    require_f32(t, name);
     count_tensor(t);
     return reinterpret_cast<const float*>(file_.tensor_data(t));
   }
@@ -87,6 +92,13 @@ class Binder {
   }
 
  private:
+  void require_f32(const GgufTensorInfo& t, const std::string& name) const {
+    if (t.type != GgmlType::F32) {
+      throw Error(file_.path() + ": tensor '" + name + "' has type " +
+                  std::string(ggml_type_info(t.type).name) + ", expected f32");
+    }
+  }
+
   WeightMatrix matrix_of(const GgufTensorInfo& t, int64_t rows, int64_t cols) {
     count_tensor(t);
     return WeightMatrix{t.type, file_.tensor_data(t), rows, cols, ggml_row_bytes(t.type, cols)};
@@ -143,6 +155,8 @@ void bind_attention(Binder& bind, const std::string& p, const ModelConfig& c, La
   l.q_norm = bind.vector(p + "attn_q_norm.weight", c.head_dim, c.traits.qk_norm);
   l.k_norm = bind.vector(p + "attn_k_norm.weight", c.head_dim, c.traits.qk_norm);
   l.wo = bind.matrix(p + "attn_output.weight", d, c.q_dim());
+  if (c.traits.output_and_expert_biases) l.bo = bind.vector(p + "attn_output.bias", d);
+  if (c.traits.attention_sinks) l.attn_sinks = bind.vector(p + "attn_sinks.weight", c.head_count);
   if (c.traits.post_norms) l.attn_post_norm = bind.vector(p + "post_attention_norm.weight", d);
 }
 
@@ -173,8 +187,25 @@ void bind_split_experts(Binder& bind, const std::string& p, const ModelConfig& c
   }
 }
 
+// gpt-oss: the router's bias and each expert's rows of the stacked expert biases.
+void bind_expert_biases(Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int64_t d = c.embedding_length;
+  const int64_t ff = c.expert_feed_forward_length;
+  const int64_t n = c.expert_count;
+  l.router_bias = bind.vector(p + "ffn_gate_inp.bias", n);
+  const float* gates = bind.vector_stack(p + "ffn_gate_exps.bias", n, ff);
+  const float* ups = bind.vector_stack(p + "ffn_up_exps.bias", n, ff);
+  const float* downs = bind.vector_stack(p + "ffn_down_exps.bias", n, d);
+  for (int64_t e = 0; e < n; ++e) {
+    ExpertWeights& ew = l.experts[size_t(e)];
+    ew.gate_bias = gates + e * ff;
+    ew.up_bias = ups + e * ff;
+    ew.down_bias = downs + e * d;
+  }
+}
+
 // The router and each expert's rows of the stacked expert tensors (or its own tensors), and the
-// shared expert.
+// shared expert or the biases.
 void bind_experts(Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
   const int64_t d = c.embedding_length;
   const int64_t ff = c.expert_feed_forward_length;
@@ -193,12 +224,13 @@ void bind_experts(Binder& bind, const std::string& p, const ModelConfig& c, Laye
     l.experts[size_t(e)] = ExpertWeights{Binder::rows_of(gates, e * ff, ff), Binder::rows_of(ups, e * ff, ff),
                                          Binder::rows_of(downs, e * d, d)};
   }
+  if (c.traits.output_and_expert_biases) bind_expert_biases(bind, p, c, l);
 }
 
 void bind_ffn(Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
   const int64_t d = c.embedding_length;
   const int64_t ff = c.feed_forward_length;
-  l.ffn_norm = bind.vector(p + "ffn_norm.weight", d);
+  l.ffn_norm = bind.vector(p + std::string(c.traits.ffn_norm_name) + ".weight", d);
   if (c.traits.post_norms) l.ffn_post_norm = bind.vector(p + "post_ffw_norm.weight", d);
   if (c.has_experts()) {
     bind_experts(bind, p, c, l);
@@ -287,12 +319,15 @@ uint64_t decode_weight_read_bytes(const ModelWeights& w, const ModelConfig& c) {
              matrix_bytes(l.w_gate) + matrix_bytes(l.w_up) + matrix_bytes(l.w_down);
     if (!l.experts.empty()) {   // every expert has the same shape and type
       const ExpertWeights& e = l.experts.front();
-      bytes += matrix_bytes(l.router) + matrix_bytes(l.shared_gate) +
-               uint64_t(c.expert_used_count) * (matrix_bytes(e.gate) + matrix_bytes(e.up) + matrix_bytes(e.down));
+      bytes += matrix_bytes(l.router) + matrix_bytes(l.shared_gate) + vector_bytes(l.router_bias, c.expert_count) +
+               uint64_t(c.expert_used_count) * (matrix_bytes(e.gate) + matrix_bytes(e.up) + matrix_bytes(e.down) +
+                                                vector_bytes(e.gate_bias, e.gate.rows) +
+                                                vector_bytes(e.up_bias, e.up.rows) + vector_bytes(e.down_bias, d));
     }
     bytes += vector_bytes(l.attn_norm, d) + vector_bytes(l.ffn_norm, d) + vector_bytes(l.bq, l.wq.rows) +
              vector_bytes(l.bk, l.wk.rows) + vector_bytes(l.bv, l.wv.rows) + vector_bytes(l.attn_post_norm, d) +
-             vector_bytes(l.ffn_post_norm, d) + vector_bytes(l.q_norm, c.head_dim) + vector_bytes(l.k_norm, c.head_dim);
+             vector_bytes(l.ffn_post_norm, d) + vector_bytes(l.q_norm, c.head_dim) + vector_bytes(l.k_norm, c.head_dim) +
+             vector_bytes(l.bo, d) + vector_bytes(l.attn_sinks, c.head_count);
   }
   return bytes;
 }

@@ -27,11 +27,15 @@ struct WeightMatrix {
   const void* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes; }
 };
 
-// One expert's FFN: its rows of the file's stacked [experts][rows][cols] tensors.
+// One expert's FFN: its rows of the file's stacked [experts][rows][cols] tensors, and its rows
+// of the stacked [experts][rows] biases where the architecture has them (gpt-oss).
 struct ExpertWeights {
   WeightMatrix gate;                  // [expert_ff][d_model]
   WeightMatrix up;                    // [expert_ff][d_model]
   WeightMatrix down;                  // [d_model][expert_ff]
+  const float* gate_bias = nullptr;   // [expert_ff] or null
+  const float* up_bias = nullptr;     // [expert_ff] or null
+  const float* down_bias = nullptr;   // [d_model] or null
 };
 
 struct LayerWeights {
@@ -45,6 +49,8 @@ struct LayerWeights {
   const float* q_norm = nullptr;      // [head_dim] RMS norm of each q head before RoPE, or null
   const float* k_norm = nullptr;      // [head_dim] the same for k heads, or null
   WeightMatrix wo;                    // [d_model][q_dim]
+  const float* bo = nullptr;          // [d_model] or null
+  const float* attn_sinks = nullptr;  // [heads] each head's sink logit (AttentionArgs::sinks), or null
   const float* attn_post_norm = nullptr;  // [d_model] norm of the attention output, or null
   const float* ffn_norm = nullptr;    // [d_model]
   WeightMatrix w_gate;                // [d_ff][d_model]
@@ -54,6 +60,7 @@ struct LayerWeights {
   // shared expert (Qwen2 MoE, [expert_shared_ff] rows): the router scores each token against
   // every expert (ffn_gate_inp), shared_gate scores how much of the shared expert it takes.
   WeightMatrix router;                // [experts][d_model]
+  const float* router_bias = nullptr; // [experts] or null
   std::vector<ExpertWeights> experts; // [experts]; empty in a dense layer
   WeightMatrix shared_gate;           // [1][d_model], or empty without a shared expert
   const float* ffn_post_norm = nullptr;   // [d_model] norm of the FFN output, or null

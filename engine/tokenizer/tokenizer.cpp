@@ -13,9 +13,17 @@
 namespace kvdesk {
 namespace {
 
-// End-of-turn tokens of the chat families: ChatML/Qwen, Llama 3, Gemma, Phi-3. (Llama 2,
-// Mistral and Zephyr end a turn with </s>, which is EOS.)
-constexpr std::array<std::string_view, 4> kEndOfTurnPieces = {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"};
+// End-of-turn tokens of the chat families: ChatML/Qwen, Llama 3, Gemma, Phi-3, and gpt-oss's
+// harmony format (<|return|> ends the answer, <|call|> a tool call). (Llama 2, Mistral and
+// Zephyr end a turn with </s>, which is EOS.)
+constexpr std::array<std::string_view, 6> kEndOfTurnPieces = {"<|im_end|>", "<|eot_id|>", "<end_of_turn>",
+                                                              "<|end|>",    "<|return|>", "<|call|>"};
+
+// Harmony's message structure tokens, which a harmony vocabulary prints (as llama.cpp does):
+// an answer is "<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final
+// <|message|>...", and the chat template finds its final message by them.
+constexpr std::array<std::string_view, 5> kHarmonyStructurePieces = {"<|start|>", "<|channel|>", "<|message|>",
+                                                                     "<|constrain|>", "<|end|>"};
 
 bool is_special(TokenKind kind) { return kind == TokenKind::Control || kind == TokenKind::UserDefined; }
 
@@ -45,6 +53,25 @@ void Tokenizer::index_special_tokens(int32_t eot_id) {
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   for (const int32_t id : {eos_id_, eot_id}) {
     if (id >= 0) end_of_generation_.push_back(id);
+  }
+  if (special_id("<|return|>") >= 0 && special_id("<|call|>") >= 0) use_harmony_structure();
+}
+
+int32_t Tokenizer::special_id(std::string_view text) const {
+  for (const auto& [piece_text, id] : specials_) {
+    if (piece_text == text) return id;
+  }
+  return -1;
+}
+
+// gpt-oss: <|end|> closes each message (the reasoning's too) and must not end generation there;
+// the structure tokens print so the answer's text shows its channels.
+void Tokenizer::use_harmony_structure() {
+  for (const std::string_view text : kHarmonyStructurePieces) {
+    const int32_t id = special_id(text);
+    if (id < 0) continue;
+    bytes_[size_t(id)] = std::string(text);
+    std::erase(end_of_generation_, id);
   }
 }
 

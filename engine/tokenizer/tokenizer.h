@@ -59,7 +59,9 @@ class Tokenizer {
   bool add_bos_default() const { return add_bos_default_; }
   // EOS, the GGUF's end-of-turn token (tokenizer.ggml.eot_token_id), and the end-of-turn
   // tokens of the chat families when the vocabulary has them as special tokens
-  // (<|im_end|>, <|eot_id|>, <end_of_turn>, <|end|>).
+  // (<|im_end|>, <|eot_id|>, <end_of_turn>, <|end|>, <|return|>, <|call|>), except in a harmony
+  // vocabulary (gpt-oss: it has <|return|> and <|call|>), whose <|end|> ends a message within
+  // the answer and, like its other structure tokens, prints.
   bool is_end_of_generation(int32_t id) const;
 
  protected:
@@ -80,6 +82,10 @@ class Tokenizer {
   bool add_bos_default_ = true;
 
  private:
+  // The id of the special token with this text, -1 when none.
+  int32_t special_id(std::string_view text) const;
+  void use_harmony_structure();
+
   // Texts of control and user-defined tokens with their ids, longest first, so that the
   // longest special token starting at a position wins.
   std::vector<std::pair<std::string, int32_t>> specials_;

@@ -398,7 +398,8 @@ GroupJob group_job(const PagedKvLayer& layer, const AttentionArgs& args, int32_t
                   l_lanes + h0 * W,
                   weights,
                   num_tokens,
-                  int_parts(layer, l_lanes + int64_t(num_heads) * kSimdMaxLanes, num_heads, h0)};
+                  int_parts(layer, l_lanes + int64_t(num_heads) * kSimdMaxLanes, num_heads, h0),
+                  args.sinks ? args.sinks + h0 : nullptr};
 }
 
 template <class Isa>
@@ -430,6 +431,8 @@ void finish_group(const GroupJob& job, const PagedKvLayer& layer, int32_t first_
     finish_weighted_values<Isa>(job, layer.v.type);
   }
   for (int32_t h = 0; h < job.heads; ++h) job.l[h] = Isa::reduce_add(Isa::load(job.l_lanes + h * W));
+  // A sink joins the sum as one more row, in base 2 like the scores.
+  for (int32_t h = 0; h < job.heads && job.sinks; ++h) job.l[h] += std::exp2(job.sinks[h] * kLog2e - job.m[h]);
   for (int32_t h = 0; h < job.heads; ++h) {
     const typename Isa::Vec inv_l = Isa::set1(1.0f / job.l[h]);
     for (int32_t c = 0; c < job.d; c += W) {

@@ -70,6 +70,7 @@ struct GroupJob {
   float* weights;   // [heads][num_tokens] or nullptr: raw scores, then softmax weights
   int32_t num_tokens;
   IntParts ints;
+  const float* sinks;   // [heads] sink logits (base e, AttentionArgs::sinks) or nullptr
 };
 
 // Runs Step<HT> over all heads in tiles of Max (at most kSimdMaxHeadTile), then 4, 2, 1.

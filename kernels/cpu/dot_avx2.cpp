@@ -9,6 +9,7 @@
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/dot_subblock.h"
 #include "kernels/cpu/dot_lowbit_formats.h"
+#include "kernels/cpu/mxfp4_format.h"
 #include "kernels/cpu/tile_driver.h"
 
 namespace kvdesk {
@@ -234,7 +235,8 @@ using Avx2Table = KernelTable<
     Serves<GgmlType::Q3_K, SubBlock<Q3_KFormat>>, Interleaved<GgmlType::Q3_Kx8, &matmul_q3_kx8_avx2>,
     Serves<GgmlType::IQ4_NL, SubBlock<IQ4_NLFormat>>,
     Interleaved<GgmlType::IQ4_NLx8, &matmul_iq4_nlx8_avx2>,
-    Serves<GgmlType::IQ4_XS, SubBlock<IQ4_XSFormat>>, Interleaved<GgmlType::IQ4_XSx8, &matmul_iq4_xsx8_avx2>>;
+    Serves<GgmlType::IQ4_XS, SubBlock<IQ4_XSFormat>>, Interleaved<GgmlType::IQ4_XSx8, &matmul_iq4_xsx8_avx2>,
+    Serves<GgmlType::MXFP4, SubBlock<MXFP4Format>>>;
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/dot_subblock.h"
 #include "kernels/cpu/dot_lowbit_avx512.h"
+#include "kernels/cpu/mxfp4_format.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
 
@@ -338,7 +339,7 @@ struct FloatKernel : UnpackedActs {
   }
 };
 
-// ---- sub-block formats Q4_1, Q5_0, Q5_1 x Q8Act: kernels/cpu/dot_subblock.h (the super-block
+// ---- sub-block formats Q4_1, Q5_0, Q5_1 and MXFP4 x Q8Act: kernels/cpu/dot_subblock.h (the super-block
 // types take full zmm steps: Q4_K, Q5_K and Q6_K in kernels/cpu/dot_kquant_avx512.cpp, Q2_K,
 // Q3_K and IQ4_XS in dot_lowbit_avx512.cpp)
 
@@ -368,7 +369,8 @@ using Avx512Table = KernelTable<
     HandsOff<GgmlType::Q4_K, kAvx512KQuantKernels>, HandsOff<GgmlType::Q5_K, kAvx512KQuantKernels>,
     Interleaved<GgmlType::Q5_Kx8, &matmul_q5_kx8_avx2>,
     HandsOff<GgmlType::Q6_K, kAvx512KQuantKernels>, Interleaved<GgmlType::Q6_Kx8, &matmul_q6_kx8_avx2>,
-    Interleaved<GgmlType::Q8_0x8, &matmul_q8_0x8_avx2>, Interleaved<GgmlType::IQ4_XSx8, &matmul_iq4_xsx8_avx2>>;
+    Interleaved<GgmlType::Q8_0x8, &matmul_q8_0x8_avx2>, Interleaved<GgmlType::IQ4_XSx8, &matmul_iq4_xsx8_avx2>,
+    Serves<GgmlType::MXFP4, SubBlock<MXFP4Format>>>;
 
 }  // namespace
 

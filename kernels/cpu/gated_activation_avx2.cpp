@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/cpu/simd_prelude.h"
+#include "kernels/ops.h"
 
 namespace kvdesk {
 namespace {
@@ -35,22 +36,28 @@ ALWAYS_INLINE __m256 sigmoid_gated(__m256 g, __m256 z, __m256 up) {
   return _mm256_mul_ps(_mm256_div_ps(g, denominator), up);
 }
 
+// The inputs as they are (SwiGLU, GeGLU).
+struct Unclamped {
+  ALWAYS_INLINE void operator()(__m256&, __m256&) const {}
+};
+
 // A whole row, 8 values at a time; its last partial vector goes through a zero-padded copy, so
-// every value takes the same formula wherever it sits in the row.
-template <class Gate>
-void gate_row(const float* gate, const float* up, float* h, int64_t n, Gate z_of) {
+// every value takes the same formula wherever it sits in the row. clamp(g, up) first rewrites
+// a vector's inputs where the activation bounds them.
+template <class Gate, class Clamp = Unclamped>
+void gate_row(const float* gate, const float* up, float* h, int64_t n, Gate z_of, Clamp clamp = {}) {
+  const auto gated = [&](__m256 g, __m256 u) {
+    clamp(g, u);
+    return sigmoid_gated(g, z_of(g), u);
+  };
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 g = _mm256_loadu_ps(gate + i);
-    _mm256_storeu_ps(h + i, sigmoid_gated(g, z_of(g), _mm256_loadu_ps(up + i)));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(h + i, gated(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
   if (i >= n) return;
   alignas(32) float tail_gate[8] = {}, tail_up[8] = {};
   const int64_t rest = n - i;
   std::memcpy(tail_gate, gate + i, sizeof(float) * size_t(rest));
   std::memcpy(tail_up, up + i, sizeof(float) * size_t(rest));
-  const __m256 g = _mm256_load_ps(tail_gate);
-  _mm256_store_ps(tail_gate, sigmoid_gated(g, z_of(g), _mm256_load_ps(tail_up)));
+  _mm256_store_ps(tail_gate, gated(_mm256_load_ps(tail_gate), _mm256_load_ps(tail_up)));
   std::memcpy(h + i, tail_gate, sizeof(float) * size_t(rest));
 }
 
@@ -66,6 +73,18 @@ void geglu_tanh_avx2(const float* gate, const float* up, float* h, int64_t n) {
     const __m256 cubic = _mm256_mul_ps(_mm256_mul_ps(g, g), _mm256_mul_ps(g, _mm256_set1_ps(0.044715f)));
     return _mm256_mul_ps(_mm256_set1_ps(kTwoSqrt2OverPi), _mm256_add_ps(g, cubic));
   });
+}
+
+void swiglu_oai_avx2(const float* gate, const float* up, float* h, int64_t n) {
+  gate_row(gate, up, h, n, [](__m256 g) { return _mm256_mul_ps(_mm256_set1_ps(ops::kSwigluOaiAlpha), g); },
+           [](__m256& g, __m256& u) {
+             const __m256 limit = _mm256_set1_ps(ops::kSwigluOaiLimit);
+             // The limit first: min and max return their second operand for a NaN, which then
+             // stays NaN as in the twin's std::min and std::clamp.
+             g = _mm256_min_ps(limit, g);
+             u = _mm256_min_ps(limit, _mm256_max_ps(_mm256_sub_ps(_mm256_setzero_ps(), limit), u));
+             u = _mm256_add_ps(u, _mm256_set1_ps(1.0f));
+           });
 }
 
 }  // namespace kvdesk

@@ -7,5 +7,6 @@ namespace kvdesk {
 
 void swiglu_avx2(const float* gate, const float* up, float* h, int64_t n);
 void geglu_tanh_avx2(const float* gate, const float* up, float* h, int64_t n);
+void swiglu_oai_avx2(const float* gate, const float* up, float* h, int64_t n);
 
 }  // namespace kvdesk

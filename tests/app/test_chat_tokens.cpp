@@ -197,7 +197,8 @@ TEST_CASE("chat stores token ids and continues from them in a new process and an
 
 TEST_CASE("every chat template continues a stored conversation from its ids, answers it pads or trims included", "[app][cli][chat][tokens]") {
   for (const std::string& name : chat_template_names()) {
-    if (name == "deepseek-r1" || name == "qwen3-thinking") continue;   // render an earlier answer without its opener (below)
+    // These render an earlier answer apart from how its generation prompt opened it (below).
+    if (name == "deepseek-r1" || name == "qwen3-thinking" || name == "harmony") continue;
     DYNAMIC_SECTION(name) {
       TempDir dir;
       const TwoTurns t = chat_two_turns(dir, name);
@@ -213,7 +214,7 @@ TEST_CASE("every chat template continues a stored conversation from its ids, ans
   }
 }
 
-TEST_CASE("DeepSeek R1 and Qwen3 thinking continue a stored conversation from the KV up to the answer they re-render", "[app][cli][chat][tokens]") {
+TEST_CASE("DeepSeek R1, Qwen3 thinking and harmony continue a stored conversation from the KV up to the answer they re-render", "[app][cli][chat][tokens]") {
   // Their generation prompt opens the answer with "<think>\n", which the template leaves out when
   // it renders that answer in the history: no message ends where the next prompt's text has it,
   // so the prompt comes from text, and the KV is kept up to where the two renderings part.
@@ -225,6 +226,15 @@ TEST_CASE("DeepSeek R1 and Qwen3 thinking continue a stored conversation from th
       CHECK(t.second["cached_tokens"].get<int64_t>() > 0);
       CHECK(t.second["cached_tokens"].get<int64_t>() < t.first["prompt_tokens"].get<int64_t>());
     }
+  }
+  // Harmony's generation prompt ends before the answer's channel, which the history writes as
+  // "<|channel|>final<|message|>": the first prompt (its user message) comes from ids and stays
+  // cached whole, the answer is computed again in its history form.
+  SECTION("harmony") {
+    TempDir dir;
+    const TwoTurns t = chat_two_turns(dir, "harmony");
+    CHECK(t.second["messages_from_token_ids"] == 1);
+    CHECK(t.second["cached_tokens"].get<int64_t>() == t.first["prompt_tokens"].get<int64_t>());
   }
 }
 

@@ -59,18 +59,36 @@ struct ReferenceShape {
   std::string arch;
   size_t D, H, KVH, HD, layers, window;
   double eps, base, local_base, attn_scale, attn_cap, final_cap, embd_scale, residual_scale, logit_scale, rope_mscale;
-  bool neox, gemma, gelu;
+  bool neox, gemma, gelu, gpt_oss;
   size_t experts_used;   // of a mixture of experts; 0: a dense FFN
   bool renormalize_experts;   // the chosen experts' probabilities scaled to sum to 1
   bool shared_expert;
   Vec rope_factors;
+  // YaRN (transformers' _compute_yarn_parameters): factor 0 when the file has none.
+  double yarn_factor, yarn_low, yarn_high;
 
   bool local(size_t l) const {
     if (window == 0) return false;
-    if (arch == "gemma2") return l % 2 == 0;
+    if (arch == "gemma2" || arch == "gpt-oss") return l % 2 == 0;
     return arch == "gemma3" && l % 6 < 5;
   }
 };
+
+// YaRN as transformers computes it: the correction range is the pairs turning beta_fast (32)
+// down to beta_slow (1) times over the original context, floored and ceiled; cos and sin are
+// scaled by 0.1 ln(factor) + 1 (times the file's attn_factor).
+void read_yarn(const GgufFile& f, const std::string& a, ReferenceShape& s) {
+  s.yarn_factor = 0;
+  if (f.find_string(a + "rope.scaling.type").value_or("") != "yarn") return;
+  s.yarn_factor = f.get_float(a + "rope.scaling.factor");
+  const double original = double(f.get_uint(a + "rope.scaling.original_context_length"));
+  auto correction_dim = [&](double rotations) {
+    return double(s.HD) * std::log(original / (rotations * 2 * M_PI)) / (2 * std::log(s.base));
+  };
+  s.yarn_low = std::max(0.0, std::floor(correction_dim(key_or(f, a + "rope.scaling.yarn_beta_fast", 32.0))));
+  s.yarn_high = std::min(double(s.HD) - 1, std::ceil(correction_dim(key_or(f, a + "rope.scaling.yarn_beta_slow", 1.0))));
+  s.rope_mscale *= 0.1 * std::log(s.yarn_factor) + 1;
+}
 
 ReferenceShape reference_shape(const GgufFile& f, const ReferenceOptions& options) {
   ReferenceShape s;
@@ -85,7 +103,8 @@ ReferenceShape reference_shape(const GgufFile& f, const ReferenceOptions& option
   s.base = f.get_float(a + "rope.freq_base");
   s.gemma = s.arch == "gemma" || s.arch == "gemma2" || s.arch == "gemma3";
   s.gelu = s.gemma;
-  s.neox = s.arch.starts_with("qwen") || s.gemma || s.arch == "phi3";
+  s.gpt_oss = s.arch == "gpt-oss";
+  s.neox = s.arch.starts_with("qwen") || s.gemma || s.arch == "phi3" || s.gpt_oss;
   s.experts_used = f.find(a + "expert_used_count") ? f.get_uint(a + "expert_used_count") : 0;
   s.renormalize_experts = s.arch != "qwen2moe";   // Qwen1.5-MoE's norm_topk_prob is false
   s.shared_expert = options.use_shared_expert && f.find_tensor("blk.0.ffn_gate_inp_shexp.weight");
@@ -99,6 +118,7 @@ ReferenceShape reference_shape(const GgufFile& f, const ReferenceOptions& option
   s.logit_scale = key_or(f, a + "logit_scale", 1.0);
   s.rope_mscale = key_or(f, a + "rope.scaling.attn_factor", 1.0);
   s.rope_factors = options.use_rope_freqs ? tensor_values(f, "rope_freqs.weight") : Vec{};
+  read_yarn(f, a, s);
   if (f.find_tensor("rope_factors_long.weight")) {   // Phi-3 LongRoPE: long factors past the original context
     const bool past = f.get_uint(a + "context_length") > f.get_uint(a + "rope.scaling.original_context_length");
     s.rope_factors = tensor_values(f, past ? "rope_factors_long.weight" : "rope_factors_short.weight");
@@ -110,17 +130,31 @@ void softcap(double& x, double cap) {
   if (cap > 0) x = cap * std::tanh(x / cap);
 }
 
-// The gated FFN: (act(xn Wg) * (xn Wu)) Wd.
-Vec gated_ffn(const Vec& wg, const Vec& wu, const Vec& wd, const Vec& xn, bool gelu) {
-  Vec gate = matvec(wg, xn);
-  const Vec up = matvec(wu, xn);
-  for (size_t i = 0; i < gate.size(); ++i) {
-    const double g = gate[i];
-    const double act = gelu ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
-                            : g / (1.0 + std::exp(-g));
-    gate[i] = act * up[i];
+enum class Activation { Silu, GeluTanh, SwigluOai };
+
+// act(g) * up: SiLU, GELU's tanh form, or gpt-oss's (g capped at 7, up clamped to +-7 and
+// shifted by 1, sigmoid(1.702 g)).
+double activate(Activation act, double g, double up) {
+  switch (act) {
+    case Activation::GeluTanh: return 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g))) * up;
+    case Activation::SwigluOai: {
+      g = std::min(g, 7.0);
+      return g / (1.0 + std::exp(-1.702 * g)) * (std::clamp(up, -7.0, 7.0) + 1.0);
+    }
+    case Activation::Silu: break;
   }
-  return matvec(wd, gate);
+  return g / (1.0 + std::exp(-g)) * up;
+}
+
+// The gated FFN: (act(xn Wg + bg) * (xn Wu + bu)) Wd + bd, the biases gpt-oss's experts have.
+struct FfnBiases {
+  Vec gate, up, down;
+};
+Vec gated_ffn(const Vec& wg, const Vec& wu, const Vec& wd, const Vec& xn, Activation act, const FfnBiases& b = {}) {
+  Vec gate = matvec(wg, xn, b.gate);
+  const Vec up = matvec(wu, xn, b.up);
+  for (size_t i = 0; i < gate.size(); ++i) gate[i] = activate(act, gate[i], up[i]);
+  return matvec(wd, gate, b.down);
 }
 
 // Rows [first, first + count) of a [rows][cols] matrix.
@@ -128,9 +162,10 @@ Vec rows_of(const Vec& m, size_t cols, size_t first, size_t count) {
   return Vec(m.begin() + first * cols, m.begin() + (first + count) * cols);
 }
 
-// A mixture of experts as Mixtral's and the Qwen MoEs' reference code computes it: the router's
-// softmax over all experts, the k most probable kept (and renormalized, but in Qwen2 MoE), their
-// FFNs summed; Qwen2 MoE adds its shared expert's FFN times sigmoid(xn . ffn_gate_inp_shexp).
+// A mixture of experts as Mixtral's, the Qwen MoEs' and gpt-oss's reference code computes it:
+// the router's softmax over all experts (gpt-oss: its scores biased), the k most probable kept
+// (and renormalized, but in Qwen2 MoE), their FFNs (gpt-oss: biased, clamped SwiGLU) summed;
+// Qwen2 MoE adds its shared expert's FFN times sigmoid(xn . ffn_gate_inp_shexp).
 Vec expert_ffn(const GgufFile& f, size_t layer, const ReferenceShape& S, const Vec& xn) {
   const size_t k = S.experts_used;
   auto w = [&](const std::string& name) { return tensor_values(f, "blk." + std::to_string(layer) + "." + name); };
@@ -147,7 +182,8 @@ Vec expert_ffn(const GgufFile& f, size_t layer, const ReferenceShape& S, const V
   const Vec router = w("ffn_gate_inp.weight"), gates = experts_of("gate"), ups = experts_of("up"),
             downs = experts_of("down");
   const size_t D = xn.size(), E = router.size() / D, FE = gates.size() / E / D;
-  const Vec scores = matvec(router, xn);
+  const Vec scores = matvec(router, xn, w("ffn_gate_inp.bias"));
+  const Vec gate_biases = w("ffn_gate_exps.bias"), up_biases = w("ffn_up_exps.bias"), down_biases = w("ffn_down_exps.bias");
   const double top = *std::max_element(scores.begin(), scores.end());
   Vec p(E);
   for (size_t e = 0; e < E; ++e) p[e] = std::exp(scores[e] - top);
@@ -159,12 +195,15 @@ Vec expert_ffn(const GgufFile& f, size_t layer, const ReferenceShape& S, const V
   Vec out(D, 0.0);
   if (S.shared_expert) {
     const Vec score = matvec(w("ffn_gate_inp_shexp.weight"), xn);
-    out = gated_ffn(w("ffn_gate_shexp.weight"), w("ffn_up_shexp.weight"), w("ffn_down_shexp.weight"), xn, false);
+    out = gated_ffn(w("ffn_gate_shexp.weight"), w("ffn_up_shexp.weight"), w("ffn_down_shexp.weight"), xn, Activation::Silu);
     for (double& v : out) v /= 1.0 + std::exp(-score[0]);
   }
   for (size_t j = 0; j < k; ++j) {
     const size_t e = order[j];
-    const Vec y = gated_ffn(rows_of(gates, D, e * FE, FE), rows_of(ups, D, e * FE, FE), rows_of(downs, FE, e * D, D), xn, false);
+    FfnBiases b;
+    if (S.gpt_oss) b = {rows_of(gate_biases, FE, e, 1), rows_of(up_biases, FE, e, 1), rows_of(down_biases, D, e, 1)};
+    const Vec y = gated_ffn(rows_of(gates, D, e * FE, FE), rows_of(ups, D, e * FE, FE), rows_of(downs, FE, e * D, D), xn,
+                            S.gpt_oss ? Activation::SwigluOai : Activation::Silu, b);
     for (size_t i = 0; i < D; ++i) out[i] += p[e] / kept * y[i];
   }
   return out;
@@ -177,12 +216,19 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   const ReferenceShape S = reference_shape(f, options);
   const size_t D = S.D, H = S.H, KVH = S.KVH, HD = S.HD;
 
-  // Rotates one head at position pos: pair i turns by pos * base^(-2i/HD) / factor_i, and
-  // LongRoPE scales the rotated values by its attention factor.
+  // Rotates one head at position pos: pair i turns by pos * base^(-2i/HD) / factor_i (YaRN:
+  // that frequency blended with itself / factor by a ramp over the correction range), and
+  // LongRoPE and YaRN scale the rotated values by their attention factor.
   auto rope = [&](double* x, size_t pos, double base) {
     for (size_t i = 0; i < HD / 2; ++i) {
       const double factor = S.rope_factors.empty() ? 1.0 : S.rope_factors[i];
-      const double theta = double(pos) * std::pow(base, -2.0 * double(i) / double(HD)) / factor;
+      double inv_freq = std::pow(base, -2.0 * double(i) / double(HD)) / factor;
+      if (S.yarn_factor > 0) {
+        const double span = S.yarn_high == S.yarn_low ? 0.001 : S.yarn_high - S.yarn_low;
+        const double extrapolation = 1 - std::clamp((double(i) - S.yarn_low) / span, 0.0, 1.0);
+        inv_freq = inv_freq / S.yarn_factor * (1 - extrapolation) + inv_freq * extrapolation;
+      }
+      const double theta = double(pos) * inv_freq;
       const size_t ia = S.neox ? i : 2 * i;
       const size_t ib = S.neox ? i + HD / 2 : 2 * i + 1;
       const double x0 = x[ia], x1 = x[ib];
@@ -213,12 +259,13 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
 
   for (size_t l = 0; l < S.layers; ++l) {
     auto w = [&](const std::string& name) { return tensor_values(f, "blk." + std::to_string(l) + "." + name); };
-    const Vec attn_norm = w("attn_norm.weight"), ffn_norm = w("ffn_norm.weight");
+    // gpt-oss names its FFN's input norm post_attention_norm; it has no post norms.
+    const Vec attn_norm = w("attn_norm.weight"), ffn_norm = w(S.gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight");
     Vec wq = w("attn_q.weight"), wk = w("attn_k.weight"), wv = w("attn_v.weight");
-    const Vec wo = w("attn_output.weight");
+    const Vec wo = w("attn_output.weight"), bo = w("attn_output.bias"), sinks = w("attn_sinks.weight");
     const Vec bq = w("attn_q.bias"), bk = w("attn_k.bias"), bv = w("attn_v.bias");
     const Vec q_norm = w("attn_q_norm.weight"), k_norm = w("attn_k_norm.weight");
-    const Vec post_attn = w("post_attention_norm.weight"), post_ffn = w("post_ffw_norm.weight");
+    const Vec post_attn = S.gpt_oss ? Vec{} : w("post_attention_norm.weight"), post_ffn = w("post_ffw_norm.weight");
     Vec wg = w("ffn_gate.weight"), wu = w("ffn_up.weight");
     const Vec wd = w("ffn_down.weight");
     const Vec wqkv = w("attn_qkv.weight");
@@ -257,15 +304,16 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
           softcap(p[j - first], S.attn_cap);
         }
         const double m = *std::max_element(p.begin(), p.end());
-        double sum = 0;
+        double sum = sinks.empty() ? 0.0 : std::exp(sinks[h] - m);   // gpt-oss: the head's sink joins the sum
         for (double& e : p) sum += (e = std::exp(e - m));
         for (size_t j = first; j <= t; ++j) {
           for (size_t i = 0; i < HD; ++i) att[h * HD + i] += p[j - first] / sum * v[j][g * HD + i];
         }
       }
-      add_residual(x[t], matvec(wo, att), post_attn);
+      add_residual(x[t], matvec(wo, att, bo), post_attn);
       const Vec xn = rms_norm(x[t], ffn_norm, S.eps);
-      add_residual(x[t], S.experts_used > 0 ? expert_ffn(f, l, S, xn) : gated_ffn(wg, wu, wd, xn, S.gelu),
+      add_residual(x[t], S.experts_used > 0 ? expert_ffn(f, l, S, xn)
+                                            : gated_ffn(wg, wu, wd, xn, S.gelu ? Activation::GeluTanh : Activation::Silu),
                    post_ffn);
     }
   }

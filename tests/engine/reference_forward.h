@@ -1,8 +1,9 @@
 // A reference forward pass of every family the engine runs, for its tests: logits computed in
 // double with plain loops over the GGUF's tensors, read by name, each family's pieces (biases,
-// q/k norms, post norms, NeoX or adjacent-pair RoPE, frequency factors, sliding windows, soft
-// caps, fused projections, multipliers, GQA, tied output, expert routing, a shared expert) written the way the
-// model's own code defines them, never from the engine's.
+// q/k norms, post norms, NeoX or adjacent-pair RoPE, frequency factors, YaRN, sliding windows,
+// soft caps, fused projections, multipliers, GQA, tied output, expert routing, a shared expert,
+// attention sinks, clamped SwiGLU) written the way the model's own code defines them, never from
+// the engine's.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -1,6 +1,6 @@
-// Architectures: tiny random models of every supported family (llama, Llama 3 rope_freqs, qwen2,
-// qwen3, qwen2moe, qwen3moe and Mixtral-style experts, gemma, gemma2, gemma3, phi3 with LongRoPE,
-// granite) give the logits of the plain-loop reference forward (tests/engine/reference_forward.h),
+// Architectures: tiny random models of every supported family (llama, Llama 3 rope_freqs, qwen2
+// (with YaRN too), qwen3, qwen2moe, qwen3moe and Mixtral-style experts, gemma, gemma2, gemma3, phi3
+// with LongRoPE, granite, gpt-oss with MXFP4 experts) give the logits of the plain-loop reference forward (tests/engine/reference_forward.h),
 // and generate deterministically. Unsupported architectures, RoPE scalings, missing tensors and
 // keys and wrong shapes get clear errors.
 #include <catch2/catch.hpp>
@@ -106,10 +106,10 @@ struct Variant {
 
 }  // namespace
 
-TEST_CASE("tiny qwen2 and Llama 3 models give the logits of a plain-loop reference forward", "[engine][architectures]") {
+TEST_CASE("tiny qwen2 (with YaRN too) and Llama 3 models give the logits of a plain-loop reference forward", "[engine][architectures]") {
   const Variant variant = GENERATE(Variant{"qwen2", "none", true}, Variant{"qwen2", "none", false},
                                    Variant{"llama", "llama3", false}, Variant{"llama", "llama3", true},
-                                   Variant{"llama", "none", false});
+                                   Variant{"llama", "none", false}, Variant{"qwen2", "yarn", false});
   const int32_t prefill_chunk = GENERATE(1, 512);   // token-by-token decode, or one batch
   TempDir dir;
   RandomModelSpec spec = tiny_spec(variant.arch);
@@ -158,14 +158,18 @@ TEST_CASE("qwen3, gemma, gemma2, gemma3, phi3 and granite give the logits of the
   CHECK(worst < 1e-3);
 }
 
-TEST_CASE("qwen3moe, qwen2moe and a Mixtral-style llama route each token to its experts as the reference forward does", "[engine][architectures][experts]") {
-  const std::string arch = GENERATE(as<std::string>{}, "qwen3moe", "qwen2moe", "llama");
+TEST_CASE("qwen3moe, qwen2moe, gpt-oss and a Mixtral-style llama route each token to its experts as the reference forward does", "[engine][architectures][experts]") {
+  const std::string arch = GENERATE(as<std::string>{}, "qwen3moe", "qwen2moe", "llama", "gpt-oss");
   const int32_t prefill_chunk = GENERATE(1, 512);   // one token a step (a decode step's k experts in one loop), or one batch
   TempDir dir;
   RandomModelSpec spec = tiny_spec(arch);
   spec.experts = 8;
   spec.experts_used = arch == "qwen3moe" ? 3 : 2;
   spec.expert_ff = 24;   // qwen2moe's shared expert is ff (48) wide
+  if (arch == "gpt-oss") {   // as gpt-oss-20b: YaRN, a window on even layers (8 of 40 tokens here), sinks
+    spec.rope_scaling = "yarn";
+    spec.sliding_window = 8;
+  }
   write_random_model(spec, dir.file("m.gguf"));
   test::ModelRun r = open_model(dir.file("m.gguf"), 2, prefill_chunk);
   const ModelConfig& c = r.model->config();
@@ -385,6 +389,43 @@ TEST_CASE("decode reads a mixture's router, its shared expert and only experts_u
   INFO(arch);
   CHECK((w.layers[0].shared_gate.rows == 1) == (arch == "qwen2moe"));
   CHECK(decode_weight_read_bytes(w, r.model->config()) == w.weight_bytes - table + w.token_embd.row_bytes - unread_experts);
+}
+
+TEST_CASE("gpt-oss with MXFP4 experts (its release's mix) matches the reference forward on every ISA",
+          "[engine][architectures][experts][lowbit]") {
+  // The reference reads the same MXFP4 weights dequantized; what is left is the engine's 8-bit
+  // activation rounding (Q8_0 elsewhere), as for the other low-bit mixes.
+  const CpuIsa isa = GENERATE(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512);
+  if (!cpu_isa_supported(isa)) return;   // this CPU cannot run that ISA's kernels
+  TempDir dir;
+  RandomModelSpec spec = tiny_spec("gpt-oss");
+  spec.embd = 64;
+  spec.ff = 64;
+  spec.expert_ff = 64;
+  spec.experts = 4;
+  spec.experts_used = 2;
+  spec.sliding_window = 4;
+  spec.rope_scaling = "yarn";
+  spec.weight_std = 0.2f;
+  spec.mix = *find_weight_mix("mxfp4_moe");
+  write_random_model(spec, dir.file("m.gguf"));
+  cpu_isa_force(isa);
+  test::ModelRun r = open_model(dir.file("m.gguf"), 2);
+  CHECK(r.model->weights().layers[1].experts[3].down.type == GgmlType::MXFP4);
+  CHECK(r.model->file().find_tensor("blk.1.attn_q.weight")->type == GgmlType::Q8_0);
+  const std::vector<int32_t> tokens = some_tokens(12);
+  const std::vector<float> logits = r.logits(tokens);
+  cpu_isa_force(cpu_isa_detected());
+  // The file as written: the model's copy has its Q8_0 matrices repacked on the AVX2 path.
+  const std::vector<Vec> reference = reference_logits(*GgufFile::open(dir.file("m.gguf")), tokens);
+  double spread = 0;
+  for (const Vec& row : reference) {
+    for (double v : row) spread = std::max(spread, std::fabs(v));
+  }
+  const double worst = worst_logit_difference(logits, reference);
+  INFO(cpu_isa_name(isa) << ": largest logit " << spread << ", largest difference " << worst);
+  CHECK(spread > 1.0);
+  CHECK(worst < 0.05 * spread);
 }
 
 TEST_CASE("older Mixtral files with a tensor per expert matrix load and match the reference forward", "[engine][architectures][experts]") {
@@ -644,7 +685,7 @@ TEST_CASE("an unsupported architecture is named in the error with the supported 
   TempDir dir;
   const std::string path = write_tiny(dir, arch, tiny_tensors());
   CHECK_THROWS_WITH(Model::load(path), Catch::Contains("architecture '" + arch + "' is not supported") &&
-                                           Catch::Contains("kvdesk runs llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite"));
+                                           Catch::Contains("kvdesk runs llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, gpt-oss"));
 }
 
 namespace {
@@ -778,19 +819,42 @@ TEST_CASE("a bias or rope_freqs of the wrong length or value is a clear error", 
   CHECK(ok.weights.rope_freqs[1] == 2.0f);
 }
 
-TEST_CASE("linear RoPE scaling divides positions, YaRN is refused by name", "[engine][architectures]") {
+TEST_CASE("linear RoPE scaling divides positions, YaRN mixes in over its correction range, others are refused",
+          "[engine][architectures]") {
   TempDir dir;
-  auto config_with = [&](const std::string& type, double factor) {
+  auto config_with = [&](const std::string& type, double factor, const std::function<void(GgufWriter&)>& extra = {}) {
     GgufWriter w;
     add_metadata(w, "llama");
     if (!type.empty()) w.add_string("llama.rope.scaling.type", type);
     if (factor != 0) w.add_float32("llama.rope.scaling.factor", float(factor));
+    if (extra) extra(w);
     w.write(dir.file("c.gguf"));
     return read_model_config(*GgufFile::open(dir.file("c.gguf")));
   };
   CHECK(config_with("", 0).rope_freq_scale == 1.0f);
   CHECK(config_with("linear", 4).rope_freq_scale == 0.25f);
+  CHECK(config_with("linear", 4).rope_yarn_ext_factor == 0.0f);
   CHECK(config_with("none", 0).rope_mode == ops::RopeMode::Normal);
-  CHECK_THROWS_WITH(config_with("yarn", 4), Catch::Contains("rope.scaling.type 'yarn' is not supported"));
+  // YaRN as llama.cpp sets it up: ext factor 1, betas 32 and 1, the trained context as the
+  // original one unless the file names it; the kernel's own 1 + 0.1 ln 4 scales cos and sin, so
+  // the attention factor passed along stays the file's (1).
+  const ModelConfig yarn = config_with("yarn", 4);
+  CHECK(yarn.rope_freq_scale == 0.25f);
+  CHECK(yarn.rope_yarn_ext_factor == 1.0f);
+  CHECK(yarn.rope_yarn_beta_fast == 32.0f);
+  CHECK(yarn.rope_yarn_beta_slow == 1.0f);
+  CHECK(yarn.rope_original_context == yarn.context_length);
+  CHECK(yarn.rope_attn_factor == Approx(1.0f));
+  const ops::RopeParams p = rope_params(yarn, nullptr);
+  CHECK(p.ext_factor == 1.0f);
+  CHECK(p.yarn_high > p.yarn_low);
+  const ModelConfig tuned = config_with("yarn", 32, [](GgufWriter& w) {
+    w.add_uint32("llama.rope.scaling.original_context_length", 4096);
+    w.add_float32("llama.rope.scaling.yarn_beta_fast", 16.0f);
+  });
+  CHECK(tuned.rope_original_context == 4096);
+  CHECK(tuned.rope_yarn_beta_fast == 16.0f);
+  CHECK_THROWS_WITH(config_with("dynamic", 4), Catch::Contains("rope.scaling.type 'dynamic' is not supported"));
   CHECK_THROWS_WITH(config_with("linear", 0), Catch::Contains("rope.scaling.factor is missing"));
+  CHECK_THROWS_WITH(config_with("yarn", 0), Catch::Contains("rope.scaling.factor is missing"));
 }

@@ -69,6 +69,7 @@ struct BpeVocab {
   std::vector<std::string> extra_merges;   // appended raw to tokenizer.ggml.merges
   int user_defined_byte = -1;     // this byte's symbol typed user-defined, as DeepSeek LLM types some
   int missing_byte = -1;          // no token for this byte's symbol (its id holds another piece)
+  std::vector<std::string> extra_specials;   // control tokens from id kVocabSize on
 
   std::unique_ptr<Tokenizer> load() const {
     std::vector<std::string> tokens;
@@ -95,6 +96,10 @@ struct BpeVocab {
     tokens.push_back("zz");
     types.push_back(1);
     REQUIRE(tokens.size() == kVocabSize);
+    for (const std::string& special : extra_specials) {
+      tokens.push_back(special);
+      types.push_back(3);
+    }
 
     const kvdesk::test::TempDir dir;
     kvdesk::GgufWriter w;
@@ -314,6 +319,25 @@ TEST_CASE("End of generation: EOS, the GGUF's EOT and the families' end-of-turn 
   CHECK_FALSE(tok->is_end_of_generation(kImStart));
   CHECK_FALSE(tok->is_end_of_generation('a'));
   CHECK_FALSE(tok->is_end_of_generation(-1));
+}
+
+TEST_CASE("A harmony vocabulary ends generation at <|return|> and <|call|>, and prints its structure tokens",
+          "[engine][tokenizer][bpe]") {
+  // gpt-oss's answer: <|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final...
+  BpeVocab harmony;
+  harmony.extra_specials = {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>"};
+  const auto tok = harmony.load();
+  const int32_t start = kVocabSize, channel = kVocabSize + 1, end = kVocabSize + 3;
+  CHECK(tok->is_end_of_generation(kVocabSize + 4));   // <|return|>
+  CHECK(tok->is_end_of_generation(kVocabSize + 5));   // <|call|>
+  CHECK_FALSE(tok->is_end_of_generation(end));
+  CHECK(decode(*tok, {channel, 'a', end, start}) == "<|channel|>a<|end|><|start|>");
+  // Phi-3's <|end|>, in a vocabulary without <|return|> and <|call|>, ends a turn and prints nothing.
+  BpeVocab phi3;
+  phi3.extra_specials = {"<|end|>"};
+  const auto phi3_tok = phi3.load();
+  CHECK(phi3_tok->is_end_of_generation(kVocabSize));
+  CHECK(decode(*phi3_tok, {'a', kVocabSize}) == "a");
 }
 
 TEST_CASE("Broken BPE vocabularies are rejected with the offending key or value", "[engine][tokenizer][bpe]") {

@@ -293,6 +293,40 @@ TEST_CASE("DeepSeek (DeepSeek-R1-0528-Qwen3-8B's template): the assistant tag af
         "<s><｜User｜>2+2?<｜Assistant｜>4<｜end▁of▁sentence｜><｜User｜>3+3?<｜Assistant｜>");
 }
 
+TEST_CASE("Harmony (gpt-oss-20b's template): its dated system message, instructions, final channels only", "[engine][chat]") {
+  // Excerpts of gpt-oss's tokenizer.chat_template (Jinja source).
+  const std::string harmony =
+      R"({{- "Current date: " + strftime_now("%Y-%m-%d") + "\n\n" }}{{- "<|start|>system<|message|>" }})"
+      R"({{- "<|start|>assistant<|channel|>final<|message|>" + message.content + "<|end|>" }})"
+      R"({%- if add_generation_prompt -%}<|start|>assistant{%- endif -%})";
+  const ChatTemplate t = kvdesk::detect_chat_template(harmony);
+  REQUIRE(t.format == ChatFormat::Harmony);
+  CHECK(t.warning.empty());
+  const std::string system =
+      "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+      "Knowledge cutoff: 2024-06\nCurrent date: 2025-04-05\n\nReasoning: medium\n\n"
+      "# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>";
+  // An answer as the model wrote it: its reasoning is dropped, its final message kept.
+  const std::vector<ChatMessage> turns = {
+      {"system", "Be brief."},
+      {"user", "2+2?"},
+      {"assistant", "<|channel|>analysis<|message|>Add them.<|end|><|start|>assistant<|channel|>final<|message|>4"},
+      {"user", "3+3?"}};
+  CHECK(render_on_april_5(t, turns, {}) ==
+        system + "<|start|>developer<|message|># Instructions\n\nBe brief.\n\n<|end|>"
+                 "<|start|>user<|message|>2+2?<|end|><|start|>assistant<|channel|>final<|message|>4<|end|>"
+                 "<|start|>user<|message|>3+3?<|end|><|start|>assistant");
+  // Without a system message there are no instructions; an answer without channels is all final.
+  CHECK(render_on_april_5(t, {{"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}}, {}) ==
+        system + "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>Hello<|end|>"
+                 "<|start|>user<|message|>Bye<|end|><|start|>assistant");
+  // Message texts are content: a user cannot open a channel.
+  const std::vector<kvdesk::TextSegment> segments = kvdesk::render_chat(t, {{"user", "<|channel|>"}}, {}, april_5_2025());
+  REQUIRE(segments.size() == 3);
+  CHECK(segments[1].text == "<|channel|>");
+  CHECK_FALSE(segments[1].parse_special);
+}
+
 TEST_CASE("Phi-4-mini (Phi-4-mini-instruct's template): Phi-3's tags without line breaks", "[engine][chat]") {
   const std::string phi4_mini =
       R"({% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and message['tools'] is not none %})"
@@ -532,7 +566,7 @@ TEST_CASE("Families are recognized from their template text, unknown ones fall b
 TEST_CASE("Chat format names round-trip and an override replaces the model's template", "[engine][chat]") {
   for (const char* name : {"plain", "chatml", "llama2", "llama3", "zephyr", "mistral", "gemma", "phi3", "qwen3", "phi4",
                            "granite", "mistral-v7", "deepseek", "deepseek-r1", "phi4-mini",
-                           "mistral-tekken", "qwen3-thinking"}) {
+                           "mistral-tekken", "qwen3-thinking", "harmony"}) {
     const auto f = kvdesk::chat_format_from_name(name);
     REQUIRE(f);
     CHECK(std::string(kvdesk::chat_format_name(*f)) == name);

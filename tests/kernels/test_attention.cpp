@@ -150,6 +150,7 @@ struct Run {
   AttentionNumerics numerics = AttentionNumerics::Exact;
   std::vector<float>* weights = nullptr;
   RecentRows recent = {};
+  const float* sinks = nullptr;
   std::vector<float> out = std::vector<float>(size_t(p.heads) * p.d);
   std::vector<float> scratch = std::vector<float>(size_t(attention_scratch_floats(p.heads, p.d)));
 
@@ -171,6 +172,7 @@ struct Run {
     a.recent_count = recent.count;
     a.recent_stride = int64_t(p.kv_heads) * p.d;
     a.first_token = recent.first_token;
+    a.sinks = sinks;
     return a;
   }
   PagedSeq seq() const {
@@ -616,5 +618,51 @@ TEST_CASE("attention weights output equals the softmax and leaves the output unc
       REQUIRE(std::fabs(w - expected) <= 1e-4 * (1.0 + expected) + expected * std::expm1(2.2 * e));
     }
     REQUIRE(std::fabs(weight_sum - 1.0) < 1e-4);
+  }
+}
+
+TEST_CASE("a head's sink logit joins the softmax's sum on every path", "[kernels][attention]") {
+  // gpt-oss: p[j] = e^s[j] / (e^sink + sum e^s[j]); the sink takes its share and gives no value.
+  const Path path = GENERATE(Path::Ref, Path::Avx2, Path::Avx512);
+  const KvType type = GENERATE(KvType::F32, KvType::F16, KvType::INT8);
+  const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({{4, 4, 64, 37}, {8, 2, 64, 130}, {6, 1, 64, 1}}));
+  const uint32_t seed = uint32_t(heads * 17 + n);
+  const Problem p = random_problem(seed, heads, kv_heads, d, n);
+  const PagedKv kv(p, type, type, 16, seed);
+  std::vector<float> sinks(static_cast<size_t>(heads));
+  for (int h = 0; h < heads; ++h) sinks[size_t(h)] = float(h % 3) * 2.0f - 1.0f;   // -1, 1, 3
+  Run run{kv, p};
+  run.sinks = sinks.data();
+  std::vector<float> weights;
+  run.weights = &weights;
+  const AttentionArgs args = run.args();
+  if (path == Path::Ref) {
+    ref::paged_attention(kv.layer(), run.seq(), args);
+  } else {
+    cpu_isa_force(isa_of(path));
+    cpu::paged_attention(kv.layer(), run.seq(), args);
+    cpu_isa_force(cpu_isa_detected());
+  }
+  const std::vector<float> k = rounded(type, p.k, d), v = rounded(type, p.v, d);
+  const int group = heads / kv_heads;
+  INFO(path_name(path) << " " << kv_type_name(type) << " heads " << heads << "/" << kv_heads << " n " << n);
+  for (int h = 0; h < heads; ++h) {
+    const int g = h / group;
+    std::vector<double> e(static_cast<size_t>(n));
+    double sum = std::exp(double(sinks[size_t(h)])), weight_sum = 0;
+    for (int j = 0; j < n; ++j) {
+      double dot = 0;
+      for (int i = 0; i < d; ++i) dot += double(p.q[size_t(h) * d + i]) * k[(size_t(j) * kv_heads + g) * d + i];
+      sum += e[size_t(j)] = std::exp(dot / std::sqrt(double(d)));
+    }
+    for (int j = 0; j < n; ++j) weight_sum += weights[size_t(h) * n + j];
+    // Integer keys move the scores by the query's rounding: a looser bound there.
+    const double tolerance = type == KvType::INT8 && path != Path::Ref ? 3e-2 : 1e-4;
+    CHECK(weight_sum == Approx(1.0 - std::exp(double(sinks[size_t(h)])) / sum).margin(tolerance));
+    for (int i = 0; i < d; ++i) {
+      double want = 0;
+      for (int j = 0; j < n; ++j) want += e[size_t(j)] / sum * v[(size_t(j) * kv_heads + g) * d + i];
+      CHECK(run.out[size_t(h) * d + i] == Approx(want).margin(tolerance));
+    }
   }
 }

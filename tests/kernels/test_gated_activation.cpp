@@ -1,10 +1,11 @@
 // The gated activations of kernels/gated_activation.h against their scalar twins (ops::swiglu,
-// ops::geglu_tanh) and against the formulas in double, with cpu:: pinned to each SIMD ISA this
+// ops::geglu_tanh, ops::swiglu_oai) and against the formulas in double, with cpu:: pinned to each SIMD ISA this
 // CPU has and to the scalar path: gates across the range where the sigmoid goes from 0 to 1,
 // gates at float's extremes, rows of every length modulo the vector width (the last partial
 // vector goes through a padded copy), and h written over gate or over up.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -62,7 +63,32 @@ void for_each_path(Body body) {
   cpu_isa_force(cpu_isa_detected());
 }
 
+// gpt-oss: the gate capped at 7, up clamped to [-7, 7] and shifted by 1, sigmoid(1.702 g).
+double swiglu_oai_times(double g, double up) {
+  g = std::min(g, 7.0);
+  return g / (1.0 + std::exp(-1.702 * g)) * (std::clamp(up, -7.0, 7.0) + 1);
+}
+
 }  // namespace
+
+TEST_CASE("Vector clamped SwiGLU (gpt-oss) equals the scalar twin and the formula", "[kernels][gated_activation]") {
+  for_each_path([] {
+    for (const int64_t n : {int64_t(1), int64_t(7), int64_t(8), int64_t(13), int64_t(2880)}) {
+      Rows r = random_rows(n, 60.0f, 20.0f, uint32_t(n + 5));
+      for (float& u : r.up) u *= 5.0f;   // past the clamp at +-7 too
+      std::vector<float> simd(static_cast<size_t>(n)), twin(static_cast<size_t>(n));
+      cpu::swiglu_oai(r.gate.data(), r.up.data(), simd.data(), n);
+      ops::swiglu_oai(r.gate.data(), r.up.data(), twin.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = r.gate[size_t(i)], up = r.up[size_t(i)];
+        // z = 1.702 g rounds to float (about |z| ulp of 1, |z| up to 102 here), which e^-z turns
+        // into a relative error, as for the GeGLU.
+        require_close(simd[size_t(i)], swiglu_oai_times(g, up), g, up, 2e-5, 0);
+        require_close(simd[size_t(i)], twin[size_t(i)], g, up, 2e-5, 0);
+      }
+    }
+  });
+}
 
 TEST_CASE("Vector SwiGLU equals the scalar twin and the formula", "[kernels][gated_activation]") {
   for_each_path([] {

@@ -1,4 +1,4 @@
-// The low-bit weight formats Q2_K, Q3_K, IQ4_NL and IQ4_XS: hand-built blocks dequantize to
+// The low-bit weight formats Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4: hand-built blocks dequantize to
 // values worked out from the ggml layout, IQ4_NL's scale search beats the plain scale, and
 // the SIMD dots stay exact on extreme quants. The geometry, round-trip and dot properties they
 // share with the sub-block formats are in test_quant_formats.cpp.
@@ -81,6 +81,43 @@ TEST_CASE("a hand-built IQ4_NL block maps its nibbles through the level table", 
   }
 }
 
+TEST_CASE("a hand-built MXFP4 block scales doubled E2M1 levels by 2^(e - 128)", "[kernels][lowbit]") {
+  // e = 126: scale 2^-2, so value i = E2M1 code i at 2^-1; qs[i] = i | (15 - i) << 4.
+  BlockMXFP4 b;
+  b.e = 126;
+  for (int i = 0; i < 16; ++i) b.qs[i] = static_cast<uint8_t>(i | (15 - i) << 4);
+  const float e2m1_halves[16] = {0, 0.25f, 0.5f, 0.75f, 1, 1.5f, 2, 3, 0, -0.25f, -0.5f, -0.75f, -1, -1.5f, -2, -3};
+  const std::vector<float> y = dequantized(GgmlType::MXFP4, &b, 32);
+  for (int i = 0; i < 16; ++i) {
+    CHECK(y[static_cast<size_t>(i)] == e2m1_halves[i]);
+    CHECK(y[static_cast<size_t>(i + 16)] == e2m1_halves[15 - i]);
+  }
+  CHECK(mxfp4_scale(0) == std::ldexp(1.0f, -128));   // the denormal ends of E8M0
+  CHECK(mxfp4_scale(1) == std::ldexp(1.0f, -127));
+  CHECK(mxfp4_scale(254) == std::ldexp(1.0f, 126));
+}
+
+TEST_CASE("MXFP4 quantizes as ggml: exponent floor(log2 max) - 2, nearest level, clipped", "[kernels][lowbit]") {
+  // max |x| = 5: exponent 2 - 2 = 0 (e = 127, scale 2^-1), levels 0 .. 6 in steps of E2M1.
+  std::vector<float> x(32, 0.0f);
+  x[0] = 5.0f;    // halfway between 4 and 6: the tie goes to the lower index, 4
+  x[1] = -1.2f;   // -1
+  x[2] = 0.2f;    // 0
+  x[3] = 0.3f;    // 0.5
+  x[16] = 2.6f;   // 3
+  const std::vector<uint8_t> q = quantized(GgmlType::MXFP4, x);
+  CHECK(reinterpret_cast<const BlockMXFP4*>(q.data())->e == 127);
+  const std::vector<float> y = dequantized(GgmlType::MXFP4, q.data(), 32);
+  CHECK(y[0] == 4.0f);
+  CHECK(y[1] == -1.0f);
+  CHECK(y[2] == 0.0f);
+  CHECK(y[3] == 0.5f);
+  CHECK(y[16] == 3.0f);
+  // max |x| = 7.5 keeps exponent 0 (floor(log2 7.5) = 2): 7.5 clips to the largest level, 6.
+  x[0] = 7.5f;
+  CHECK(dequantized(GgmlType::MXFP4, quantized(GgmlType::MXFP4, x).data(), 32)[0] == 6.0f);
+}
+
 TEST_CASE("a hand-built IQ4_XS block unpacks its 6-bit sub-block scales", "[kernels][lowbit]") {
   // d = 1; ls[s] = 8s + 3 (ls - 32 = 8s - 29): low nibbles 3, 11, 3, 11, ... -> scales_l = 0xB3;
   // high bits 0, 0, 1, 1, 2, 2, 3, 3 -> scales_h = 1<<4 | 1<<6 | 2<<8 | 2<<10 | 3<<12 | 3<<14.
@@ -146,6 +183,9 @@ TEST_CASE("SIMD low-bit dots are exact on blocks of extreme quants", "[kernels][
   std::memset(q3.qs, 0xFF, sizeof(q3.qs));
   std::memset(q3.hmask, 0x55, sizeof(q3.hmask));  // q = 3 and -1 alternating per 32 values
   q3.qs[0] = 0;                                   // value 0: q = 0 + 4 - 4 = 0, value 32: -4
+  BlockMXFP4 fp4;
+  fp4.e = 128;   // scale 1: levels -12 and 12
+  for (int i = 0; i < 16; ++i) fp4.qs[i] = static_cast<uint8_t>(i % 2 ? 0x07 : 0xF7);
   BlockQ2_K q2;
   q2.d = kHalfOne;
   q2.dmin = kHalfOne;
@@ -154,6 +194,7 @@ TEST_CASE("SIMD low-bit dots are exact on blocks of extreme quants", "[kernels][
   for_each_simd_isa([&](CpuIsa isa) {
     INFO("isa " << cpu_isa_name(isa));
     CHECK(cpu::vec_dot(GgmlType::IQ4_NL, &nl, &a, 32) == ref::vec_dot(GgmlType::IQ4_NL, &nl, &a, 32));
+    CHECK(cpu::vec_dot(GgmlType::MXFP4, &fp4, &a, 32) == ref::vec_dot(GgmlType::MXFP4, &fp4, &a, 32));
     CHECK(cpu::vec_dot(GgmlType::IQ4_XS, &xs, acts.data(), 256) == ref::vec_dot(GgmlType::IQ4_XS, &xs, acts.data(), 256));
     CHECK(cpu::vec_dot(GgmlType::Q3_K, &q3, acts.data(), 256) == ref::vec_dot(GgmlType::Q3_K, &q3, acts.data(), 256));
     CHECK(cpu::vec_dot(GgmlType::Q2_K, &q2, acts.data(), 256) == ref::vec_dot(GgmlType::Q2_K, &q2, acts.data(), 256));

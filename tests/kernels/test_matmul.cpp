@@ -77,7 +77,7 @@ int64_t small_size_for(GgmlType type) {
 constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                                GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K,
-                               GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
+                               GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 }  // namespace
 

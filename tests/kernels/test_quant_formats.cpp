@@ -1,5 +1,5 @@
 // Properties every block-quantized weight format with a scale per sub-block shares (the
-// sub-block formats Q4_1 ... Q6_K and the low-bit Q2_K ... IQ4_XS): ggml's block geometry and
+// sub-block formats Q4_1 ... Q6_K and the low-bit Q2_K ... IQ4_XS, MXFP4): ggml's block geometry and
 // computable against their activation format, rows survive quantize ->
 // dequantize within bounds set by their bits, zero rows stay zero, ref dots equal
 // dequantize-then-multiply against the quantized activations, and every SIMD dot matches ref.
@@ -26,7 +26,8 @@ namespace {
 // Sub-block formats: NMSE about step^2 / 12 over the value spread, 2x headroom; values span
 // about +-4 and one 4-bit step is under 0.6. Low-bit formats: about 1.5x headroom over what
 // these quantizers reach (NMSE 0.006 IQ4_NL / IQ4_XS, 0.022 Q3_K, 0.11 Q2_K with its 4-bit
-// scales and mins).
+// scales and mins); MXFP4 reaches 0.013-0.021 with its power-of-two scales, and ggml's exponent
+// choice clips a block's largest value by up to a quarter (0.9 seen).
 struct FormatBounds {
   GgmlType type;
   double max_nmse;
@@ -36,7 +37,7 @@ constexpr FormatBounds kFormats[] = {
     {GgmlType::Q4_1, 0.02, 0.5},    {GgmlType::Q5_0, 0.006, 0.5},  {GgmlType::Q5_1, 0.005, 0.5},
     {GgmlType::Q4_K, 0.025, 0.5},   {GgmlType::Q5_K, 0.006, 0.5},  {GgmlType::Q6_K, 0.0015, 0.5},
     {GgmlType::Q2_K, 0.16, 1.4},    {GgmlType::Q3_K, 0.033, 0.9},  {GgmlType::IQ4_NL, 0.009, 0.35},
-    {GgmlType::IQ4_XS, 0.009, 0.35}};
+    {GgmlType::IQ4_XS, 0.009, 0.35}, {GgmlType::MXFP4, 0.035, 1.4}};
 
 // Each format's ggml geometry: a row of `values` takes `row_bytes`, and its dots read act rows
 // of `act` blocks.
@@ -51,7 +52,8 @@ constexpr FormatGeometry kGeometry[] = {
     {GgmlType::Q5_1, 64, 48, ActFormat::Q8Act},   {GgmlType::Q4_K, 512, 288, ActFormat::Q8K},
     {GgmlType::Q5_K, 512, 352, ActFormat::Q8K},   {GgmlType::Q6_K, 512, 420, ActFormat::Q8K},
     {GgmlType::Q2_K, 512, 168, ActFormat::Q8Act}, {GgmlType::Q3_K, 512, 220, ActFormat::Q8Act},
-    {GgmlType::IQ4_NL, 64, 36, ActFormat::Q8Act}, {GgmlType::IQ4_XS, 512, 272, ActFormat::Q8Act}};
+    {GgmlType::IQ4_NL, 64, 36, ActFormat::Q8Act}, {GgmlType::IQ4_XS, 512, 272, ActFormat::Q8Act},
+    {GgmlType::MXFP4, 64, 34, ActFormat::Q8Act}};
 
 // The activation values a prepared row stands for: a.d * a.qs[i] of its BlockQ8Act or BlockQ8K.
 std::vector<double> act_values(GgmlType type, const std::vector<uint8_t>& act, int64_t n) {

@@ -4,6 +4,7 @@
 // rotated vectors depends only on their distance, in both modes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -146,4 +147,36 @@ TEST_CASE("the dot product of two rotated vectors depends only on their distance
   CHECK(score(9, 4) == Approx(score(5, 0)).margin(1e-4));
   CHECK(score(30, 27) == Approx(score(3, 0)).margin(1e-4));
   CHECK(score(9, 4) != Approx(score(9, 5)).margin(1e-4));
+}
+
+TEST_CASE("YaRN keeps the fast pairs' angles, interpolates the slow ones and scales cos and sin", "[kernels][rope]") {
+  // transformers' YaRN with factor 4 over an original context of 1024 at base 10000, 16 pairs:
+  // the correction range is pairs 2..9 (ggml_rope_yarn_corr_dims), pairs 0 and 1 keep their
+  // trained angles, pairs past 9 turn 4x slower, and cos and sin grow by 1 + 0.1 ln 4.
+  const ops::YarnRange range = ops::yarn_correction_range(32, 1024, 10000.0f, 32.0f, 1.0f);
+  CHECK(range.low == 2.0f);
+  CHECK(range.high == 9.0f);
+  RopeParams p;
+  p.n_rot = 32;
+  p.freq_base = 10000.0f;
+  p.freq_scale = 0.25f;
+  p.ext_factor = 1.0f;
+  p.yarn_low = range.low;
+  p.yarn_high = range.high;
+  const int32_t position = 300;
+  std::vector<float> cos_sin(32);
+  ops::rope_angles(position, p, cos_sin.data());
+  const double mscale = 1 + 0.1 * std::log(4.0);
+  for (int i = 0; i < 16; ++i) {
+    const double inv_freq = std::pow(10000.0, -2.0 * i / 32);
+    const double extrapolation = 1 - std::clamp((i - 2.0) / (9.0 - 2.0), 0.0, 1.0);
+    const double theta = position * (inv_freq / 4 * (1 - extrapolation) + inv_freq * extrapolation);
+    INFO("pair " << i);
+    CHECK(cos_sin[size_t(2 * i)] == Approx(mscale * std::cos(theta)).margin(2e-4));
+    CHECK(cos_sin[size_t(2 * i + 1)] == Approx(mscale * std::sin(theta)).margin(2e-4));
+  }
+  // Without the ext factor the same parameters are plain linear scaling.
+  p.ext_factor = 0.0f;
+  ops::rope_angles(position, p, cos_sin.data());
+  CHECK(cos_sin[2] == Approx(std::cos(position * 0.25 * std::pow(10000.0, -2.0 / 32))).margin(2e-4));
 }

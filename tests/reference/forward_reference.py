@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """An independent reference forward pass: logits at every position of a token sequence for a
 GGUF model of one of the families `kvdesk-cli make-model --arch` writes (llama, qwen2, qwen2moe,
-qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite), in float64 numpy, with its own minimal
-GGUF v3 reader.
+qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, gpt-oss), in float64 numpy, with its own
+minimal GGUF v3 reader.
 
 Written from the public definitions only (llama.cpp's graph builders in src/models/ and its
 converter's GGUF conventions, Hugging Face transformers' modeling files), never from kvdesk's
@@ -19,6 +19,13 @@ engine, so that agreeing with the engine means something. Conventions it follows
     softmax over all experts, the expert_used_count most probable kept and renormalized, their
     FFNs summed with those weights. Qwen2 MoE (Qwen1.5-MoE: norm_topk_prob false) keeps the
     probabilities as they are and adds its shared expert's FFN times sigmoid(x . w_shared_gate).
+  - YaRN (transformers' _compute_yarn_parameters): frequencies blended between the trained ones
+    and those divided by the factor over the correction range; cos and sin times 0.1 ln(f) + 1.
+  - gpt-oss (transformers' GptOss): layers 0, 2, 4, ... sliding, a learned sink logit per head
+    in each softmax's denominator, a bias on the attention output, the router's scores biased
+    and softmaxed over the top k, experts with biases and the clamped SwiGLU
+    (min(gate, 7) * sigmoid(1.702 min(gate, 7)) * (clamp(up, -7, 7) + 1)); the FFN's input
+    norm is stored as post_attention_norm.
 
 Usage: forward_reference.py MODEL.gguf --tokens 1,2,3 --out logits.npy
 """
@@ -133,7 +140,7 @@ class GgufFile:
 # Hyperparameters: the common keys, then each family's own.
 # ---------------------------------------------------------------------------------------------
 
-NEOX_ROPE_ARCHITECTURES = {"qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3", "phi3"}
+NEOX_ROPE_ARCHITECTURES = {"qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3", "phi3", "gpt-oss"}
 NORM_ROPE_ARCHITECTURES = {"llama", "granite"}
 GEMMA_LOCAL_ROPE_BASE = 10000.0   # llama.cpp's rope_freq_base_train_swa for Gemma 3
 
@@ -159,12 +166,15 @@ class Hyperparameters:
     logit_scale: float = 1.0
     rope_original_context: int = 0
     rope_attn_factor: float = 1.0
+    yarn_factor: float = 0.0            # YaRN: 0 off
+    yarn_beta_fast: float = 32.0
+    yarn_beta_slow: float = 1.0
     experts_used: int = 0   # of a mixture of experts; 0: a dense FFN
 
     def is_sliding_layer(self, layer):
         if self.sliding_window <= 0:
             return False
-        if self.arch == "gemma2":
+        if self.arch in ("gemma2", "gpt-oss"):
             return layer % 2 == 0
         return self.arch == "gemma3" and layer % 6 < 5
 
@@ -186,8 +196,9 @@ def read_hyperparameters(gguf):
         n_head_kv=m.get(a + "attention.head_count_kv", n_head), head_dim=head_dim,
         n_rot=m.get(a + "rope.dimension_count", head_dim), rope_base=m.get(a + "rope.freq_base", 10000.0),
         rms_eps=m[a + "attention.layer_norm_rms_epsilon"])
-    if hp.is_gemma():
+    if hp.is_gemma() or arch == "gpt-oss":
         hp.sliding_window = m.get(a + "attention.sliding_window", 0)
+    if hp.is_gemma():
         hp.attn_softcap = m.get(a + "attn_logit_softcapping", 0.0)
         hp.final_softcap = m.get(a + "final_logit_softcapping", 0.0)
         hp.embedding_scale = math.sqrt(n_embd)
@@ -199,6 +210,11 @@ def read_hyperparameters(gguf):
         hp.logit_scale = m.get(a + "logit_scale", 1.0)
     hp.rope_original_context = m.get(a + "rope.scaling.original_context_length", 0)
     hp.rope_attn_factor = m.get(a + "rope.scaling.attn_factor", 1.0)
+    if m.get(a + "rope.scaling.type") == "yarn":
+        hp.yarn_factor = m[a + "rope.scaling.factor"]
+        hp.yarn_beta_fast = m.get(a + "rope.scaling.yarn_beta_fast", 32.0)
+        hp.yarn_beta_slow = m.get(a + "rope.scaling.yarn_beta_slow", 1.0)
+        hp.rope_attn_factor *= 0.1 * math.log(hp.yarn_factor) + 1.0
     hp.experts_used = m.get(a + "expert_used_count", 0)
     return hp
 
@@ -215,6 +231,11 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+def swiglu_oai(gate, up, alpha=1.702, limit=7.0):
+    gate = np.minimum(gate, limit)
+    return gate / (1.0 + np.exp(-alpha * gate)) * (np.clip(up, -limit, limit) + 1.0)
+
+
 def gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
@@ -228,12 +249,27 @@ def softmax(x):
     return e / np.sum(e, axis=-1, keepdims=True)
 
 
-def rope_angles(positions, n_rot, base, freq_factors):
-    """[tokens, n_rot/2] angles pos * base^(-2i/n_rot) / factor_i."""
+def rope_inv_freq(n_rot, base, freq_factors):
+    """[n_rot/2] frequencies base^(-2i/n_rot) / factor_i."""
     inv_freq = base ** (-np.arange(0, n_rot, 2, dtype=np.float64) / n_rot)
     if freq_factors is not None:
         inv_freq = inv_freq / freq_factors
-    return np.outer(positions, inv_freq)
+    return inv_freq
+
+
+def yarn_inv_freq(inv_freq, n_rot, base, factor, original_context, beta_fast, beta_slow):
+    """transformers' _compute_yarn_parameters: frequencies blended between the trained ones and
+    those divided by factor, by a linear ramp over the pairs turning beta_fast..beta_slow times
+    over the original context."""
+    def correction_dim(rotations):
+        return n_rot * math.log(original_context / (rotations * 2 * math.pi)) / (2 * math.log(base))
+    low = max(math.floor(correction_dim(beta_fast)), 0)
+    high = min(math.ceil(correction_dim(beta_slow)), n_rot - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(n_rot // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+    extrapolation = 1 - ramp
+    return inv_freq / factor * (1 - extrapolation) + inv_freq * extrapolation
 
 
 def apply_rope(x, angles, neox, mscale):
@@ -293,6 +329,9 @@ class ReferenceModel:
         hp = self.hp
         p = f"blk.{layer}."
         attn = self.attention(rms_norm(x, self.weight(p + "attn_norm.weight"), hp.rms_eps), layer)
+        if hp.arch == "gpt-oss":
+            x = x + attn
+            return x + self.feed_forward(rms_norm(x, self.weight(p + "post_attention_norm.weight"), hp.rms_eps), layer)
         x = x + self.post_norm(attn, p + "post_attention_norm.weight") * hp.residual_scale
         ffn = self.feed_forward(rms_norm(x, self.weight(p + "ffn_norm.weight"), hp.rms_eps), layer)
         return x + self.post_norm(ffn, p + "post_ffw_norm.weight") * hp.residual_scale
@@ -330,7 +369,11 @@ class ReferenceModel:
         hp = self.hp
         n_tokens = x.shape[0]
         base = hp.local_rope_base if hp.is_sliding_layer(layer) else hp.rope_base
-        angles = rope_angles(np.arange(n_tokens), hp.n_rot, base, self.rope_factors(n_tokens))
+        inv_freq = rope_inv_freq(hp.n_rot, base, self.rope_factors(n_tokens))
+        if hp.yarn_factor:
+            inv_freq = yarn_inv_freq(inv_freq, hp.n_rot, base, hp.yarn_factor, hp.rope_original_context,
+                                     hp.yarn_beta_fast, hp.yarn_beta_slow)
+        angles = np.outer(np.arange(n_tokens), inv_freq)
         return apply_rope(x, angles, hp.arch in NEOX_ROPE_ARCHITECTURES, hp.rope_attn_factor)
 
     def attention(self, h, layer):
@@ -346,12 +389,19 @@ class ReferenceModel:
         scale = hp.attention_scale if hp.attention_scale > 0 else 1.0 / math.sqrt(hp.head_dim)
         mask = attention_mask(n_tokens, hp.sliding_window if hp.is_sliding_layer(layer) else 0)
         group = hp.n_head // hp.n_head_kv
+        sinks = self.optional(p + "attn_sinks.weight")
         heads = []
         for head in range(hp.n_head):
             kv = head // group
             scores = softcap((q[:, head] @ k[:, kv].T) * scale, hp.attn_softcap) + mask
-            heads.append(softmax(scores) @ v[:, kv])
-        return np.concatenate(heads, axis=-1) @ self.weight(p + "attn_output.weight").T
+            if sinks is None:
+                heads.append(softmax(scores) @ v[:, kv])
+            else:   # the sink as one more column whose probability is dropped
+                with_sink = np.concatenate([scores, np.full((n_tokens, 1), sinks[head])], axis=-1)
+                heads.append(softmax(with_sink)[:, :-1] @ v[:, kv])
+        out = np.concatenate(heads, axis=-1) @ self.weight(p + "attn_output.weight").T
+        bias = self.optional(p + "attn_output.bias")
+        return out + bias if bias is not None else out
 
     def feed_forward(self, h, layer):
         """Gated FFN: act(gate) * up -> down; Phi-3's ffn_up holds gate|up; Gemma's act is GELU-tanh."""
@@ -380,8 +430,12 @@ class ReferenceModel:
         shared expert gated by sigmoid(h . ffn_gate_inp_shexp)."""
         p = f"blk.{layer}."
         router = self.weight(p + "ffn_gate_inp.weight")
-        probs = softmax(h @ router.T)
+        router_bias = self.optional(p + "ffn_gate_inp.bias")
+        probs = softmax(h @ router.T + (router_bias if router_bias is not None else 0.0))
         gates, ups, downs = (self.expert_matrices(p, kind, router.shape[0]) for kind in ("gate", "up", "down"))
+        gpt_oss = self.hp.arch == "gpt-oss"
+        if gpt_oss:   # biases on every expert matrix and the clamped SwiGLU
+            gate_b, up_b, down_b = (self.weight(f"{p}ffn_{kind}_exps.bias") for kind in ("gate", "up", "down"))
         out = np.zeros_like(h)
         if self.hp.arch == "qwen2moe":
             shared_gate = 1.0 / (1.0 + np.exp(-(h @ self.weight(p + "ffn_gate_inp_shexp.weight").reshape(-1))))
@@ -391,7 +445,11 @@ class ReferenceModel:
             chosen = np.argsort(-probs[t], kind="stable")[:self.hp.experts_used]
             weights = probs[t, chosen] if self.hp.arch == "qwen2moe" else probs[t, chosen] / probs[t, chosen].sum()
             for e, w in zip(chosen, weights):
-                out[t] += w * ((silu(gates[e] @ h[t]) * (ups[e] @ h[t])) @ downs[e].T)
+                if gpt_oss:
+                    hidden = swiglu_oai(gates[e] @ h[t] + gate_b[e], ups[e] @ h[t] + up_b[e])
+                    out[t] += w * (hidden @ downs[e].T + down_b[e])
+                else:
+                    out[t] += w * ((silu(gates[e] @ h[t]) * (ups[e] @ h[t])) @ downs[e].T)
         return out
 
 
