@@ -14,6 +14,7 @@
 #include "engine/backend/forward_backend.h"
 #include "engine/error.h"
 #include "engine/kv/kv_cache.h"
+#include "engine/kv/kv_layer_groups.h"
 #include "engine/model/model.h"
 #include "engine/runtime/sync_driver.h"
 #include "engine/system/thread_pool.h"
@@ -34,9 +35,17 @@ RequestMetrics run_request(Model& model, ThreadPool& pool, const Knobs& k, KvCac
   return complete(core, request).metrics;
 }
 
+// Pool blocks for a sequence of `tokens` positions with every layer group holding all of them:
+// a sliding-window model's local layers keep blocks of their own (kv_layer_groups.h), and
+// fill_context writes a whole context before a local group lets its old blocks go.
+int32_t pool_blocks_for(const ModelConfig& c, int64_t tokens, int32_t block_size) {
+  return kv_blocks_for(tokens, block_size) * kv_layer_groups(c).num_groups;
+}
+
 // Prompt tokens computed per second before the first token.
 double prefill_tok_s(Model& model, ThreadPool& pool, const Knobs& k, const std::vector<int32_t>& prompt) {
-  KvCacheConfig cache = bench_cache_config(k.kv_type, k.block_size, kv_blocks_for(int64_t(prompt.size()) + 1, k.block_size));
+  KvCacheConfig cache =
+      bench_cache_config(k.kv_type, k.block_size, pool_blocks_for(model.config(), int64_t(prompt.size()) + 1, k.block_size));
   cache.layout.recent_rows = k.kv_recent;
   KvCache kv(model.config(), cache);
   return run_request(model, pool, k, kv, prompt, 1).prefill_tok_s;
@@ -48,7 +57,7 @@ double prefill_tok_s(Model& model, ThreadPool& pool, const Knobs& k, const std::
 // up, and decode cost does not depend on the values.
 double decode_tok_s(Model& model, ThreadPool& pool, const Knobs& k, int32_t depth, int32_t n, uint64_t seed) {
   const ModelConfig& config = model.config();
-  KvCacheConfig cache = bench_cache_config(k.kv_type, k.block_size, kv_blocks_for(depth + n + 1, k.block_size) + 1);
+  KvCacheConfig cache = bench_cache_config(k.kv_type, k.block_size, pool_blocks_for(config, depth + n + 1, k.block_size) + 1);
   cache.prefix_caching = true;
   cache.layout.recent_rows = k.kv_recent;
   KvCache kv(config, cache);
