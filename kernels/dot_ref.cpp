@@ -34,6 +34,7 @@ ActFormat act_format_for(GgmlType weight_type) {
     case GgmlType::IQ4_NL:
     case GgmlType::IQ4_NLx8:
     case GgmlType::MXFP4:
+    case GgmlType::MXFP4x8:
     case GgmlType::IQ4_XS:
     case GgmlType::IQ4_XSx8: return ActFormat::Q8Act;
     // The K-quants meet BlockQ8K: one act scale per 256-value super-block, so the sub-block

@@ -37,6 +37,7 @@ constexpr std::array kTypes = {
     Row{1006, {"iq4_nlx8", 32, 18, true, false}}, Row{1007, {"q3_kx8", 256, 110, true, false}},
     Row{1008, {"q2_kx8", 256, 84, true, false}}, Row{1009, {"q5_0x8", 32, 22, true, false}},
     Row{1010, {"q5_1x8", 32, 24, true, false}}, Row{1011, {"q4_1x8", 32, 20, true, false}},
+    Row{1012, {"mxfp4x8", 32, 17, true, false}},
 };
 
 }  // namespace

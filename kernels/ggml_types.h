@@ -18,7 +18,7 @@ enum class GgmlType : uint32_t {
   // (kernels/weight_repack.h).
   Q4_0x8 = 1000, Q4_Kx8 = 1001, Q6_Kx8 = 1002, Q8_0x8 = 1003, Q5_Kx8 = 1004, IQ4_XSx8 = 1005,
   IQ4_NLx8 = 1006, Q3_Kx8 = 1007, Q2_Kx8 = 1008,
-  Q5_0x8 = 1009, Q5_1x8 = 1010, Q4_1x8 = 1011,
+  Q5_0x8 = 1009, Q5_1x8 = 1010, Q4_1x8 = 1011, MXFP4x8 = 1012,
 };
 
 struct GgmlTypeInfo {

@@ -23,6 +23,7 @@ void matmul_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   if (args.weight_type == GgmlType::Q8_0x8) return matmul_q8_0x8_rows(args, row_begin, row_end);
   if (args.weight_type == GgmlType::IQ4_XSx8) return matmul_iq4_xsx8_rows(args, row_begin, row_end);
   if (args.weight_type == GgmlType::IQ4_NLx8) return matmul_iq4_nlx8_rows(args, row_begin, row_end);
+  if (args.weight_type == GgmlType::MXFP4x8) return matmul_mxfp4x8_rows(args, row_begin, row_end);
   if (args.weight_type == GgmlType::Q4_1x8) return matmul_q4_1x8_rows(args, row_begin, row_end);
   if (args.weight_type == GgmlType::Q5_0x8) return matmul_q5_0x8_rows(args, row_begin, row_end);
   if (args.weight_type == GgmlType::Q5_1x8) return matmul_q5_1x8_rows(args, row_begin, row_end);

@@ -1,4 +1,4 @@
-// Repacking rows into interleaved groups (Q4_0x8, IQ4_NLx8, Q4_1x8, Q5_0x8 and Q5_1x8 here; Q2_Kx8,
+// Repacking rows into interleaved groups (Q4_0x8, IQ4_NLx8, MXFP4x8, Q4_1x8, Q5_0x8 and Q5_1x8 here; Q2_Kx8,
 // Q3_Kx8, Q4_Kx8 and Q5_Kx8, Q6_Kx8, Q8_0x8, IQ4_XSx8 in weight_repack_q2_k.cpp,
 // weight_repack_q3_k.cpp, weight_repack_q4_k.cpp, weight_repack_q6_k.cpp, weight_repack_q8_0.cpp,
 // weight_repack_iq4_xs.cpp), and the scalar truth of products over the layouts made here.
@@ -18,12 +18,27 @@ namespace {
 constexpr int kChunks = 4;        // 32-byte chunks of a BlockQ4_0x8's qs
 constexpr int kChunkBytes = 4;    // bytes of one row in a chunk
 
+// Row r's 16 bytes of nibbles into the chunks of an interleaved block's qs.
+void interleave_row_nibbles(const uint8_t* in, int r, uint8_t* out) {
+  for (int c = 0; c < kChunks; ++c) {
+    std::memcpy(&out[c * kInterleavedRows * kChunkBytes + r * kChunkBytes], &in[c * kChunkBytes], kChunkBytes);
+  }
+}
+
 // Row r's d and 16 bytes of nibbles (a Q4_0, IQ4_NL, Q5_0 or Q5_1 block) into `out`.
 template <class Block>
 void interleave_nibbles(const Block& in, int r, BlockQ4_0x8& out) {
   out.d[r] = in.d;
-  for (int c = 0; c < kChunks; ++c) {
-    std::memcpy(&out.qs[c * kInterleavedRows * kChunkBytes + r * kChunkBytes], &in.qs[c * kChunkBytes], kChunkBytes);
+  interleave_row_nibbles(in.qs, r, out.qs);
+}
+
+// The 8 MXFP4 rows of one group: each block's exponent and nibbles.
+void interleave_mxfp4_group(const BlockMXFP4* rows, int64_t blocks, BlockMXFP4x8* group) {
+  for (int64_t j = 0; j < blocks; ++j) {
+    for (int r = 0; r < kInterleavedRows; ++r) {
+      group[j].e[r] = rows[r * blocks + j].e;
+      interleave_row_nibbles(rows[r * blocks + j].qs, r, group[j].qs);
+    }
   }
 }
 
@@ -62,13 +77,15 @@ void interleave_q4_1_q5_group(const Block* rows, int64_t blocks, Out* group) {
   }
 }
 
-// Nibble q (0..15) of value i (0..31) of row r in an interleaved block.
-int q4_0x8_value(const BlockQ4_0x8& b, int r, int i) {
+// Nibble q (0..15) of value i (0..31) of row r in an interleaved block's qs.
+int interleaved_nibble(const uint8_t* qs, int r, int i) {
   const int low_index = i % 16;
-  const uint8_t byte = b.qs[(low_index / kChunkBytes) * kInterleavedRows * kChunkBytes + r * kChunkBytes +
-                            low_index % kChunkBytes];
+  const uint8_t byte = qs[(low_index / kChunkBytes) * kInterleavedRows * kChunkBytes + r * kChunkBytes +
+                          low_index % kChunkBytes];
   return i < 16 ? byte & 15 : byte >> 4;
 }
+
+int q4_0x8_value(const BlockQ4_0x8& b, int r, int i) { return interleaved_nibble(b.qs, r, i); }
 
 // sum_b fp16(d[r]) * a[b].d * (sum_i q[i] * a[b].qs[i] - 8 * a[b].sum), as ref::vec_dot for Q4_0.
 float dot_q4_0x8_row(const BlockQ4_0x8* group, int r, const BlockQ8Act* a, int64_t blocks) {
@@ -88,6 +105,17 @@ float dot_iq4_nlx8_row(const BlockQ4_0x8* group, int r, const BlockQ8Act* a, int
     int32_t isum = 0;
     for (int i = 0; i < kIq4nlBlockValues; ++i) isum += kIq4nlValues[q4_0x8_value(group[j], r, i)] * a[j].qs[i];
     sum += static_cast<double>(fp16_to_fp32(group[j].d[r]) * a[j].d) * isum;
+  }
+  return static_cast<float>(sum);
+}
+
+// sum_b 2^(e[r] - 128) * a[b].d * sum_i kMxfp4Values[q[i]] * a[b].qs[i], as ref::vec_dot for MXFP4.
+float dot_mxfp4x8_row(const BlockMXFP4x8* group, int r, const BlockQ8Act* a, int64_t blocks) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < blocks; ++j) {
+    int32_t isum = 0;
+    for (int i = 0; i < kMxfp4BlockValues; ++i) isum += kMxfp4Values[interleaved_nibble(group[j].qs, r, i)] * a[j].qs[i];
+    sum += static_cast<double>(mxfp4_scale(group[j].e[r]) * a[j].d) * isum;
   }
   return static_cast<float>(sum);
 }
@@ -153,6 +181,9 @@ void interleave_any_group(GgmlType type, const uint8_t* rows, int64_t blocks, ui
                                      reinterpret_cast<BlockIQ4_XSx8*>(group));
     case GgmlType::IQ4_NL:
       return interleave_group(reinterpret_cast<const BlockIQ4_NL*>(rows), blocks, reinterpret_cast<BlockQ4_0x8*>(group));
+    case GgmlType::MXFP4:
+      return interleave_mxfp4_group(reinterpret_cast<const BlockMXFP4*>(rows), blocks,
+                                    reinterpret_cast<BlockMXFP4x8*>(group));
     case GgmlType::Q4_1:
       return interleave_q4_1_q5_group(reinterpret_cast<const BlockQ4_1*>(rows), blocks,
                                       reinterpret_cast<BlockQ4_1x8*>(group));
@@ -180,6 +211,7 @@ GgmlType repacked_type(GgmlType type, int64_t rows) {
     case GgmlType::Q8_0: return GgmlType::Q8_0x8;
     case GgmlType::IQ4_XS: return GgmlType::IQ4_XSx8;
     case GgmlType::IQ4_NL: return GgmlType::IQ4_NLx8;
+    case GgmlType::MXFP4: return GgmlType::MXFP4x8;
     case GgmlType::Q4_1: return GgmlType::Q4_1x8;
     case GgmlType::Q5_0: return GgmlType::Q5_0x8;
     case GgmlType::Q5_1: return GgmlType::Q5_1x8;
@@ -215,6 +247,11 @@ void matmul_q4_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void matmul_iq4_nlx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   matmul_x8_rows<BlockQ4_0x8, BlockQ8Act>(GgmlType::IQ4_NLx8, kIq4nlBlockValues, args, row_begin, row_end,
                                           dot_iq4_nlx8_row);
+}
+
+void matmul_mxfp4x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  matmul_x8_rows<BlockMXFP4x8, BlockQ8Act>(GgmlType::MXFP4x8, kMxfp4BlockValues, args, row_begin, row_end,
+                                           dot_mxfp4x8_row);
 }
 
 void matmul_q4_1x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {

@@ -13,7 +13,8 @@
 //
 // IQ4_NLx8: IQ4_NL rows, whose blocks are laid out as Q4_0's (an fp16 scale, 32 nibbles),
 // interleaved exactly as Q4_0x8, in BlockQ4_0x8: the nibbles are indices into kIq4nlValues
-// instead of q + 8.
+// instead of q + 8. MXFP4x8: MXFP4 rows the same way, in BlockMXFP4x8: each row's E8M0 exponent
+// in place of d, the nibbles indices into kMxfp4Values.
 //
 // Q2_Kx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8, Q8_0x8 and IQ4_XSx8 (kernels/weight_repack_q2_k.cpp,
 // weight_repack_q3_k.cpp, weight_repack_q4_k.cpp for both Q4_K and Q5_K, weight_repack_q6_k.cpp,
@@ -36,6 +37,12 @@ struct BlockQ4_0x8 {
   uint8_t qs[kInterleavedRows * kQ4_0BlockValues / 2];       // [4 chunks][8 rows][4 bytes]
 };
 static_assert(sizeof(BlockQ4_0x8) == kInterleavedRows * sizeof(BlockQ4_0));
+
+struct BlockMXFP4x8 {
+  uint8_t e[kInterleavedRows];                               // [8] row exponents: scale 2^(e - 128)
+  uint8_t qs[kInterleavedRows * kMxfp4BlockValues / 2];      // [4 chunks][8 rows][4 bytes], as Q4_0x8's
+};
+static_assert(sizeof(BlockMXFP4x8) == kInterleavedRows * sizeof(BlockMXFP4));
 
 // Q4_1x8: Q4_1 rows, whose d and nibbles are laid out as Q4_0's, as the Q4_0x8 block of those
 // plus each row's minimum.
@@ -223,6 +230,8 @@ void matmul_q8_0x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void matmul_iq4_xsx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for an IQ4_NLx8 matrix, equal bit for bit to ref::matmul_rows on the IQ4_NL rows.
 void matmul_iq4_nlx8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// The same for an MXFP4x8 matrix, equal bit for bit to ref::matmul_rows on the MXFP4 rows.
+void matmul_mxfp4x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q4_1x8 matrix, equal bit for bit to ref::matmul_rows on the Q4_1 rows.
 void matmul_q4_1x8_rows(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // The same for a Q5_0x8 matrix, equal bit for bit to ref::matmul_rows on the Q5_0 rows.

@@ -236,7 +236,7 @@ using Avx2Table = KernelTable<
     Serves<GgmlType::IQ4_NL, SubBlock<IQ4_NLFormat>>,
     Interleaved<GgmlType::IQ4_NLx8, &matmul_iq4_nlx8_avx2>,
     Serves<GgmlType::IQ4_XS, SubBlock<IQ4_XSFormat>>, Interleaved<GgmlType::IQ4_XSx8, &matmul_iq4_xsx8_avx2>,
-    Serves<GgmlType::MXFP4, SubBlock<MXFP4Format>>>;
+    Serves<GgmlType::MXFP4, SubBlock<MXFP4Format>>, Interleaved<GgmlType::MXFP4x8, &matmul_mxfp4x8_avx2>>;
 
 }  // namespace
 

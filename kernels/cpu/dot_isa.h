@@ -42,6 +42,8 @@ void matmul_q8_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 // matmul_iq4_nlx8_avx2.cpp).
 void matmul_iq4_xsx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 void matmul_iq4_nlx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// MXFP4x8 x Q8Act the same way (kernels/cpu/matmul_mxfp4x8_avx2.cpp).
+void matmul_mxfp4x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 
 // The table of cpu_isa_active(); set once at startup, changed only by cpu_isa_force.
 const IsaKernels& cpu_isa_kernels();

@@ -1,47 +1,21 @@
 // AVX2 GEMM over IQ4_NLx8 weights (kernels/weight_repack.h: Q4_0x8's layout, the nibbles level
 // indices) x Q8Act activation rows. A tile is one group of 8 rows x C activation rows, one output
 // row per 32-bit lane. Each 32-byte chunk of a block becomes two vectors of signed levels,
-// unpacked once for all C act rows, and meets the act rows as kernels/cpu/iq4_levels_avx2.h
-// says; a block's int32 sums become floats once: one conversion and one FMA for 8 rows per act
-// row, scaled by fp16(d) of the 8 rows times the act scale (the products of ggml's layout, which
-// meets the same act blocks). Built with AVX2 flags, reached only through the ISA tables.
-#include "kernels/cpu/iq4_levels_avx2.h"
-
-namespace kvdesk {
-namespace {
-
-constexpr int kChunks = 4;  // 32-byte chunks of a block: 4 values x 8 rows, low and high nibbles
-
+// unpacked once for all C act rows, and meets the act rows as kernels/cpu/level_indices_x8_avx2.h
+// says; a block's int32 sums become floats once, scaled by fp16(d) of the 8 rows times the act
+// scale (the products of ggml's layout, which meets the same act blocks). Built with AVX2 flags,
+// reached only through the ISA tables.
+//
 // Registers: the 1-act-row tile (decode) keeps everything in the 16 ymm registers; the
 // kTileActs (4) tile needs more (per chunk the levels and their absolute values, 4 int32 block
 // sums, 4 float accumulators, the table, the nibble mask, a broadcast), and the compiler keeps
 // some of them on the stack.
+#include "kernels/cpu/level_indices_x8_avx2.h"
 
-// Block j of the group against block j of every act row.
-template <int C>
-ALWAYS_INLINE void block_step(const BlockQ4_0x8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-  const __m256i table = iq4_level_table();
-  const BlockQ8Act* a[C];
-  __m256i dot[C];
-#pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) {
-    a[t] = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride) + j;
-    dot[t] = _mm256_setzero_si256();
-  }
-#pragma GCC unroll 4
-  for (int c = 0; c < kChunks; ++c) {
-    const __m256i raw = load_256(b.qs + 32 * c);
-    levels_dot(low_levels(table, raw), a, 4 * c, dot);
-    levels_dot(high_levels(table, raw), a, 16 + 4 * c, dot);
-  }
-  const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
-#pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) {
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(dw, _mm256_set1_ps(a[t]->d)), acc[t]);
-  }
-}
+namespace kvdesk {
+namespace {
 
-// The kernel as interleaved_matmul runs it.
+// The kernel as interleaved_matmul runs it: block j of the group against block j of every act row.
 struct IQ4_NLx8Kernel {
   using Block = BlockQ4_0x8;
   static constexpr GgmlType kType = GgmlType::IQ4_NLx8;
@@ -49,7 +23,8 @@ struct IQ4_NLx8Kernel {
   static constexpr int64_t kBlockValues = kIq4nlBlockValues;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-    block_step<C>(b, acts, a_stride, j, acc);
+    const auto row_scales = [&] { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d))); };
+    levels_block_step<C>(level_table(kIq4nlValues), b.qs, row_scales, acts, a_stride, j, acc);
   }
 };
 

@@ -1,13 +1,13 @@
 // AVX2 GEMM over IQ4_XSx8 weights (kernels/weight_repack.h) x Q8Act activation rows. A tile is
 // one group of 8 rows x C activation rows, one output row per 32-bit lane. Each 32-byte chunk of
 // a sub-block becomes two vectors of signed levels, unpacked once for all C act rows, and meets
-// the act rows as kernels/cpu/iq4_levels_avx2.h says. Sub-block s meets act block 8j + s with
+// the act rows as kernels/cpu/level_indices_x8_avx2.h says. Sub-block s meets act block 8j + s with
 // its own scale (the act format of IQ4_XS, so the products are those of ggml's layout), so its
 // int32 sums become floats once per sub-block: one conversion and one FMA for 8 rows per act
 // row, scaled by fp16(d) * (ls[s] - 32) of the 8 rows times the act scale. The super-block's 64
 // six-bit scales are unpacked for all 8 rows with a few vector shifts. Built with AVX2 flags,
 // reached only through the ISA tables.
-#include "kernels/cpu/iq4_levels_avx2.h"
+#include "kernels/cpu/level_indices_x8_avx2.h"
 
 namespace kvdesk {
 namespace {
@@ -57,25 +57,8 @@ ALWAYS_INLINE __m256 row_scales(const XsScales& sc, int s) {
 template <int C>
 ALWAYS_INLINE void sub_block_step(const BlockIQ4_XSx8& b, const XsScales& sc, const char* acts, size_t a_stride,
                                   int64_t j, int s, __m256 (&acc)[C]) {
-  const __m256i table = iq4_level_table();
-  const BlockQ8Act* a[C];
-  __m256i dot[C];
-#pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) {
-    a[t] = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride) + kSubBlocks * j + s;
-    dot[t] = _mm256_setzero_si256();
-  }
-#pragma GCC unroll 4
-  for (int c = 0; c < kChunks; ++c) {
-    const __m256i raw = load_256(b.qs + 32 * (kChunks * s + c));
-    levels_dot(low_levels(table, raw), a, 4 * c, dot);
-    levels_dot(high_levels(table, raw), a, 16 + 4 * c, dot);
-  }
-  const __m256 scale = row_scales(sc, s);
-#pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) {
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(scale, _mm256_set1_ps(a[t]->d)), acc[t]);
-  }
+  levels_block_step<C>(level_table(kIq4nlValues), b.qs + 32 * kChunks * s, [&] { return row_scales(sc, s); }, acts,
+                       a_stride, kSubBlocks * j + s, acc);
 }
 
 // Super-block j of the group against super-block j of every act row.

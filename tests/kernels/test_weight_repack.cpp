@@ -1,4 +1,4 @@
-// Q4_0x8, Q8_0x8, IQ4_NLx8, Q4_1x8, Q5_0x8, Q5_1x8, Q2_Kx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8 and
+// Q4_0x8, Q8_0x8, IQ4_NLx8, MXFP4x8, Q4_1x8, Q5_0x8, Q5_1x8, Q2_Kx8, Q3_Kx8, Q4_Kx8, Q5_Kx8, Q6_Kx8 and
 // IQ4_XSx8 (kernels/weight_repack.h): repacking keeps every product bit for bit in the scalar twins,
 // the SIMD GEMMs over them match ref for decode and prefill batches on row-group ranges, and shapes
 // without whole groups keep ggml's layout and its kernels.
@@ -113,14 +113,15 @@ void check_largest_sums(GgmlType base, const std::vector<uint8_t>& ggml, int64_t
 }  // namespace
 
 // The 32-value block file types with an interleaved layout.
-constexpr GgmlType kBlock32Bases[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::Q4_1,
-                                      GgmlType::Q5_0, GgmlType::Q5_1};
+constexpr GgmlType kBlock32Bases[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4,
+                                      GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1};
 
-TEST_CASE("Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 are chosen only for whole groups of 8 rows",
+TEST_CASE("Q4_0x8 / Q8_0x8 / IQ4_NLx8 / MXFP4x8 / Q4_1x8 / Q5_0x8 / Q5_1x8 are chosen only for whole groups of 8 rows",
           "[kernels][repack]") {
   CHECK(repacked_type(GgmlType::Q4_0, 64) == GgmlType::Q4_0x8);
   CHECK(repacked_type(GgmlType::Q8_0, 64) == GgmlType::Q8_0x8);
   CHECK(repacked_type(GgmlType::IQ4_NL, 64) == GgmlType::IQ4_NLx8);
+  CHECK(repacked_type(GgmlType::MXFP4, 64) == GgmlType::MXFP4x8);
   CHECK(repacked_type(GgmlType::Q5_0, 64) == GgmlType::Q5_0x8);
   CHECK(repacked_type(GgmlType::Q5_1, 64) == GgmlType::Q5_1x8);
   CHECK(repacked_type(GgmlType::Q4_1, 64) == GgmlType::Q4_1x8);
@@ -137,8 +138,8 @@ TEST_CASE("Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 are chosen only
   }
 }
 
-TEST_CASE("the Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 scalar twins equal ref Q4_0 / Q8_0 / IQ4_NL / "
-          "Q4_1 / Q5_0 / Q5_1 bit for bit",
+TEST_CASE("the Q4_0x8 / Q8_0x8 / IQ4_NLx8 / MXFP4x8 / Q4_1x8 / Q5_0x8 / Q5_1x8 scalar twins equal ref Q4_0 / Q8_0 / IQ4_NL / "
+          "MXFP4 / Q4_1 / Q5_0 / Q5_1 bit for bit",
           "[kernels][repack]") {
   for (GgmlType base : kBlock32Bases) {
     INFO("type " << ggml_type_info(base).name);
@@ -149,7 +150,7 @@ TEST_CASE("the Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 scalar twin
   }
 }
 
-TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 matmuls match ref for decode and prefill batches on group ranges",
+TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / MXFP4x8 / Q4_1x8 / Q5_0x8 / Q5_1x8 matmuls match ref for decode and prefill batches on group ranges",
           "[kernels][repack]") {
   // rows [8, 40) of 48 (groups 1..4), ld_y 50: the rows outside stay untouched.
   const int64_t rows = 48, ld_y = 50, row_begin = 8, row_end = 40;
@@ -168,7 +169,7 @@ TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 matmuls ma
   }
 }
 
-TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / Q4_1x8 / Q5_0x8 / Q5_1x8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
+TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / MXFP4x8 / Q4_1x8 / Q5_0x8 / Q5_1x8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
   const int64_t rows = 160, n = 4128, batch = 6;
   for (GgmlType base : kBlock32Bases) {
     const Problem p(rows, n, batch, base);
@@ -388,4 +389,43 @@ TEST_CASE("IQ4_NLx8 keeps the largest sums exact: levels -127 and 113 against ac
   std::vector<float> x(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 8 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
   check_largest_sums(GgmlType::IQ4_NL, ggml, rows, n, x);
+}
+
+TEST_CASE("MXFP4x8 keeps the largest sums exact: levels +-12 against activations +-127", "[kernels][repack]") {
+  const int64_t rows = 16, n = 512, batch = 5;
+  const std::vector<uint8_t> ggml = filled_blocks<BlockMXFP4>(GgmlType::MXFP4, rows, n, [](BlockMXFP4& w, int64_t b) {
+    w.e = static_cast<uint8_t>(120 + b % 16);
+    for (uint8_t& v : w.qs) v = b % 3 == 0 ? 0xF7 : 0x7F;   // levels 12 and -12
+  });
+  std::vector<float> x(static_cast<size_t>(batch * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 8 + i / 256) % 3 == 0 ? -1.0f : 1.0f;
+  check_largest_sums(GgmlType::MXFP4, ggml, rows, n, x);
+}
+
+TEST_CASE("MXFP4x8 decodes every row's exponent as ref does, the denormal scales too", "[kernels][repack]") {
+  // One block per row, every level 12, every activation 1: row r is 12 * 32 * 127 * a.d times
+  // 2^(e_r - 128), e from 0 (2^-128, a denormal) to 254. Products of powers of two and small
+  // integers round the same in every order, so each row must equal ref exactly.
+  const uint8_t exponents[kInterleavedRows] = {0, 1, 2, 3, 127, 128, 200, 254};
+  const std::vector<uint8_t> ggml = filled_blocks<BlockMXFP4>(GgmlType::MXFP4, kInterleavedRows, 32, [&](BlockMXFP4& w, int64_t b) {
+    w.e = exponents[b];
+    for (uint8_t& v : w.qs) v = 0x77;
+  });
+  std::vector<uint8_t> repacked = ggml;
+  repack_rows(GgmlType::MXFP4, repacked.data(), kInterleavedRows, 32);
+  const std::vector<float> x(32, 1.0f);
+  std::vector<uint8_t> acts(act_row_bytes(GgmlType::MXFP4, 32));
+  ref::prepare_act_row(GgmlType::MXFP4, x.data(), acts.data(), 32);
+  std::vector<float> want(kInterleavedRows), got(kInterleavedRows);
+  ref::matmul_rows(MatmulArgs{GgmlType::MXFP4, ggml.data(), 32, acts.data(), 1, want.data(), kInterleavedRows}, 0,
+                   kInterleavedRows);
+  CHECK(want[0] > 0.0f);
+  test::for_each_simd_isa([&](CpuIsa isa) {
+    cpu::matmul_rows(MatmulArgs{GgmlType::MXFP4x8, repacked.data(), 32, acts.data(), 1, got.data(), kInterleavedRows},
+                     0, kInterleavedRows);
+    for (int r = 0; r < kInterleavedRows; ++r) {
+      INFO("isa " << cpu_isa_name(isa) << " exponent " << int(exponents[r]));
+      CHECK(got[size_t(r)] == want[size_t(r)]);
+    }
+  });
 }
