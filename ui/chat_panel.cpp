@@ -2,12 +2,14 @@
 // switchers ("< 1/2 >"), Edit on user messages, Copy / Select / Delete (confirmed in place) on
 // every message, the text rendered as Markdown (parsed once per message text,
 // ui/markdown_cache.h), Regenerate under the last answer and Continue under one that stopped at
-// its token limit, and the composer with Send / Stop.
+// its token limit, and the composer with Send / Stop. A reasoning model's answer shows its
+// reasoning folded away above the answer (engine/chat/answer_parts.h).
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
 #include <algorithm>
 
+#include "engine/chat/answer_parts.h"
 #include "ui/fonts.h"
 #include "ui/markdown_view.h"
 #include "ui/panel_data.h"
@@ -48,6 +50,16 @@ void selectable_text(const char* id, std::string& text, ImFont* font) {
   if (font) ImGui::PopFont();
 }
 
+// The reasoning, folded (its header says whether the model is still at it), in the dim text
+// colour: what the model thought on the way, not its answer.
+void draw_reasoning(const AnswerParts& parts) {
+  if (!ImGui::TreeNode("##reasoning", "%s", parts.reasoning_open ? "Reasoning..." : "Reasoning")) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("%s", parts.reasoning.c_str());
+  ImGui::PopStyleColor();
+  ImGui::TreePop();
+}
+
 void draw_body(ViewModel& vm, MessageView& m, const Fonts& fonts, bool selectable) {
   if (selectable) {
     selectable_text("##select", m.text, nullptr);
@@ -57,7 +69,13 @@ void draw_body(ViewModel& vm, MessageView& m, const Fonts& fonts, bool selectabl
     ImGui::TextDisabled("...");
     return;
   }
-  draw_markdown(vm.ui.markdown.document(m.id, m.text), fonts, vm.ui.layout);
+  if (m.role != MessageRole::Assistant) {
+    draw_markdown(vm.ui.markdown.document(m.id, m.text), fonts, vm.ui.layout);
+    return;
+  }
+  const AnswerParts parts = split_answer(m.text);
+  if (!parts.reasoning.empty() || parts.reasoning_open) draw_reasoning(parts);
+  if (!parts.answer.empty()) draw_markdown(vm.ui.markdown.document(m.id, parts.answer), fonts, vm.ui.layout);
 }
 
 void draw_branch_switcher(const MessageView& m, UiActions& actions) {

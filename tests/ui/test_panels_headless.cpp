@@ -331,6 +331,21 @@ TEST_CASE("Markdown answers draw, parsed once while they do not change", "[ui][h
   CHECK(vm.ui.markdown.size() == 2);     // the message gone from the chat is forgotten
 }
 
+TEST_CASE("a reasoning model's answer draws its reasoning folded and only the answer as Markdown",
+          "[ui][headless][markdown]") {
+  HeadlessImGui imgui;
+  ViewModel vm = make_vm(64, 1, 0);
+  vm.chat.messages.push_back({1, MessageRole::User, MessageState::Complete, "2+2?"});
+  vm.chat.messages.push_back({2, MessageRole::Assistant, MessageState::Complete,
+                              "<|channel|>analysis<|message|>Add them.<|end|><|start|>assistant<|channel|>final<|message|>**4**"});
+  vm.chat.messages.push_back({3, MessageRole::Assistant, MessageState::Streaming, "<think>\nAdd th"});
+  imgui.frame(vm);
+  CHECK(vm.ui.markdown.parses() == 2);   // the question and the harmony answer; the streaming one is all reasoning so far
+  vm.chat.messages[2].text += "em.\n</think>\n\n4";
+  imgui.frame(vm);
+  CHECK(vm.ui.markdown.parses() == 3);
+}
+
 TEST_CASE("nothing the panels draw overflows from 1024x700 to 2560x1440", "[ui][headless][layout]") {
   HeadlessImGui imgui;
   ViewModel vm = make_vm(512, 6, 4);

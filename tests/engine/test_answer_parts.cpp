@@ -1,0 +1,52 @@
+// split_answer: a reasoning model's answer split into its reasoning and the answer shown, for
+// <think> (closed, opened by the generation prompt, still streaming) and harmony channels
+// (analysis then final, several analysis messages, still streaming), and plain answers intact.
+#include <catch2/catch.hpp>
+
+#include "engine/chat/answer_parts.h"
+
+using kvdesk::AnswerParts;
+using kvdesk::split_answer;
+
+TEST_CASE("<think> reasoning is split from the answer, the opener optional", "[engine][chat][answer]") {
+  const AnswerParts closed = split_answer("<think>\nAdd them.\n</think>\n\n4");
+  CHECK(closed.reasoning == "Add them.");
+  CHECK(closed.answer == "4");
+  CHECK_FALSE(closed.reasoning_open);
+  // DeepSeek R1's generation prompt wrote "<think>\n": the answer starts inside it.
+  const AnswerParts prompted = split_answer("Add them.\n</think>\n\n4");
+  CHECK(prompted.reasoning == "Add them.");
+  CHECK(prompted.answer == "4");
+  const AnswerParts streaming = split_answer("<think>\nAdd th");
+  CHECK(streaming.reasoning == "Add th");
+  CHECK(streaming.answer.empty());
+  CHECK(streaming.reasoning_open);
+}
+
+TEST_CASE("harmony's analysis channels are the reasoning, the final channel the answer", "[engine][chat][answer]") {
+  const AnswerParts done = split_answer(
+      "<|channel|>analysis<|message|>Add them.<|end|><|start|>assistant<|channel|>analysis<|message|>It is 4."
+      "<|end|><|start|>assistant<|channel|>final<|message|>**4**");
+  CHECK(done.reasoning == "Add them.\n\nIt is 4.");
+  CHECK(done.answer == "**4**");
+  CHECK_FALSE(done.reasoning_open);
+  const AnswerParts thinking = split_answer("<|channel|>analysis<|message|>Add th");
+  CHECK(thinking.reasoning == "Add th");
+  CHECK(thinking.answer.empty());
+  CHECK(thinking.reasoning_open);
+  const AnswerParts opening = split_answer("<|channel|>analy");
+  CHECK(opening.reasoning.empty());
+  CHECK(opening.reasoning_open);
+  const AnswerParts direct = split_answer("<|channel|>final<|message|>Hi");
+  CHECK(direct.reasoning.empty());
+  CHECK(direct.answer == "Hi");
+}
+
+TEST_CASE("an answer without reasoning is all answer, as written", "[engine][chat][answer]") {
+  for (const char* text : {"Hello!", "  spaced  ", "", "a </b> tag", "<thinking> is a word"}) {
+    const AnswerParts parts = split_answer(text);
+    CHECK(parts.answer == text);
+    CHECK(parts.reasoning.empty());
+    CHECK_FALSE(parts.reasoning_open);
+  }
+}
