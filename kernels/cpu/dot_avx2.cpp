@@ -9,7 +9,6 @@
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/dot_subblock.h"
 #include "kernels/cpu/dot_lowbit_formats.h"
-#include "kernels/cpu/mxfp4_format.h"
 #include "kernels/cpu/tile_driver.h"
 
 namespace kvdesk {

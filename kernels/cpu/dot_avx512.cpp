@@ -11,7 +11,7 @@
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/dot_subblock.h"
 #include "kernels/cpu/dot_lowbit_avx512.h"
-#include "kernels/cpu/mxfp4_format.h"
+#include "kernels/cpu/level_index_format.h"
 #include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/tile_driver.h"
 

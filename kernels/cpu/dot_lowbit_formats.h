@@ -5,11 +5,13 @@
 //   Q2_K, Q3_K: two 16-value sub-blocks, lanes 0-3 and 4-7 with their own scales (pair_scales);
 //     Q2_K's mins differ per half too, so they are lane mins.
 //   IQ4_NL, IQ4_XS: 4-bit indices looked up in the 16-entry level table with one byte shuffle
-//     per 32 values; the levels are signed, so the dot runs on |level| (kSigned).
+//     per 32 values; the levels are signed, so the dot runs on |level| (kSigned). IQ4_NL's
+//     format is level_index_format.h's, which MXFP4 shares.
 #pragma once
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/level_index_format.h"
 #include "kernels/cpu/simd_prelude.h"
 #include "kernels/ggml_types.h"
 
@@ -87,26 +89,15 @@ struct Q3_KFormat {
   ALWAYS_INLINE static __m256 scale(const Scales& sc, int s) { return pair_scales(sc.v, s); }
 };
 
-// 16 index bytes -> [32] s8 levels: low nibbles (values 0..15), then high nibbles (16..31)
+inline float iq4_nl_block_scale(const BlockIQ4_NL& b) { return _cvtsh_ss(b.d); }
+using IQ4_NLFormat = LevelIndexFormat<BlockIQ4_NL, kIq4nlValues, iq4_nl_block_scale>;
+
+// 16 index bytes of a sub-block -> [32] s8 levels of kIq4nlValues
 ALWAYS_INLINE __m256i iq4_levels(const uint8_t* qs) {
   const __m256i table =
       _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
   return _mm256_shuffle_epi8(table, nibbles_32(qs));
 }
-
-struct IQ4_NLFormat {
-  using Block = BlockIQ4_NL;
-  static constexpr int kSubBlocks = 1;
-  static constexpr int kOffset = 0;
-  static constexpr bool kHasMin = false;
-  static constexpr bool kSigned = true;
-  struct Scales {
-    __m256 d;
-  };
-  ALWAYS_INLINE static Scales scales(const Block& b) { return Scales{_mm256_set1_ps(_cvtsh_ss(b.d))}; }
-  ALWAYS_INLINE static __m256i quants(const Block& b, int) { return iq4_levels(b.qs); }
-  ALWAYS_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
-};
 
 struct IQ4_XSFormat {
   using Block = BlockIQ4_XS;
