@@ -59,7 +59,7 @@ void key_moments(const KvCache& kv, SeqId seq, int32_t n, int32_t layer, const M
 }  // namespace
 
 bool kv_keys_smoothed(const KvLayout& layout, const ModelConfig& config) {
-  return kv_type_low_bit(layout.k_type) && config.attn_logit_softcap == 0.0f;
+  return kv_type_low_bit(layout.k_type) && config.attn_logit_softcap == 0.0f && !config.traits.attention_sinks;
 }
 
 bool kv_keys_scaled(const KvLayout& layout, const ModelConfig& config) {

@@ -21,7 +21,8 @@
 // of the model: measured once, with f32 KV, on a built-in text (key_smoothing_text); shared
 // prefix blocks, swapped and saved KV all keep them. Measured on another machine's kernels they
 // differ in their last bits, which moves the scores of mixed keys by about 1e-6: harmless.
-// Soft-capped scores (Gemma 2) are not shift invariant, so such models keep plain keys. After
+// Soft-capped scores (Gemma 2) and scores that share the softmax with a fixed sink logit (gpt-oss)
+// are not shift invariant, so such models keep plain keys. After
 // RoPE the channel pair that carries the constant part still turns slowly with position (0.5 rad
 // over 512 tokens in stories260K), so the statistics are taken over 256 positions, not a handful.
 #pragma once
@@ -37,7 +38,7 @@ class Model;
 class ThreadPool;
 
 // Whether a pool of this layout stores smoothed keys for this model: quantized K types (fp8,
-// int8, int4) in models whose attention scores are not soft-capped.
+// int8, int4) in models whose attention scores are neither soft-capped nor beside sink logits.
 bool kv_keys_smoothed(const KvLayout& layout, const ModelConfig& config);
 
 // Whether its smoothed keys are also scaled by D^-1 (and its queries by D): int8 and int4 keys.

@@ -1,8 +1,9 @@
 // The Llama-family forward pass (architecture.h), top-down: embed -> per layer (attention
 // block, FFN block) -> final norm -> logits, with each family's optional pieces (q/k norms,
 // post norms, GeGLU, sliding windows, soft caps, Granite's multipliers, a mixture of experts,
-// gpt-oss's biases and attention sinks) where its config says. Matmuls are split across the thread pool by weight rows;
-// attention is split by (token, kv head). Buffers are [tokens][features], row-major.
+// gpt-oss's biases and attention sinks) where its config says. Matmuls are split across the
+// thread pool by weight rows; attention is split by (token, kv head). Buffers are
+// [tokens][features], row-major.
 #include "engine/model/model.h"
 
 #include <algorithm>

@@ -30,7 +30,7 @@ void softmax(std::vector<float>& scores) {
 
 }  // namespace
 
-TEST_CASE("keys are smoothed for quantized kv types of models without soft-capped scores", "[engine][key_smoothing]") {
+TEST_CASE("keys are smoothed for quantized kv types of models without soft-capped scores or sinks", "[engine][key_smoothing]") {
   ModelConfig config;
   KvLayout layout;
   for (KvType type : all_kv_types()) {
@@ -44,6 +44,10 @@ TEST_CASE("keys are smoothed for quantized kv types of models without soft-cappe
   layout.k_type = KvType::INT8;
   CHECK_FALSE(kv_keys_smoothed(layout, config));
   CHECK_FALSE(kv_keys_scaled(layout, config));
+  // A sink logit is not moved by the shift q·mu that every key's score takes (gpt-oss).
+  config.attn_logit_softcap = 0.0f;
+  config.traits.attention_sinks = true;
+  CHECK_FALSE(kv_keys_smoothed(layout, config));
 }
 
 TEST_CASE("stories260K's key smoothing holds its outlier channels, scales per RoPE pair and is measured once",
