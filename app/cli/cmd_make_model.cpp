@@ -42,6 +42,8 @@ Command add_make_model_command(CLI::App& app) {
   cmd->add_option("--embd", s.embd, "Embedding size")->capture_default_str();
   cmd->add_option("--heads", s.heads, "Attention heads")->capture_default_str();
   cmd->add_option("--kv-heads", s.kv_heads, "KV heads (GQA when fewer than heads)")->capture_default_str();
+  cmd->add_option("--head-dim", s.head_dim, "Each head's size when not embd / heads (attention.key_length); 0: embd / heads")
+      ->capture_default_str();
   cmd->add_option("--ff", s.ff, "Feed-forward size")->capture_default_str();
   cmd->add_option("--ctx", s.context_length, "Context length")->check(CLI::Range(16, 1 << 24))->capture_default_str();
   cmd->add_option("--vocab-from", s.vocab_from, "SentencePiece .model whose vocabulary to use")->required();

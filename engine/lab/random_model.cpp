@@ -79,7 +79,8 @@ void check_spec(const RandomModelSpec& s) {
   if (s.layers < 1 || s.layers > 1024) fail("--layers must be in [1, 1024]");
   if (s.embd < 2 || s.embd > 65536) fail("--embd must be in [2, 65536]");
   if (s.heads < 1 || s.embd % s.heads != 0) fail("--embd must be a multiple of --heads");
-  if ((s.embd / s.heads) % 2 != 0) fail("the head dimension (embd / heads) must be even");
+  if (s.head_dim < 0 || s.head_dim > 4096) fail("--head-dim must be in [0, 4096] (0: embd / heads)");
+  if ((s.head_dim > 0 ? s.head_dim : s.embd / s.heads) % 2 != 0) fail("the head dimension must be even");
   if (s.kv_heads < 1 || s.heads % s.kv_heads != 0) fail("--heads must be a multiple of --kv-heads");
   if (s.ff < 1 || s.ff > 262144) fail("--ff must be in [1, 262144]");
   if (!is_random_model_architecture(s.arch)) fail("--arch must be one of " + random_model_architectures());
@@ -243,7 +244,7 @@ bool has_qkv_bias(const std::string& arch) { return arch == "qwen2" || arch == "
 // Each family's own keys beside the common ones, with the values of a real checkpoint.
 void write_family_metadata(GgufWriter& w, const RandomModelSpec& spec, int32_t head_dim) {
   const std::string a = spec.arch + ".";
-  if (is_gemma(spec.arch)) {
+  if (is_gemma(spec.arch) || spec.arch == "gpt-oss" || spec.head_dim > 0) {   // their converters write it
     w.add_uint32(a + "attention.key_length", uint32_t(head_dim));
     w.add_uint32(a + "attention.value_length", uint32_t(head_dim));
   }
@@ -261,9 +262,7 @@ void write_family_metadata(GgufWriter& w, const RandomModelSpec& spec, int32_t h
     if (spec.arch != "llama") w.add_uint32(a + "expert_feed_forward_length", uint32_t(spec.expert_ff));
     if (spec.arch == "qwen2moe") w.add_uint32(a + "expert_shared_feed_forward_length", uint32_t(spec.ff));
   }
-  if (spec.arch == "gpt-oss") {   // gpt-oss-20b's window; its head size is written apart
-    w.add_uint32(a + "attention.key_length", uint32_t(head_dim));
-    w.add_uint32(a + "attention.value_length", uint32_t(head_dim));
+  if (spec.arch == "gpt-oss") {   // gpt-oss-20b's window
     w.add_uint32(a + "attention.sliding_window", uint32_t(spec.sliding_window > 0 ? spec.sliding_window : 128));
   }
   if (spec.arch == "granite") {   // granite-3.0-2b's multipliers
@@ -384,7 +383,7 @@ void write_random_model(const RandomModelSpec& spec, const std::string& out_path
   check_spec(spec);
   const Vocabulary vocab = read_vocabulary(spec.vocab_from);
   const int64_t n_vocab = int64_t(vocab.tokens.size());
-  const int32_t head_dim = spec.embd / spec.heads;
+  const int32_t head_dim = spec.head_dim > 0 ? spec.head_dim : spec.embd / spec.heads;
   const std::string a = spec.arch + ".";
   const bool eps_1e6 = spec.arch.starts_with("qwen") || is_gemma(spec.arch);
 

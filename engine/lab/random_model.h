@@ -20,6 +20,9 @@ struct RandomModelSpec {
   int32_t embd = 256;
   int32_t heads = 4;
   int32_t kv_heads = 4;
+  // 0: embd / heads; else each head's size apart from it, written as attention.key_length (Gemma
+  // 7B's 16 x 256 over 3072, gpt-oss's 64 x 64 over 2880).
+  int32_t head_dim = 0;
   int32_t ff = 704;
   int32_t context_length = 2048;
   float rope_freq_base = 10000.0f;

@@ -166,9 +166,10 @@ TEST_CASE("qwen3moe, qwen2moe, gpt-oss and a Mixtral-style llama route each toke
   spec.experts = 8;
   spec.experts_used = arch == "qwen3moe" ? 3 : 2;
   spec.expert_ff = 24;   // qwen2moe's shared expert is ff (48) wide
-  if (arch == "gpt-oss") {   // as gpt-oss-20b: YaRN, a window on even layers (8 of 40 tokens here), sinks
-    spec.rope_scaling = "yarn";
+  if (arch == "gpt-oss") {   // as gpt-oss-20b: YaRN, a window on even layers (8 of 40 tokens here), sinks,
+    spec.rope_scaling = "yarn";   // and heads apart from d_model: 4 x 16 queries over 32
     spec.sliding_window = 8;
+    spec.head_dim = 16;
   }
   write_random_model(spec, dir.file("m.gguf"));
   test::ModelRun r = open_model(dir.file("m.gguf"), 2, prefill_chunk);
@@ -178,6 +179,7 @@ TEST_CASE("qwen3moe, qwen2moe, gpt-oss and a Mixtral-style llama route each toke
   CHECK(c.expert_feed_forward_length == (arch == "llama" ? spec.ff : 24));
   CHECK(c.expert_shared_feed_forward_length == (arch == "qwen2moe" ? spec.ff : 0));
   CHECK(c.traits.expert_weights_renormalized == (arch != "qwen2moe"));
+  if (arch == "gpt-oss") CHECK(c.q_dim() == 2 * c.embedding_length);
   const std::vector<int32_t> tokens = some_tokens(40);
   const std::vector<float> logits = r.logits(tokens);
   const double worst = worst_logit_difference(logits, reference_logits(r.model->file(), tokens));
