@@ -38,11 +38,33 @@ void read_usage(const json& usage, StreamState& state) {
   if (details.is_object()) state.cached_tokens = details.value("cached_tokens", 0);
 }
 
-// A chat chunk carries delta.content; a completions chunk carries text.
+// The text of a delta's string field, "" when absent or not a string.
+std::string delta_text(const json& delta, const char* field) {
+  const json& value = delta.value(field, json());
+  return value.is_string() ? value.get<std::string>() : std::string();
+}
+
+// A chat delta: its reasoning inside <think> ... </think>, then its content.
+void read_delta(const json& delta, StreamState& state) {
+  std::string reasoning = delta_text(delta, "reasoning_content");
+  if (reasoning.empty()) reasoning = delta_text(delta, "reasoning");
+  const std::string content = delta_text(delta, "content");
+  if (!reasoning.empty()) {
+    if (!state.in_reasoning) state.delta += "<think>\n";
+    state.in_reasoning = true;
+    state.delta += reasoning;
+  }
+  if (!content.empty()) {
+    if (state.in_reasoning) state.delta += "\n</think>\n\n";
+    state.in_reasoning = false;
+    state.delta += content;
+  }
+}
+
+// A chat chunk carries delta.content (and its reasoning); a completions chunk carries text.
 void read_choice(const json& choice, StreamState& state) {
   if (choice.contains("delta") && choice["delta"].is_object()) {
-    const json& content = choice["delta"].value("content", json());
-    if (content.is_string()) state.delta = content.get<std::string>();
+    read_delta(choice["delta"], state);
   } else if (choice.contains("text") && choice["text"].is_string()) {
     state.delta = choice["text"].get<std::string>();
   }

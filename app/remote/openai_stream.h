@@ -27,9 +27,12 @@ struct StreamState {
   int32_t prompt_tokens = -1;                 // from usage, -1 until it arrives
   int32_t cached_tokens = 0;
   int32_t completion_tokens = -1;
+  bool in_reasoning = false;                  // a <think> opened for reasoning_content is not closed yet
 };
 
-// Reads one SSE data payload into state (delta replaced, the rest accumulated). Throws
+// Reads one SSE data payload into state (delta replaced, the rest accumulated). A chat delta's
+// reasoning (reasoning_content, or vLLM's newer reasoning) joins the text inside <think> ...
+// </think> before the answer, the form kvdesk stores and shows reasoning in. Throws
 // kvdesk::Error for a payload that is not a chunk (an error object included: its message).
 void read_stream_chunk(const std::string& data, StreamState& state);
 

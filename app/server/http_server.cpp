@@ -9,12 +9,14 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <optional>
 
 #include "app/server/api_error.h"
 #include "app/server/completion_run.h"
 #include "app/server/kv_json.h"
 #include "app/server/openai_request.h"
 #include "app/server/openai_response.h"
+#include "engine/chat/chat_template.h"
 #include "engine/error.h"
 
 namespace kvdesk::server {
@@ -75,6 +77,7 @@ struct SseStream {
   ResponseShape shape;
   bool include_usage = false;
   std::string first_text;   // text that arrived before the response began
+  AnswerStream answer;       // a chat answer's reasoning and answer so far
   bool started = false;
   Clock::time_point last_write = Clock::now();
 };
@@ -88,6 +91,15 @@ bool write_stream_end(SseStream& s, httplib::DataSink& sink) {
   return ok;
 }
 
+// The event of one piece of text: a chat answer's reasoning and answer apart, a completion's
+// text as it is; "" when the piece adds nothing yet (a channel marker).
+std::string text_event(SseStream& s, const std::string& text) {
+  if (!s.shape.splits_reasoning()) return sse_event(s.shape.content(text));
+  const AnswerParts delta = s.answer.feed(text);
+  if (delta.reasoning.empty() && delta.answer.empty()) return {};
+  return sse_event(s.shape.answer_delta(delta));
+}
+
 // One call of the provider: the opening chunks, or the next event's text (or a keep-alive),
 // then the end once the run is done. False when a write failed: the client is gone.
 bool write_stream_step(SseStream& s, httplib::DataSink& sink) {
@@ -95,7 +107,8 @@ bool write_stream_step(SseStream& s, httplib::DataSink& sink) {
   if (!s.started) {
     s.started = true;
     if (s.shape.has_first()) ok = write_text(sink, sse_event(s.shape.first()));
-    if (ok && !s.first_text.empty()) ok = write_text(sink, sse_event(s.shape.content(s.first_text)));
+    const std::string event = s.first_text.empty() ? std::string() : text_event(s, s.first_text);
+    if (ok && !event.empty()) ok = write_text(sink, event);
   } else if (!s.run->done()) {
     std::string text;
     try {
@@ -105,8 +118,9 @@ bool write_stream_step(SseStream& s, httplib::DataSink& sink) {
       if (ok) sink.done();
       return ok;
     }
-    if (!text.empty()) {
-      ok = write_text(sink, sse_event(s.shape.content(text)));
+    const std::string event = text.empty() ? std::string() : text_event(s, text);
+    if (!event.empty()) {
+      ok = write_text(sink, event);
     } else if (Clock::now() - s.last_write > kKeepAlive) {
       ok = write_text(sink, ": keep-alive\n\n");
     }
@@ -267,7 +281,8 @@ void HttpServer::Impl::complete(const httplib::Request& req, httplib::Response& 
   const CompletionRequest request = endpoint == Endpoint::ChatCompletions ? parse_chat_request(req.body, model_limits())
                                                                          : parse_completion_request(req.body, model_limits());
   auto run = std::make_unique<CompletionRun>(router, request);
-  ResponseShape shape(endpoint, model_id());
+  const std::optional<ChatFormat> format = chat_format_from_name(engine.stats().model.chat_template);
+  ResponseShape shape(endpoint, model_id(), format && generation_prompt_opens_reasoning(*format));
   if (request.stream) {
     answer_stream(std::move(run), std::move(shape), request.include_usage, res);
   } else {
@@ -287,7 +302,9 @@ void HttpServer::Impl::answer_stream(std::unique_ptr<CompletionRun> run, Respons
                                      httplib::Response& res) const {
   std::string first;
   while (first.empty() && !run->done()) first = run->next_text(kEventPoll);
-  auto stream = std::make_shared<SseStream>(SseStream{std::move(run), std::move(shape), include_usage, std::move(first)});
+  AnswerStream answer = shape.answer_stream();
+  auto stream = std::make_shared<SseStream>(
+      SseStream{std::move(run), std::move(shape), include_usage, std::move(first), std::move(answer)});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider("text/event-stream", [stream](size_t, httplib::DataSink& sink) {
     return write_stream_step(*stream, sink);

@@ -1,5 +1,5 @@
-// OpenAI response shapes. Chat puts text in message.content (whole) or delta.content (chunks);
-// completions put it in choices[0].text either way.
+// OpenAI response shapes. Chat puts text in message.content (whole) or delta.content (chunks),
+// its reasoning in reasoning_content; completions put it in choices[0].text either way.
 #include "app/server/openai_response.h"
 
 #include <chrono>
@@ -29,16 +29,19 @@ json usage_json(const Usage& u) {
           {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
-ResponseShape::ResponseShape(Endpoint endpoint, std::string model_id)
+ResponseShape::ResponseShape(Endpoint endpoint, std::string model_id, bool opened_in_reasoning)
     : endpoint_(endpoint),
       id_(random_id(endpoint == Endpoint::ChatCompletions ? "chatcmpl-" : "cmpl-")),
       created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
-      model_id_(std::move(model_id)) {}
+      model_id_(std::move(model_id)),
+      opened_in_reasoning_(opened_in_reasoning) {}
 
 json ResponseShape::full(const std::string& text, const std::string& finish_reason, const Usage& usage) const {
   json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
   if (endpoint_ == Endpoint::ChatCompletions) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
+    const AnswerParts parts = split_answer((opened_in_reasoning_ ? "<think>" : "") + text);
+    choice["message"] = {{"role", "assistant"}, {"content", parts.answer}};
+    if (!parts.reasoning.empty()) choice["message"]["reasoning_content"] = parts.reasoning;
   } else {
     choice["text"] = text;
   }
@@ -67,6 +70,13 @@ json ResponseShape::content(const std::string& text) const {
     return chunk({{"index", 0}, {"delta", {{"content", text}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
   }
   return chunk({{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+}
+
+json ResponseShape::answer_delta(const AnswerParts& delta) const {
+  json fields = json::object();
+  if (!delta.reasoning.empty()) fields["reasoning_content"] = delta.reasoning;
+  if (!delta.answer.empty()) fields["content"] = delta.answer;
+  return chunk({{"index", 0}, {"delta", fields}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
 }
 
 json ResponseShape::last(const std::string& finish_reason) const {

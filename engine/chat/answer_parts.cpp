@@ -73,4 +73,22 @@ AnswerParts split_answer(std::string_view text) {
   return split_think(text);
 }
 
+// The parts grow at their ends as the text does (their trims only ever hold back whitespace that
+// more text then follows); a part that would shrink or change sends nothing more.
+AnswerParts AnswerStream::feed(std::string_view piece) {
+  text_ += piece;
+  const AnswerParts now = split_answer(text_);
+  AnswerParts delta;
+  delta.reasoning_open = now.reasoning_open;
+  if (now.reasoning.size() > sent_.reasoning.size() && now.reasoning.starts_with(sent_.reasoning)) {
+    delta.reasoning = now.reasoning.substr(sent_.reasoning.size());
+    sent_.reasoning = now.reasoning;
+  }
+  if (now.answer.size() > sent_.answer.size() && now.answer.starts_with(sent_.answer)) {
+    delta.answer = now.answer.substr(sent_.answer.size());
+    sent_.answer = now.answer;
+  }
+  return delta;
+}
+
 }  // namespace kvdesk

@@ -20,4 +20,18 @@ struct AnswerParts {
 
 AnswerParts split_answer(std::string_view text);
 
+// split_answer over a text that grows piece by piece (a streaming answer): each feed() returns
+// what the piece added to the reasoning and to the answer, so a client can be sent them apart.
+// opened_in_reasoning: the prompt ended inside a <think> the model will close (DeepSeek R1,
+// Qwen3 thinking), so the text starts as reasoning before any </think> arrives.
+class AnswerStream {
+ public:
+  explicit AnswerStream(bool opened_in_reasoning = false) : text_(opened_in_reasoning ? "<think>" : "") {}
+  AnswerParts feed(std::string_view piece);
+
+ private:
+  std::string text_;
+  AnswerParts sent_;
+};
+
 }  // namespace kvdesk

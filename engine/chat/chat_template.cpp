@@ -490,6 +490,10 @@ std::optional<ChatFormat> chat_format_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+bool generation_prompt_opens_reasoning(ChatFormat format) {
+  return format == ChatFormat::DeepSeekR1 || format == ChatFormat::Qwen3Thinking;
+}
+
 std::vector<std::string> chat_format_names() {
   std::vector<std::string> out;
   for (const ChatFormat f : kAllFormats) out.emplace_back(chat_format_name(f));

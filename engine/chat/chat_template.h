@@ -30,6 +30,9 @@ const char* chat_format_name(ChatFormat format);
 std::optional<ChatFormat> chat_format_from_name(std::string_view name);
 // All names, for help texts and error messages.
 std::vector<std::string> chat_format_names();
+// Whether the family's generation prompt opens the answer inside <think> (DeepSeek R1, Qwen3
+// thinking): the model's text starts as reasoning.
+bool generation_prompt_opens_reasoning(ChatFormat format);
 
 struct ChatTemplate {
   ChatFormat format = ChatFormat::Plain;

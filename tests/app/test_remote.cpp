@@ -184,6 +184,20 @@ TEST_CASE("OpenAI stream chunks give deltas, the finish reason, usage and errors
   CHECK_THROWS_AS(remote::openai_call(tokens_only, "m"), Error);
 }
 
+TEST_CASE("a server's reasoning_content joins the answer inside <think>, the form kvdesk shows folded", "[remote]") {
+  remote::StreamState s;
+  std::string text;
+  for (const char* chunk : {R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})",
+                            R"({"choices":[{"index":0,"delta":{"reasoning_content":"Add"}}]})",
+                            R"({"choices":[{"index":0,"delta":{"reasoning":" them."}}]})",
+                            R"({"choices":[{"index":0,"delta":{"content":"4"}}]})",
+                            R"({"choices":[{"index":0,"delta":{"content":" it is"}}]})"}) {
+    remote::read_stream_chunk(chunk, s);
+    text += s.delta;
+  }
+  CHECK(text == "<think>\nAdd them.\n</think>\n\n4 it is");
+}
+
 TEST_CASE("a remote request carries its sampling, logit biases included", "[remote]") {
   Request r;
   r.prompt_text = "Once";

@@ -1,11 +1,13 @@
 // The server's pure parts in process: stop strings across token borders, OpenAI request
-// parsing into engine Requests, and the error JSON shape.
+// parsing into engine Requests, the error JSON shape, and a reasoning model's answer in
+// reasoning_content beside content.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 
 #include "app/server/api_error.h"
 #include "app/server/openai_request.h"
+#include "app/server/openai_response.h"
 #include "app/server/stop_scanner.h"
 
 using namespace kvdesk;
@@ -145,4 +147,34 @@ TEST_CASE("the error JSON has OpenAI's four fields, null when absent", "[app][se
   CHECK(j["error"]["param"].is_null());
   CHECK(j["error"]["code"].is_null());
   CHECK(json_body(nlohmann::json(std::string("\xff"))) == "\"\xEF\xBF\xBD\"");   // invalid UTF-8 -> U+FFFD
+}
+
+TEST_CASE("a chat answer's reasoning goes in reasoning_content, whole or streamed", "[app][serve_parsing]") {
+  const Usage usage{5, 7, 0};
+  const ResponseShape harmony(Endpoint::ChatCompletions, "m");
+  const nlohmann::json whole = harmony.full(
+      "<|channel|>analysis<|message|>Add them.<|end|><|start|>assistant<|channel|>final<|message|>4", "stop", usage);
+  CHECK(whole["choices"][0]["message"]["content"] == "4");
+  CHECK(whole["choices"][0]["message"]["reasoning_content"] == "Add them.");
+  // DeepSeek R1's prompt opened <think>: the answer's text starts inside it.
+  const ResponseShape r1(Endpoint::ChatCompletions, "m", true);
+  const nlohmann::json opened = r1.full("Add them.\n</think>\n\n4", "stop", usage);
+  CHECK(opened["choices"][0]["message"]["content"] == "4");
+  CHECK(opened["choices"][0]["message"]["reasoning_content"] == "Add them.");
+  // An answer without reasoning stays as it is, with no reasoning_content.
+  const nlohmann::json plain = harmony.full("  Once upon a time", "length", usage);
+  CHECK(plain["choices"][0]["message"]["content"] == "  Once upon a time");
+  CHECK_FALSE(plain["choices"][0]["message"].contains("reasoning_content"));
+  // Streamed: each chunk's delta carries what its piece added, apart.
+  AnswerStream stream = r1.answer_stream();
+  const nlohmann::json first = r1.answer_delta(stream.feed("Add"));
+  CHECK(first["choices"][0]["delta"]["reasoning_content"] == "Add");
+  CHECK_FALSE(first["choices"][0]["delta"].contains("content"));
+  stream.feed(" them.\n");
+  const nlohmann::json answer = r1.answer_delta(stream.feed("</think>\n\n4"));
+  CHECK(answer["choices"][0]["delta"]["content"] == "4");
+  CHECK_FALSE(answer["choices"][0]["delta"].contains("reasoning_content"));
+  // Completions keep the text as written.
+  CHECK(ResponseShape(Endpoint::Completions, "m").full("<think>x</think>y", "stop", usage)["choices"][0]["text"] ==
+        "<think>x</think>y");
 }

@@ -1,11 +1,13 @@
 // split_answer: a reasoning model's answer split into its reasoning and the answer shown, for
 // <think> (closed, opened by the generation prompt, still streaming) and harmony channels
-// (analysis then final, several analysis messages, still streaming), and plain answers intact.
+// (analysis then final, several analysis messages, still streaming), and plain answers intact;
+// AnswerStream hands out the same parts piece by piece.
 #include <catch2/catch.hpp>
 
 #include "engine/chat/answer_parts.h"
 
 using kvdesk::AnswerParts;
+using kvdesk::AnswerStream;
 using kvdesk::split_answer;
 
 TEST_CASE("<think> reasoning is split from the answer, the opener optional", "[engine][chat][answer]") {
@@ -49,4 +51,34 @@ TEST_CASE("an answer without reasoning is all answer, as written", "[engine][cha
     CHECK(parts.reasoning.empty());
     CHECK_FALSE(parts.reasoning_open);
   }
+}
+
+namespace {
+
+// The reasoning and answer an AnswerStream hands out over pieces, joined.
+AnswerParts streamed(AnswerStream stream, std::initializer_list<const char*> pieces) {
+  AnswerParts joined;
+  for (const char* piece : pieces) {
+    const AnswerParts delta = stream.feed(piece);
+    joined.reasoning += delta.reasoning;
+    joined.answer += delta.answer;
+  }
+  return joined;
+}
+
+}  // namespace
+
+TEST_CASE("streamed pieces hand out the reasoning and the answer split_answer gives the whole", "[engine][chat][answer]") {
+  const AnswerParts harmony = streamed(AnswerStream(), {"<|channel|>", "analysis", "<|message|>", "Add", " them.", "<|end|>",
+                                                        "<|start|>", "assistant", "<|channel|>", "final", "<|message|>",
+                                                        "**4", "**"});
+  CHECK(harmony.reasoning == "Add them.");
+  CHECK(harmony.answer == "**4**");
+  // DeepSeek R1: the prompt opened <think>, so the first pieces are reasoning before any </think>.
+  const AnswerParts opened = streamed(AnswerStream(true), {"Add", " them", ".\n", "</think>", "\n\n", "4", " it is"});
+  CHECK(opened.reasoning == "Add them.");
+  CHECK(opened.answer == "4 it is");
+  const AnswerParts plain = streamed(AnswerStream(), {"Once", " upon", " a time"});
+  CHECK(plain.reasoning.empty());
+  CHECK(plain.answer == "Once upon a time");
 }
