@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 
+#include "engine/chat/answer_parts.h"
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
 
@@ -363,24 +364,12 @@ std::vector<TextSegment> render_deepseek(const std::vector<ChatMessage>& message
   return p.tmpl(think_opener ? "<｜Assistant｜><think>\n" : "<｜Assistant｜>").take();
 }
 
-// A harmony answer as the model wrote it ("<|channel|>analysis<|message|>...<|end|><|start|>
-// assistant<|channel|>final<|message|>Hello"): the text of its final message; an answer without
-// channels is all final message.
-std::string harmony_final_message(std::string_view content) {
-  constexpr std::string_view kFinal = "<|channel|>final<|message|>";
-  const size_t at = content.rfind(kFinal);
-  if (at == std::string_view::npos) return std::string(content);
-  std::string_view final_message = content.substr(at + kFinal.size());
-  for (const std::string_view end : {"<|end|>", "<|return|>"}) {
-    if (final_message.ends_with(end)) final_message.remove_suffix(end.size());
-  }
-  return std::string(final_message);
-}
-
 // gpt-oss's harmony template (no tools, no reasoning_effort or model_identity passed): its own
 // system message first, then the conversation's first system message as the developer's
 // instructions, users and answers as messages; an answer keeps only its final channel (the
-// reasoning of earlier turns is dropped), and later system messages are not rendered:
+// reasoning of earlier turns is dropped: an answer as the model wrote it, or with its reasoning
+// in <think> as a remote server's reasoning_content arrives, split_answer), and later system
+// messages are not rendered:
 //   {{- "<|start|>system<|message|>" }}{{- build_system_message() }}{{- "<|end|>" }}
 //   {{- "<|start|>developer<|message|>" }}{{- "# Instructions\n\n" }}{{- developer_message }}
 //   {{- "\n\n" }}{{- "<|end|>" }}
@@ -397,7 +386,7 @@ std::vector<TextSegment> render_harmony(const std::vector<ChatMessage>& messages
   for (const ChatMessage& m : split.rest) {
     if (m.role == "user") p.tmpl("<|start|>user<|message|>").content(m.content).tmpl("<|end|>");
     if (m.role == "assistant") {
-      p.tmpl("<|start|>assistant<|channel|>final<|message|>").content(harmony_final_message(m.content)).tmpl("<|end|>");
+      p.tmpl("<|start|>assistant<|channel|>final<|message|>").content(split_answer(m.content).answer).tmpl("<|end|>");
     }
   }
   return p.tmpl("<|start|>assistant").take();

@@ -316,8 +316,12 @@ TEST_CASE("Harmony (gpt-oss-20b's template): its dated system message, instructi
         system + "<|start|>developer<|message|># Instructions\n\nBe brief.\n\n<|end|>"
                  "<|start|>user<|message|>2+2?<|end|><|start|>assistant<|channel|>final<|message|>4<|end|>"
                  "<|start|>user<|message|>3+3?<|end|><|start|>assistant");
-  // Without a system message there are no instructions; an answer without channels is all final.
+  // Without a system message there are no instructions; an answer without channels is all final,
+  // but for reasoning kept in <think> (a remote server's reasoning_content).
   CHECK(render_on_april_5(t, {{"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}}, {}) ==
+        system + "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>Hello<|end|>"
+                 "<|start|>user<|message|>Bye<|end|><|start|>assistant");
+  CHECK(render_on_april_5(t, {{"user", "Hi"}, {"assistant", "<think>\nGreet.\n</think>\n\nHello"}, {"user", "Bye"}}, {}) ==
         system + "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>Hello<|end|>"
                  "<|start|>user<|message|>Bye<|end|><|start|>assistant");
   // Message texts are content: a user cannot open a channel.
