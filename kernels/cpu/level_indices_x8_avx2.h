@@ -1,10 +1,10 @@
 // Internal, included only by the AVX2 GEMMs over 4-bit level indices in an 8-row interleaved
 // layout (IQ4_XSx8, IQ4_NLx8 into kIq4nlValues, MXFP4x8 into kMxfp4Values; kernels/
-// weight_repack.h): a 32-byte chunk of indices becomes two vectors of signed levels (low and
-// high nibbles) with one byte shuffle each, and a levels vector meets 4 act bytes per row lane. maddubs takes u8 x s8, so the levels' absolute values
-// meet the activations carrying the levels' signs; |level| <= 127, so a pair sum reaches
-// 2 x 127 x 127 = 32258 and two could overflow s16: every vector is widened to s32 by its own
-// madd.
+// weight_repack.h): a 32-byte chunk of indices becomes two vectors of signed levels (low and high
+// nibbles) with one byte shuffle each, and a levels vector meets 4 act bytes per row lane. maddubs
+// takes u8 x s8, so the levels' absolute values meet the activations carrying the levels' signs;
+// |level| <= 127, so a pair sum reaches 2 x 127 x 127 = 32258 and two could overflow s16: every
+// vector is widened to s32 by its own madd.
 #pragma once
 #include "kernels/cpu/interleaved_gemm_avx2.h"
 

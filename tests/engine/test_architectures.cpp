@@ -1,8 +1,9 @@
 // Architectures: tiny random models of every supported family (llama, Llama 3 rope_freqs, qwen2
-// (with YaRN too), qwen3, qwen2moe, qwen3moe and Mixtral-style experts, gemma, gemma2, gemma3, phi3
-// with LongRoPE, granite, gpt-oss with MXFP4 experts) give the logits of the plain-loop reference forward (tests/engine/reference_forward.h),
-// and generate deterministically. Unsupported architectures, RoPE scalings, missing tensors and
-// keys and wrong shapes get clear errors.
+// (with YaRN too), qwen3, qwen2moe, qwen3moe and Mixtral-style experts, gemma, gemma2, gemma3,
+// phi3 with LongRoPE, granite, gpt-oss with MXFP4 experts) give the logits of the plain-loop
+// reference forward (tests/engine/reference_forward.h), and generate deterministically.
+// Unsupported architectures, RoPE scalings, missing tensors and keys and wrong shapes get clear
+// errors.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 // The gated activations of kernels/gated_activation.h against their scalar twins (ops::swiglu,
-// ops::geglu_tanh, ops::swiglu_oai) and against the formulas in double, with cpu:: pinned to each SIMD ISA this
-// CPU has and to the scalar path: gates across the range where the sigmoid goes from 0 to 1,
-// gates at float's extremes, rows of every length modulo the vector width (the last partial
-// vector goes through a padded copy), and h written over gate or over up.
+// ops::geglu_tanh, ops::swiglu_oai) and against the formulas in double, with cpu:: pinned to each
+// SIMD ISA this CPU has and to the scalar path: gates across the range where the sigmoid goes from
+// 0 to 1, gates at float's extremes, rows of every length modulo the vector width (the last
+// partial vector goes through a padded copy), and h written over gate or over up.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
