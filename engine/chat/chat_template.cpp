@@ -13,11 +13,12 @@
 namespace kvdesk {
 namespace {
 
-constexpr std::array<ChatFormat, 18> kAllFormats = {
+constexpr std::array<ChatFormat, 20> kAllFormats = {
     ChatFormat::Plain,   ChatFormat::ChatML,    ChatFormat::Llama2,   ChatFormat::Llama3,     ChatFormat::Zephyr,
     ChatFormat::Mistral, ChatFormat::Gemma,     ChatFormat::Phi3,     ChatFormat::Qwen3,      ChatFormat::Phi4,
     ChatFormat::Granite, ChatFormat::MistralV7, ChatFormat::DeepSeek, ChatFormat::DeepSeekR1, ChatFormat::Phi4Mini,
-    ChatFormat::MistralTekken, ChatFormat::Qwen3Thinking, ChatFormat::Harmony};
+    ChatFormat::MistralTekken, ChatFormat::Qwen3Thinking, ChatFormat::Harmony, ChatFormat::MistralV1,
+    ChatFormat::MistralV1Unspaced};
 
 void check_roles(const std::vector<ChatMessage>& messages) {
   if (messages.empty()) throw Error("a chat request needs at least one message");
@@ -183,6 +184,34 @@ std::vector<TextSegment> render_mistral(const std::vector<ChatMessage>& messages
       p.content(m.content).tmpl("[/INST]");
     } else if (m.role == "assistant") {
       p.tmpl(space).content(m.content).tmpl(specials.eos);
+    }
+  }
+  return p.take();
+}
+
+// Mistral-7B-Instruct-v0.2 and Mixtral-8x7B-Instruct-v0.1 (Mistral's v1 tokenization): the
+// system prompt starts the first user turn,
+//   {{- bos_token }} user: {{- ' [INST] ' + system_message + '\n\n' + message['content'] + ' [/INST]' }}
+//   (loop.first) or {{- ' [INST] ' + message['content'] + ' [/INST]' }}
+//   assistant: {{- ' ' + message['content'] + eos_token}}
+// Their first template, which older GGUFs carry, writes no leading spaces and refuses a system
+// message (merged the same way here):
+//   {{ bos_token }} user: {{ '[INST] ' + message['content'] + ' [/INST]' }}
+//   assistant: {{ message['content'] + eos_token}}
+std::vector<TextSegment> render_mistral_v1(const std::vector<ChatMessage>& messages, bool leading_spaces,
+                                           const ChatSpecialTexts& specials) {
+  const std::string lead = leading_spaces ? " " : "";
+  const SplitSystem split = split_system(messages);
+  Prompt p;
+  p.tmpl(specials.bos);
+  for (size_t i = 0; i < split.rest.size(); ++i) {
+    const ChatMessage& m = split.rest[i];
+    if (m.role == "user") {
+      p.tmpl(lead + "[INST] ");
+      if (i == 0 && split.system) p.content(split.system->content).tmpl("\n\n");
+      p.content(m.content).tmpl(" [/INST]");
+    } else if (m.role == "assistant") {
+      p.tmpl(lead).content(m.content).tmpl(specials.eos);
     }
   }
   return p.take();
@@ -468,6 +497,8 @@ const char* chat_format_name(ChatFormat format) {
     case ChatFormat::MistralTekken: return "mistral-tekken";
     case ChatFormat::Qwen3Thinking: return "qwen3-thinking";
     case ChatFormat::Harmony: return "harmony";
+    case ChatFormat::MistralV1: return "mistral-v1";
+    case ChatFormat::MistralV1Unspaced: return "mistral-v1-unspaced";
   }
   return "?";
 }
@@ -513,6 +544,8 @@ ChatTemplate detect_chat_template(std::string_view t) {
   if (has("<|user|>")) return {has("<|end|>") ? ChatFormat::Phi3 : ChatFormat::Zephyr, {}, {}, ""};
   if (has("[INST]") && has("<<SYS>>")) return {ChatFormat::Llama2, {}, {}, ""};
   if (has("\"[INST]\" +") || has("'[INST]' +")) return {ChatFormat::MistralTekken, {}, {}, ""};
+  if (has("' [INST] '")) return {ChatFormat::MistralV1, {}, {}, ""};
+  if (has("' [/INST]'")) return {ChatFormat::MistralV1Unspaced, {}, {}, ""};
   if (has("[INST]")) return {ChatFormat::Mistral, {}, {}, ""};
   return {ChatFormat::ChatML, {}, {},
           "the model's chat template (tokenizer.chat_template) is not one kvdesk knows; using ChatML, which may "
@@ -559,6 +592,8 @@ std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const st
     case ChatFormat::DeepSeekR1: return render_deepseek(messages, true, specials);
     case ChatFormat::Phi4Mini: return render_phi4_mini(messages);
     case ChatFormat::Harmony: return render_harmony(messages, default_system);
+    case ChatFormat::MistralV1: return render_mistral_v1(messages, true, specials);
+    case ChatFormat::MistralV1Unspaced: return render_mistral_v1(messages, false, specials);
   }
   return render_plain(messages);
 }

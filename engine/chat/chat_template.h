@@ -23,7 +23,7 @@ class GgufFile;
 
 enum class ChatFormat : uint8_t {
   Plain, ChatML, Llama2, Llama3, Zephyr, Mistral, Gemma, Phi3, Qwen3, Phi4, Granite, MistralV7, DeepSeek, DeepSeekR1,
-  Phi4Mini, MistralTekken, Qwen3Thinking, Harmony
+  Phi4Mini, MistralTekken, Qwen3Thinking, Harmony, MistralV1, MistralV1Unspaced
 };
 const char* chat_format_name(ChatFormat format);
 // "chatml", "llama2", ... as chat_format_name spells them; nullopt for anything else.
@@ -54,7 +54,9 @@ struct ChatTemplate {
 // From the template text: ChatML (and Qwen's default system prompt), Qwen3 (ChatML with
 // <think>; Qwen3 thinking when the generation prompt always opens <think>: QwQ, the 2507 thinking
 // models), Phi-4 (<|im_sep|>), Llama 2 (with <<SYS>>), Llama 3 (and 3.1+'s system preamble),
-// Mistral ([INST] without <<SYS>>), Mistral tekken (Nemo's "[INST]" + without the spaces),
+// Mistral ([INST] without <<SYS>>), Mistral v1 (Mistral-7B-Instruct-v0.1/0.2, Mixtral-8x7B-Instruct:
+// ' [INST] ' ... ' [/INST]', or their first template's '[INST] ' ... ' [/INST]'), Mistral tekken
+// (Nemo's "[INST]" + without the spaces),
 // Mistral v7 / tekken ([SYSTEM_PROMPT]), Gemma 2/3, Phi-3 (<|user|> ... <|end|>), Phi-4-mini
 // (<|role|> ... <|end|> without line breaks), Zephyr (<|user|> ... </s>), Granite
 // (<|start_of_role|>), DeepSeek (<｜User｜> ... <｜Assistant｜>: V3, R1-0528) and DeepSeek R1 (the

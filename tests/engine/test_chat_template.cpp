@@ -197,6 +197,27 @@ TEST_CASE("Mistral (Mistral-7B-Instruct-v0.3's template): system before the last
         "<s>[INST] Hi[/INST] Hello!</s>[INST] You are kind.\n\nAgain[/INST]");
 }
 
+TEST_CASE("Mistral v1 (Mistral-7B-Instruct-v0.2's templates): ' [INST] ' with the system first, or the first template's '[INST] '",
+          "[engine][chat]") {
+  const std::string v1 =
+      R"({%- if loop.first and system_message is defined %}{{- ' [INST] ' + system_message + '\n\n' + message['content'] + ' [/INST]' }})"
+      R"({%- else %}{{- ' [INST] ' + message['content'] + ' [/INST]' }}{%- endif %})"
+      R"({%- elif message['role'] == 'assistant' %}{{- ' ' + message['content'] + eos_token}})";
+  const ChatTemplate t = kvdesk::detect_chat_template(v1);
+  REQUIRE(t.format == ChatFormat::MistralV1);
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kWithSystem, kSpm)) ==
+        "<s> [INST] You are kind.\n\nHi [/INST] Hello!</s> [INST] Again [/INST]");
+  // The template TheBloke's GGUFs carry (llama.cpp's test-chat-template output for it, there
+  // without BOS and with the system message merged as we merge it).
+  const std::string first =
+      R"({{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }})"
+      R"({% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% endif %}{% endfor %})";
+  const ChatTemplate unspaced = kvdesk::detect_chat_template(first);
+  REQUIRE(unspaced.format == ChatFormat::MistralV1Unspaced);
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(unspaced, kWithSystem, kSpm)) ==
+        "<s>[INST] You are kind.\n\nHi [/INST]Hello!</s>[INST] Again [/INST]");
+}
+
 TEST_CASE("Mistral tekken (Mistral-Nemo-Instruct-2407's template): [INST] and the answer without spaces", "[engine][chat]") {
   const std::string nemo =
       R"({%- if loop.last and system_message is defined %}{{- "[INST]" + system_message + "\n\n" + message["content"] + "[/INST]" }})"
@@ -570,7 +591,7 @@ TEST_CASE("Families are recognized from their template text, unknown ones fall b
 TEST_CASE("Chat format names round-trip and an override replaces the model's template", "[engine][chat]") {
   for (const char* name : {"plain", "chatml", "llama2", "llama3", "zephyr", "mistral", "gemma", "phi3", "qwen3", "phi4",
                            "granite", "mistral-v7", "deepseek", "deepseek-r1", "phi4-mini",
-                           "mistral-tekken", "qwen3-thinking", "harmony"}) {
+                           "mistral-tekken", "qwen3-thinking", "harmony", "mistral-v1", "mistral-v1-unspaced"}) {
     const auto f = kvdesk::chat_format_from_name(name);
     REQUIRE(f);
     CHECK(std::string(kvdesk::chat_format_name(*f)) == name);
