@@ -55,6 +55,7 @@ YarnRange yarn_correction_range(int n_rot, int32_t original_context, float freq_
 }
 
 void rope_angles(int32_t position, const RopeParams& p, float* cos_sin) {
+  if (p.n_rot <= 0) return;
   const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
   const bool yarn = p.ext_factor != 0.0f;
   const float mscale = p.attn_factor * (yarn ? 1.0f + 0.1f * std::log(1.0f / p.freq_scale) : 1.0f);

@@ -24,7 +24,7 @@ enum class RopeMode {
 // The rotary embedding of one model. Dimensions at and past n_rot stay as they are (partial
 // rotary).
 struct RopeParams {
-  int n_rot = 0;                          // even, at most the head dimension
+  int n_rot = 0;                          // even, at most the head dimension; 0: nothing rotates
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;                // 1 / linear scaling factor
   const float* freq_factors = nullptr;    // [n_rot/2] or null

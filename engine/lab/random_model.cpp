@@ -71,7 +71,7 @@ Vocabulary read_vocabulary(const std::string& path) {
 }
 
 constexpr const char* kArchitectures[] = {"llama",  "qwen2",  "qwen2moe", "qwen3",   "qwen3moe", "gemma",
-                                          "gemma2", "gemma3", "phi3",     "granite", "gpt-oss"};
+                                          "gemma2", "gemma3", "phi3",     "granite", "gpt-oss", "smollm3"};
 
 
 void check_spec(const RandomModelSpec& s) {

@@ -87,8 +87,16 @@ Architecture gpt_oss() {
   return a;
 }
 
-const Architecture kArchitectures[] = {llama(),  qwen2(),  qwen2moe(), qwen3(), qwen3moe(), gemma(),
-                                       gemma2(), gemma3(), phi3(),     granite(), gpt_oss()};
+// SmolLM3: Llama whose every fourth layer has no positional encoding (llama.cpp's
+// n_no_rope_layer_step = 4, which the converter does not write).
+Architecture smollm3() {
+  Architecture a{"smollm3", ops::RopeMode::Normal, Optional, Absent};
+  a.no_rope_layer_step = 4;
+  return a;
+}
+
+const Architecture kArchitectures[] = {llama(),  qwen2(),  qwen2moe(), qwen3(),   qwen3moe(), gemma(),
+                                       gemma2(), gemma3(), phi3(),     granite(), gpt_oss(),  smollm3()};
 
 }  // namespace
 

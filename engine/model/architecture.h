@@ -55,6 +55,9 @@ struct Architecture {
   bool attention_sinks = false;
   // The FFN block's input norm, blk.N.<name>.weight: gpt-oss names it post_attention_norm.
   std::string_view ffn_norm_name = "ffn_norm";
+  // NoPE layers: layer l rotates no q or k when (l + 1) % no_rope_layer_step == 0 (SmolLM3: 4,
+  // a constant of the architecture that files do not carry); 0: every layer rotates.
+  int32_t no_rope_layer_step = 0;
 };
 
 // The architecture of that name, or nullptr when kvdesk cannot run it.

@@ -246,6 +246,8 @@ ops::RopeParams rope_params(const ModelConfig& c, const float* freq_factors) {
 
 ops::RopeParams layer_rope_params(const ModelConfig& c, const float* freq_factors, int32_t l) {
   ops::RopeParams p = rope_params(c, freq_factors);
+  const int32_t step = c.traits.no_rope_layer_step;
+  if (step > 0 && (l + 1) % step == 0) p.n_rot = 0;   // a NoPE layer: nothing rotates
   if (c.is_local_layer(l) && c.traits.local_rope_freq_base > 0) {
     p.freq_base = c.local_rope_freq_base;
     p.freq_scale = 1.0f;

@@ -75,7 +75,8 @@ ModelConfig read_model_config(const GgufFile& file);
 // CUDA).
 ops::RopeParams rope_params(const ModelConfig& c, const float* freq_factors);
 
-// The RoPE settings of layer l: local layers may have their own base and no scaling (Gemma 3).
+// The RoPE settings of layer l: local layers may have their own base and no scaling (Gemma 3);
+// a NoPE layer (SmolLM3) rotates nothing (n_rot 0).
 ops::RopeParams layer_rope_params(const ModelConfig& c, const float* freq_factors, int32_t l);
 
 }  // namespace kvdesk

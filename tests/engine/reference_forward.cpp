@@ -280,6 +280,7 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
       wu = Vec(wu.begin() + wu.size() / 2, wu.end());
     }
     const double base = S.local(l) ? S.local_base : S.base;
+    const bool nope = S.arch == "smollm3" && (l + 1) % 4 == 0;   // SmolLM3: no RoPE in every fourth layer
     std::vector<Vec> q(T), k(T), v(T);
     for (size_t t = 0; t < T; ++t) {
       const Vec xn = rms_norm(x[t], attn_norm, S.eps);
@@ -288,8 +289,8 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
       v[t] = matvec(wv, xn, bv);
       norm_heads(q[t], q_norm);
       norm_heads(k[t], k_norm);
-      for (size_t h = 0; h < H; ++h) rope(&q[t][h * HD], t, base);
-      for (size_t h = 0; h < KVH; ++h) rope(&k[t][h * HD], t, base);
+      for (size_t h = 0; h < H && !nope; ++h) rope(&q[t][h * HD], t, base);
+      for (size_t h = 0; h < KVH && !nope; ++h) rope(&k[t][h * HD], t, base);
     }
     for (size_t t = 0; t < T; ++t) {
       const size_t first = S.local(l) && t + 1 > S.window ? t + 1 - S.window : 0;

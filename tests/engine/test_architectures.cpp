@@ -141,13 +141,15 @@ RandomModelSpec family_spec(const std::string& arch) {
     s.rope_freq_base = 1000000.0f;
   }
   if (arch == "phi3") s.rope_scaling = "longrope";
+  if (arch == "smollm3") s.layers = 4;   // layer 3 without RoPE
   return s;
 }
 
 }  // namespace
 
-TEST_CASE("qwen3, gemma, gemma2, gemma3, phi3 and granite give the logits of the reference forward", "[engine][architectures]") {
-  const std::string arch = GENERATE(as<std::string>{}, "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite");
+TEST_CASE("qwen3, gemma, gemma2, gemma3, phi3, granite and smollm3 give the logits of the reference forward",
+          "[engine][architectures]") {
+  const std::string arch = GENERATE(as<std::string>{}, "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "smollm3");
   const int32_t prefill_chunk = GENERATE(1, 512);
   TempDir dir;
   write_random_model(family_spec(arch), dir.file("m.gguf"));
@@ -692,7 +694,7 @@ TEST_CASE("an unsupported architecture is named in the error with the supported 
   TempDir dir;
   const std::string path = write_tiny(dir, arch, tiny_tensors());
   CHECK_THROWS_WITH(Model::load(path), Catch::Contains("architecture '" + arch + "' is not supported") &&
-                                           Catch::Contains("kvdesk runs llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, gpt-oss"));
+                                           Catch::Contains("kvdesk runs llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, gpt-oss, smollm3"));
 }
 
 namespace {

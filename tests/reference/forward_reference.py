@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """An independent reference forward pass: logits at every position of a token sequence for a
 GGUF model of one of the families `kvdesk-cli make-model --arch` writes (llama, qwen2, qwen2moe,
-qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, gpt-oss), in float64 numpy, with its own
-minimal GGUF v3 reader.
+qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, gpt-oss, smollm3), in float64 numpy, with
+its own minimal GGUF v3 reader.
 
 Written from the public definitions only (llama.cpp's graph builders in src/models/ and its
 converter's GGUF conventions, Hugging Face transformers' modeling files), never from kvdesk's
@@ -21,6 +21,7 @@ engine, so that agreeing with the engine means something. Conventions it follows
     probabilities as they are and adds its shared expert's FFN times sigmoid(x . w_shared_gate).
   - YaRN (transformers' _compute_yarn_parameters): frequencies blended between the trained ones
     and those divided by the factor over the correction range; cos and sin times 0.1 ln(f) + 1.
+  - SmolLM3 (transformers' SmolLM3, no_rope_layer_interval 4): layers 3, 7, 11, ... use no RoPE.
   - gpt-oss (transformers' GptOss): layers 0, 2, 4, ... sliding, a learned sink logit per head
     in each softmax's denominator, a bias on the attention output, the router's scores biased
     and softmaxed over the top k, experts with biases and the clamped SwiGLU
@@ -141,7 +142,7 @@ class GgufFile:
 # ---------------------------------------------------------------------------------------------
 
 NEOX_ROPE_ARCHITECTURES = {"qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3", "phi3", "gpt-oss"}
-NORM_ROPE_ARCHITECTURES = {"llama", "granite"}
+NORM_ROPE_ARCHITECTURES = {"llama", "granite", "smollm3"}
 GEMMA_LOCAL_ROPE_BASE = 10000.0   # llama.cpp's rope_freq_base_train_swa for Gemma 3
 
 
@@ -385,7 +386,8 @@ class ReferenceModel:
         if q_norm is not None:
             q = rms_norm(q, q_norm, hp.rms_eps)
             k = rms_norm(k, k_norm, hp.rms_eps)
-        q, k = self.rotate(q, layer), self.rotate(k, layer)
+        if not (hp.arch == "smollm3" and (layer + 1) % 4 == 0):   # SmolLM3's NoPE layers
+            q, k = self.rotate(q, layer), self.rotate(k, layer)
         scale = hp.attention_scale if hp.attention_scale > 0 else 1.0 / math.sqrt(hp.head_dim)
         mask = attention_mask(n_tokens, hp.sliding_window if hp.is_sliding_layer(layer) else 0)
         group = hp.n_head // hp.n_head_kv
