@@ -163,6 +163,34 @@ std::vector<TextSegment> render_llama2(const std::vector<ChatMessage>& messages,
   return p.take();
 }
 
+// The [INST] families: each user message between `open` and `close` (the system prompt, and
+// "\n\n", before the last user message or the first), each answer after `answer_lead`, then EOS.
+struct InstForm {
+  std::string open;
+  std::string close;
+  std::string answer_lead;
+  bool system_in_first = false;   // else in the last user message of all
+};
+
+std::vector<TextSegment> render_inst(const std::vector<ChatMessage>& messages, const InstForm& form,
+                                     const ChatSpecialTexts& specials) {
+  const SplitSystem split = split_system(messages);
+  Prompt p;
+  p.tmpl(specials.bos);
+  for (size_t i = 0; i < split.rest.size(); ++i) {
+    const ChatMessage& m = split.rest[i];
+    if (m.role == "user") {
+      p.tmpl(form.open);
+      const bool system_here = form.system_in_first ? i == 0 : i + 1 == split.rest.size();
+      if (system_here && split.system) p.content(split.system->content).tmpl("\n\n");
+      p.content(m.content).tmpl(form.close);
+    } else if (m.role == "assistant") {
+      p.tmpl(form.answer_lead).content(m.content).tmpl(specials.eos);
+    }
+  }
+  return p.take();
+}
+
 // Mistral-7B-Instruct-v0.3: the system prompt goes before the user message that is the last
 // message of all (loop.last), or nowhere:
 //   {{- bos_token }} user: {{- "[INST] " + system_message + "\n\n" + message["content"] + "[/INST]" }}
@@ -173,20 +201,7 @@ std::vector<TextSegment> render_llama2(const std::vector<ChatMessage>& messages,
 std::vector<TextSegment> render_mistral(const std::vector<ChatMessage>& messages, bool tekken,
                                         const ChatSpecialTexts& specials) {
   const std::string space = tekken ? "" : " ";
-  const SplitSystem split = split_system(messages);
-  Prompt p;
-  p.tmpl(specials.bos);
-  for (size_t i = 0; i < split.rest.size(); ++i) {
-    const ChatMessage& m = split.rest[i];
-    if (m.role == "user") {
-      p.tmpl("[INST]" + space);
-      if (i + 1 == split.rest.size() && split.system) p.content(split.system->content).tmpl("\n\n");
-      p.content(m.content).tmpl("[/INST]");
-    } else if (m.role == "assistant") {
-      p.tmpl(space).content(m.content).tmpl(specials.eos);
-    }
-  }
-  return p.take();
+  return render_inst(messages, {"[INST]" + space, "[/INST]", space, false}, specials);
 }
 
 // Mistral-7B-Instruct-v0.2 and Mixtral-8x7B-Instruct-v0.1 (Mistral's v1 tokenization): the
@@ -201,20 +216,7 @@ std::vector<TextSegment> render_mistral(const std::vector<ChatMessage>& messages
 std::vector<TextSegment> render_mistral_v1(const std::vector<ChatMessage>& messages, bool leading_spaces,
                                            const ChatSpecialTexts& specials) {
   const std::string lead = leading_spaces ? " " : "";
-  const SplitSystem split = split_system(messages);
-  Prompt p;
-  p.tmpl(specials.bos);
-  for (size_t i = 0; i < split.rest.size(); ++i) {
-    const ChatMessage& m = split.rest[i];
-    if (m.role == "user") {
-      p.tmpl(lead + "[INST] ");
-      if (i == 0 && split.system) p.content(split.system->content).tmpl("\n\n");
-      p.content(m.content).tmpl(" [/INST]");
-    } else if (m.role == "assistant") {
-      p.tmpl(lead).content(m.content).tmpl(specials.eos);
-    }
-  }
-  return p.take();
+  return render_inst(messages, {lead + "[INST] ", " [/INST]", lead, true}, specials);
 }
 
 // gemma-3-it: the system prompt starts the first turn,
