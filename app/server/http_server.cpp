@@ -161,7 +161,7 @@ struct HttpServer::Impl {
 
   void require_model() const;
   std::string model_id() const;
-  ModelLimits model_limits() const;
+  std::string model_id(const EngineStats& stats) const;
   void health(httplib::Response& res) const;
   void models(httplib::Response& res);
   void complete(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
@@ -249,17 +249,13 @@ void HttpServer::Impl::require_model() const {
 }
 
 std::string HttpServer::Impl::model_id() const {
-  if (!options.model_id.empty()) return options.model_id;
-  const std::string path = engine.stats().model.path;
-  return path.substr(path.find_last_of('/') + 1);
+  return options.model_id.empty() ? model_id(engine.stats()) : options.model_id;
 }
 
-// The most tokens one request may use: the context, or the KV pool when smaller. Read per
-// request: the desktop app may load another model or re-create the pool while serving.
-ModelLimits HttpServer::Impl::model_limits() const {
-  const EngineStats stats = engine.stats();
-  return ModelLimits{std::min(stats.model.context_length, stats.kv.blocks_total * stats.kv.layout.block_size),
-                     stats.model.description.vocab_size};
+std::string HttpServer::Impl::model_id(const EngineStats& stats) const {
+  if (!options.model_id.empty()) return options.model_id;
+  const std::string& path = stats.model.path;
+  return path.substr(path.find_last_of('/') + 1);
 }
 
 void HttpServer::Impl::health(httplib::Response& res) const {
@@ -276,13 +272,25 @@ void HttpServer::Impl::models(httplib::Response& res) {
   send_json(res, {{"object", "list"}, {"data", json::array({model})}});
 }
 
+// The most tokens one request may use: the context, or the KV pool when smaller. Read per
+// request (one stats snapshot serves the request's limits, model id and chat format): the
+// desktop app may load another model or re-create the pool while serving.
+namespace {
+ModelLimits model_limits(const EngineStats& stats) {
+  return ModelLimits{std::min(stats.model.context_length, stats.kv.blocks_total * stats.kv.layout.block_size),
+                     stats.model.description.vocab_size};
+}
+}  // namespace
+
 void HttpServer::Impl::complete(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
   require_model();
-  const CompletionRequest request = endpoint == Endpoint::ChatCompletions ? parse_chat_request(req.body, model_limits())
-                                                                         : parse_completion_request(req.body, model_limits());
+  const EngineStats stats = engine.stats();
+  const ModelLimits limits = model_limits(stats);
+  const CompletionRequest request = endpoint == Endpoint::ChatCompletions ? parse_chat_request(req.body, limits)
+                                                                         : parse_completion_request(req.body, limits);
   auto run = std::make_unique<CompletionRun>(router, request);
-  const std::optional<ChatFormat> format = chat_format_from_name(engine.stats().model.chat_template);
-  ResponseShape shape(endpoint, model_id(), format && generation_prompt_opens_reasoning(*format));
+  const std::optional<ChatFormat> format = chat_format_from_name(stats.model.chat_template);
+  ResponseShape shape(endpoint, model_id(stats), format && generation_prompt_opens_reasoning(*format));
   if (request.stream) {
     answer_stream(std::move(run), std::move(shape), request.include_usage, res);
   } else {

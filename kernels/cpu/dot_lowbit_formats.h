@@ -92,12 +92,6 @@ struct Q3_KFormat {
 inline float iq4_nl_block_scale(const BlockIQ4_NL& b) { return _cvtsh_ss(b.d); }
 using IQ4_NLFormat = LevelIndexFormat<BlockIQ4_NL, kIq4nlValues, iq4_nl_block_scale>;
 
-// 16 index bytes of a sub-block -> [32] s8 levels of kIq4nlValues
-ALWAYS_INLINE __m256i iq4_levels(const uint8_t* qs) {
-  const __m256i table =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
-  return _mm256_shuffle_epi8(table, nibbles_32(qs));
-}
 
 struct IQ4_XSFormat {
   using Block = BlockIQ4_XS;
@@ -115,7 +109,7 @@ struct IQ4_XSFormat {
     for (int s = 0; s < 8; ++s) out.scale[s] = d * static_cast<float>(iq4_xs_scale(b, s) - 32);
     return out;
   }
-  ALWAYS_INLINE static __m256i quants(const Block& b, int s) { return iq4_levels(b.qs + 16 * s); }
+  ALWAYS_INLINE static __m256i quants(const Block& b, int s) { return levels_of(kIq4nlValues, b.qs + 16 * s); }
   ALWAYS_INLINE static __m256 scale(const Scales& sc, int s) { return _mm256_set1_ps(sc.scale[s]); }
 };
 

@@ -12,6 +12,12 @@
 namespace kvdesk {
 namespace {
 
+// 16 index bytes -> [32] s8 levels[index]: low nibbles (values 0..15), then high nibbles (16..31)
+ALWAYS_INLINE __m256i levels_of(const int8_t* levels, const uint8_t* qs) {
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(levels)));
+  return _mm256_shuffle_epi8(table, nibbles_32(qs));
+}
+
 // Block: qs[16] of indices into kLevels; scale_of(block) its scale.
 template <class B, const int8_t* kLevels, float (*scale_of)(const B&)>
 struct LevelIndexFormat {
@@ -24,11 +30,7 @@ struct LevelIndexFormat {
     __m256 d;
   };
   ALWAYS_INLINE static Scales scales(const Block& b) { return Scales{_mm256_set1_ps(scale_of(b))}; }
-  // 16 index bytes -> [32] s8 levels: low nibbles (values 0..15), then high nibbles (16..31)
-  ALWAYS_INLINE static __m256i quants(const Block& b, int) {
-    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels)));
-    return _mm256_shuffle_epi8(table, nibbles_32(b.qs));
-  }
+  ALWAYS_INLINE static __m256i quants(const Block& b, int) { return levels_of(kLevels, b.qs); }
   ALWAYS_INLINE static __m256 scale(const Scales& s, int) { return s.d; }
 };
 
