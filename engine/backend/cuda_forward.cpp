@@ -26,7 +26,10 @@
 namespace kvdesk {
 namespace {
 
-constexpr int32_t kChunk = cuda::kMaxGemvBatch;   // tokens per pass through the layers
+// Tokens per pass through the layers: a prefill of up to this many tokens reads each weight
+// matrix once per 64 tokens (cuda::matmul's GEMM tiles); the activations of a pass take
+// kChunk x (3 d_model + 2 q_dim + 2 kv_dim + 2 ffn + vocab) floats (33 MB for TinyLlama's shape).
+constexpr int32_t kChunk = 256;
 constexpr size_t kAlign = 256;                    // each tensor's start in the weight allocation
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -144,14 +147,13 @@ void require_runnable(const ModelWeights& w, const ModelConfig& c, int32_t ffn_p
   }
 }
 
-void gemv(const CudaForward::Matrix& w, const float* x, int32_t batch, float* y) {
-  cuda::gemv(w.type, w.data, w.rows, w.cols, x, batch, y);
+void matmul(const CudaForward::Matrix& w, const float* x, int32_t batch, float* y) {
+  cuda::matmul(w.type, w.data, w.rows, w.cols, x, batch, y);
 }
 
 // y[t] += bias for each of n rows of `features` values; nothing without a bias.
 void add_bias(float* y, const float* bias, int32_t n, int32_t features) {
-  if (!bias) return;
-  for (int32_t t = 0; t < n; ++t) cuda::add_in_place(y + int64_t(t) * features, bias, features);
+  if (bias) cuda::add_columns(y, bias, n, features);
 }
 
 // The floats of attention workspace the largest chunk over the longest context needs.
@@ -404,9 +406,9 @@ void CudaForward::run_chunk(const Step& step, int32_t first, int32_t n, KvCache&
     const PagedKvLayer kv_layer = kv.layer(l);   // device pointers (CudaKvPool)
     // 2. q, k, v of norm(x), with their biases.
     cuda::rms_norm(x, lw.attn_norm, xn, n, D, c.rms_eps);
-    gemv(lw.wq, xn, n, q);
-    gemv(lw.wk, xn, n, k);
-    gemv(lw.wv, xn, n, v);
+    matmul(lw.wq, xn, n, q);
+    matmul(lw.wk, xn, n, k);
+    matmul(lw.wv, xn, n, v);
     add_bias(q, lw.bq, n, QD);
     add_bias(k, lw.bk, n, KVD);
     add_bias(v, lw.bv, n, KVD);
@@ -434,14 +436,14 @@ void CudaForward::run_chunk(const Step& step, int32_t first, int32_t n, KvCache&
     cuda::paged_attention(kv_layer, seqs, n, max_tokens, args, plan);
     if (kv_type_rotated(kv.layout().v_type)) cuda::hadamard_rotate_rows(att, int64_t(n) * c.head_count, c.head_dim);
     // 5. x += att Wo.
-    gemv(lw.wo, att, n, tmp);
+    matmul(lw.wo, att, n, tmp);
     cuda::add_in_place(x, tmp, int64_t(n) * D);
     // 6. x += (silu(xn Wgate) * (xn Wup)) Wdown, xn = norm(x).
     cuda::rms_norm(x, lw.ffn_norm, xn, n, D, c.rms_eps);
-    gemv(lw.w_gate, xn, n, gate);
-    gemv(lw.w_up, xn, n, up);
+    matmul(lw.w_gate, xn, n, gate);
+    matmul(lw.w_up, xn, n, up);
     cuda::swiglu(gate, up, gate, int64_t(n) * F);
-    gemv(lw.w_down, gate, n, tmp);
+    matmul(lw.w_down, gate, n, tmp);
     cuda::add_in_place(x, tmp, int64_t(n) * D);
   }
 
@@ -449,7 +451,7 @@ void CudaForward::run_chunk(const Step& step, int32_t first, int32_t n, KvCache&
   const std::vector<uint8_t>& wants = step.batch->wants_logits;
   if (std::none_of(wants.begin() + first, wants.begin() + first + n, [](uint8_t w) { return w != 0; })) return;
   cuda::rms_norm(x, weights_.output_norm, xn, n, D, c.rms_eps);
-  gemv(weights_.output, xn, n, floats(b.logits));
+  matmul(weights_.output, xn, n, floats(b.logits));
   for (int32_t r = 0; r < n; ++r) {
     if (!wants[size_t(first + r)]) continue;
     cuda::copy_to_host(logits.data() + size_t(logit_row) * size_t(V), floats(b.logits) + size_t(r) * size_t(V),

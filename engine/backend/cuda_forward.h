@@ -4,9 +4,9 @@
 // host KvCache drives (kv_storage.h), and each forward copies the batch's block tables to the
 // device. Logits come back to the host for the rows asked, so the sampler is unchanged.
 //
-// Correctness first: the batch runs in chunks of at most kMaxGemvBatch (8) tokens through all
-// layers (the GEMV's batch limit), so a long prefill is many small steps; every token, prefill
-// or decode, is one query row of the flash-decoding attention over its own causal prefix.
+// The batch runs in passes of up to 256 tokens through all layers: a decode step's few tokens
+// through the GEMV, a prefill's through the tensor-core GEMM (cuda::matmul). Every token,
+// prefill or decode, is one query row of the flash-decoding attention over its own causal prefix.
 // Not yet on the device: KV retention (refused by KvCache) and the LlamaCpp attention numerics
 // (refused here). CUDA builds only.
 #pragma once

@@ -7,7 +7,8 @@
 //
 // GEMV takes f32 activations: decode is bound by reading the weights, so quantizing the
 // activations (as the CPU does for its integer dot products) would save no time there and would
-// add a rounding the CPU reference then has to model; prefill belongs to a GEMM (cuBLAS).
+// add a rounding the CPU reference then has to model. Prefill batches go to a tensor-core GEMM
+// (f16 inputs, f32 sums), which reads each weight once per 64 tokens instead of once per 8.
 #pragma once
 #include <cstdint>
 
@@ -38,6 +39,9 @@ void add_in_place(float* y, const float* x, int64_t n);
 // x[r][i] *= scale[i] for x [rows][n], scale [n].
 void scale_columns(float* x, const float* scale, int64_t rows, int32_t n);
 
+// x[r][i] += bias[i] for x [rows][n], bias [n].
+void add_columns(float* x, const float* bias, int64_t rows, int32_t n);
+
 // Whether the GEMV and embedding kernels take this weight type (every computable type).
 bool weight_type_supported(GgmlType type);
 
@@ -50,6 +54,15 @@ void embedding_rows(GgmlType type, const void* table, int32_t n, const int32_t* 
 // x [batch][n] f32 (16-byte aligned), y [batch][rows]. One warp per weight row decodes it once
 // for the whole batch. n a multiple of the type's block (and of 8); 1 <= batch <= kMaxGemvBatch.
 void gemv(GgmlType type, const void* w, int32_t rows, int32_t n, const float* x, int32_t batch, float* y);
+
+// y[b][r] = dot(W[r], x[b]) as gemv's contract, for any batch >= 1, on tensor cores: W's
+// decoded values and x rounded to f16, products summed in f32 (so y equals the double sum of
+// the f16-rounded operands up to f32 rounding). 64 x 64 output tiles.
+void gemm(GgmlType type, const void* w, int32_t rows, int32_t n, const float* x, int32_t batch, float* y);
+
+// y[b][r] = dot(W[r], x[b]) for any batch >= 1: gemv for up to kMaxGemvBatch rows and for f32
+// weights (in groups of kMaxGemvBatch: f32 weights are kept exact), gemm for larger batches.
+void matmul(GgmlType type, const void* w, int32_t rows, int32_t n, const float* x, int32_t batch, float* y);
 
 // out[r] = the greedy sampler's token for logits [rows][n] (first largest value; NaN loses).
 void argmax_rows(const float* logits, int32_t rows, int32_t n, int32_t* out);

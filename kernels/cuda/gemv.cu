@@ -5,9 +5,6 @@
 // (the decoder's switch folds away). Embedding: one CTA per token decodes its row.
 #include <cuda_runtime.h>
 
-#include <stdexcept>
-#include <string>
-
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/weight_codec.cuh"
@@ -63,19 +60,6 @@ void launch_gemv(const void* w, size_t row_bytes, int32_t rows, int32_t n, const
   gemv_kernel<kType><<<ctas, 32 * kRowsPerCta>>>(static_cast<const uint8_t*>(w), row_bytes, rows, n, x, batch, y);
 }
 
-// A computable type, and n a whole number of its blocks and of 8-value chunks.
-void check_row(GgmlType type, int32_t n, const char* what) {
-  if (!weight_type_supported(type)) {
-    throw std::invalid_argument(std::string(what) + ": weight type " + std::string(ggml_type_info(type).name) +
-                                " is not supported");
-  }
-  const int64_t block = ggml_type_info(type).block_values;
-  if (n <= 0 || n % block != 0 || n % 8 != 0) {
-    throw std::invalid_argument(std::string(what) + ": a row of " + std::to_string(n) + " values is not a whole number of " +
-                                std::string(ggml_type_info(type).name) + " blocks and of 8 values");
-  }
-}
-
 }  // namespace
 
 bool weight_type_supported(GgmlType type) {
@@ -90,7 +74,7 @@ bool weight_type_supported(GgmlType type) {
 }
 
 void embedding_rows(GgmlType type, const void* table, int32_t n, const int32_t* tokens, int32_t num_tokens, float* out) {
-  check_row(type, n, "CUDA embedding");
+  require_weight_row(type, n, "CUDA embedding");
   if (num_tokens < 0) throw std::invalid_argument("CUDA embedding: negative token count");
   if (num_tokens == 0) return;
   embedding_kernel<<<unsigned(num_tokens), kEmbeddingThreads>>>(type, static_cast<const uint8_t*>(table),
@@ -99,7 +83,7 @@ void embedding_rows(GgmlType type, const void* table, int32_t n, const int32_t* 
 }
 
 void gemv(GgmlType type, const void* w, int32_t rows, int32_t n, const float* x, int32_t batch, float* y) {
-  check_row(type, n, "CUDA gemv");
+  require_weight_row(type, n, "CUDA gemv");
   if (batch < 1 || batch > kMaxGemvBatch || rows < 0) {
     throw std::invalid_argument("CUDA gemv: batch " + std::to_string(batch) + " is outside 1.." +
                                 std::to_string(kMaxGemvBatch) + " or rows are negative");
@@ -118,7 +102,7 @@ void gemv(GgmlType type, const void* w, int32_t rows, int32_t n, const float* x,
     case GgmlType::Q4_K: launch_gemv<GgmlType::Q4_K>(w, row_bytes, rows, n, x, batch, y); break;
     case GgmlType::Q5_K: launch_gemv<GgmlType::Q5_K>(w, row_bytes, rows, n, x, batch, y); break;
     case GgmlType::Q6_K: launch_gemv<GgmlType::Q6_K>(w, row_bytes, rows, n, x, batch, y); break;
-    default: break;   // refused by check_row
+    default: break;   // refused by require_weight_row
   }
   check_last_error("CUDA gemv");
 }

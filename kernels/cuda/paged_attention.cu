@@ -53,14 +53,17 @@ __device__ inline const uint8_t* row_address(const PagedKvTensor& t, int32_t blo
 }
 
 // The types are ints, not KvType: nvcc's host stub cannot name kAnyKvType as an enum argument.
-template <int kKTypeCode, int kVTypeCode>
+// kHeads: the query heads the kernel keeps registers and shared memory for (4 or
+// kMaxHeadsPerCta); a group of at most 4 heads takes the 4-head instance, whose fewer registers
+// let more CTAs share a multiprocessor and keep more K/V bytes in flight.
+template <int kKTypeCode, int kVTypeCode, int kHeads>
 __global__ void __launch_bounds__(kThreads) attention_split_kernel(SplitParams p) {
   constexpr KvType kKType = KvType(kKTypeCode);
   constexpr KvType kVType = KvType(kVTypeCode);
   const int32_t seq_index = blockIdx.z;
   const int32_t kv_head = blockIdx.y / p.head_chunks;
   const int32_t head0 = kv_head * p.group + (blockIdx.y % p.head_chunks) * kMaxHeadsPerCta;
-  const int32_t heads = min(kMaxHeadsPerCta, kv_head * p.group + p.group - head0);
+  const int32_t heads = min(kHeads, kv_head * p.group + p.group - head0);
   const int32_t split = blockIdx.x;
   const PagedSeq seq = p.seqs[seq_index];
   const int32_t begin = split * p.split_tokens;
@@ -77,12 +80,12 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(SplitParams p
   const int32_t e0 = sub * 8;
   const bool has_values = e0 < d;
 
-  float q[kMaxHeadsPerCta][8];   // [head][value], prescaled to base-2 scores
-  float acc[kMaxHeadsPerCta][8];
-  float m[kMaxHeadsPerCta], l[kMaxHeadsPerCta];
+  float q[kHeads][8];   // [head][value], prescaled to base-2 scores
+  float acc[kHeads][8];
+  float m[kHeads], l[kHeads];
   const float q_scale = p.scale * kLog2e;
 #pragma unroll
-  for (int h = 0; h < kMaxHeadsPerCta; ++h) {
+  for (int h = 0; h < kHeads; ++h) {
     const float* qh = p.q + (int64_t(seq_index) * p.num_heads + head0 + h) * d + e0;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -114,9 +117,9 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(SplitParams p
     for (int j = 0; j < kRowsPerSlot; ++j) {
       float k[8];
       decode8<kKType>(layer.k.type, k_parts[j], k);
-      float s[kMaxHeadsPerCta] = {};
+      float s[kHeads] = {};
 #pragma unroll
-      for (int h = 0; h < kMaxHeadsPerCta; ++h) {
+      for (int h = 0; h < kHeads; ++h) {
         if (h >= heads) break;   // CTA-uniform
         float dot = 0.0f;
 #pragma unroll
@@ -128,26 +131,32 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(SplitParams p
       float v[8];
       decode8<kVType>(layer.v.type, v_parts[j], v);
 #pragma unroll
-      for (int h = 0; h < kMaxHeadsPerCta; ++h) {
+      for (int h = 0; h < kHeads; ++h) {
         if (h >= heads) break;
-        const float m_new = fmaxf(m[h], s[h]);
-        const float acc_scale = exp2f(m[h] - m_new);
-        const float weight = exp2f(s[h] - m_new);
+        // The running max rarely moves after a slot's first tokens: rescale only when it does
+        // (the row's lanes agree, as they hold the same reduced score).
+        if (s[h] > m[h]) {
+          const float acc_scale = exp2f(m[h] - s[h]);
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[h][i] = fmaf(acc[h][i], acc_scale, v[i] * weight);
-        l[h] = fmaf(l[h], acc_scale, weight);
-        m[h] = m_new;
+          for (int i = 0; i < 8; ++i) acc[h][i] *= acc_scale;
+          l[h] *= acc_scale;
+          m[h] = s[h];
+        }
+        const float weight = exp2f(s[h] - m[h]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[h][i] = fmaf(v[i], weight, acc[h][i]);
+        l[h] += weight;
       }
     }
   }
 
   // Merge the slots: slot_ml[head][slot] = (m, l); slot_acc[head][thread's 8 values].
-  __shared__ float slot_m[kMaxHeadsPerCta][kThreads];
-  __shared__ float slot_l[kMaxHeadsPerCta][kThreads];
-  __shared__ float slot_acc[kMaxHeadsPerCta][kThreads * 8];
-  __shared__ float cta_m[kMaxHeadsPerCta];
+  __shared__ float slot_m[kHeads][kThreads];
+  __shared__ float slot_l[kHeads][kThreads];
+  __shared__ float slot_acc[kHeads][kThreads * 8];
+  __shared__ float cta_m[kHeads];
 #pragma unroll
-  for (int h = 0; h < kMaxHeadsPerCta; ++h) {
+  for (int h = 0; h < kHeads; ++h) {
     if (sub == 0) {
       slot_m[h][slot] = m[h];
       slot_l[h][slot] = l[h];
@@ -205,7 +214,11 @@ __global__ void attention_combine_kernel(const PagedSeq* seqs, int32_t num_heads
 
 template <KvType kKType, KvType kVType>
 void launch_split(const SplitParams& p, dim3 grid) {
-  attention_split_kernel<int(kKType), int(kVType)><<<grid, kThreads>>>(p);
+  if (p.group <= 4) {
+    attention_split_kernel<int(kKType), int(kVType), 4><<<grid, kThreads>>>(p);
+  } else {
+    attention_split_kernel<int(kKType), int(kVType), kMaxHeadsPerCta><<<grid, kThreads>>>(p);
+  }
 }
 
 void launch_split_for_types(const SplitParams& p, dim3 grid) {

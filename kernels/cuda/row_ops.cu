@@ -69,6 +69,11 @@ __global__ void scale_columns_kernel(float* x, const float* scale, int64_t total
   if (i < total) x[i] *= scale[i % n];
 }
 
+__global__ void add_columns_kernel(float* x, const float* bias, int64_t total, int32_t n) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < total) x[i] += bias[i % n];
+}
+
 __device__ ArgmaxCandidate better_of(const ArgmaxCandidate& a, const ArgmaxCandidate& b) {
   return argmax_better(b, a) ? b : a;
 }
@@ -142,6 +147,13 @@ void scale_columns(float* x, const float* scale, int64_t rows, int32_t n) {
   if (rows == 0) return;
   scale_columns_kernel<<<element_blocks(rows * n), kElementThreads>>>(x, scale, rows * n, n);
   check_last_error("CUDA scale_columns");
+}
+
+void add_columns(float* x, const float* bias, int64_t rows, int32_t n) {
+  require(rows >= 0 && n > 0, "CUDA add_columns: need n > 0 (got " + std::to_string(n) + ")");
+  if (rows == 0) return;
+  add_columns_kernel<<<element_blocks(rows * n), kElementThreads>>>(x, bias, rows * n, n);
+  check_last_error("CUDA add_columns");
 }
 
 void argmax_rows(const float* logits, int32_t rows, int32_t n, int32_t* out) {

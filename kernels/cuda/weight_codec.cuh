@@ -9,7 +9,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/ggml_types.h"
 
 #ifndef KVDESK_HOST_DEVICE
@@ -128,6 +131,20 @@ KVDESK_HOST_DEVICE inline void decode8(GgmlType type, const uint8_t* row, int64_
     default:
       for (int i = 0; i < 8; ++i) x[i] = 0.0f;   // not computable: the launchers refuse it first
       return;
+  }
+}
+
+// Host side of a launcher: throws std::invalid_argument (naming `what`) unless rows of n values
+// of `type` can be decoded: a computable type, n a whole number of its blocks and of 8 values.
+inline void require_weight_row(GgmlType type, int32_t n, const char* what) {
+  if (!weight_type_supported(type)) {
+    throw std::invalid_argument(std::string(what) + ": weight type " + std::string(ggml_type_info(type).name) +
+                                " is not supported");
+  }
+  const int64_t block = ggml_type_info(type).block_values;
+  if (n <= 0 || n % block != 0 || n % 8 != 0) {
+    throw std::invalid_argument(std::string(what) + ": a row of " + std::to_string(n) + " values is not a whole number of " +
+                                std::string(ggml_type_info(type).name) + " blocks and of 8 values");
   }
 }
 

@@ -22,7 +22,8 @@ rm -rf "$bundle"
 mkdir -p "$bundle/lib" "$bundle/models"
 cp "$build/kvdesk_gpu_tests" "$build/kvdesk-cli" "$bundle/"
 strip "$bundle/kvdesk_gpu_tests" "$bundle/kvdesk-cli"
-# glibc's own libraries and the driver's libcuda come from the GPU machine; everything else
+# glibc's own libraries and the driver's libcuda come from the GPU machine (its C library must
+# be as new as this one's: the device tool's H200 machines have 2.39); everything else
 # (libstdc++, ICU, sentencepiece, protobuf, the CUDA runtime, ...) travels.
 ldd "$bundle/kvdesk_gpu_tests" "$bundle/kvdesk-cli" | awk '/=> \// { print $3 }' | sort -u |
   grep -vE '/(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|libcuda)\.so' |

@@ -29,8 +29,8 @@ models=${KVDESK_MODELS_DIR:-$(cd .. && pwd)/shared/models}
 start=$(date +%s)
 if [ -f "$build/PREBUILT" ]; then
   arch="prebuilt by tests/gpu/bundle.sh"
-  models=$(cd "$build/models" && pwd)
-  export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  source tests/gpu/prebuilt_env.sh
+  prebuilt_env "$build"
 else
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVDESK_BUILD_APP=OFF -DKVDESK_CUDA=ON \
         -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$logs/configure.txt" 2>&1 || { tail -30 "$logs/configure.txt"; exit 1; }
@@ -39,17 +39,17 @@ fi
 export KVDESK_MODELS_DIR=$models
 built=$(date +%s)
 
-timeout 300 "$build/kvdesk_gpu_tests" >"$logs/tests.txt" 2>&1
+timeout 200 "$build/kvdesk_gpu_tests" >"$logs/tests.txt" 2>&1
 tests_rc=$?
 tested=$(date +%s)
-timeout 180 "$build/kvdesk_gpu_tests" "[.bench]" >"$logs/bench.txt" 2>&1
+timeout 120 "$build/kvdesk_gpu_tests" "[.bench]" >"$logs/bench.txt" 2>&1
 bench_rc=$?
 # Decode speed of the whole engine path (Generator over CudaForward): 4 TinyLlama layers, q8_0.
 tiny="$build/tinyllama4_q8_0.gguf"
 gen_rc=0
-{ [ -f "$tiny" ] || timeout 120 "$build/kvdesk-cli" make-model --layers 4 --embd 2048 --heads 32 --kv-heads 4 \
+{ [ -f "$tiny" ] || timeout 60 "$build/kvdesk-cli" make-model --layers 4 --embd 2048 --heads 32 --kv-heads 4 \
       --ff 5632 --vocab-from "$models/tokenizer.model" --type q8_0 -o "$tiny"; } >"$logs/generate.txt" 2>&1 &&
-  timeout 120 "$build/kvdesk-cli" generate -m "$tiny" --backend cuda --json -n 256 --temp 0 --seed 1 \
+  timeout 60 "$build/kvdesk-cli" generate -m "$tiny" --backend cuda --json -n 256 --temp 0 --seed 1 \
       -p "The quick brown fox" >>"$logs/generate.txt" 2>&1 || gen_rc=$?
 done_at=$(date +%s)
 

@@ -129,14 +129,17 @@ TEST_CASE("a TinyLlama-shaped model greedy on CUDA follows the CPU for q8_0 and 
   const std::vector<int32_t> prompt = model->tokenizer().encode("The quick brown fox jumps over the lazy dog", true);
   const Completion want = greedy(*model, cpu, KvType::F16, prompt, 32);
   const Completion got = greedy(*model, cuda, KvType::F16, prompt, 32);
-  // The CPU's integer dot products quantize the activations to 8 bits, the GPU's GEMV keeps them
-  // f32: the logits differ by that rounding, so a looser bound than stories260K's f32
-  // weights, and the greedy paths may part where the CPU's top two logits are closer than that
-  // difference (a near tie, not a bug). Up to there the tokens must be equal; the token the GPU
-  // chose there must be one the CPU ranks within a few rounding errors of its own choice.
+  // The CPU's integer dot products quantize the activations to 8 bits (Q8_0: a scale per 32
+  // values for q8_0 weights; Q8_K: one per 256 for the K-quants, about twice the rounding), the
+  // GPU keeps them f32 (GEMV) or f16 (GEMM): the logits differ by that rounding, measured on an
+  // H200 at up to 5.9e-4 (q8_0) and 1.5e-3 (q4_k) NMSE, so bounds of twice that. A wrong scale or
+  // a misread block moves the NMSE towards 1. The greedy paths may part where the CPU's top two
+  // logits are closer than that difference (a near tie, not a bug). Up to there the tokens must
+  // be equal; the token the GPU chose there must be one the CPU ranks within a few rounding
+  // errors of its own choice.
   const int32_t vocab = model->config().vocab_size;
   const LogitsPair l = logits_pair(*model, cpu, cuda, KvType::F16, concat(prompt, want.tokens));
-  const double worst = worst_nmse(l, vocab, 1e-3);
+  const double worst = worst_nmse(l, vocab, mix == "q8_0" ? 1.2e-3 : 3e-3);
   const size_t part = size_t(std::mismatch(got.tokens.begin(), got.tokens.end(), want.tokens.begin()).first - got.tokens.begin());
   std::printf("tinyllama-4L %s: greedy tokens equal for %zu of %zu, logits NMSE vs CPU at most %.3g\n", mix.c_str(), part,
               want.tokens.size(), worst);

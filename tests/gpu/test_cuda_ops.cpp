@@ -1,14 +1,19 @@
 // The CUDA forward-step kernels against their CPU references (NMSE over random data):
 // rms_norm, rope (Normal/NeoX, partial, frequency factors), swiglu and the residual add against
 // kernels/ops.h; embedding rows against ref::dequantize_row; GEMV for every computable weight
-// type and batch 1..8 against dequantized rows dotted in double; argmax against the greedy
+// type and batch 1..8 against dequantized rows dotted in double; the tensor-core GEMM against
+// the f16-rounded operands dotted in double, and matmul's exact f32 path; argmax against the greedy
 // sampler; and the launchers' refusals of shapes they cannot run.
 #include <catch2/catch.hpp>
 
+#include <cuda_fp16.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "engine/runtime/sampler.h"
@@ -149,6 +154,60 @@ TEST_CASE("CUDA GEMV equals dequantized rows dotted in double for every weight t
   }
 }
 
+TEST_CASE("CUDA GEMM equals the f16-rounded operands dotted in double for every weight type the CUDA kernels decode", "[cuda][ops][gemm]") {
+  for (GgmlType type : gpu_test::kCudaWeightTypes) {
+    // Edge tiles in both directions (rows and tokens not multiples of 64), K-quant rows of
+    // one and of 22 blocks.
+    for (auto [rows, n, batch] : {std::tuple{37, 256, 9}, std::tuple{130, 5632, 70}, std::tuple{64, 2048, 64}}) {
+      const Weights w = make_weights(type, rows, n, uint32_t(rows));
+      const std::vector<float> x = normal_values(size_t(batch) * n, uint32_t(batch));
+      std::vector<float> want(size_t(batch) * rows);
+      double worst_scale = 0;   // the largest sum of |products| of one output
+      for (int32_t b = 0; b < batch; ++b) {
+        for (int32_t r = 0; r < rows; ++r) {
+          double sum = 0, magnitude = 0;
+          for (int32_t i = 0; i < n; ++i) {
+            const double p = double(__half2float(__float2half_rn(w.values[size_t(r) * n + i]))) *
+                             double(__half2float(__float2half_rn(x[size_t(b) * n + i])));
+            sum += p;
+            magnitude += std::abs(p);
+          }
+          want[size_t(b) * rows + r] = float(sum);
+          worst_scale = std::max(worst_scale, magnitude);
+        }
+      }
+      DeviceBuffer<uint8_t> d_w(w.bytes);
+      DeviceBuffer<float> d_x(x), d_y(want.size());
+      cuda::gemm(type, d_w.get(), rows, n, d_x.get(), batch, d_y.get());
+      gpu_test::synchronize();
+      const std::vector<float> got = d_y.download();
+      INFO(ggml_type_info(type).name << ", " << rows << " x " << n << ", batch " << batch);
+      double worst = 0;
+      for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - double(want[i])));
+      CHECK(worst <= 3e-5 * worst_scale);   // f32 sums of exact f16 x f16 products
+    }
+  }
+}
+
+TEST_CASE("CUDA matmul keeps f32 weights exact past the GEMV's batch", "[cuda][ops][gemm]") {
+  const int32_t rows = 70, n = 512, batch = 21;
+  const Weights w = make_weights(GgmlType::F32, rows, n, 5);
+  const std::vector<float> x = normal_values(size_t(batch) * n, 6);
+  std::vector<float> want(size_t(batch) * rows);
+  for (int32_t b = 0; b < batch; ++b) {
+    for (int32_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int32_t i = 0; i < n; ++i) sum += double(w.values[size_t(r) * n + i]) * x[size_t(b) * n + i];
+      want[size_t(b) * rows + r] = float(sum);
+    }
+  }
+  DeviceBuffer<uint8_t> d_w(w.bytes);
+  DeviceBuffer<float> d_x(x), d_y(want.size());
+  cuda::matmul(GgmlType::F32, d_w.get(), rows, n, d_x.get(), batch, d_y.get());
+  gpu_test::synchronize();
+  CHECK(nmse(d_y.download(), want) < 1e-10);
+}
+
 TEST_CASE("CUDA argmax picks the greedy sampler's token", "[cuda][ops]") {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   const int32_t n = 32000;
@@ -186,6 +245,9 @@ TEST_CASE("CUDA forward-step kernels refuse shapes and types they cannot run", "
   CHECK_THROWS_AS(cuda::gemv(GgmlType::Q4_K, nullptr, 4, 200, nullptr, 1, nullptr), std::invalid_argument);
   CHECK_THROWS_AS(cuda::gemv(GgmlType::F16, nullptr, 4, 12, nullptr, 1, nullptr), std::invalid_argument);
   CHECK_THROWS_AS(cuda::gemv(GgmlType::Q8_0, nullptr, 4, 256, nullptr, cuda::kMaxGemvBatch + 1, nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(cuda::gemm(GgmlType::Q3_K, nullptr, 4, 256, nullptr, 64, nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(cuda::gemm(GgmlType::Q4_K, nullptr, 4, 200, nullptr, 64, nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(cuda::gemm(GgmlType::Q8_0, nullptr, 4, 256, nullptr, 0, nullptr), std::invalid_argument);
   CHECK_THROWS_AS(cuda::embedding_rows(GgmlType::Q8_1, nullptr, 256, nullptr, 1, nullptr), std::invalid_argument);
   CHECK_THROWS_AS(cuda::rms_norm(nullptr, nullptr, nullptr, 1, 0, 1e-5f), std::invalid_argument);
   CHECK_THROWS_AS(cuda::argmax_rows(nullptr, 1, 0, nullptr), std::invalid_argument);
