@@ -6,10 +6,12 @@
 //
 // Batched decode attention (flash-decoding): the grid is (split, kv head x head chunk,
 // sequence). Each CTA reads one split of one sequence's K/V rows for one kv head through the
-// block table, dequantizes them in registers and runs an online softmax for up to
-// kMaxHeadsPerCta query heads of that kv head's group; it writes a partial (max, sum, acc).
-// A second kernel combines the partials of a (sequence, head) into out. The split count comes
-// from an AttentionPlan, so long contexts spread over the whole GPU.
+// block table, dequantizes them and runs an online softmax for the query heads of (a chunk of)
+// that kv head's group; it writes a partial (max, sum, acc). Where attention_on_tensor_cores
+// says so, the products run on tensor cores (f16 inputs, 64-token tiles, up to 16 heads a CTA),
+// else in f32 registers (up to kMaxHeadsPerCta heads a CTA). A second kernel combines the
+// partials of a (sequence, head) into out. The split count comes from an AttentionPlan, so long
+// contexts spread over the whole GPU.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -26,10 +28,11 @@ constexpr int32_t kMaxHeadDim = 256;     // head_dim: a multiple of 8, at most t
 struct AttentionPlan {
   int32_t num_splits = 1;     // splits per sequence, for the longest one
   int32_t split_tokens = 0;   // tokens per split (a multiple of 64)
+  bool tensor_cores = true;   // the tensor-core kernel where it takes the layer (false: the f32 one)
 };
 
 // Splits so that num_seqs x num_kv_heads x head chunks x splits CTAs fill about two waves of
-// multiprocessors, never a split under 64 tokens.
+// multiprocessors, never a split under 64 tokens; tensor cores where the layer allows.
 AttentionPlan plan_attention(int32_t num_seqs, int32_t num_heads, int32_t num_kv_heads,
                              int32_t max_tokens, int32_t multiprocessors);
 
@@ -42,9 +45,16 @@ int64_t attention_workspace_floats(const AttentionPlan& plan, int32_t num_seqs, 
 //   args.q, args.out                 device [num_seqs][num_heads][head_dim]
 //   args.scratch                     device [attention_workspace_floats(...)]
 //   args.numerics                    Exact only (the LlamaCpp f16 rounding is CPU-only)
-// Same result as ref::paged_attention per sequence up to f32 rounding.
+// Same result as ref::paged_attention per sequence up to f32 rounding, or, where
+// plan.tensor_cores and attention_on_tensor_cores(layer), up to f16 rounding of q, of the
+// decoded K/V values and of the softmax weights (f16 K/V are exact).
 void paged_attention(const PagedKvLayer& layer, const PagedSeq* seqs, int32_t num_seqs,
                      int32_t max_tokens, const AttentionArgs& args, const AttentionPlan& plan);
+
+// Whether paged_attention can run this layer on tensor cores: K and V of one type among f16,
+// fp8_e4m3, fp8_e5m2, int8 and int4, head_dim 64, 96 or 128. f32 and bf16 KV (kept for their
+// precision and range), mixed types and other head dims take the f32 path.
+bool attention_on_tensor_cores(const PagedKvLayer& layer);
 
 // Causal prefill attention of one sequence's newest num_queries tokens (their K/V already
 // appended) over all its cached tokens, a reused prefix included:

@@ -1,6 +1,11 @@
 // Batched paged decode attention on the GPU, flash-decoding style (see cuda_kernels.h).
 //
-// Split kernel, one CTA per (split, kv head x head chunk, sequence), kThreads threads:
+// Two split kernels write the same partials (attention_split.cuh): the tensor-core kernel of
+// attention_mma.cu where it takes the layer (one KV type of 16-bit or fewer bits, head_dim a
+// multiple of 16 up to 128), and this file's SIMT kernel for the rest (f32 and bf16 KV, mixed
+// K/V types, other head dims), which rounds nothing.
+//
+// SIMT split kernel, one CTA per (split, kv head x head chunk, sequence), kThreads threads:
 //   a row of head_dim values is read by L = pow2ceil(head_dim / 8) lanes, 8 values each, so a
 //   warp reads 32 / L rows at once ("token slots"; a CTA has kThreads / L of them), and each
 //   slot loads kRowsPerSlot K and V rows before using them (bytes in flight). Each slot
@@ -18,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/attention_split.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/kv_checks.h"
@@ -30,27 +36,6 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRowsPerSlot = 4;   // K and V rows each token slot has in flight per step
 constexpr int kMinSplitTokens = 64;
-constexpr float kLog2e = 1.4426950408889634f;
-
-struct SplitParams {
-  PagedKvLayer layer;
-  const PagedSeq* seqs;       // [num_seqs]
-  const float* q;             // [num_seqs][num_heads][head_dim]
-  float scale;
-  int32_t num_heads;
-  int32_t group;              // query heads per kv head
-  int32_t head_chunks;        // ceil(group / kMaxHeadsPerCta)
-  int32_t num_splits;
-  int32_t split_tokens;
-  float* partial_ml;          // [num_seqs][num_heads][num_splits][2]
-  float* partial_acc;         // [num_seqs][num_heads][num_splits][head_dim]
-};
-
-__device__ inline const uint8_t* row_address(const PagedKvTensor& t, int32_t block, int32_t block_size, int32_t pos,
-                                             int32_t kv_head) {
-  return t.data + size_t(block) * t.block_stride + size_t(kv_head) * t.head_stride +
-         size_t(pos % block_size) * t.row_stride;
-}
 
 // The types are ints, not KvType: nvcc's host stub cannot name kAnyKvType as an enum argument.
 // kHeads: the query heads the kernel keeps registers and shared memory for (4 or
@@ -258,6 +243,8 @@ AttentionPlan plan_attention(int32_t num_seqs, int32_t num_heads, int32_t num_kv
   return plan;
 }
 
+bool attention_on_tensor_cores(const PagedKvLayer& layer) { return mma_attention_takes(layer); }
+
 int64_t attention_workspace_floats(const AttentionPlan& plan, int32_t num_seqs, int32_t num_heads, int32_t head_dim) {
   return int64_t(num_seqs) * num_heads * plan.num_splits * (2 + int64_t(head_dim));
 }
@@ -294,8 +281,13 @@ void paged_attention(const PagedKvLayer& layer, const PagedSeq* seqs, int32_t nu
                 plan.split_tokens,
                 args.scratch,
                 args.scratch + 2 * partials};
-  const dim3 split_grid(unsigned(plan.num_splits), unsigned(layer.num_kv_heads * p.head_chunks), unsigned(num_seqs));
-  launch_split_for_types(p, split_grid);
+  if (plan.tensor_cores && mma_attention_takes(layer)) {
+    p.head_chunks = mma_attention_head_chunks(p.group);
+    launch_mma_attention(p, num_seqs);
+  } else {
+    const dim3 split_grid(unsigned(plan.num_splits), unsigned(layer.num_kv_heads * p.head_chunks), unsigned(num_seqs));
+    launch_split_for_types(p, split_grid);
+  }
   check_last_error("CUDA paged attention (split kernel)");
   const dim3 combine_grid(unsigned(args.num_heads), unsigned(num_seqs));
   attention_combine_kernel<<<combine_grid, std::min(d, 128)>>>(seqs, args.num_heads, d, plan.num_splits,

@@ -1,5 +1,6 @@
 // Speed run (hidden tag [.bench], run by tests/gpu/check.sh): batched decode attention at 1K,
-// 8K and 32K tokens of context for every KV type, Llama-3-8B's layer shape (32 query heads, 8
+// 8K and 32K tokens of context for every KV type, on tensor cores where the type has that path
+// and on the f32 path, Llama-3-8B's layer shape (32 query heads, 8
 // kv heads, head_dim 128, 16-token blocks in shuffled order). Prints the time per call and the
 // K+V bytes read per second; asserts nothing about speed. Rows hold one constant byte pattern:
 // the kernels' work does not depend on the values. Each context runs one sequence and a batch of
@@ -31,10 +32,11 @@ constexpr int kWarmup = 3, kRuns = 20;
 struct Result {
   double ms_per_call;
   double gb_per_s;
+  bool tensor_cores;   // which kernel ran (cuda::attention_on_tensor_cores)
 };
 
 // num_seqs sequences of ctx tokens each, one KV type for K and V.
-Result time_attention(KvType type, int32_t ctx, int32_t num_seqs, int multiprocessors) {
+Result time_attention(KvType type, int32_t ctx, int32_t num_seqs, int multiprocessors, bool tensor_cores) {
   const int32_t blocks_per_seq = (ctx + kBlockSize - 1) / kBlockSize;
   const int32_t pool_blocks = blocks_per_seq * num_seqs;
   PagedKvLayer layer;
@@ -62,7 +64,8 @@ Result time_attention(KvType type, int32_t ctx, int32_t num_seqs, int multiproce
   for (int32_t s = 0; s < num_seqs; ++s) seqs.push_back(PagedSeq{tables.get() + size_t(s) * blocks_per_seq, ctx});
   DeviceBuffer<PagedSeq> d_seqs(seqs);
 
-  const cuda::AttentionPlan plan = cuda::plan_attention(num_seqs, kHeads, kKvHeads, ctx, multiprocessors);
+  cuda::AttentionPlan plan = cuda::plan_attention(num_seqs, kHeads, kKvHeads, ctx, multiprocessors);
+  plan.tensor_cores = tensor_cores;
   DeviceBuffer<float> q(std::vector<float>(size_t(num_seqs) * kHeads * kHeadDim, 0.01f));
   DeviceBuffer<float> out(q.size());
   DeviceBuffer<float> work(size_t(cuda::attention_workspace_floats(plan, num_seqs, kHeads, kHeadDim)));
@@ -72,7 +75,15 @@ Result time_attention(KvType type, int32_t ctx, int32_t num_seqs, int multiproce
   for (int i = 0; i < kWarmup; ++i) launch();
   const double per_call = gpu_test::device_ms_per_call(kRuns, launch);
   const double bytes = double(num_seqs) * ctx * kKvHeads * double(2 * row);
-  return Result{per_call, bytes / (per_call * 1e-3) / 1e9};
+  return Result{per_call, bytes / (per_call * 1e-3) / 1e9, tensor_cores && cuda::attention_on_tensor_cores(layer)};
+}
+
+bool has_tensor_core_path(KvType type) {
+  PagedKvLayer layer;
+  layer.k.type = type;
+  layer.v.type = type;
+  layer.head_dim = kHeadDim;
+  return cuda::attention_on_tensor_cores(layer);
 }
 
 }  // namespace
@@ -81,16 +92,20 @@ TEST_CASE("CUDA decode attention speed", "[.bench][cuda]") {
   const int sms = cuda::multiprocessor_count();
   std::printf("\ndecode attention, %s, %d SMs; %d heads / %d kv heads, head_dim %d, block %d\n",
               cuda::device_description().c_str(), sms, kHeads, kKvHeads, kHeadDim, kBlockSize);
-  std::printf("%-9s %6s %5s %10s %9s %12s\n", "kv type", "ctx", "seqs", "ms/call", "GB/s", "vs f16 (ms)");
+  std::printf("%-9s %6s %5s %10s %9s %12s %6s\n", "kv type", "ctx", "seqs", "ms/call", "GB/s", "vs f16 (ms)", "path");
   for (int32_t ctx : {1024, 8192, 32768}) {
     for (int32_t seqs : {1, 131072 / ctx}) {
-      double f16_ms = 0;
-      for (KvType type : all_kv_types()) {
-        const Result r = time_attention(type, ctx, seqs, sms);
-        if (type == KvType::F16) f16_ms = r.ms_per_call;
-        std::printf("%-9s %6d %5d %10.4f %9.1f %11.2fx\n", kv_type_name(type), ctx, seqs, r.ms_per_call, r.gb_per_s,
-                    f16_ms > 0 ? f16_ms / r.ms_per_call : 0.0);
-        std::fflush(stdout);
+      // Each path's speed-up against f16 on the same path: tensor cores (the default) first, then
+      // the f32 path of the types that have both.
+      for (bool tensor_cores : {true, false}) {
+        const double f16_ms = time_attention(KvType::F16, ctx, seqs, sms, tensor_cores).ms_per_call;
+        for (KvType type : all_kv_types()) {
+          if (!tensor_cores && !has_tensor_core_path(type)) continue;
+          const Result r = time_attention(type, ctx, seqs, sms, tensor_cores);
+          std::printf("%-9s %6d %5d %10.4f %9.1f %11.2fx %6s\n", kv_type_name(type), ctx, seqs, r.ms_per_call, r.gb_per_s,
+                      f16_ms / r.ms_per_call, r.tensor_cores ? "mma" : "f32");
+          std::fflush(stdout);
+        }
       }
     }
   }
