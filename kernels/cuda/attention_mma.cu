@@ -8,8 +8,8 @@
 // tile, so reading the rows is the work, and fewer bytes per row (fp8, int8, int4) are faster.
 //
 // One CTA of 4 warps per (split, kv head x 16-head chunk, sequence). Per tile of 64 tokens:
-//   1. 64 threads find the tile's rows through the block table, then every thread loads 16-byte
-//      pieces of the K and V rows, decodes them (kv_codec.cuh's fetch8 / decode8; f16 rows are copied as they are) and
+//   1. 64 threads find the tile's rows through the block table, then every thread loads its
+//      16-byte pieces of the K and V rows (all loads first), decodes them (kv_codec.cuh's fetch8 / decode8; f16 rows are copied as they are) and
 //      stores f16 rows in shared memory, zeros past the split's end;
 //   2. warp w computes S[16 heads][tokens 16w..16w+15] = Q K^T (q prescaled by scale * log2 e,
 //      rounded to f16; rows past the chunk's heads are zero);
@@ -102,6 +102,19 @@ __device__ inline uint4 pack_halves(const float (&x)[8]) {
   return packed;
 }
 
+// 8 fetched values as 8 f16 (f16 rows as loaded), or zeros for a row past the split's end.
+template <KvType kType>
+__device__ inline uint4 as_halves(const RowPart& part, bool present) {
+  if (!present) return make_uint4(0, 0, 0, 0);
+  if constexpr (kType == KvType::F16) {
+    return part.lo;
+  } else {
+    float x[8];
+    decode8<kType>(kType, part, x);
+    return pack_halves(x);
+  }
+}
+
 // Byte offsets of the rows [t0, t0 + 64) of one kv head in K and V, -1 from `end`: the block
 // table's division and modulo once per row, not once per 16-byte piece.
 __device__ void find_rows(const Tiles& sh, const PagedKvLayer& layer, const PagedSeq& seq, int32_t kv_head, int32_t t0,
@@ -119,29 +132,32 @@ __device__ void find_rows(const Tiles& sh, const PagedKvLayer& layer, const Page
   sh.v_rows[threadIdx.x] = v;
 }
 
-// The tile's rows of tensor t (offsets `rows`) as f16 into dst [64][kDim + 8], zero rows where
-// the offset is -1.
+// The tile's K and V rows (offsets k_rows / v_rows, -1 for a zero row) as f16 into sh.k and
+// sh.v [64][kDim + 8]. Each thread owns kPerThread 16-byte pieces of each; all their loads are
+// issued before the first is decoded or stored, so a thread has 2 x kPerThread loads in flight
+// rather than waiting out one memory latency per piece.
 template <KvType kType, int kDim>
-__device__ void load_tile(__half* dst, const uint8_t* data, const int64_t* rows) {
+__device__ void load_tiles(const Tiles& sh, const uint8_t* k_data, const uint8_t* v_data) {
   constexpr int32_t kPieces = kDim / 8;
-  for (int32_t i = threadIdx.x; i < kTileTokens * kPieces; i += kThreads) {
+  constexpr int32_t kPerThread = (kTileTokens * kPieces + kThreads - 1) / kThreads;
+  RowPart k_parts[kPerThread], v_parts[kPerThread];
+#pragma unroll
+  for (int32_t j = 0; j < kPerThread; ++j) {
+    const int32_t i = int32_t(threadIdx.x) + j * kThreads;
+    if (i >= kTileTokens * kPieces) break;
     const int32_t r = i / kPieces;
     const int32_t e0 = (i % kPieces) * 8;
-    const int64_t offset = rows[r];
-    uint4 packed = make_uint4(0, 0, 0, 0);
-    if (offset >= 0) {
-      const uint8_t* row = data + offset;
-      if constexpr (kType == KvType::F16) {
-        packed = reinterpret_cast<const uint4*>(row)[e0 / 8];
-      } else {
-        RowPart part;
-        fetch8<kType>(kType, row, kDim, e0, part);
-        float x[8];
-        decode8<kType>(kType, part, x);
-        packed = pack_halves(x);
-      }
-    }
-    *reinterpret_cast<uint4*>(dst + r * (kDim + 8) + e0) = packed;
+    if (sh.k_rows[r] >= 0) fetch8<kType>(kType, k_data + sh.k_rows[r], kDim, e0, k_parts[j]);
+    if (sh.v_rows[r] >= 0) fetch8<kType>(kType, v_data + sh.v_rows[r], kDim, e0, v_parts[j]);
+  }
+#pragma unroll
+  for (int32_t j = 0; j < kPerThread; ++j) {
+    const int32_t i = int32_t(threadIdx.x) + j * kThreads;
+    if (i >= kTileTokens * kPieces) break;
+    const int32_t r = i / kPieces;
+    const int32_t e0 = (i % kPieces) * 8;
+    *reinterpret_cast<uint4*>(sh.k + r * (kDim + 8) + e0) = as_halves<kType>(k_parts[j], sh.k_rows[r] >= 0);
+    *reinterpret_cast<uint4*>(sh.v + r * (kDim + 8) + e0) = as_halves<kType>(v_parts[j], sh.v_rows[r] >= 0);
   }
 }
 
@@ -204,8 +220,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(SplitParams p) 
   for (int32_t t0 = begin; t0 < end; t0 += kTileTokens) {
     find_rows(sh, layer, seq, kv_head, t0, end);
     __syncthreads();
-    load_tile<kType, kDim>(sh.k, layer.k.data, sh.k_rows);
-    load_tile<kType, kDim>(sh.v, layer.v.data, sh.v_rows);
+    load_tiles<kType, kDim>(sh, layer.k.data, layer.v.data);
     __syncthreads();
     {  // S for tokens 16 warp .. 16 warp + 15 of the tile
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> s;
