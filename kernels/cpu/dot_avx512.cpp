@@ -221,6 +221,7 @@ ALWAYS_INLINE void quant_step(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
   QuantWeights w[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) w[r] = F::template weights<kBlocks>(t.w + r * t.w_stride + j * kBlockBytes);
+  if constexpr (C == 1) prefetch_streams<R>(t, j * kBlockBytes, kBlocks * kBlockBytes);
 #pragma GCC unroll 16
   for (int c = 0; c < C; ++c) {
     const QuantActs a = load_packed(row_at<QuantActs>(t.a, t.a_stride, c)[j / kStepBlocks]);

@@ -304,6 +304,7 @@ ALWAYS_INLINE void kquant_super(const Tile& t, int64_t j, __m512 (&acc)[R][C]) {
   const typename F::Block* blocks[R];
   typename F::Decoded dec[R];
   decode_rows<F>(t, j, blocks, dec);
+  if constexpr (C == 1) prefetch_streams<R>(t, j * sizeof(typename F::Block), sizeof(typename F::Block));
   __m512i iacc[R][C];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {

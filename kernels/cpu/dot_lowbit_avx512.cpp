@@ -257,6 +257,7 @@ ALWAYS_INLINE void lowbit_super(const Tile& t, int64_t j, __m512 (&acc)[R][C], _
   const typename F::Block* blocks[R];
   typename F::Decoded dec[R];
   decode_rows<F>(t, j, blocks, dec);
+  if constexpr (C == 1) prefetch_streams<R>(t, j * sizeof(typename F::Block), sizeof(typename F::Block));
 #pragma GCC unroll 4
   for (int q = 0; q < kSteps; ++q) {
     Quants<F::kParts> w[R];

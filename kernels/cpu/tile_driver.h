@@ -51,6 +51,23 @@ ALWAYS_INLINE void store_tile(const Tile& t, V (&acc)[R][C]) {
   }
 }
 
+// Batch-1 tiles (decode's GEMV) prefetch each of their weight streams this far ahead of the
+// bytes they read: the hardware prefetchers alone keep too few lines in flight for two cores to
+// reach the memory bandwidth (AVX-512, TinyLlama-shaped decode, alternating with and without:
+// Q4_0 84-88% -> 88-93% of the read bandwidth, Q8_0 86-87% -> 88-94%).
+constexpr size_t kGemvPrefetchBytes = 2048;
+
+// Prefetches the bytes [offset, offset + bytes) + kGemvPrefetchBytes of each of the tile's R
+// weight rows (a prefetch past the matrix's end reads nothing and cannot fault).
+template <int R>
+ALWAYS_INLINE void prefetch_streams(const Tile& t, size_t offset, size_t bytes) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    const char* ahead = t.w + static_cast<size_t>(r) * t.w_stride + offset + kGemvPrefetchBytes;
+    for (size_t line = 0; line < bytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+  }
+}
+
 template <class T>
 const T* row_at(const char* base, size_t stride, int i) {
   return reinterpret_cast<const T*>(base + static_cast<size_t>(i) * stride);
