@@ -1,6 +1,7 @@
 // The CUDA attention kernels' math run on the host: rows read through the block table with
 // fetch8/decode8 and folded in with online_softmax_step (base-2 scores), causally as the
-// prefill kernel does, give ref::paged_attention's output for every KV type. Needs no GPU.
+// prefill kernel does, give ref::paged_attention's output for every KV type; and which layers
+// the decode launcher sends to its tensor-core kernel. Needs no GPU.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/kv_codec.cuh"
 #include "kernels/cuda/online_softmax.cuh"
 #include "kernels/kv_quant.h"
@@ -114,4 +116,21 @@ TEST_CASE("CUDA attention math (codec + base-2 online softmax, causal) equals re
       CHECK(err / ref < 1e-10);
     }
   }
+}
+
+TEST_CASE("CUDA paged attention takes tensor cores for one 16-bit-or-narrower KV type at head dims 64, 96 and 128", "[cuda][attention]") {
+  const auto layer = [](KvType k, KvType v, int32_t head_dim) {
+    PagedKvLayer l;
+    l.k.type = k;
+    l.v.type = v;
+    l.head_dim = head_dim;
+    return l;
+  };
+  for (KvType type : {KvType::F16, KvType::FP8_E4M3, KvType::FP8_E5M2, KvType::INT8, KvType::INT4}) {
+    for (int32_t d : {64, 96, 128}) CHECK(cuda::attention_on_tensor_cores(layer(type, type, d)));
+    for (int32_t d : {8, 80, 256}) CHECK_FALSE(cuda::attention_on_tensor_cores(layer(type, type, d)));
+  }
+  CHECK_FALSE(cuda::attention_on_tensor_cores(layer(KvType::F32, KvType::F32, 128)));
+  CHECK_FALSE(cuda::attention_on_tensor_cores(layer(KvType::BF16, KvType::BF16, 128)));
+  CHECK_FALSE(cuda::attention_on_tensor_cores(layer(KvType::F16, KvType::INT4, 128)));
 }

@@ -359,23 +359,6 @@ TEST_CASE("CUDA paged attention: MQA, mixed K/V types, odd head dims, split long
   }
 }
 
-TEST_CASE("CUDA paged attention takes tensor cores for one 16-bit-or-narrower KV type at head dims 64, 96 and 128", "[cuda][attention]") {
-  const auto layer = [](KvType k, KvType v, int32_t head_dim) {
-    PagedKvLayer l;
-    l.k.type = k;
-    l.v.type = v;
-    l.head_dim = head_dim;
-    return l;
-  };
-  for (KvType type : {KvType::F16, KvType::FP8_E4M3, KvType::FP8_E5M2, KvType::INT8, KvType::INT4}) {
-    for (int32_t d : {64, 96, 128}) CHECK(cuda::attention_on_tensor_cores(layer(type, type, d)));
-    for (int32_t d : {8, 80, 256}) CHECK_FALSE(cuda::attention_on_tensor_cores(layer(type, type, d)));
-  }
-  CHECK_FALSE(cuda::attention_on_tensor_cores(layer(KvType::F32, KvType::F32, 128)));
-  CHECK_FALSE(cuda::attention_on_tensor_cores(layer(KvType::BF16, KvType::BF16, 128)));
-  CHECK_FALSE(cuda::attention_on_tensor_cores(layer(KvType::F16, KvType::INT4, 128)));
-}
-
 TEST_CASE("CUDA paged attention rejects shapes it cannot run", "[cuda][attention]") {
   const cuda::AttentionPlan plan = cuda::plan_attention(1, 4, 2, 3, 132);
   AttentionArgs args{nullptr, 4, 1.0f, nullptr, nullptr};
