@@ -46,6 +46,20 @@ Weights make_weights(GgmlType type, int32_t rows, int32_t n, uint32_t seed) {
   return w;
 }
 
+// want[b][r] = dot(dequantized row r, x[b]) summed in double: x [batch][n], want [batch][rows].
+std::vector<float> products_in_double(const Weights& w, const std::vector<float>& x, int32_t rows, int32_t n,
+                                      int32_t batch) {
+  std::vector<float> want(size_t(batch) * rows);
+  for (int32_t b = 0; b < batch; ++b) {
+    for (int32_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int32_t i = 0; i < n; ++i) sum += double(w.values[size_t(r) * n + i]) * x[size_t(b) * n + i];
+      want[size_t(b) * rows + r] = float(sum);
+    }
+  }
+  return want;
+}
+
 }  // namespace
 
 TEST_CASE("CUDA rms_norm equals ops::rms_norm", "[cuda][ops]") {
@@ -136,14 +150,7 @@ TEST_CASE("CUDA GEMV equals dequantized rows dotted in double for every weight t
       DeviceBuffer<uint8_t> d_w(w.bytes);
       for (int32_t batch : {1, 3, cuda::kMaxGemvBatch}) {
         const std::vector<float> x = normal_values(size_t(batch) * n, uint32_t(batch));
-        std::vector<float> want(size_t(batch) * rows);
-        for (int32_t b = 0; b < batch; ++b) {
-          for (int32_t r = 0; r < rows; ++r) {
-            double sum = 0;
-            for (int32_t i = 0; i < n; ++i) sum += double(w.values[size_t(r) * n + i]) * x[size_t(b) * n + i];
-            want[size_t(b) * rows + r] = float(sum);
-          }
-        }
+        const std::vector<float> want = products_in_double(w, x, rows, n, batch);
         DeviceBuffer<float> d_x(x), d_y(want.size());
         cuda::gemv(type, d_w.get(), rows, n, d_x.get(), batch, d_y.get());
         gpu_test::synchronize();
@@ -193,14 +200,7 @@ TEST_CASE("CUDA matmul keeps f32 weights exact past the GEMV's batch", "[cuda][o
   const int32_t rows = 70, n = 512, batch = 21;
   const Weights w = make_weights(GgmlType::F32, rows, n, 5);
   const std::vector<float> x = normal_values(size_t(batch) * n, 6);
-  std::vector<float> want(size_t(batch) * rows);
-  for (int32_t b = 0; b < batch; ++b) {
-    for (int32_t r = 0; r < rows; ++r) {
-      double sum = 0;
-      for (int32_t i = 0; i < n; ++i) sum += double(w.values[size_t(r) * n + i]) * x[size_t(b) * n + i];
-      want[size_t(b) * rows + r] = float(sum);
-    }
-  }
+  const std::vector<float> want = products_in_double(w, x, rows, n, batch);
   DeviceBuffer<uint8_t> d_w(w.bytes);
   DeviceBuffer<float> d_x(x), d_y(want.size());
   cuda::matmul(GgmlType::F32, d_w.get(), rows, n, d_x.get(), batch, d_y.get());
