@@ -139,25 +139,23 @@ __device__ void find_rows(const Tiles& sh, const PagedKvLayer& layer, const Page
 template <KvType kType, int kDim>
 __device__ void load_tiles(const Tiles& sh, const uint8_t* k_data, const uint8_t* v_data) {
   constexpr int32_t kPieces = kDim / 8;
-  constexpr int32_t kPerThread = (kTileTokens * kPieces + kThreads - 1) / kThreads;
+  static_assert(kTileTokens * kPieces % kThreads == 0, "every thread owns as many pieces");
+  constexpr int32_t kPerThread = kTileTokens * kPieces / kThreads;
+  // Piece j of this thread: its row in the tile and its first value.
+  const auto row_of = [](int32_t j) { return (int32_t(threadIdx.x) + j * kThreads) / kPieces; };
+  const auto e0_of = [](int32_t j) { return (int32_t(threadIdx.x) + j * kThreads) % kPieces * 8; };
   RowPart k_parts[kPerThread], v_parts[kPerThread];
 #pragma unroll
   for (int32_t j = 0; j < kPerThread; ++j) {
-    const int32_t i = int32_t(threadIdx.x) + j * kThreads;
-    if (i >= kTileTokens * kPieces) break;
-    const int32_t r = i / kPieces;
-    const int32_t e0 = (i % kPieces) * 8;
-    if (sh.k_rows[r] >= 0) fetch8<kType>(kType, k_data + sh.k_rows[r], kDim, e0, k_parts[j]);
-    if (sh.v_rows[r] >= 0) fetch8<kType>(kType, v_data + sh.v_rows[r], kDim, e0, v_parts[j]);
+    const int32_t r = row_of(j);
+    if (sh.k_rows[r] >= 0) fetch8<kType>(kType, k_data + sh.k_rows[r], kDim, e0_of(j), k_parts[j]);
+    if (sh.v_rows[r] >= 0) fetch8<kType>(kType, v_data + sh.v_rows[r], kDim, e0_of(j), v_parts[j]);
   }
 #pragma unroll
   for (int32_t j = 0; j < kPerThread; ++j) {
-    const int32_t i = int32_t(threadIdx.x) + j * kThreads;
-    if (i >= kTileTokens * kPieces) break;
-    const int32_t r = i / kPieces;
-    const int32_t e0 = (i % kPieces) * 8;
-    *reinterpret_cast<uint4*>(sh.k + r * (kDim + 8) + e0) = as_halves<kType>(k_parts[j], sh.k_rows[r] >= 0);
-    *reinterpret_cast<uint4*>(sh.v + r * (kDim + 8) + e0) = as_halves<kType>(v_parts[j], sh.v_rows[r] >= 0);
+    const int32_t r = row_of(j);
+    *reinterpret_cast<uint4*>(sh.k + r * (kDim + 8) + e0_of(j)) = as_halves<kType>(k_parts[j], sh.k_rows[r] >= 0);
+    *reinterpret_cast<uint4*>(sh.v + r * (kDim + 8) + e0_of(j)) = as_halves<kType>(v_parts[j], sh.v_rows[r] >= 0);
   }
 }
 
