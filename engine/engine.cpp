@@ -460,6 +460,11 @@ std::vector<std::string> chat_template_names() { return chat_format_names(); }
 
 bool is_chat_template_name(const std::string& name) { return chat_format_from_name(name).has_value(); }
 
+bool chat_template_opens_reasoning(const std::string& name) {
+  const std::optional<ChatFormat> format = chat_format_from_name(name);
+  return format && generation_prompt_opens_reasoning(*format);
+}
+
 Engine::Engine(std::function<void()> wake) : state_(std::make_unique<State>()) {
   state_->wake = std::move(wake);
   state_->thread = std::thread([s = state_.get()] { s->run(); });

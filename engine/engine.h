@@ -20,6 +20,9 @@ namespace kvdesk {
 // The chat template families requests can be rendered with (names for set_chat_template).
 std::vector<std::string> chat_template_names();
 bool is_chat_template_name(const std::string& name);
+// Whether that family's generation prompt opens the model's reasoning (DeepSeek R1's and Qwen3
+// thinking's end in "<think>"), so an answer's text is reasoning until its "</think>".
+bool chat_template_opens_reasoning(const std::string& name);
 // The built-in text KV quality is measured on, as KvQuality::text_id names it.
 const char* kv_quality_text_id(int32_t head_dim);
 

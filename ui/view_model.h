@@ -30,6 +30,9 @@ struct MessageView {
   int64_t next_sibling = 0;
   std::string stats;             // for a finished answer: tokens, tok/s, TTFT
   bool can_continue = false;     // an answer that stopped at its token limit: Continue carries it on
+  // A streaming answer whose prompt opened the model's <think> (chat_template_opens_reasoning):
+  // its text is reasoning until "</think>" arrives. (A stored answer has that "</think>".)
+  bool opened_in_reasoning = false;
 };
 
 struct ConversationSummary {

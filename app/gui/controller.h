@@ -82,6 +82,7 @@ class Controller {
     chat::ChatTurn chat;     // what was submitted: the answer's token spans are stored against it
     bool continued = false;  // carries on an answer that stopped at its token limit (text holds it so far)
     int32_t earlier_tokens = 0;   // a continued answer's tokens before this turn
+    bool opened_in_reasoning = false;   // the prompt opened the model's <think> (MessageView's)
   };
 
   // --- controller.cpp: lifecycle, store <-> view, model and KV settings, statistics ---
@@ -162,6 +163,7 @@ class Controller {
   // Adds the empty answer under `parent` and submits the branch ending at `parent`.
   void start_answer(store::ConversationId conversation, store::MessageId parent);
   Request make_request(store::ConversationId conversation, const chat::ChatTurn& chat);
+  bool answers_open_in_reasoning();
   void on_event(const Event& event);
   void on_token(RequestId id, const std::string& text);
   void on_finished(RequestId id, const Event& event);

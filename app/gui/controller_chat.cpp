@@ -141,10 +141,17 @@ void Controller::start_answer(store::ConversationId conversation, store::Message
   const RequestId id = engine_.chat().submit(make_request(conversation, chat));
   if (!chat.damaged.empty()) set_status(chat.damaged.front(), true);
   live_[id] = LiveAnswer{conversation, answer, "", Clock::now(), std::move(kv_source), std::move(chat)};
+  live_[id].opened_in_reasoning = answers_open_in_reasoning();
   last_failure_.clear();
   reload_conversations();
   if (conversation == vm_.chat.conversation_id) reload_chat();
   vm_.ui.scroll_chat_to_bottom = true;
+}
+
+// Whether the engine's chat template ends its prompts inside the model's <think>, so an answer
+// streams as reasoning from its first token.
+bool Controller::answers_open_in_reasoning() {
+  return chat_template_opens_reasoning(engine_.chat().stats().model.chat_template);
 }
 
 Request Controller::make_request(store::ConversationId conversation, const chat::ChatTurn& chat) {
@@ -179,7 +186,10 @@ void Controller::on_token(RequestId id, const std::string& text) {
   const auto it = live_.find(id);
   if (it == live_.end()) return;
   it->second.text += text;
-  if (ui::MessageView* v = view_message(it->second.message)) v->text = it->second.text;
+  if (ui::MessageView* v = view_message(it->second.message)) {
+    v->text = it->second.text;
+    v->opened_in_reasoning = it->second.opened_in_reasoning;
+  }
 }
 
 void Controller::on_finished(RequestId id, const Event& e) {

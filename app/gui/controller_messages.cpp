@@ -49,6 +49,7 @@ void Controller::continue_answer(store::MessageId id) {
   if (!chat.damaged.empty()) set_status(chat.damaged.front(), true);
   live_[request_id] = LiveAnswer{conversation, id, m->content, Clock::now(), std::move(kv_source), std::move(chat), true,
                                  int32_t(m->stats->completion_tokens)};
+  live_[request_id].opened_in_reasoning = answers_open_in_reasoning();
   last_failure_.clear();
   reload_conversations();
   if (conversation == vm_.chat.conversation_id) reload_chat();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/chat/chat_template.h"
+#include "engine/engine.h"
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
 #include "engine/lab/gguf_writer.h"
@@ -299,6 +300,18 @@ TEST_CASE("DeepSeek R1 (DeepSeek-R1-Distill-Qwen's template): the answer opens w
   CHECK(kvdesk::joined_text(segments) == "<｜begin▁of▁sentence｜>Be kind.<｜User｜>Hi<｜Assistant｜><think>\n");
   CHECK(segments.at(1).text == "Be kind.");
   CHECK_FALSE(segments.at(1).parse_special);
+}
+
+TEST_CASE("the families whose generation prompt opens <think> are named so through the engine's face", "[engine][chat]") {
+  for (const std::string& name : kvdesk::chat_template_names()) {
+    const ChatFormat format = *kvdesk::chat_format_from_name(name);
+    INFO(name);
+    CHECK(kvdesk::chat_template_opens_reasoning(name) == kvdesk::generation_prompt_opens_reasoning(format));
+  }
+  CHECK(kvdesk::chat_template_opens_reasoning(kvdesk::chat_format_name(ChatFormat::DeepSeekR1)));
+  CHECK_FALSE(kvdesk::chat_template_opens_reasoning(kvdesk::chat_format_name(ChatFormat::Harmony)));
+  CHECK_FALSE(kvdesk::chat_template_opens_reasoning(""));
+  CHECK_FALSE(kvdesk::chat_template_opens_reasoning("no-such-family"));
 }
 
 TEST_CASE("DeepSeek (DeepSeek-R1-0528-Qwen3-8B's template): the assistant tag after the user's turn, no think opener", "[engine][chat]") {

@@ -346,6 +346,23 @@ TEST_CASE("a reasoning model's answer draws its reasoning folded and only the an
   CHECK(vm.ui.markdown.parses() == 3);
 }
 
+TEST_CASE("an answer whose prompt opened <think> streams as reasoning before its </think> arrives",
+          "[ui][headless][markdown]") {
+  HeadlessImGui imgui;
+  ViewModel vm = make_vm(64, 1, 0);
+  vm.chat.messages.push_back({1, MessageRole::Assistant, MessageState::Streaming, "Add th"});
+  vm.chat.messages[0].opened_in_reasoning = true;
+  imgui.frame(vm);
+  CHECK(vm.ui.markdown.parses() == 0);   // all reasoning so far: no answer drawn as Markdown
+  vm.chat.messages[0].text += "em.\n</think>\n\n4";
+  imgui.frame(vm);
+  CHECK(vm.ui.markdown.parses() == 1);
+  vm.chat.messages[0].opened_in_reasoning = false;   // the same text from the store, finished
+  vm.chat.messages[0].text = "Add them.\n</think>\n\n4";
+  imgui.frame(vm);
+  CHECK(vm.ui.markdown.parses() == 1);   // the same answer, still split at </think>
+}
+
 TEST_CASE("nothing the panels draw overflows from 1024x700 to 2560x1440", "[ui][headless][layout]") {
   HeadlessImGui imgui;
   ViewModel vm = make_vm(512, 6, 4);
