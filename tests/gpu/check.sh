@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # GPU check: builds the CUDA kernels with -DKVDESK_CUDA=ON (architecture "native" when
 # nvidia-smi sees a GPU), runs kvdesk_gpu_tests (every kernel against its CPU reference: KV
-# append/copy, paged attention, row ops, embedding, GEMV, argmax) and the decode-attention and
-# GEMV speed runs ([.bench]), whole-model greedy generation on the CUDA backend against the CPU
-# (stories260K, a TinyLlama-shaped 4-layer model), and the decode speed of kvdesk-cli generate
-# --backend cuda on a 4-layer TinyLlama-shaped q8_0 model, then prints a summary. Logs go to
-# $OUT when it is set (the device tool), else to the build folder. Budget: about 8 minutes on
-# an H100/H200, most of it the build.
+# append/copy, paged attention on both paths, row ops, embedding, GEMV, GEMM, argmax) and the
+# decode-attention, GEMV and GEMM speed runs ([.bench]), whole-model greedy generation on the
+# CUDA backend against the CPU (stories260K, a TinyLlama-shaped 4-layer model), and the decode
+# speed of kvdesk-cli generate --backend cuda on a 4-layer TinyLlama-shaped q8_0 model, then
+# prints a summary. Logs go to $OUT when it is set (the device tool), else to the build folder.
+# Budget on an H200: about 8 minutes building there; with a bundle, 1.5 to 2 (tests 32-50 s,
+# speed runs 15-40 s, the rest making the 4-layer model).
 #   tests/gpu/check.sh [build-dir]          (default build-gpu)
 # KVDESK_MODELS_DIR: the folder with stories260K.gguf and tokenizer.model (default ../shared/models,
 # as CMake's); the whole-model tests and the generate run read it.
