@@ -7,9 +7,10 @@
 // (the GEMV's decoder, so both read every type the same way) and rounds them to f16, rounds the
 // activations to f16, and the warps multiply the two shared-memory tiles with WMMA 16x16x16
 // (f32 accumulate); each warp owns 32 x 32 of the output. The accumulators leave through shared
-// memory so edge tiles store only their valid rows and tokens. f16 keeps 11 significant bits of
-// a weight (a 4- to 8-bit quantized value times its f16 scale is exact in f16 but for the scale
-// product) and of an activation: the CPU's integer path keeps 8 of the activation.
+// memory so edge tiles store only their valid rows and tokens. Rounding: f16 keeps 11
+// significant bits of each decoded weight and each activation (the CPU's integer path keeps 8
+// bits of the activation); the products and sums are f32. f32 weights do not come here
+// (cuda::matmul keeps them on the exact GEMV).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
