@@ -73,7 +73,7 @@ void draw_body(ViewModel& vm, MessageView& m, const Fonts& fonts, bool selectabl
     draw_markdown(vm.ui.markdown.document(m.id, m.text), fonts, vm.ui.layout);
     return;
   }
-  const AnswerParts parts = split_answer(m.opened_in_reasoning ? "<think>" + m.text : m.text);
+  const AnswerParts parts = split_answer(m.text, m.opened_in_reasoning);
   if (!parts.reasoning.empty() || parts.reasoning_open) draw_reasoning(parts);
   if (!parts.answer.empty()) draw_markdown(vm.ui.markdown.document(m.id, parts.answer), fonts, vm.ui.layout);
 }

@@ -39,7 +39,7 @@ ResponseShape::ResponseShape(Endpoint endpoint, std::string model_id, bool opene
 json ResponseShape::full(const std::string& text, const std::string& finish_reason, const Usage& usage) const {
   json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
   if (endpoint_ == Endpoint::ChatCompletions) {
-    const AnswerParts parts = split_answer((opened_in_reasoning_ ? "<think>" : "") + text);
+    const AnswerParts parts = split_answer(text, opened_in_reasoning_);
     choice["message"] = {{"role", "assistant"}, {"content", parts.answer}};
     if (!parts.reasoning.empty()) choice["message"]["reasoning_content"] = parts.reasoning;
   } else {

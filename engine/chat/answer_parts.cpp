@@ -51,13 +51,14 @@ AnswerParts split_harmony(std::string_view text) {
   return out;
 }
 
-// <think> ... </think> answer, the opener optional (a generation prompt may have written it).
-AnswerParts split_think(std::string_view text) {
+// <think> ... </think> answer, the opener optional (a generation prompt may have written it;
+// opened_in_reasoning says it did).
+AnswerParts split_think(std::string_view text, bool opened_in_reasoning) {
   constexpr std::string_view kOpen = "<think>";
   constexpr std::string_view kClose = "</think>";
   std::string_view rest = trim_start(text);
-  const bool opened = rest.starts_with(kOpen);
-  if (opened) rest.remove_prefix(kOpen.size());
+  const bool opened = rest.starts_with(kOpen) || opened_in_reasoning;
+  if (rest.starts_with(kOpen)) rest.remove_prefix(kOpen.size());
   const size_t close = rest.find(kClose);
   if (close == std::string_view::npos) {
     if (!opened) return {"", std::string(text), false};
@@ -68,16 +69,16 @@ AnswerParts split_think(std::string_view text) {
 
 }  // namespace
 
-AnswerParts split_answer(std::string_view text) {
+AnswerParts split_answer(std::string_view text, bool opened_in_reasoning) {
   if (text.find("<|channel|>") != std::string_view::npos) return split_harmony(text);
-  return split_think(text);
+  return split_think(text, opened_in_reasoning);
 }
 
 // The parts grow at their ends as the text does (their trims only ever hold back whitespace that
 // more text then follows); a part that would shrink or change sends nothing more.
 AnswerParts AnswerStream::feed(std::string_view piece) {
   text_ += piece;
-  const AnswerParts now = split_answer(text_);
+  const AnswerParts now = split_answer(text_, opened_in_reasoning_);
   AnswerParts delta;
   delta.reasoning_open = now.reasoning_open;
   if (now.reasoning.size() > sent_.reasoning.size() && now.reasoning.starts_with(sent_.reasoning)) {

@@ -18,18 +18,19 @@ struct AnswerParts {
   bool reasoning_open = false;   // the reasoning has not ended yet (a streaming answer)
 };
 
-AnswerParts split_answer(std::string_view text);
+// opened_in_reasoning: the prompt ended inside a <think> the model will close (DeepSeek R1,
+// Qwen3 thinking), so the text is reasoning until its </think>, even before that arrives.
+AnswerParts split_answer(std::string_view text, bool opened_in_reasoning = false);
 
 // split_answer over a text that grows piece by piece (a streaming answer): each feed() returns
 // what the piece added to the reasoning and to the answer, so a client can be sent them apart.
-// opened_in_reasoning: the prompt ended inside a <think> the model will close (DeepSeek R1,
-// Qwen3 thinking), so the text starts as reasoning before any </think> arrives.
 class AnswerStream {
  public:
-  explicit AnswerStream(bool opened_in_reasoning = false) : text_(opened_in_reasoning ? "<think>" : "") {}
+  explicit AnswerStream(bool opened_in_reasoning = false) : opened_in_reasoning_(opened_in_reasoning) {}
   AnswerParts feed(std::string_view piece);
 
  private:
+  bool opened_in_reasoning_;
   std::string text_;
   AnswerParts sent_;
 };

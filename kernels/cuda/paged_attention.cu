@@ -1,9 +1,9 @@
 // Batched paged decode attention on the GPU, flash-decoding style (see cuda_kernels.h).
 //
 // Two split kernels write the same partials (attention_split.cuh): the tensor-core kernel of
-// attention_mma.cu where it takes the layer (one KV type of 16-bit or fewer bits, head_dim a
-// multiple of 16 up to 128), and this file's SIMT kernel for the rest (f32 and bf16 KV, mixed
-// K/V types, other head dims), which rounds nothing.
+// attention_mma.cu where it takes the layer (one KV type among f16, fp8, int8 and int4, head_dim
+// 64, 96 or 128; see attention_on_tensor_cores), and this file's SIMT kernel for the rest (f32
+// and bf16 KV, mixed K/V types, other head dims), which rounds nothing.
 //
 // SIMT split kernel, one CTA per (split, kv head x head chunk, sequence), kThreads threads:
 //   a row of head_dim values is read by L = pow2ceil(head_dim / 8) lanes, 8 values each, so a

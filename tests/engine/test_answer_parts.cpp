@@ -23,6 +23,15 @@ TEST_CASE("<think> reasoning is split from the answer, the opener optional", "[e
   CHECK(streaming.reasoning == "Add th");
   CHECK(streaming.answer.empty());
   CHECK(streaming.reasoning_open);
+  // Before its </think> arrives, only the caller knows the prompt opened the reasoning.
+  CHECK(split_answer("Add th").answer == "Add th");
+  const AnswerParts opened = split_answer("Add th", true);
+  CHECK(opened.reasoning == "Add th");
+  CHECK(opened.answer.empty());
+  CHECK(opened.reasoning_open);
+  const AnswerParts opened_done = split_answer("Add them.\n</think>\n\n4", true);
+  CHECK(opened_done.reasoning == prompted.reasoning);
+  CHECK(opened_done.answer == prompted.answer);
 }
 
 TEST_CASE("harmony's analysis channels are the reasoning, the final channel the answer", "[engine][chat][answer]") {
