@@ -137,7 +137,18 @@ struct StepIndex {
   // bits 4, 5 and are masked off.
   alignas(64) int16_t q6_left[32];    // words 0-15 shift 4, 16-31 shift 2
   alignas(64) int16_t q6_right[32];   // words 0-15 shift 0, 16-31 shift 2
-  constexpr StepIndex() : affine_scale(), q6_scale(), q5_shift(), q6_left(), q6_right() {
+  // Q4_K / Q5_K tile decode (k_affine_scales_tile), per 128-bit lane = one row's first 16 bytes
+  // (d, dmin, the 12 packed bytes x[0..11] at bytes 4-15): byte i of the unpacked 16 (see
+  // KScaleMinBytes) gathers x[i] for i < 8 and x[8 + i % 4] after (packed_low), x[i - 8] for
+  // i >= 8 and zero before (packed_top); words 6, 7 then shift right by 4 (low_shift), the high
+  // nibbles of x[8..11]; low_mask keeps 6 bits of x[0..7], 4 of the others.
+  alignas(64) int8_t packed_low[64];
+  alignas(64) int8_t packed_top[64];
+  alignas(64) int16_t low_shift[32];
+  alignas(64) int8_t low_mask[64];
+  constexpr StepIndex()
+      : affine_scale(), q6_scale(), q5_shift(), q6_left(), q6_right(), packed_low(), packed_top(), low_shift(),
+        low_mask() {
     constexpr int8_t kZero = -128;  // pshufb: zero this byte
     for (int h = 0; h < kHalves; ++h) {
       for (int i = 0; i < 64; ++i) {
@@ -158,6 +169,14 @@ struct StepIndex {
     for (int i = 0; i < 32; ++i) {
       q6_left[i] = static_cast<int16_t>(i < 16 ? 4 : 2);
       q6_right[i] = static_cast<int16_t>(i < 16 ? 0 : 2);
+      low_shift[i] = static_cast<int16_t>(i % 8 >= 6 ? 4 : 0);
+    }
+    constexpr int kPacked = 4;  // byte of x[0] in a row's first 16
+    for (int i = 0; i < 64; ++i) {
+      const int byte = i % 16;
+      packed_low[i] = static_cast<int8_t>(kPacked + (byte < 8 ? byte : 8 + byte % 4));
+      packed_top[i] = byte < 8 ? kZero : static_cast<int8_t>(kPacked + byte - 8);
+      low_mask[i] = static_cast<int8_t>(byte < 8 ? 0x3F : 0x0F);
     }
   }
 };
@@ -165,13 +184,29 @@ constexpr StepIndex kIndex;
 
 ALWAYS_INLINE __m512i load_index(const void* p) { return _mm512_load_si512(p); }
 
-// Q4_K / Q5_K super-block scales: [64] the 16 KScaleMinBytes in every 128-bit lane (step scales
-// are picked from there, the mins at the end). Only these live through the super-block's steps;
-// d and dmin are read after them (k_affine_terms), which keeps a 4-row decode tile in registers.
-template <class Block>
-ALWAYS_INLINE __m512i k_affine_scales(const Block& b) {
-  const KScaleMinBytes sm = k_scale_min_bytes(b.scales);
-  return _mm512_broadcast_i32x4(_mm_set_epi64x(static_cast<int64_t>(sm.high), static_cast<int64_t>(sm.low)));
+// Q4_K / Q5_K super-block scales of a tile's R <= 4 rows: per row [64] its 16 KScaleMinBytes in
+// every 128-bit lane (step scales are picked from there, the mins at the end). The rows' first
+// 16 bytes go one to a lane and are unpacked together (the shuffles of StepIndex, for
+// k_scale_min_bytes's arithmetic), then each row's lane is broadcast. Only these live through
+// the super-block's steps; d and dmin are read after them (k_affine_terms), which keeps a 4-row
+// decode tile in registers.
+template <class Block, int R>
+ALWAYS_INLINE void k_affine_scales_tile(const Block* (&blocks)[R], __m512i (&scales)[R]) {
+  static_assert(R <= 4 && offsetof(Block, scales) == 4);
+  __m512i heads = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    heads = _mm512_mask_broadcast_i32x4(heads, static_cast<__mmask16>(0xF << (4 * r)),
+                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[r])));
+  }
+  const __m512i low = _mm512_srlv_epi16(_mm512_shuffle_epi8(heads, load_index(kIndex.packed_low)),
+                                        load_index(kIndex.low_shift));
+  // bits 6, 7 of x[i - 8] at bits 4, 5 of byte i (the bits above them are masked off)
+  const __m512i top = _mm512_srli_epi16(_mm512_shuffle_epi8(heads, load_index(kIndex.packed_top)), 2);
+  const __m512i merged = _mm512_ternarylogic_epi32(low, top, load_index(kIndex.low_mask), 0xE4);  // c ? a : b
+  const __m512i unpacked = _mm512_and_si512(merged, _mm512_set1_epi8(0x3F));
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) scales[r] = _mm512_shuffle_i32x4(unpacked, unpacked, 0x55 * r);
 }
 
 ALWAYS_INLINE __m512i k_affine_scale(__m512i scales, int h) {
@@ -219,15 +254,19 @@ ALWAYS_INLINE __m512i k_nibbles(const uint8_t* qs, int q) {
   return _mm512_and_si512(q % 2 == 0 ? bytes : _mm512_srli_epi16(bytes, 4), _mm512_set1_epi8(15));
 }
 
-// F::Block, F::kPairs; F::Decoded F::decode(const Block&) once per super-block and row, live
-// through the steps; F::quants(block, decoded, q) -> [64] u8 of step q; F::scale(decoded, h) ->
-// [32] int16 scale of each word of half h; then F::Terms F::terms(block, decoded) once per row
-// and F::finish(terms, iacc, act terms, acc) the once-per-super-block part.
+// F::Block, F::kPairs; F::Decoded F::decode(const Block&) once per super-block and row (or
+// F::decode_tile<R>(blocks, decoded) for the tile's R rows at once), live through the steps;
+// F::quants(block, decoded, q) -> [64] u8 of step q; F::scale(decoded, h) -> [32] int16 scale
+// of each word of half h; then F::Terms F::terms(block, decoded) once per row and
+// F::finish(terms, iacc, act terms, acc) the once-per-super-block part.
 struct Q4_KFormat {
   using Block = BlockQ4_K;
   static constexpr StepPairs kPairs = kNibblePairs;
-  using Decoded = __m512i;  // k_affine_scales
-  ALWAYS_INLINE static Decoded decode(const Block& b) { return k_affine_scales(b); }
+  using Decoded = __m512i;  // k_affine_scales_tile
+  template <int R>
+  ALWAYS_INLINE static void decode_tile(const Block* (&blocks)[R], Decoded (&dec)[R]) {
+    k_affine_scales_tile(blocks, dec);
+  }
   ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded&, int q) { return k_nibbles(b.qs, q); }
   ALWAYS_INLINE static __m512i scale(const Decoded& d, int h) { return k_affine_scale(d, h); }
   using Terms = KAffineTerms;
@@ -241,10 +280,16 @@ struct Q5_KFormat {
   using Block = BlockQ5_K;
   static constexpr StepPairs kPairs = kNibblePairs;
   struct Decoded {
-    __m512i scales;  // k_affine_scales
+    __m512i scales;  // k_affine_scales_tile
     __m512i qh;      // [64] qh[0..31] in both halves
   };
-  ALWAYS_INLINE static Decoded decode(const Block& b) { return Decoded{k_affine_scales(b), broadcast_256(b.qh)}; }
+  template <int R>
+  ALWAYS_INLINE static void decode_tile(const Block* (&blocks)[R], Decoded (&dec)[R]) {
+    __m512i scales[R];
+    k_affine_scales_tile(blocks, scales);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) dec[r] = Decoded{scales[r], broadcast_256(blocks[r]->qh)};
+  }
   // 5th bit of value 32s + l is bit s of qh[l]: bit lo[q] in the low half, hi[q] in the high half
   ALWAYS_INLINE static __m512i quants(const Block& b, const Decoded& d, int q) {
     const __m512i shift = load_index(kIndex.q5_shift[q]);

@@ -35,7 +35,17 @@ struct StepIndex {
   // bit 2 and are masked off.
   alignas(64) int16_t hmask_shift[kMaxSteps][32];
   alignas(64) uint8_t iq4_u8[64];             // kIq4nlValues + 128 in every 128-bit lane
-  constexpr StepIndex() : quad(), lane_block(), pair_shift(), hmask_shift(), iq4_u8() {
+  // IQ4_XS tile decode, word 8r + s <- a word of the heads (words 4r .. 4r + 3: d, scales_h,
+  // scales_l) of row r: its d; its scales_h, then shifted right by 2s; the scales_l word holding
+  // the nibble of sub-block s (byte s / 2, nibble s % 2), then shifted right by 4 (s % 4).
+  alignas(64) int16_t iq4_d[32];
+  alignas(64) int16_t iq4_scales_h[32];
+  alignas(64) int16_t iq4_high_shift[32];
+  alignas(64) int16_t iq4_scales_l[32];
+  alignas(64) int16_t iq4_low_shift[32];
+  constexpr StepIndex()
+      : quad(), lane_block(), pair_shift(), hmask_shift(), iq4_u8(), iq4_d(), iq4_scales_h(), iq4_high_shift(),
+        iq4_scales_l(), iq4_low_shift() {
     for (int i = 0; i < 16; ++i) lane_block[i] = i / 4;
     for (int q = 0; q < kMaxSteps; ++q) {
       for (int i = 0; i < 16; ++i) quad[q][i] = 4 * q + i / 4;
@@ -48,6 +58,15 @@ struct StepIndex {
       for (int i = 0; i < 32; ++i) pair_shift[odd][i] = static_cast<int16_t>(4 * odd + 2 * (i / 16));
     }
     for (int i = 0; i < 64; ++i) iq4_u8[i] = static_cast<uint8_t>(kIq4nlValues[i % 16] + 128);
+    for (int i = 0; i < 32; ++i) {
+      const int r = i / 8;
+      const int sub_block = i % 8;
+      iq4_d[i] = static_cast<int16_t>(4 * r);
+      iq4_scales_h[i] = static_cast<int16_t>(4 * r + 1);
+      iq4_high_shift[i] = static_cast<int16_t>(2 * sub_block);
+      iq4_scales_l[i] = static_cast<int16_t>(4 * r + 2 + sub_block / 4);
+      iq4_low_shift[i] = static_cast<int16_t>(4 * (sub_block % 4));
+    }
   }
 };
 constexpr StepIndex kIndex;
@@ -68,7 +87,7 @@ ALWAYS_INLINE __m512i step_bit_pairs(const uint8_t* qs, int q) {
 
 // ---- formats ----------------------------------------------------------------------------------
 // F::Block, F::kParts, F::kOffset, F::kLaneMins; F::Decoded F::decode(block) once per block and
-// row; F::quants(block, decoded, q) -> Quants<kParts> ([64] u8 per part); F::scale(decoded, q)
+// row (or F::decode_tile<R>(blocks, decoded) for all R rows of a tile at once); F::quants(block, decoded, q) -> Quants<kParts> ([64] u8 per part); F::scale(decoded, q)
 // -> [16] lane scales; F::lane_mins(decoded, q) -> [16] lane mins (kLaneMins only).
 
 template <int kParts>
@@ -142,19 +161,33 @@ struct IQ4_XSFormat {
   struct Decoded {
     __m512 scale;  // [16] lanes 0-7: d * (ls[s] - 32)
   };
-  // ls[s] = (nibble s of scales_l) | (bits 2s, 2s + 1 of scales_h) << 4, eight at once.
-  ALWAYS_INLINE static Decoded decode(const Block& b) {
-    uint32_t low_bits;
-    std::memcpy(&low_bits, b.scales_l, sizeof(low_bits));
-    const __m128i l = _mm_cvtsi32_si128(static_cast<int>(low_bits));
-    const __m128i low4 = _mm_set1_epi8(15);
-    const __m128i low = _mm_unpacklo_epi8(_mm_and_si128(l, low4), _mm_and_si128(_mm_srli_epi16(l, 4), low4));
-    const __m128i high_words = _mm_and_si128(
-        _mm_srlv_epi16(_mm_set1_epi16(static_cast<int16_t>(b.scales_h)), _mm_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14)),
-        _mm_set1_epi16(3));
-    const __m128i ls = _mm_or_si128(low, _mm_slli_epi16(_mm_packus_epi16(high_words, _mm_setzero_si128()), 4));
-    const float d = _cvtsh_ss(b.d);
-    return Decoded{bytes_to_floats(ls, _mm512_set1_ps(d), _mm512_set1_ps(-32.0f * d))};
+  // ls[s] = (nibble s of scales_l) | (bits 2s, 2s + 1 of scales_h) << 4 for the tile's R <= 4
+  // rows at once: the rows' 8-byte heads (d, scales_h, scales_l) in one register, word 8r + s of
+  // the result sub-block s of row r; then d * (ls - 32) as floats, two rows a zmm (lanes 8-15
+  // moved down for the odd row).
+  template <int R>
+  ALWAYS_INLINE static void decode_tile(const Block* (&blocks)[R], Decoded (&dec)[R]) {
+    static_assert(R <= 4);
+    uint64_t head[4] = {};
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) std::memcpy(&head[r], blocks[r], sizeof(head[r]));
+    const __m512i heads = _mm512_zextsi256_si512(_mm256_set_epi64x(static_cast<int64_t>(head[3]), static_cast<int64_t>(head[2]),
+                                                                   static_cast<int64_t>(head[1]), static_cast<int64_t>(head[0])));
+    const __m512i low = _mm512_srlv_epi16(_mm512_permutexvar_epi16(load_index(kIndex.iq4_scales_l), heads),
+                                          load_index(kIndex.iq4_low_shift));
+    const __m512i high = _mm512_srlv_epi16(_mm512_permutexvar_epi16(load_index(kIndex.iq4_scales_h), heads),
+                                           load_index(kIndex.iq4_high_shift));
+    const __m512i merged = _mm512_ternarylogic_epi32(low, _mm512_slli_epi16(high, 4), _mm512_set1_epi16(15), 0xE4);  // c ? a : b
+    const __m512i ls = _mm512_sub_epi16(_mm512_and_si512(merged, _mm512_set1_epi16(63)), _mm512_set1_epi16(32));
+    const __m512i d = _mm512_permutexvar_epi16(load_index(kIndex.iq4_d), heads);
+#pragma GCC unroll 2
+    for (int pair = 0; pair < (R + 1) / 2; ++pair) {
+      const __m256i pair_ls = pair == 0 ? _mm512_castsi512_si256(ls) : _mm512_extracti64x4_epi64(ls, 1);
+      const __m256i pair_d = pair == 0 ? _mm512_castsi512_si256(d) : _mm512_extracti64x4_epi64(d, 1);
+      const __m512 scales = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(pair_ls)), _mm512_cvtph_ps(pair_d));
+      dec[2 * pair].scale = scales;
+      if (2 * pair + 1 < R) dec[2 * pair + 1].scale = _mm512_shuffle_f32x4(scales, scales, 0xEE);
+    }
   }
   // Sub-blocks 4q..4q+3 are qs bytes 64q..64q+63, 16 per 128-bit lane: low nibbles (values
   // 0-15) make part 0, high nibbles (16-31) part 1, each through the table.

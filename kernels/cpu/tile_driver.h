@@ -73,14 +73,26 @@ const T* row_at(const char* base, size_t stride, int i) {
   return reinterpret_cast<const T*>(base + static_cast<size_t>(i) * stride);
 }
 
-// Block j of each of the tile's R weight rows, and F::decode of it (its unpacked scales).
+// A format whose decode_tile unpacks the scales of all R rows of a tile at once: one vector
+// instruction then serves several rows (up to 4 on AVX-512, one per 128-bit lane), where a
+// per-row decode spends the same instructions on each row.
+template <class F, int R>
+concept DecodesTile = requires(const typename F::Block* (&blocks)[R], typename F::Decoded (&dec)[R]) {
+  F::template decode_tile<R>(blocks, dec);
+};
+
+// Block j of each of the tile's R weight rows, and its unpacked scales: F::decode_tile for the
+// whole tile where the format has it, else F::decode row by row.
 template <class F, int R>
 ALWAYS_INLINE void decode_rows(const Tile& t, int64_t j, const typename F::Block* (&blocks)[R],
                                typename F::Decoded (&dec)[R]) {
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    blocks[r] = &row_at<typename F::Block>(t.w, t.w_stride, r)[j];
-    dec[r] = F::decode(*blocks[r]);
+  for (int r = 0; r < R; ++r) blocks[r] = &row_at<typename F::Block>(t.w, t.w_stride, r)[j];
+  if constexpr (DecodesTile<F, R>) {
+    F::template decode_tile<R>(blocks, dec);
+  } else {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) dec[r] = F::decode(*blocks[r]);
   }
 }
 

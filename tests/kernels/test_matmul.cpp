@@ -3,11 +3,15 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "kernels/dot.h"
+#include "kernels/fp16.h"
 #include "kernels/ggml_types.h"
 #include "kernels/matmul.h"
 #include "kernels/quantize.h"
@@ -74,6 +78,34 @@ int64_t small_size_for(GgmlType type) {
   return act_format_for(type) == ActFormat::Q8Act ? 160 : 45;
 }
 
+// Byte offsets of a 256-value super-block type's fp16 scales in its block.
+std::vector<size_t> half_offsets(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_K: return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
+    case GgmlType::Q5_K: return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
+    case GgmlType::Q6_K: return {offsetof(BlockQ6_K, d)};
+    case GgmlType::Q2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+    case GgmlType::Q3_K: return {offsetof(BlockQ3_K, d)};
+    case GgmlType::IQ4_XS: return {offsetof(BlockIQ4_XS, d)};
+    default: return {};
+  }
+}
+
+// Every block's bytes random (so every bit of the packed sub-block scales, mins and high bits
+// takes both values), its fp16 scales then set to finite values of either sign.
+void randomize_super_blocks(GgmlType type, std::vector<uint8_t>& weights, uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (uint8_t& byte : weights) byte = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(-1.0f, 1.0f);
+  const size_t block_bytes = static_cast<size_t>(ggml_type_info(type).block_bytes);
+  for (size_t block = 0; block + block_bytes <= weights.size(); block += block_bytes) {
+    for (size_t offset : half_offsets(type)) {
+      const uint16_t half = fp32_to_fp16(scale(rng));
+      std::memcpy(&weights[block + offset], &half, sizeof(half));
+    }
+  }
+}
+
 constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                                GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K,
@@ -108,6 +140,30 @@ TEST_CASE("SIMD matmul matches ref for batches 1, 3 and 17 on a partial row rang
           CHECK(err / ref < 1e-10);
         });
       }
+    }
+  }
+}
+
+TEST_CASE("SIMD matmul matches ref on super-blocks of random bytes", "[kernels][matmul]") {
+  // 9 rows: two 4-row decode tiles and a single row; batch 3 takes the prefill tiles. Kernels
+  // that unpack several rows' scales at once must keep each row's bits apart.
+  const int64_t rows = 9, n = 512;
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::Q3_K,
+                        GgmlType::IQ4_XS}) {
+    for (int64_t batch : {1, 3}) {
+      Problem p(type, rows, n, batch);
+      randomize_super_blocks(type, p.weights, 7);
+      const std::vector<float> want = p.run(ref::matmul_rows, rows, 0, rows);
+      for_each_simd_isa([&](CpuIsa isa) {
+        INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name << " batch " << batch);
+        const std::vector<float> got = p.run(cpu::matmul_rows, rows, 0, rows);
+        double err = 0.0, ref = 0.0;
+        for (size_t i = 0; i < want.size(); ++i) {
+          err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+          ref += double(want[i]) * want[i];
+        }
+        CHECK(err / ref < 1e-10);
+      });
     }
   }
 }
