@@ -115,6 +115,7 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs, std::vector<
     int64_t rows;
     int64_t rows_per_task;
     int64_t first_task;
+    int64_t tasks;
   };
   std::vector<Part> parts;
   size_t act_bytes_total = 0;
@@ -151,16 +152,19 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs, std::vector<
     const int64_t rows_per_task = (chunk_rows + 15) / 16 * 16;
     const int64_t tasks = (w.rows + rows_per_task - 1) / rows_per_task;
     parts.push_back(Part{MatmulArgs{w.type, w.data, w.cols, acts, batch, job.y, w.rows}, w.rows,
-                         rows_per_task, num_tasks});
+                         rows_per_task, num_tasks, tasks});
     num_tasks += tasks;
   }
-  pool.parallel_for(num_tasks, [&](int64_t task, int) {
+  // Tasks [begin, end): per job they cover, one call over its rows from the first to the last.
+  pool.parallel_for_ranges(num_tasks, [&](int64_t begin, int64_t end, int) {
     size_t p = parts.size() - 1;
-    while (parts[p].first_task > task) --p;
-    const Part& part = parts[p];
-    const int64_t begin = (task - part.first_task) * part.rows_per_task;
-    const int64_t end = std::min(part.rows, begin + part.rows_per_task);
-    cpu::matmul_rows(part.args, begin, end);
+    while (parts[p].first_task > begin) --p;
+    for (; p < parts.size() && parts[p].first_task < end; ++p) {
+      const Part& part = parts[p];
+      const int64_t first = std::max(begin, part.first_task) - part.first_task;
+      const int64_t last = std::min(end - part.first_task, part.tasks);
+      cpu::matmul_rows(part.args, first * part.rows_per_task, std::min(part.rows, last * part.rows_per_task));
+    }
   }, total_macs);
 }
 

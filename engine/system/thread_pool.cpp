@@ -50,17 +50,23 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::parallel_for(int64_t num_tasks, const Task& task, int64_t total_work) {
+  parallel_for_ranges(num_tasks, [&task](int64_t begin, int64_t end, int thread_index) {
+    for (int64_t i = begin; i < end; ++i) task(i, thread_index);
+  }, total_work);
+}
+
+void ThreadPool::parallel_for_ranges(int64_t num_tasks, const RangeTask& task, int64_t total_work) {
   if (num_tasks <= 0) return;
   KVDESK_ASSERT(num_tasks <= kMaxTasks);
   if (num_threads_ == 1 || num_tasks == 1 || total_work < kMinParallelWork) {
-    for (int64_t i = 0; i < num_tasks; ++i) task(i, 0);
+    task(0, num_tasks, 0);
     return;
   }
   ThreadCountTuner& tuner = tuner_for(total_work);
   const int threads = tuner.threads();
   const Clock::time_point start = Clock::now();
   if (threads == 1) {
-    for (int64_t i = 0; i < num_tasks; ++i) task(i, 0);
+    task(0, num_tasks, 0);
   } else {
     run_loop(num_tasks, task, threads);
   }
@@ -72,7 +78,7 @@ ThreadCountTuner& ThreadPool::tuner_for(int64_t total_work) {
   return tuners_.try_emplace(size_class, num_threads_).first->second;
 }
 
-void ThreadPool::run_loop(int64_t num_tasks, const Task& task, int threads) {
+void ThreadPool::run_loop(int64_t num_tasks, const RangeTask& task, int threads) {
   // A helper that joined the previous loop may still be on its way out.
   while (helpers_inside_.load() != 0) std::this_thread::yield();
   {
@@ -99,24 +105,22 @@ void ThreadPool::split_tasks(int64_t num_tasks, int threads) {
   }
 }
 
-// The owner's range front to back, then the others' from their back ends, the next thread's
-// first. A range seen empty stays empty, so one pass over the others leaves no task untaken.
-// The tasks run are counted in done_tasks_ once, at the end.
+// The owner's range front to back; then the back half of another thread's range, the next
+// thread's first, moved into the owner's range and run the same way; until a pass over the
+// others finds every range empty. Only a thread that is running can refill its own range (by
+// stealing), so a range seen empty on that pass either stays empty or belongs to a thread that
+// will run what it took: no task is left untaken. The tasks run are counted in done_tasks_
+// once, at the end.
 void ThreadPool::run_tasks(int thread_index) {
   const int threads = loop_threads_;
-  const Task& task = *task_;
+  const RangeTask& task = *task_;
   int64_t ran = 0;
-  for (int64_t i = take_front(thread_index); i != kNoTask; i = take_front(thread_index)) {
-    task(i, thread_index);
-    ++ran;
-  }
-  for (int k = 1; k < threads; ++k) {
-    const int victim = (thread_index + k) % threads;
-    for (int64_t i = take_back(victim); i != kNoTask; i = take_back(victim)) {
-      task(i, thread_index);
+  do {
+    for (int64_t i = take_front(thread_index); i != kNoTask; i = take_front(thread_index)) {
+      task(i, i + 1, thread_index);
       ++ran;
     }
-  }
+  } while (steal_half(thread_index, threads));
   const bool last = done_tasks_.fetch_add(ran, std::memory_order_acq_rel) + ran == num_tasks_;
   if (last && thread_index != 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }  // the caller is either before its check or asleep
@@ -136,16 +140,25 @@ int64_t ThreadPool::take_front(int owner) {
   return kNoTask;
 }
 
-int64_t ThreadPool::take_back(int victim) {
-  std::atomic<uint64_t>& bounds = ranges_[victim].bounds;
-  uint64_t seen = bounds.load(std::memory_order_relaxed);
-  while (range_front(seen) < range_back(seen)) {
-    if (bounds.compare_exchange_weak(seen, pack_range(range_front(seen), range_back(seen) - 1),
-                                     std::memory_order_relaxed)) {
-      return range_back(seen) - 1;
+// Moves the back half of the first other thread's range that has tasks (the larger half when
+// it is odd) into the thief's own range, which is empty: the thief then runs them front to back,
+// one stream through memory per steal, and a helper that lost its core gives up half of what is
+// left at a time (log2 of its tasks in steals) rather than its tasks one by one from the back
+// end, each a new stream. Only the owner makes its own range non-empty, so the plain store
+// races with no one. False when every other range is empty.
+bool ThreadPool::steal_half(int thief, int threads) {
+  for (int k = 1; k < threads; ++k) {
+    std::atomic<uint64_t>& bounds = ranges_[(thief + k) % threads].bounds;
+    uint64_t seen = bounds.load(std::memory_order_relaxed);
+    while (range_front(seen) < range_back(seen)) {
+      const int64_t middle = range_front(seen) + (range_back(seen) - range_front(seen)) / 2;
+      if (bounds.compare_exchange_weak(seen, pack_range(range_front(seen), middle), std::memory_order_relaxed)) {
+        ranges_[thief].bounds.store(pack_range(middle, range_back(seen)), std::memory_order_relaxed);
+        return true;
+      }
     }
   }
-  return kNoTask;
+  return false;
 }
 
 void ThreadPool::wait_until_done(int64_t num_tasks) {

@@ -1,11 +1,13 @@
 // ThreadPool: a persistent set of workers for data-parallel loops inside one forward pass.
 // The calling thread is worker 0, so a pool of N threads starts N-1 helpers. A loop splits its
 // task indices into one contiguous range per thread; each thread runs its own range front to
-// back, then takes what is left of the others' from their back ends (a slow or descheduled core
-// runs fewer tasks). Callers number tasks in memory order (row chunks of a matrix), so each
-// thread streams one contiguous run of weights: handing out indices from one shared counter
-// interleaves the threads' chunks, and every chunk then starts a new stream the hardware
-// prefetchers must find again (TinyLlama-shaped Q4_0 decode, 8 chunks a thread: 10-15% slower).
+// back, then steals the back half of what is left of another's and runs that front to back,
+// and again (a slow or descheduled core runs fewer tasks). Callers number tasks in memory order
+// (row chunks of a matrix), so each thread streams one contiguous run of weights: handing out
+// indices from one shared counter interleaves the threads' chunks, and every chunk then starts a
+// new stream the hardware prefetchers must find again (TinyLlama-shaped Q4_0 decode, 8 chunks a
+// thread: 10-15% slower); so did stealing a late helper's tasks one at a time from its back end
+// (beside a busy core, where the helper got 3% of one, 2 threads decoded at 0.94-0.96x of 1).
 // A loop ends when every task has run, not when every helper has come and gone: a helper
 // the OS has not run yet does not hold the loop up. The caller waits for the last tasks
 // spinning briefly, then asleep, so its core is free for a helper that lost its own. How many
@@ -52,12 +54,22 @@ class ThreadPool {
   static constexpr int64_t kMaxTasks = (int64_t(1) << 32) - 1;
   void parallel_for(int64_t num_tasks, const Task& task, int64_t total_work = kMinParallelWork);
 
+  // As parallel_for, for tasks that one call can run together: task(begin, end, thread_index)
+  // runs tasks [begin, end). Threads that share a loop take one task a call (so others can take
+  // the rest of a late thread's range); a loop that runs on the caller alone (one thread, a
+  // small loop, or the tuner's choice) is one call for all. A caller that cut its work into
+  // chunks for every thread (row chunks of a matrix, each a new weight stream and its own setup)
+  // then pays nothing for them: run chunk by chunk on the caller, TinyLlama-shaped Q4_0 decode
+  // was 3-6% slower than a one-thread pool's, whose loops have half the chunks.
+  using RangeTask = std::function<void(int64_t begin, int64_t end, int thread_index)>;
+  void parallel_for_ranges(int64_t num_tasks, const RangeTask& task, int64_t total_work = kMinParallelWork);
+
  private:
-  void run_loop(int64_t num_tasks, const Task& task, int threads);
+  void run_loop(int64_t num_tasks, const RangeTask& task, int threads);
   void split_tasks(int64_t num_tasks, int threads);
   void run_tasks(int thread_index);
   int64_t take_front(int owner);
-  int64_t take_back(int victim);
+  bool steal_half(int thief, int threads);
   void wait_until_done(int64_t num_tasks);
   void worker_main(int thread_index);
   void wait_for_new_generation(int thread_index, uint64_t seen, std::chrono::steady_clock::time_point spin_until);
@@ -76,7 +88,7 @@ class ThreadPool {
   // that the generation it woke for is still open, and the caller closes the generation before
   // it checks that none is inside, so a late helper either sees the loop closed or is waited
   // for: it never reads the next loop's state half written, nor claims its tasks.
-  const Task* task_ = nullptr;
+  const RangeTask* task_ = nullptr;
   int64_t num_tasks_ = 0;
   int loop_threads_ = 0;  // helpers with index below it take part
 
