@@ -144,9 +144,22 @@ void gemv_segmented(const MatmulArgs& args, size_t w_stride, ActPanel acts, int6
   run_rows<K, 1, 1>(args, w_stride, acts, row_begin + segment * R, row_end, 0);
 }
 
+// The last count < kActs act rows of a batch, from act c, as one tile of that width over rows
+// [rb, re): each weight block is decoded once for all of them (decode of 2 to kActs - 1
+// sequences, a prompt's last rows), not once per act row.
+template <class K, int C = K::kActs - 1>
+void run_rest(const MatmulArgs& args, size_t w_stride, size_t a_stride, int64_t rb, int64_t re, int64_t c,
+              int count) {
+  if constexpr (C > 0) {
+    if (count != C) return run_rest<K, C - 1>(args, w_stride, a_stride, rb, re, c, count);
+    run_rows<K, K::kRows, C>(args, w_stride, K::pack_acts(args, a_stride, c, C), rb, re, c);
+  }
+}
+
 // y[b * ld_y + r] = dot(W[r], A[b]) for r in [row_begin, row_end), b in [0, batch).
 // batch 1 streams the rows (segmented GEMV); larger batches walk L2-sized row blocks, and
-// inside each, act chunks of kActs stay in L1 while tiles of kRows rows go by.
+// inside each, act chunks of kActs stay in L1 while tiles of kRows rows go by, the last chunk
+// as wide as the acts left.
 template <class K>
 void matmul_tiled(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   const size_t w_stride = ggml_row_bytes(args.weight_type, args.n);
@@ -163,9 +176,7 @@ void matmul_tiled(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
       const ActPanel acts = K::pack_acts(args, a_stride, c, K::kActs);
       run_rows<K, K::kRows, K::kActs>(args, w_stride, acts, rb, re, c);
     }
-    for (; c < args.batch; ++c) {
-      run_rows<K, K::kRows, 1>(args, w_stride, K::pack_acts(args, a_stride, c, 1), rb, re, c);
-    }
+    if (c < args.batch) run_rest<K>(args, w_stride, a_stride, rb, re, c, static_cast<int>(args.batch - c));
   }
 }
 

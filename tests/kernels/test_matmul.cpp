@@ -113,12 +113,13 @@ constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, G
 
 }  // namespace
 
-TEST_CASE("SIMD matmul matches ref for batches 1, 3 and 17 on a partial row range", "[kernels][matmul]") {
+// Batches 3, 7 and 17 end in act chunks narrower than the kernel's kActs (2 to 8 act rows a chunk).
+TEST_CASE("SIMD matmul matches ref for batches 1, 3, 7 and 17 on a partial row range", "[kernels][matmul]") {
   // rows [2, 37) of 37: neither end on a tile boundary; ld_y 40 leaves columns to stay untouched.
   const int64_t rows = 37, ld_y = 40, row_begin = 2, row_end = 37;
   for (GgmlType type : kTypes) {
     for (int64_t n : sizes_for(type)) {
-      for (int64_t batch : {1, 3, 17}) {
+      for (int64_t batch : {1, 3, 7, 17}) {
         const Problem p(type, rows, n, batch);
         const std::vector<float> want = p.run(ref::matmul_rows, ld_y, row_begin, row_end);
         for_each_simd_isa([&](CpuIsa isa) {
