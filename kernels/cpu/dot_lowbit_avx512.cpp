@@ -87,8 +87,9 @@ ALWAYS_INLINE __m512i step_bit_pairs(const uint8_t* qs, int q) {
 
 // ---- formats ----------------------------------------------------------------------------------
 // F::Block, F::kParts, F::kOffset, F::kLaneMins; F::Decoded F::decode(block) once per block and
-// row (or F::decode_tile<R>(blocks, decoded) for all R rows of a tile at once); F::quants(block, decoded, q) -> Quants<kParts> ([64] u8 per part); F::scale(decoded, q)
-// -> [16] lane scales; F::lane_mins(decoded, q) -> [16] lane mins (kLaneMins only).
+// row (or F::decode_tile<R>(blocks, decoded) for all R rows of a tile at once); F::quants(block,
+// decoded, q) -> Quants<kParts> ([64] u8 per part); F::scale(decoded, q) -> [16] lane scales;
+// F::lane_mins(decoded, q) -> [16] lane mins (kLaneMins only).
 
 template <int kParts>
 struct Quants {
@@ -168,16 +169,16 @@ struct IQ4_XSFormat {
   template <int R>
   ALWAYS_INLINE static void decode_tile(const Block* (&blocks)[R], Decoded (&dec)[R]) {
     static_assert(R <= 4);
-    uint64_t head[4] = {};
+    int64_t head[4] = {};
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) std::memcpy(&head[r], blocks[r], sizeof(head[r]));
-    const __m512i heads = _mm512_zextsi256_si512(_mm256_set_epi64x(static_cast<int64_t>(head[3]), static_cast<int64_t>(head[2]),
-                                                                   static_cast<int64_t>(head[1]), static_cast<int64_t>(head[0])));
+    const __m512i heads = _mm512_zextsi256_si512(_mm256_set_epi64x(head[3], head[2], head[1], head[0]));
     const __m512i low = _mm512_srlv_epi16(_mm512_permutexvar_epi16(load_index(kIndex.iq4_scales_l), heads),
                                           load_index(kIndex.iq4_low_shift));
     const __m512i high = _mm512_srlv_epi16(_mm512_permutexvar_epi16(load_index(kIndex.iq4_scales_h), heads),
                                            load_index(kIndex.iq4_high_shift));
-    const __m512i merged = _mm512_ternarylogic_epi32(low, _mm512_slli_epi16(high, 4), _mm512_set1_epi16(15), 0xE4);  // c ? a : b
+    // c ? a : b: the low 4 bits from the scales_l nibble, the rest from scales_h
+    const __m512i merged = _mm512_ternarylogic_epi32(low, _mm512_slli_epi16(high, 4), _mm512_set1_epi16(15), 0xE4);
     const __m512i ls = _mm512_sub_epi16(_mm512_and_si512(merged, _mm512_set1_epi16(63)), _mm512_set1_epi16(32));
     const __m512i d = _mm512_permutexvar_epi16(load_index(kIndex.iq4_d), heads);
 #pragma GCC unroll 2
