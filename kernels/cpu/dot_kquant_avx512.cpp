@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <utility>
 
 #include "kernels/check.h"
 #include "kernels/cpu/simd_prelude.h"
@@ -205,8 +206,10 @@ ALWAYS_INLINE void k_affine_scales_tile(const Block* (&blocks)[R], __m512i (&sca
   const __m512i top = _mm512_srli_epi16(_mm512_shuffle_epi8(heads, load_index(kIndex.packed_top)), 2);
   const __m512i merged = _mm512_ternarylogic_epi32(low, top, load_index(kIndex.low_mask), 0xE4);  // c ? a : b
   const __m512i unpacked = _mm512_and_si512(merged, _mm512_set1_epi8(0x3F));
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) scales[r] = _mm512_shuffle_i32x4(unpacked, unpacked, 0x55 * r);
+  // the lane shuffle takes an immediate, so the rows are expanded at compile time
+  [&]<int... r>(std::integer_sequence<int, r...>) {
+    ((scales[r] = _mm512_shuffle_i32x4(unpacked, unpacked, 0x55 * r)), ...);
+  }(std::make_integer_sequence<int, R>{});
 }
 
 ALWAYS_INLINE __m512i k_affine_scale(__m512i scales, int h) {
