@@ -1,8 +1,10 @@
 // Row builders the quantized-format kernel tests share: normal random values, and rows
 // quantized, dequantized or prepared as activations with the ref:: kernels, so every test
-// compares against the same scalar truth.
+// compares against the same scalar truth; and the error measure of a matmul's output against it.
 #pragma once
+#include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -71,6 +73,25 @@ inline BlockQ8Act extreme_act_block() {
   for (int i = 0; i < kQ8ActBlockValues; ++i) a.qs[i] = static_cast<int8_t>(i % 3 ? 127 : -127);
   set_act_sums(a);
   return a;
+}
+
+// Relative squared error of got against want ([batch][ld_y] matmul outputs) over rows
+// [row_begin, row_end); the other entries must be untouched (NaN).
+inline double relative_error(const std::vector<float>& got, const std::vector<float>& want, int64_t batch,
+                             int64_t ld_y, int64_t row_begin, int64_t row_end) {
+  double err = 0.0, ref = 0.0;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t r = 0; r < ld_y; ++r) {
+      const size_t i = static_cast<size_t>(b * ld_y + r);
+      if (r < row_begin || r >= row_end) {
+        CHECK(std::isnan(got[i]));
+        continue;
+      }
+      err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+      ref += double(want[i]) * want[i];
+    }
+  }
+  return err / ref;
 }
 
 }  // namespace kvdesk::test

@@ -2,7 +2,6 @@
 // batches, on row ranges that are not whole tiles, and its results independent of the tiling.
 #include <catch2/catch.hpp>
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -24,6 +23,7 @@ namespace {
 
 using kvdesk::test::for_each_simd_isa;
 using kvdesk::test::random_values;
+using kvdesk::test::relative_error;
 
 // W[rows][n] of `type` and A[batch][n] prepared for it, from normal values.
 struct Problem {
@@ -126,19 +126,7 @@ TEST_CASE("SIMD matmul matches ref for batches 1, 3, 7 and 17 on a partial row r
           INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name << " n " << n
                       << " batch " << batch);
           const std::vector<float> got = p.run(cpu::matmul_rows, ld_y, row_begin, row_end);
-          double err = 0.0, ref = 0.0;
-          for (int64_t b = 0; b < batch; ++b) {
-            for (int64_t r = 0; r < ld_y; ++r) {
-              const size_t i = static_cast<size_t>(b * ld_y + r);
-              if (r < row_begin || r >= row_end) {
-                CHECK(std::isnan(got[i]));
-                continue;
-              }
-              err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-              ref += double(want[i]) * want[i];
-            }
-          }
-          CHECK(err / ref < 1e-10);
+          CHECK(relative_error(got, want, batch, ld_y, row_begin, row_end) < 1e-10);
         });
       }
     }
@@ -158,12 +146,7 @@ TEST_CASE("SIMD matmul matches ref on super-blocks of random bytes", "[kernels][
       for_each_simd_isa([&](CpuIsa isa) {
         INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name << " batch " << batch);
         const std::vector<float> got = p.run(cpu::matmul_rows, rows, 0, rows);
-        double err = 0.0, ref = 0.0;
-        for (size_t i = 0; i < want.size(); ++i) {
-          err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-          ref += double(want[i]) * want[i];
-        }
-        CHECK(err / ref < 1e-10);
+        CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-10);
       });
     }
   }
@@ -178,12 +161,7 @@ TEST_CASE("SIMD matmul matches ref across several L2 row blocks", "[kernels][mat
     for_each_simd_isa([&](CpuIsa isa) {
       INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(type).name);
       const std::vector<float> got = p.run(cpu::matmul_rows, 150, 0, 150);
-      double err = 0.0, ref = 0.0;
-      for (size_t i = 0; i < want.size(); ++i) {
-        err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-        ref += double(want[i]) * want[i];
-      }
-      CHECK(err / ref < 1e-10);
+      CHECK(relative_error(got, want, p.batch, 150, 0, 150) < 1e-10);
     });
   }
 }

@@ -4,7 +4,6 @@
 // without whole groups keep ggml's layout and its kernels.
 #include <catch2/catch.hpp>
 
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -56,25 +55,6 @@ struct Problem {
   }
 };
 
-// Relative squared error of got against want over rows [row_begin, row_end); the other entries
-// must be untouched (NaN).
-double relative_error(const std::vector<float>& got, const std::vector<float>& want, int64_t batch, int64_t ld_y,
-                      int64_t row_begin, int64_t row_end) {
-  double err = 0.0, ref = 0.0;
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t r = 0; r < ld_y; ++r) {
-      const size_t i = static_cast<size_t>(b * ld_y + r);
-      if (r < row_begin || r >= row_end) {
-        CHECK(std::isnan(got[i]));
-        continue;
-      }
-      err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-      ref += double(want[i]) * want[i];
-    }
-  }
-  return err / ref;
-}
-
 // rows x n values of `type` (blocks of struct Block), fill(block, index) setting each block.
 template <class Block, class Fill>
 std::vector<uint8_t> filled_blocks(GgmlType type, int64_t rows, int64_t n, Fill fill) {
@@ -106,7 +86,7 @@ void check_largest_sums(GgmlType base, const std::vector<uint8_t>& ggml, int64_t
   test::for_each_simd_isa([&](CpuIsa isa) {
     INFO("isa " << cpu_isa_name(isa));
     cpu::matmul_rows(MatmulArgs{packed, repacked.data(), n, acts.data(), batch, got.data(), rows}, 0, rows);
-    CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-12);
+    CHECK(test::relative_error(got, want, batch, rows, 0, rows) < 1e-12);
   });
 }
 
@@ -162,7 +142,7 @@ TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / MXFP4x8 / Q4_1x8 / Q5_0x8 / Q5_1x8 
         test::for_each_simd_isa([&](CpuIsa isa) {
           INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name << " n " << n << " batch " << batch);
           const std::vector<float> got = p.run(cpu::matmul_rows, repacked_type(base, rows), ld_y, row_begin, row_end);
-          CHECK(relative_error(got, want, batch, ld_y, row_begin, row_end) < 1e-10);
+          CHECK(test::relative_error(got, want, batch, ld_y, row_begin, row_end) < 1e-10);
         });
       }
     }
@@ -177,7 +157,7 @@ TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / MXFP4x8 / Q4_1x8 / Q5_0x8 / Q5_1x8 
     test::for_each_simd_isa([&](CpuIsa isa) {
       INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name);
       const std::vector<float> got = p.run(cpu::matmul_rows, repacked_type(base, rows), rows, 0, rows);
-      CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-10);
+      CHECK(test::relative_error(got, want, batch, rows, 0, rows) < 1e-10);
     });
   }
 }
@@ -244,7 +224,7 @@ TEST_CASE("SIMD Q2_Kx8 / Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls ma
         test::for_each_simd_isa([&](CpuIsa isa) {
           INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name << " n " << n << " batch " << batch);
           const std::vector<float> got = p.run(cpu::matmul_rows, packed, ld_y, row_begin, row_end);
-          CHECK(relative_error(got, want, batch, ld_y, row_begin, row_end) < 1e-10);
+          CHECK(test::relative_error(got, want, batch, ld_y, row_begin, row_end) < 1e-10);
         });
       }
     }
@@ -260,7 +240,7 @@ TEST_CASE("SIMD Q2_Kx8 / Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls ma
     test::for_each_simd_isa([&](CpuIsa isa) {
       INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name);
       const std::vector<float> got = p.run(cpu::matmul_rows, repacked_type(base, rows), rows, 0, rows);
-      CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-10);
+      CHECK(test::relative_error(got, want, batch, rows, 0, rows) < 1e-10);
     });
   }
 }
@@ -276,7 +256,7 @@ TEST_CASE("Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS rows not a multiple of 8 st
     test::for_each_simd_isa([&](CpuIsa isa) {
       INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name);
       const std::vector<float> got = p.run(cpu::matmul_rows, kept, rows, 0, rows);
-      CHECK(relative_error(got, want, batch, rows, 0, rows) < 1e-10);
+      CHECK(test::relative_error(got, want, batch, rows, 0, rows) < 1e-10);
     });
   }
 }
