@@ -12,6 +12,7 @@
 
 #include "engine/backend/forward_backend.h"
 #include "engine/chat/chat_template.h"
+#include "engine/chat/family_templates.h"
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
 #include "engine/kv/kv_cache.h"
@@ -111,13 +112,13 @@ std::string kv_identity(const std::string& model_hash, const KvLayout& layout, c
                         const ChatTemplate& chat_template) {
   return "model " + model_hash + "; kv " + kv_type_name(layout.k_type) + "/" + kv_type_name(layout.v_type) +
          scheme_identity(layout, config) + "; block " + std::to_string(layout.block_size) + "; template " +
-         chat_format_name(chat_template.format);
+         chat_template.name + " " + chat_template.source_hash;
 }
 
 // What stored token ids are valid for: the model (its tokenizer and what it generates) and the
 // chat template that rendered the spans; the KV identity's parts without the pool's layout.
 std::string token_identity(const std::string& model_hash, const ChatTemplate& chat_template) {
-  return "model " + model_hash + "; template " + chat_format_name(chat_template.format);
+  return "model " + model_hash + "; template " + chat_template.name + " " + chat_template.source_hash;
 }
 
 // "" when the identities match, else the first part ("model ...", "kv ...") that differs.
@@ -272,7 +273,9 @@ void Engine::State::publish_stats(bool force) {
     s.model = ModelSummary{model->file().path(), model_hash, c.name, c.architecture, c.context_length, c.block_count,
                            c.head_count, c.head_count_kv, c.head_dim, model->weights().num_parameters,
                            model->weights().weight_bytes, backend_name(backend.backend), backend.note,
-                           pool->num_threads(), chat_format_name(chat_template.format), chat_template.warning,
+                           pool->num_threads(), chat_template.name, chat_template.warning, chat_template.source,
+                           special_texts(model->tokenizer()).bos, special_texts(model->tokenizer()).eos,
+                           chat_template.opens_reasoning,
                            forward->device_memory(), kv->on_device(), kv_costs, description};
     const Scheduler& sched = core->scheduler();
     s.running = sched.num_running();
@@ -342,7 +345,8 @@ void Engine::State::load(const EngineSettings& s, uint64_t load_number) {
     progress.check_cancelled();
     const int32_t threads = s.threads > 0 ? s.threads : std::max(1, int32_t(std::thread::hardware_concurrency()));
     pool = std::make_unique<ThreadPool>(threads);
-    chat_template = chat_template_for(model->file(), s.chat_template);
+    chat_template = chat_template_for(model->file(), s.chat_template_source.empty() ? s.chat_template : s.chat_template_file,
+                                      s.chat_template_source);
     forward = make_forward_backend(backend.backend, *model, *pool);
     progress.check_cancelled();
     create_kv(s.kv, s.kv_budget_bytes, s.prefix_caching);
@@ -456,14 +460,13 @@ void Engine::State::kv_quality_event(KvQuality q, const std::string& failure) {
   pending.push_back(std::move(e));
 }
 
-std::vector<std::string> chat_template_names() { return chat_format_names(); }
-
-bool is_chat_template_name(const std::string& name) { return chat_format_from_name(name).has_value(); }
-
-bool chat_template_opens_reasoning(const std::string& name) {
-  const std::optional<ChatFormat> format = chat_format_from_name(name);
-  return format && generation_prompt_opens_reasoning(*format);
+std::vector<std::string> chat_template_names() {
+  std::vector<std::string> out;
+  for (const FamilyTemplate& f : family_templates()) out.emplace_back(f.name);
+  return out;
 }
+
+bool is_chat_template_name(const std::string& name) { return find_family_template(name) != nullptr; }
 
 Engine::Engine(std::function<void()> wake) : state_(std::make_unique<State>()) {
   state_->wake = std::move(wake);
@@ -514,9 +517,10 @@ void Engine::measure_kv_quality(std::vector<KvType> types) {
 
 void Engine::set_chat_template(const std::string& name) {
   state_->post([s = state_.get(), name] {
-    if (!name.empty() && !chat_format_from_name(name)) throw Error("unknown chat template '" + name + "'");
-    if (s->model) s->chat_template = chat_template_for(s->model->file(), name);
+    if (!name.empty() && !is_chat_template_name(name)) throw Error("unknown chat template '" + name + "'");
     s->settings.chat_template = name;
+    s->settings.chat_template_source.clear();
+    if (s->model) s->chat_template = chat_template_for(s->model->file(), name);
   });
 }
 

@@ -20,9 +20,6 @@ namespace kvdesk {
 // The chat template families requests can be rendered with (names for set_chat_template).
 std::vector<std::string> chat_template_names();
 bool is_chat_template_name(const std::string& name);
-// Whether that family's generation prompt opens the model's reasoning (DeepSeek R1's and Qwen3
-// thinking's end in "<think>"), so an answer's text is reasoning until its "</think>".
-bool chat_template_opens_reasoning(const std::string& name);
 // The built-in text KV quality is measured on, as KvQuality::text_id names it.
 const char* kv_quality_text_id(int32_t head_dim);
 
@@ -61,7 +58,7 @@ class Engine final : public EngineClient {
   // Re-creates the KV pool and the host tier with new KV settings on the loaded model; live
   // requests carry on (their sequences are re-prefilled). ModelLoaded follows.
   void reconfigure_kv(const KvLayout& kv, size_t kv_budget_bytes, bool prefix_caching, size_t host_tier_bytes);
-  // Renders requests submitted from now on with this chat template (a chat_format_name(), ""
+  // Renders requests submitted from now on with this chat template (a chat_template_names() one, ""
   // for the model's own), for this model and the ones loaded later. An unknown name ends in
   // an Error event (request 0).
   void set_chat_template(const std::string& name);

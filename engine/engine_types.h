@@ -101,7 +101,9 @@ struct SchedulerLimits {
 struct EngineSettings {
   std::string model_path;
   std::string tokenizer_path;        // optional SentencePiece .model
-  std::string chat_template;         // a chat_format_name() to use instead of the model's; "": the model's
+  std::string chat_template;         // a family (chat_template_names) to use instead of the model's; "": the model's
+  std::string chat_template_source;  // non-empty: this Jinja source instead of both (--chat-template-file)
+  std::string chat_template_file;    // the source's file name, for what the template is called
   BackendRequest backend = BackendRequest::Auto;   // see engine/backend/backend.h
   int32_t threads = 0;               // 0: all cores
   KvLayout kv;                       // types, block size; num_blocks 0: from the budget
@@ -298,8 +300,14 @@ struct ModelSummary {
   std::string backend = "cpu";         // the backend chosen at load (backend_name)
   std::string backend_note;            // why (BackendChoice::note); empty when cpu was asked for
   int32_t threads = 1;
-  std::string chat_template;           // the family prompts are rendered with (chat_format_name)
-  std::string chat_template_warning;   // non-empty: the model's template was not recognized or not fully read
+  std::string chat_template;           // what prompts are rendered with: "own", a family name, "file <name>", "plain"
+  std::string chat_template_warning;   // non-empty: the template does not parse (its line named)
+  std::string chat_template_source;    // the Jinja source prompts are rendered with
+  std::string bos_text;                // what the template's bos_token and eos_token are
+  std::string eos_text;
+  // The generation prompt opens the model's <think> (DeepSeek R1, Qwen3 thinking): an answer's
+  // text is reasoning until its "</think>".
+  bool chat_template_opens_reasoning = false;
   DeviceMemoryUse device_memory;       // the CUDA backend's device memory; empty on the CPU
   bool kv_on_device = false;           // the KV pool (EngineStats::kv.pool_bytes) is in device memory
   std::vector<KvTypeCost> kv_types;    // one per KV type, in all_kv_types() order

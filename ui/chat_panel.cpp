@@ -3,7 +3,9 @@
 // every message, the text rendered as Markdown (parsed once per message text,
 // ui/markdown_cache.h), Regenerate under the last answer and Continue under one that stopped at
 // its token limit, and the composer with Send / Stop. A reasoning model's answer shows its
-// reasoning folded away above the answer (engine/chat/answer_parts.h).
+// reasoning folded away above the answer (engine/chat/answer_parts.h). The header's "Prompt as
+// the model sees it" shows the conversation rendered with the chat template instead of the
+// messages (ui/prompt_view_panel.cpp).
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -169,6 +171,16 @@ void draw_message(ViewModel& vm, MessageView& m, size_t replies_shown, const Fon
   ImGui::PopID();
 }
 
+// The toggle between the messages and the prompt as the model sees it: on the header's line
+// when it fits there, else on a line of its own.
+void prompt_toggle(ViewModel& vm) {
+  const char* label = "Prompt as the model sees it";
+  const float needed = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
+  ImGui::SameLine();
+  if (ImGui::GetContentRegionAvail().x < needed) ImGui::NewLine();
+  ImGui::Checkbox(label, &vm.ui.show_prompt);
+}
+
 void draw_header(ViewModel& vm) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted(vm.chat.title.empty() ? "(untitled)" : vm.chat.title.c_str());
@@ -179,6 +191,7 @@ void draw_header(ViewModel& vm) {
   }
   ImGui::SameLine();
   if (ImGui::SmallButton("Delete")) vm.ui.delete_conversation = vm.chat.conversation_id;
+  prompt_toggle(vm);
   ImGui::Separator();
 }
 
@@ -225,15 +238,8 @@ void draw_composer(ViewModel& vm, UiActions& actions) {
   }
 }
 
-}  // namespace
-
-void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions) {
-  if (vm.chat.conversation_id != 0) {
-    draw_header(vm);
-    draw_conversation_settings(vm, actions);
-  }
-  const float composer_h = ImGui::GetTextLineHeight() * 4 + ImGui::GetStyle().FramePadding.y * 2;
-  ImGui::BeginChild("##messages", ImVec2(0, -composer_h - ImGui::GetStyle().ItemSpacing.y));
+// The active branch's messages; keeps the bottom in view while an answer streams there.
+void draw_messages(ViewModel& vm, const Fonts& fonts, UiActions& actions) {
   if (vm.chat.messages.empty()) {
     ImGui::TextDisabled(vm.model.state == ModelState::Loaded ? "Type a message below to start."
                                                              : "Open a model to start chatting.");
@@ -248,6 +254,22 @@ void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions) {
   if (vm.ui.scroll_chat_to_bottom || (vm.chat.generating && at_bottom)) {
     ImGui::SetScrollHereY(1.0f);
     vm.ui.scroll_chat_to_bottom = false;
+  }
+}
+
+}  // namespace
+
+void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions) {
+  if (vm.chat.conversation_id != 0) {
+    draw_header(vm);
+    draw_conversation_settings(vm, actions);
+  }
+  const float composer_h = ImGui::GetTextLineHeight() * 4 + ImGui::GetStyle().FramePadding.y * 2;
+  ImGui::BeginChild("##messages", ImVec2(0, -composer_h - ImGui::GetStyle().ItemSpacing.y));
+  if (vm.ui.show_prompt && vm.chat.conversation_id != 0) {
+    draw_prompt_view(vm, fonts);
+  } else {
+    draw_messages(vm, fonts, actions);
   }
   ImGui::EndChild();
   draw_composer(vm, actions);

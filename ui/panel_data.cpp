@@ -413,6 +413,27 @@ const char* state_label(MessageState state) {
   return "";
 }
 
+std::string own_template_label(const ModelView& model, const std::string& chosen) {
+  const bool stand_in = chosen.empty() && !model.chat_template.empty() && model.chat_template != "own";
+  return stand_in ? "model's own (" + model.chat_template + ")" : "model's own";
+}
+
+std::string chat_template_notice(const ModelView& model, const std::string& chosen) {
+  if (model.chat_template_warning.empty() || !chosen.empty()) return "";
+  return model.chat_template_warning + "\nNo prompt can be rendered with it: choose a template from the list.";
+}
+
+std::string special_texts_line(const ModelView& model) {
+  const auto shown = [](const std::string& text) { return text.empty() ? std::string("none") : text; };
+  return "bos_token: " + shown(model.bos_text) + "   eos_token: " + shown(model.eos_text);
+}
+
+std::string prompt_text(const PromptView& prompt) {
+  std::string text;
+  for (const PromptPiece& piece : prompt.pieces) text += piece.text;
+  return text;
+}
+
 std::string finish_words(const std::string& finish_reason) {
   if (finish_reason == "stop") return "finished: end of turn";
   if (finish_reason == "length") return "finished: length limit";

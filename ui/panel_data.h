@@ -154,6 +154,18 @@ const char* state_label(MessageState state);   // "" for Complete
 std::string answer_stats_text(int64_t tokens, double tok_s, double ttft_ms, const std::string& finish_reason);
 std::string finish_words(const std::string& finish_reason);   // "finished: end of turn", ...
 
+// ----- chat template and prompt ------------------------------------------------------------
+// The template list's entry for the model's own: "model's own", with what stands in for it when
+// no family is chosen and it is not the model's Jinja ("model's own (plain)": the model has none).
+std::string own_template_label(const ModelView& model, const std::string& chosen);
+// What the window says beside the template list when the template in use does not parse (the
+// engine's message, naming the line) and what to do about it; "" when it parses or a family is chosen.
+std::string chat_template_notice(const ModelView& model, const std::string& chosen);
+// What the template's bos_token and eos_token are: "bos_token: <s>   eos_token: </s>" ("none" for "").
+std::string special_texts_line(const ModelView& model);
+// The prompt as one text (its pieces joined), what Copy takes.
+std::string prompt_text(const PromptView& prompt);
+
 // The tokens the selected conversation may hold: its context length within the model's.
 int32_t context_limit(const ViewModel& vm);
 

@@ -21,6 +21,7 @@ void draw_file_prompt(ViewModel& vm, UiActions& actions);
 void draw_conversation_list_panel(ViewModel& vm, UiActions& actions);
 void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions);
 void draw_conversation_settings(ViewModel& vm, UiActions& actions);
+void draw_prompt_view(ViewModel& vm, const Fonts& fonts);
 void draw_settings_panel(ViewModel& vm, UiActions& actions);
 void draw_model_info_panel(const ViewModel& vm);
 void draw_block_map_panel(const ViewModel& vm, TextureCache& textures);

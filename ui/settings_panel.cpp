@@ -1,6 +1,6 @@
 // Chat settings: the selected conversation's system prompt, reusable presets, the chat
-// template, the sampling settings new answers use, the theme and the font size. Edits become
-// actions when the field is left.
+// template (with its Jinja source, and why it cannot render when it does not parse), the sampling
+// settings new answers use, the theme and the font size. Edits become actions when the field is left.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -10,6 +10,7 @@
 
 #include "ui/font_size.h"
 #include "ui/fonts.h"
+#include "ui/panel_data.h"
 #include "ui/panels.h"
 #include "ui/theme_colours.h"
 
@@ -51,14 +52,40 @@ void draw_presets(ViewModel& vm, UiActions& actions) {
   ImGui::EndDisabled();
 }
 
-// The chat template prompts are rendered with: the model's own (as recognized) or a family
-// chosen by name; a warning when the model's template was not recognized or its default
-// system message could not be read.
+// A template that does not parse renders no prompt: the engine's message (naming the line) in the
+// error colour right under the list, saying to choose another from it.
+void draw_chat_template_notice(const ViewModel& vm) {
+  const std::string notice = chat_template_notice(vm.model, vm.ui.chat_template);
+  if (notice.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, text_colour(TextTone::Error, vm.ui.layout_prefs.theme));
+  ImGui::TextWrapped("%s", notice.c_str());
+  ImGui::PopStyleColor();
+}
+
+// The collapsible "Template": the Jinja source prompts are rendered with (read-only, scrolling)
+// and what its bos_token and eos_token are; open from the start when the source does not parse,
+// so the line the notice names is in sight.
+void draw_template_source(ViewModel& vm) {
+  const ImGuiTreeNodeFlags flags = vm.model.chat_template_warning.empty() ? 0 : ImGuiTreeNodeFlags_DefaultOpen;
+  if (!ImGui::CollapsingHeader("Template", flags)) return;
+  if (vm.model.state != ModelState::Loaded) {
+    ImGui::TextDisabled("Open a model to see its chat template.");
+    return;
+  }
+  if (vm.model.chat_template_source.empty()) {
+    ImGui::TextDisabled("The server renders prompts with its own chat template.");
+    return;
+  }
+  ImGui::TextDisabled("%s", special_texts_line(vm.model).c_str());
+  ImGui::InputTextMultiline("##template_source", &vm.model.chat_template_source,
+                            ImVec2(-1, ImGui::GetTextLineHeight() * 14), ImGuiInputTextFlags_ReadOnly);
+}
+
+// The chat template prompts are rendered with: the model's own Jinja template or a family chosen
+// by name; beside it, why the template in use cannot render, and the template's source.
 void draw_chat_template(ViewModel& vm, UiActions& actions) {
   ImGui::TextUnformatted("Chat template");
-  const std::string own = "model's own" + (vm.model.chat_template.empty() || !vm.ui.chat_template.empty()
-                                               ? std::string()
-                                               : " (" + vm.model.chat_template + ")");
+  const std::string own = own_template_label(vm.model, vm.ui.chat_template);
   ImGui::SetNextItemWidth(scaled_width(200));
   if (ImGui::BeginCombo("##chat_template", vm.ui.chat_template.empty() ? own.c_str() : vm.ui.chat_template.c_str())) {
     if (ImGui::Selectable(own.c_str(), vm.ui.chat_template.empty())) actions.push_back({ActionKind::SetChatTemplate, 0, ""});
@@ -67,11 +94,8 @@ void draw_chat_template(ViewModel& vm, UiActions& actions) {
     }
     ImGui::EndCombo();
   }
-  if (!vm.model.chat_template_warning.empty() && vm.ui.chat_template.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, text_colour(TextTone::Warning, vm.ui.layout_prefs.theme));
-    ImGui::TextWrapped("%s", vm.model.chat_template_warning.c_str());
-    ImGui::PopStyleColor();
-  }
+  draw_chat_template_notice(vm);
+  draw_template_source(vm);
 }
 
 // The app's defaults: what a conversation uses where it sets nothing itself.

@@ -7,7 +7,8 @@
 
 namespace kvdesk::ui {
 
-enum class TextTone : uint8_t { Error, Warning, Good, User, Assistant, System };
+// Template: what a chat template wrote into a prompt (its control tokens), apart from content.
+enum class TextTone : uint8_t { Error, Warning, Good, User, Assistant, System, Template };
 
 ImVec4 text_colour(TextTone tone, Theme theme);
 

@@ -73,6 +73,24 @@ struct ConversationSettingsView {
   void set_own(SettingField f, bool value) { own[size_t(f)] = value; }
 };
 
+// One piece of the prompt as the model sees it: text the chat template wrote (where its control
+// tokens such as "<|im_start|>" live) or the conversation's own content (plain characters).
+struct PromptPiece {
+  std::string text;
+  bool from_template = false;
+
+  bool operator==(const PromptPiece&) const = default;
+};
+
+// The selected conversation rendered with the chat template in use (the chat's "Prompt as the
+// model sees it" toggle): its pieces, or why there are none.
+struct PromptView {
+  int64_t conversation_id = 0;
+  std::vector<PromptPiece> pieces;
+  std::string error;             // the template could not render it (its message names the line)
+  std::string note;              // nothing to render, and why (no messages, no model, a server's template)
+};
+
 struct ChatView {
   int64_t conversation_id = 0;   // 0: no conversation selected
   std::string title;
@@ -81,6 +99,7 @@ struct ChatView {
   bool generating = false;
   int32_t context_used = 0;      // tokens of the conversation's KV sequence, when known
   ConversationSettingsView settings;
+  PromptView prompt;             // kept up to date while ui.show_prompt is on
 };
 
 struct PresetView {
@@ -119,8 +138,11 @@ struct ModelView {
   int32_t threads = 0;
   int64_t parameters = 0;
   uint64_t weight_bytes = 0;
-  std::string chat_template;           // the family prompts are rendered with
-  std::string chat_template_warning;   // the model's template was not recognized or not fully read
+  std::string chat_template;           // what prompts are rendered with: "own", a family name, "file <name>", "plain"
+  std::string chat_template_warning;   // non-empty: the template does not parse (its line named)
+  std::string chat_template_source;    // its Jinja source; empty for a server's model (the server renders)
+  std::string bos_text;                // what the template's bos_token and eos_token stand for
+  std::string eos_text;
   int32_t embedding_length = 0;
   int32_t feed_forward_length = 0;
   int32_t expert_count = 0;            // a mixture of experts' FFNs per layer; 0: a dense FFN
@@ -388,6 +410,7 @@ struct UiState {
   std::vector<std::string> chat_templates;    // the names offered
   std::vector<int32_t> block_sizes;           // the KV block sizes offered
   bool scroll_chat_to_bottom = false;
+  bool show_prompt = false;                   // the chat shows the prompt as the model sees it, not the messages
   bool focus_composer = false;                // put the keyboard focus there on the next frame
   bool focus_search = false;
   std::string file_prompt;                    // "md" / "json": export to file_path; "import": from it

@@ -302,6 +302,11 @@ std::vector<ModeCommand> add_mode_commands(CLI::App& app) {
       ->delimiter(',');
   commands.push_back(resume);
 
+  ModeCommand templates = make_command(app, "templates", "Chat template render time for a typical conversation");
+  templates.app->add_option("--templates", templates.options->templates_dir, "Also time each *.jinja file of this folder")
+      ->check(CLI::ExistingDirectory);
+  commands.push_back(templates);
+
   ModeCommand ab = make_command(app, "ab", "A/B of one knob: arms alternate A B A B on the same inputs");
   add_ab(ab);
   commands.push_back(ab);

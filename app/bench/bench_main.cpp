@@ -25,6 +25,7 @@ Report run_mode(const std::string& mode, const BenchOptions& o) {
   if (mode == "quality") return run_quality(o);
   if (mode == "trace") return run_trace(o);
   if (mode == "resume") return run_resume(o);
+  if (mode == "templates") return run_templates(o);
   return run_ab(o);
 }
 

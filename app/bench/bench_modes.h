@@ -32,6 +32,9 @@ Report run_trace(const BenchOptions& options);
 // and the bytes a saved conversation takes per KV type (mode_resume.cpp).
 Report run_resume(const BenchOptions& options);
 Report run_ab(const BenchOptions& options);
+// Render time of the model's chat template, the built-in families and --templates DIR's files
+// for a typical conversation (mode_templates.cpp).
+Report run_templates(const BenchOptions& options);
 
 using Measure = std::function<Metrics(const Knobs& knobs)>;
 Measure speed_measure(const BenchOptions& options);  // loads the model once

@@ -85,6 +85,8 @@ struct BenchOptions {
 
   // resume: history lengths, and the new turn's length.
   std::vector<int32_t> histories{256, 1024, 4096};
+  // templates: a folder of *.jinja chat templates timed beside the model's and the families.
+  std::string templates_dir;
   int32_t turn_tokens = 32;
 
   // quality

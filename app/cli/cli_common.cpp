@@ -2,13 +2,19 @@
 #include "app/cli/cli_common.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "app/command_line.h"
+#include "engine/engine.h"
 #include "engine/error.h"
 #include "engine/kv/kv_layer_groups.h"
 #include "engine/system/memory_limit.h"
@@ -52,11 +58,33 @@ SamplingParams resolve_sampling(SamplingArgs& args) {
   return args.params;
 }
 
-EngineSettings engine_settings(const ModelArgs& args, const std::string& chat_template) {
+void add_chat_template_options(CLI::App* cmd, ChatTemplateArgs& args) {
+  CLI::Option* name = cmd->add_option("--chat-template", args.name, "Render messages with this chat template instead of the model's")
+                          ->check(CLI::IsMember(chat_template_names()));
+  CLI::Option* file = cmd->add_option("--chat-template-file", args.file,
+                                      "Render messages with this Jinja chat template file instead of the model's");
+  name->excludes(file);
+}
+
+std::string read_text_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read the " + what + " (" + std::strerror(errno) + ")");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(path + ": cannot read the " + what);
+  return text.str();
+}
+
+EngineSettings engine_settings(const ModelArgs& args, const ChatTemplateArgs& chat_template) {
   EngineSettings s;
   s.model_path = args.model_path;
   s.tokenizer_path = args.tokenizer_path;
-  s.chat_template = chat_template;
+  s.chat_template = chat_template.name;
+  if (!chat_template.file.empty()) {
+    s.chat_template_source = read_text_file(chat_template.file, "chat template");
+    if (s.chat_template_source.empty()) throw Error(chat_template.file + ": the chat template file is empty");
+    s.chat_template_file = std::filesystem::path(chat_template.file).filename().string();
+  }
   s.backend = args.backend;
   s.threads = resolve_threads(args.threads);
   s.kv = kv_layout(args);

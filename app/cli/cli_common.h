@@ -72,8 +72,19 @@ void add_sampling_options(CLI::App* cmd, SamplingArgs& args);
 // Throws UsageError for an out-of-range value.
 SamplingParams resolve_sampling(SamplingArgs& args);
 
-// The in-process Engine's settings the model and KV flags ask for.
-EngineSettings engine_settings(const ModelArgs& args, const std::string& chat_template);
+// --chat-template NAME (a built-in family) or --chat-template-file FILE.jinja (llama-server's
+// flag): what renders messages instead of the model's own template; neither: the model's.
+struct ChatTemplateArgs {
+  std::string name;
+  std::string file;
+};
+void add_chat_template_options(CLI::App* cmd, ChatTemplateArgs& args);
+// A whole text file (a template, a conversation); throws Error naming the file.
+std::string read_text_file(const std::string& path, const char* what);
+
+// The in-process Engine's settings the model, KV and template flags ask for (the template
+// file read here: throws Error when it cannot be).
+EngineSettings engine_settings(const ModelArgs& args, const ChatTemplateArgs& chat_template);
 
 void add_model_options(CLI::App* cmd, ModelArgs& args);
 void add_kv_options(CLI::App* cmd, ModelArgs& args);
@@ -119,5 +130,6 @@ Command add_replay_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_chat_command(CLI::App& app);
+Command add_template_command(CLI::App& app);
 
 }  // namespace kvdesk::cli

@@ -34,7 +34,7 @@ struct ChatArgs {
   std::string prompt;
   int max_tokens = 256;
   SamplingArgs sampling;
-  std::string chat_template;   // "": the model's own
+  ChatTemplateArgs chat_template;   // neither: the model's own
   bool json = false;
 };
 
@@ -218,8 +218,7 @@ Command add_chat_command(CLI::App& app) {
   cmd->add_option("-n,--max-tokens", args->max_tokens, "Most tokens in the answer")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   add_sampling_options(cmd, args->sampling);
-  cmd->add_option("--chat-template", args->chat_template, "Render messages with this chat template instead of the model's")
-      ->check(CLI::IsMember(chat_template_names()));
+  add_chat_template_options(cmd, args->chat_template);
   cmd->add_flag("--json", args->json, "Print one JSON object with the answer, timings and where the KV came from");
   return Command{cmd, [args] { return run_chat(*args); }};
 }

@@ -204,7 +204,7 @@ nlohmann::json info_json(const Model& m, const BackendChoice& backend, const Dev
       {"kv_recent_rows", {{"rows", recent_rows},
                           {"bytes_per_sequence", recent_rows_bytes(recent_rows, c.block_count, int32_t(c.kv_dim()))}}},
       {"kv_quality", quality_json(quality)},
-      {"chat_template", chat_format_name(chat.format)},
+      {"chat_template", chat.name},
       {"chat_template_warning", chat.warning},
       {"kv_capacity", kv_capacity_json(c, a)},
   };

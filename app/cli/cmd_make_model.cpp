@@ -1,6 +1,7 @@
 // kvdesk-cli make-model: write a random-weight Llama-family GGUF (llama, qwen2, qwen2moe, qwen3,
 // qwen3moe, gemma, gemma2, gemma3, phi3, granite; experts for llama and the Qwen MoEs) of a chosen
-// shape with a real vocabulary, for tests and benchmarks at realistic sizes without downloads.
+// shape with a real vocabulary (a SentencePiece .model or a Hugging Face tokenizer.json), for
+// tests and benchmarks at realistic sizes without downloads.
 #include <chrono>
 #include <cstdio>
 
@@ -46,7 +47,10 @@ Command add_make_model_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--ff", s.ff, "Feed-forward size")->capture_default_str();
   cmd->add_option("--ctx", s.context_length, "Context length")->check(CLI::Range(16, 1 << 24))->capture_default_str();
-  cmd->add_option("--vocab-from", s.vocab_from, "SentencePiece .model whose vocabulary to use")->required();
+  cmd->add_option("--vocab-from", s.vocab_from,
+                  "SentencePiece .model, or a Hugging Face byte-level BPE tokenizer.json (written as llama.cpp's "
+                  "converter writes it; tokenizer_config.json beside it gives BOS/EOS and the chat template)")
+      ->required();
   cmd->add_option("--type", args->type,
                   "Weight type, or a llama.cpp mix (q2_k, q3_k_m, q4_k_m, q5_k_m, q6_k): " + weight_mix_names())->capture_default_str();
   cmd->add_option("--arch", s.arch, "Architecture: " + random_model_architectures())

@@ -19,7 +19,7 @@ struct ReplayArgs {
   int step_tokens = 256;
   int max_running = 32;
   std::string preempt = "recompute";
-  std::string chat_template;   // "": the model's own
+  ChatTemplateArgs chat_template;   // neither: the model's own
   bool no_prefix_cache = false;
   bool json = false;
   RetentionArgs retention;
@@ -79,8 +79,7 @@ Command add_replay_command(CLI::App& app) {
   cmd->add_option("--max-running", args->max_running, "Most sequences in one batch")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--preempt", args->preempt, "Preemption mode: recompute or swap")
       ->check(CLI::IsMember({"recompute", "swap"}))->capture_default_str();
-  cmd->add_option("--chat-template", args->chat_template, "Render the messages with this chat template instead of the model's")
-      ->check(CLI::IsMember(chat_template_names()));
+  add_chat_template_options(cmd, args->chat_template);
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "Turn the prefix cache off");
   cmd->add_flag("--json", args->json, "Print the per-turn results and a summary as JSON");
   return Command{cmd, [args] { return run_replay(*args); }};

@@ -25,7 +25,7 @@ struct ServeArgs {
   int max_queue = 64;
   int max_running = 32;
   int step_tokens = 256;
-  std::string chat_template;   // "": the model's own
+  ChatTemplateArgs chat_template;   // neither: the model's own
   bool no_prefix_cache = false;
 };
 
@@ -121,8 +121,7 @@ Command add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--step-tokens", args->step_tokens, "Token budget per engine step (chunked prefill)")
       ->check(CLI::Range(1, 1 << 16))->capture_default_str();
-  cmd->add_option("--chat-template", args->chat_template, "Render messages with this chat template instead of the model's")
-      ->check(CLI::IsMember(chat_template_names()));
+  add_chat_template_options(cmd, args->chat_template);
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "Turn the prefix cache off");
   return Command{cmd, [args] { return run_serve(*args); }};
 }

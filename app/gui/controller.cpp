@@ -309,6 +309,7 @@ void Controller::update() {
     refresh_stats();
     refresh_serving();
   }
+  refresh_prompt_view();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -333,6 +334,7 @@ std::vector<store::Message> Controller::readable_branch(store::ConversationId id
 }
 
 void Controller::reload_chat() {
+  ++chat_revision_;
   ui::ChatView& chat = vm_.chat;
   const std::optional<store::Conversation> c = chat.conversation_id ? store().conversation(chat.conversation_id) : std::nullopt;
   chat.messages.clear();

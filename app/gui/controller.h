@@ -85,6 +85,21 @@ class Controller {
     bool opened_in_reasoning = false;   // the prompt opened the model's <think> (MessageView's)
   };
 
+  // What the prompt view was rendered from: the conversation, its messages as of a reload
+  // (chat_revision_ counts reloads and system prompt changes) and the template in use.
+  struct PromptViewKey {
+    store::ConversationId conversation = 0;
+    uint64_t chat_revision = 0;
+    ui::ModelState model_state = ui::ModelState::None;
+    std::string backend;
+    std::string chat_template;
+    std::string chat_template_source;
+    std::string bos_text;
+    std::string eos_text;
+
+    bool operator==(const PromptViewKey&) const = default;
+  };
+
   // --- controller.cpp: lifecycle, store <-> view, model and KV settings, statistics ---
   void open_store(const std::string& path);
   void load_preferences();
@@ -172,6 +187,10 @@ class Controller {
   ui::MessageView* view_message(store::MessageId id);
   std::optional<RequestId> live_request_of(store::ConversationId conversation) const;
   void set_status(const std::string& message, bool error);
+  // While the chat shows the prompt as the model sees it: the selected conversation rendered
+  // again when it, its messages or the chat template changed since the last rendering.
+  void refresh_prompt_view();
+  ui::PromptView prompt_view_of(store::ConversationId id);
 
   // --- controller_saved_kv.cpp: conversations' KV kept in the store between runs ---
   // Starts loading the conversation's saved KV in the background when the engine does not hold
@@ -201,6 +220,8 @@ class Controller {
   AppOptions options_;
   std::map<RequestId, LiveAnswer> live_;
   bool quit_ = false;
+  uint64_t chat_revision_ = 0;
+  std::optional<PromptViewKey> prompt_key_;
   bool reconfiguring_ = false;
   std::string last_failure_;
   Clock::time_point model_load_started_;

@@ -2,12 +2,13 @@
 // committed before its request is submitted; the answer exists in the store (Streaming) from
 // the start, is saved at least every second while tokens arrive and gets its final text,
 // status, statistics and token ids (with the spans of the messages before it) when the engine
-// finishes it.
+// finishes it. The prompt view renders the selected conversation as the model sees it.
 #include <random>
 
 #include "app/chat/chat_history.h"
 #include "app/gui/controller.h"
 #include "app/gui/conversation_settings.h"
+#include "app/gui/prompt_view.h"
 #include "engine/error.h"
 
 namespace kvdesk::gui {
@@ -66,6 +67,7 @@ void Controller::set_system_prompt(const std::string& text) {
   if (vm_.chat.conversation_id == 0) throw Error("select or start a conversation first");
   store().set_system_prompt(vm_.chat.conversation_id, text);
   vm_.chat.system_prompt = text;
+  ++chat_revision_;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -151,7 +153,7 @@ void Controller::start_answer(store::ConversationId conversation, store::Message
 // Whether the engine's chat template ends its prompts inside the model's <think>, so an answer
 // streams as reasoning from its first token.
 bool Controller::answers_open_in_reasoning() {
-  return chat_template_opens_reasoning(engine_.chat().stats().model.chat_template);
+  return engine_.chat().stats().model.chat_template_opens_reasoning;
 }
 
 Request Controller::make_request(store::ConversationId conversation, const chat::ChatTurn& chat) {
@@ -253,6 +255,38 @@ void Controller::save_streaming_answers() {
       set_status(std::string("saving the answer failed: ") + e.what(), true);
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// The prompt as the model sees it
+// ---------------------------------------------------------------------------------------
+void Controller::refresh_prompt_view() {
+  if (!vm_.ui.show_prompt) return;
+  const ui::ModelView& m = vm_.model;
+  PromptViewKey key{vm_.chat.conversation_id, chat_revision_, m.state, m.backend, m.chat_template,
+                    m.chat_template_source, m.bos_text, m.eos_text};
+  if (key == prompt_key_) return;
+  prompt_key_ = std::move(key);
+  try {
+    vm_.chat.prompt = prompt_view_of(vm_.chat.conversation_id);
+  } catch (const Error& e) {
+    vm_.chat.prompt = ui::PromptView{};
+    vm_.chat.prompt.error = e.what();
+  }
+}
+
+// The conversation's messages, as its requests submit them, rendered.
+ui::PromptView Controller::prompt_view_of(store::ConversationId id) {
+  const std::optional<store::Conversation> c = id ? store().conversation(id) : std::nullopt;
+  ui::PromptView view;
+  if (!c) {
+    view.note = "Select or start a conversation to see its prompt.";
+    return view;
+  }
+  const chat::ChatTurn turn = chat::chat_turn(*c, readable_branch(id));
+  view = render_prompt_view(vm_.model, turn.messages, template_date(turn.started));
+  view.conversation_id = id;
+  return view;
 }
 
 ui::MessageView* Controller::view_message(store::MessageId id) {

@@ -106,6 +106,9 @@ void fill_model_view(const ModelSummary& m, ui::ModelView& view) {
   view.weight_bytes = m.weight_bytes;
   view.chat_template = m.chat_template;
   view.chat_template_warning = m.chat_template_warning;
+  view.chat_template_source = m.chat_template_source;
+  view.bos_text = m.bos_text;
+  view.eos_text = m.eos_text;
   const ModelDescription& d = m.description;
   view.embedding_length = d.embedding_length;
   view.feed_forward_length = d.feed_forward_length;

@@ -17,6 +17,7 @@
 #include "app/server/openai_request.h"
 #include "app/server/openai_response.h"
 #include "engine/chat/chat_template.h"
+#include "engine/chat/jinja/value.h"
 #include "engine/error.h"
 
 namespace kvdesk::server {
@@ -165,6 +166,7 @@ struct HttpServer::Impl {
   void health(httplib::Response& res) const;
   void models(httplib::Response& res);
   void complete(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  void apply_template(const httplib::Request& req, httplib::Response& res) const;
   void answer_whole(CompletionRun& run, const ResponseShape& shape, httplib::Response& res) const;
   void answer_stream(std::unique_ptr<CompletionRun> run, ResponseShape shape, bool include_usage,
                      httplib::Response& res) const;
@@ -220,6 +222,9 @@ void HttpServer::Impl::add_routes() {
   http.Get("/metrics", guarded([this](const httplib::Request&, httplib::Response& res) {
              res.set_content(metrics.render(engine.stats(), model_id()), "text/plain; version=0.0.4; charset=utf-8");
            }));
+  http.Post("/apply-template", guarded([this](const httplib::Request& req, httplib::Response& res) {
+              apply_template(req, res);
+            }));
   http.Get("/v1/kv", guarded([this](const httplib::Request&, httplib::Response& res) {
              send_json(res, kv_stats_json(engine.stats()));
            }));
@@ -289,12 +294,33 @@ void HttpServer::Impl::complete(const httplib::Request& req, httplib::Response& 
   const CompletionRequest request = endpoint == Endpoint::ChatCompletions ? parse_chat_request(req.body, limits)
                                                                          : parse_completion_request(req.body, limits);
   auto run = std::make_unique<CompletionRun>(router, request);
-  const std::optional<ChatFormat> format = chat_format_from_name(stats.model.chat_template);
-  ResponseShape shape(endpoint, model_id(stats), format && generation_prompt_opens_reasoning(*format));
+  ResponseShape shape(endpoint, model_id(stats), stats.model.chat_template_opens_reasoning);
   if (request.stream) {
     answer_stream(std::move(run), std::move(shape), request.include_usage, res);
   } else {
     answer_whole(*run, shape, res);
+  }
+}
+
+// llama-server's /apply-template: the prompt the model's template renders for a chat request's
+// messages, tools and chat_template_kwargs, without running it.
+void HttpServer::Impl::apply_template(const httplib::Request& req, httplib::Response& res) const {
+  require_model();
+  const EngineStats stats = engine.stats();
+  const json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) throw ApiError(400, "the request body is not a JSON object", "invalid_request_error");
+  json conversation = {{"messages", body.value("messages", json())}};
+  if (body.contains("tools")) conversation["tools"] = body["tools"];
+  ChatRenderOptions options;
+  if (body.contains("chat_template_kwargs")) options.kwargs_json = body["chat_template_kwargs"].dump();
+  try {
+    const ChatTemplate chat_template = chat_template_from_source(stats.model.chat_template, stats.model.chat_template_source);
+    const jinja::Dict context = chat_context_from_json(conversation.dump(), options);
+    const std::vector<TextSegment> prompt =
+        render_chat_context(chat_template, context, {stats.model.bos_text, stats.model.eos_text}, local_now());
+    send_json(res, {{"prompt", joined_text(prompt)}});
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), "invalid_request_error");
   }
 }
 

@@ -1,73 +1,76 @@
-// Chat templates: how a conversation becomes the prompt a model continues. The family is
-// recognized from the GGUF's tokenizer.chat_template text (a Jinja program we do not run);
-// each family is rendered by hand exactly as its reference Hugging Face template prints it,
-// BOS/EOS texts and the generation prompt included. A model without a template
-// (stories260K) gets Plain, which joins the messages so the model simply continues the story.
+// Chat templates: how a conversation becomes the prompt a model continues. A model's own
+// tokenizer.chat_template (Jinja) is rendered by kvdesk's Jinja engine (engine/chat/jinja/) as
+// Hugging Face's transformers renders it; the named families (chatml, llama3, ...) are built-in
+// Jinja sources used only when asked for by name or when a GGUF carries no template, and a
+// --chat-template-file source stands in for the model's. A model without any template
+// (stories260K) gets plain, which joins the messages so the model simply continues the story.
 //
-// Rendering produces segments: the template's own text (parse_special, where
-// "<|im_start|>" is the control token) and the message contents (plain text, where the same
-// characters are just characters), so what a user types can never forge a turn.
+// Rendering produces segments: the template's own text (parse_special, where "<|im_start|>" is
+// the control token) and what the conversation brought (message contents, tool definitions:
+// plain text, where the same characters are just characters), so what a user types can never
+// forge a turn. The Jinja engine tracks that provenance byte by byte.
 #pragma once
+#include <ctime>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "engine/chat/jinja_default_system.h"
 #include "engine/engine_types.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace kvdesk {
 
 class GgufFile;
-
-enum class ChatFormat : uint8_t {
-  Plain, ChatML, Llama2, Llama3, Zephyr, Mistral, Gemma, Phi3, Qwen3, Phi4, Granite, MistralV7, DeepSeek, DeepSeekR1,
-  Phi4Mini, MistralTekken, Qwen3Thinking, Harmony, MistralV1, MistralV1Unspaced
-};
-const char* chat_format_name(ChatFormat format);
-// "chatml", "llama2", ... as chat_format_name spells them; nullopt for anything else.
-std::optional<ChatFormat> chat_format_from_name(std::string_view name);
-// All names, for help texts and error messages.
-std::vector<std::string> chat_format_names();
-// Whether the family's generation prompt opens the answer inside <think> (DeepSeek R1, Qwen3
-// thinking): the model's text starts as reasoning.
-bool generation_prompt_opens_reasoning(ChatFormat format);
+namespace jinja {
+class Template;
+struct Dict;
+}
 
 struct ChatTemplate {
-  ChatFormat format = ChatFormat::Plain;
-  // ChatML, Granite and Mistral v7: the system message the template writes when the conversation
-  // has none (Qwen: "You are Qwen, created by Alibaba Cloud. ..."; Granite 3.x and Mistral
-  // Small 3: a text with today's date); empty when it writes none. Harmony: the system message
-  // it always writes (identity, dates, reasoning effort, channels).
-  DatedText default_system;
-  // Llama 3 only: what Llama 3.1+ templates write at the start of a system turn they always
-  // write ("Cutting Knowledge Date: December 2023\nToday Date: <date_string>\n\n": Llama 3.2's
-  // strftime_now("%d %b %Y"), a date, and 3.1's "26 Jul 2024", a literal); empty for Llama 3.0.
-  DatedText system_preamble;
-  // Non-empty when the model's template was not recognized and ChatML stands in for it, or
-  // when its default system message could not be read and conversations without a system
-  // message go without it: front ends show it to the user.
+  // "own" (the model's tokenizer.chat_template), a family name, "file <name>" for a
+  // --chat-template-file source, or "plain".
+  std::string name;
+  std::string source;                                // the Jinja source
+  std::shared_ptr<const jinja::Template> program;    // null when the source did not parse
+  // Why the template cannot render (a syntax error naming its line); rendering throws it.
+  std::string error;
+  // The generation prompt ends inside <think> (DeepSeek R1, Qwen3 thinking): the model's text
+  // starts as reasoning. Found by rendering a one-message conversation.
+  bool opens_reasoning = false;
+  // What the front ends show beside the name: the template could not be parsed, or the
+  // conversation-independent check above failed.
   std::string warning;
+  // A short hash of the source, part of what stored token ids are valid for.
+  std::string source_hash;
 };
 
-// From the template text: ChatML (and Qwen's default system prompt), Qwen3 (ChatML with
-// <think>; Qwen3 thinking when the generation prompt always opens <think>: QwQ, the 2507 thinking
-// models), Phi-4 (<|im_sep|>), Llama 2 (with <<SYS>>), Llama 3 (and 3.1+'s system preamble),
-// Mistral ([INST] without <<SYS>>), Mistral v1 (Mistral-7B-Instruct-v0.1/0.2, Mixtral-8x7B-Instruct:
-// ' [INST] ' ... ' [/INST]', or their first template's '[INST] ' ... ' [/INST]'), Mistral tekken
-// (Nemo's "[INST]" + without the spaces),
-// Mistral v7 / tekken ([SYSTEM_PROMPT]), Gemma 2/3, Phi-3 (<|user|> ... <|end|>), Phi-4-mini
-// (<|role|> ... <|end|> without line breaks), Zephyr (<|user|> ... </s>), Granite
-// (<|start_of_role|>), DeepSeek (<｜User｜> ... <｜Assistant｜>: V3, R1-0528) and DeepSeek R1 (the
-// same, the answer opened with <think>: the R1 distills of Qwen and Llama), Harmony (gpt-oss:
-// <|start|>role<|message|>...<|end|>, answers in channels); anything else gives
-// ChatML with a warning. Granite and Mistral v7 get the default system message their template
-// computes (jinja_default_system), or a warning when it cannot be read.
-ChatTemplate detect_chat_template(std::string_view template_text);
-// The file's tokenizer.chat_template, or Plain when it has none. override_name non-empty:
-// that family instead (throws kvdesk::Error naming an unknown name).
-ChatTemplate chat_template_for(const GgufFile& file, std::string_view override_name);
+// A template from Jinja source; a source that does not parse gives a ChatTemplate whose error
+// (and warning) names the line, and whose rendering throws it.
+ChatTemplate chat_template_from_source(std::string name, std::string source);
+// The built-in family `name`; throws kvdesk::Error listing the names for an unknown one.
+ChatTemplate builtin_chat_template(std::string_view name);
+// The file's tokenizer.chat_template ("own"), or plain when it has none. override_name
+// non-empty: that family instead; override_source non-empty: that Jinja source (named
+// "file <override_name or 'template'>") instead of both.
+ChatTemplate chat_template_for(const GgufFile& file, std::string_view override_name,
+                               std::string_view override_source = {});
+
+// The calendar time strftime_now() formats: now, local time (what Hugging Face's
+// datetime.now() gives the template).
+std::tm local_now();
+// The local calendar time of a Unix time in seconds.
+std::tm local_time(std::time_t time);
+
+// What a conversation brings besides its messages: OpenAI-shaped tool definitions (JSON text
+// of an array; empty: none), add_generation_prompt, and other variables the template reads
+// (chat_template_kwargs such as enable_thinking: a JSON object's text; empty: none).
+struct ChatRenderOptions {
+  std::string tools_json;
+  bool add_generation_prompt = true;
+  std::string kwargs_json;
+};
 
 // The texts the templates call bos_token and eos_token ("" when the vocabulary has none).
 struct ChatSpecialTexts {
@@ -76,10 +79,21 @@ struct ChatSpecialTexts {
 };
 
 // The prompt for messages, ending where the assistant's next answer begins; now is the time
-// the template's strftime_now() dates show. Throws kvdesk::Error for an unknown role or no
-// messages.
+// the template's strftime_now() dates show. Throws kvdesk::Error for no messages, and with the
+// template's line and message for a template that cannot render them (raise_exception).
 std::vector<TextSegment> render_chat(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
-                                     const ChatSpecialTexts& specials, const std::tm& now = local_now());
+                                     const ChatSpecialTexts& specials, const std::tm& now = local_now(),
+                                     const ChatRenderOptions& options = {});
+// The same for a conversation already in template values: `context` holds messages, tools and
+// any other variables; bos_token, eos_token and the global functions are added.
+std::vector<TextSegment> render_chat_context(const ChatTemplate& chat_template, const jinja::Dict& context,
+                                             const ChatSpecialTexts& specials, const std::tm& now);
+// A conversation in OpenAI's JSON shape ({"messages": [...], "tools": [...]}, assistant
+// tool_calls with arguments as an object or a JSON string, tool messages, reasoning_content)
+// as template variables, every string marked as conversation content; tools and documents are
+// none when absent, as transformers passes them. Throws kvdesk::Error for a malformed one.
+jinja::Dict chat_context_from_json(std::string_view conversation_json, const ChatRenderOptions& options);
+
 // The segments' texts joined.
 std::string joined_text(const std::vector<TextSegment>& segments);
 
@@ -88,6 +102,8 @@ std::string joined_text(const std::vector<TextSegment>& segments);
 // (add_bos_default) and the template did not already write it, so never twice.
 std::vector<int32_t> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                                  const std::vector<ChatMessage>& messages, const std::tm& now = local_now());
+// The texts bos_token and eos_token stand for in the tokenizer's vocabulary.
+ChatSpecialTexts special_texts(const Tokenizer& tokenizer);
 
 // A chat prompt with each message's span of it (MessageTokens in engine_types.h).
 struct ChatPrompt {

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <variant>
 #include <vector>
 
 #include "engine/error.h"
 #include "engine/lab/gguf_writer.h"
+#include "engine/lab/hf_vocabulary.h"
 #include "engine/tokenizer/spm_tokenizer.h"
 #include "kernels/quantize.h"
 
@@ -284,6 +286,19 @@ void write_family_metadata(GgufWriter& w, const RandomModelSpec& spec, int32_t h
   }
 }
 
+// A SentencePiece .model's vocabulary, or a Hugging Face byte-level BPE tokenizer.json's as
+// llama.cpp's converter writes it (hf_vocabulary.h).
+using AnyVocabulary = std::variant<Vocabulary, HfBpeVocabulary>;
+
+AnyVocabulary read_any_vocabulary(const std::string& path) {
+  if (path.ends_with(".json")) return read_hf_bpe_vocabulary(path);
+  return read_vocabulary(path);
+}
+
+size_t vocabulary_size(const AnyVocabulary& vocab) {
+  return std::visit([](const auto& v) { return v.tokens.size(); }, vocab);
+}
+
 void write_vocabulary(GgufWriter& w, const Vocabulary& vocab) {
   w.add_string("tokenizer.ggml.model", "llama");
   w.add_string_array("tokenizer.ggml.tokens", vocab.tokens);
@@ -295,6 +310,8 @@ void write_vocabulary(GgufWriter& w, const Vocabulary& vocab) {
   w.add_bool("tokenizer.ggml.add_bos_token", true);
   w.add_bool("tokenizer.ggml.add_eos_token", false);
 }
+
+void write_vocabulary(GgufWriter& w, const HfBpeVocabulary& vocab) { write_hf_bpe_vocabulary(w, vocab); }
 
 void write_attention(TensorMaker& make, const RandomModelSpec& spec, int32_t i, int32_t head_dim) {
   const std::string p = "blk." + std::to_string(i) + ".";
@@ -381,8 +398,8 @@ void write_ffn(TensorMaker& make, const RandomModelSpec& spec, int32_t i) {
 
 void write_random_model(const RandomModelSpec& spec, const std::string& out_path) {
   check_spec(spec);
-  const Vocabulary vocab = read_vocabulary(spec.vocab_from);
-  const int64_t n_vocab = int64_t(vocab.tokens.size());
+  const AnyVocabulary vocab = read_any_vocabulary(spec.vocab_from);
+  const int64_t n_vocab = int64_t(vocabulary_size(vocab));
   const int32_t head_dim = spec.head_dim > 0 ? spec.head_dim : spec.embd / spec.heads;
   const std::string a = spec.arch + ".";
   const bool eps_1e6 = spec.arch.starts_with("qwen") || is_gemma(spec.arch);
@@ -402,7 +419,7 @@ void write_random_model(const RandomModelSpec& spec, const std::string& out_path
   w.add_float32(a + "attention.layer_norm_rms_epsilon", eps_1e6 ? 1e-6f : 1e-5f);
   w.add_uint32(a + "vocab_size", uint32_t(n_vocab));
   write_family_metadata(w, spec, head_dim);
-  write_vocabulary(w, vocab);
+  std::visit([&](const auto& v) { write_vocabulary(w, v); }, vocab);
 
   TensorMaker make(w, spec);
   const int64_t d = spec.embd;

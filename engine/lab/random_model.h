@@ -1,8 +1,9 @@
 // Random-weight Llama-family GGUFs of real shapes (e.g. TinyLlama-1.1B: 22 layers, 2048, 32
-// heads, 4 KV heads, 5632) with a real SentencePiece vocabulary, so tests and benchmarks
-// measure realistic sizes and architectures (llama, Llama 3 RoPE scaling, qwen2, qwen3,
-// qwen2moe, qwen3moe and Mixtral-style experts, gemma, gemma2, gemma3, phi3 with LongRoPE,
-// granite, tied embeddings) without downloading a model.
+// heads, 4 KV heads, 5632) with a real vocabulary (SentencePiece, or a Hugging Face
+// byte-level BPE tokenizer.json), so tests and benchmarks measure realistic sizes and
+// architectures (llama, Llama 3 RoPE scaling, qwen2, qwen3, qwen2moe, qwen3moe and
+// Mixtral-style experts, gemma, gemma2, gemma3, phi3 with LongRoPE, granite, tied embeddings)
+// without downloading a model.
 // Tensor names, shapes and metadata keys are those llama.cpp's converter writes. Weights and
 // biases ~ N(0, weight_std); block norms 1, the norms only newer families have (q/k, post)
 // 1 + N(0, 0.1) as Gemma's converter stores them (1 + w).
@@ -26,7 +27,10 @@ struct RandomModelSpec {
   int32_t ff = 704;
   int32_t context_length = 2048;
   float rope_freq_base = 10000.0f;
-  std::string vocab_from;            // a SentencePiece .model file
+  // A SentencePiece .model file, or a Hugging Face byte-level BPE tokenizer.json (its
+  // tokenizer_config.json and config.json read when beside it), written as llama.cpp's
+  // converter writes it (hf_vocabulary.h).
+  std::string vocab_from;
   WeightMix mix = *find_weight_mix("f16");  // types of the 2-D weights (engine/lab/weight_mix.h)
   uint64_t seed = 1;
   std::string name = "kvdesk-random";

@@ -15,6 +15,8 @@
 #include "engine/gguf/gguf_reader.h"
 #include "engine/tokenizer/pretokenizer.h"
 #include "engine/tokenizer/pretokenizer_rules.h"
+#include "engine/tokenizer/token_trie.h"
+#include "engine/tokenizer/unicode_nfc.h"
 #include "engine/tokenizer/utf8_decode.h"
 #include "engine/tokenizer/vocab_metadata.h"
 
@@ -46,9 +48,12 @@ struct Candidate {
 class BpeTokenizer final : public Tokenizer {
  public:
   BpeTokenizer(std::vector<std::string> pieces, std::vector<TokenKind> kinds,
-               std::unordered_map<std::string, int32_t> merge_ranks, PreTokenizer pre_tokenizer,
-               bool ignore_merges, int32_t bos_id, int32_t eos_id, int32_t eot_id, bool add_bos_default)
-      : merge_ranks_(std::move(merge_ranks)), pre_tokenizer_(std::move(pre_tokenizer)), ignore_merges_(ignore_merges) {
+               std::unordered_map<std::string, int32_t> merge_ranks, const PreTokenizerRules& rules, int32_t bos_id,
+               int32_t eos_id, int32_t eot_id, bool add_bos_default)
+      : merge_ranks_(std::move(merge_ranks)),
+        pre_tokenizer_(rules.patterns),
+        ignore_merges_(rules.ignore_merges),
+        nfc_(rules.nfc) {
     pieces_ = std::move(pieces);
     kinds_ = std::move(kinds);
     vocab_size_ = static_cast<int32_t>(pieces_.size());
@@ -58,6 +63,7 @@ class BpeTokenizer final : public Tokenizer {
     for (int32_t id = 0; id < vocab_size_; ++id) {
       bytes_.push_back(printed_bytes(id));
       if (kinds_[id] == TokenKind::Normal || kinds_[id] == TokenKind::Byte) ids_.emplace(pieces_[id], id);
+      if (kinds_[id] == TokenKind::UserDefined) user_defined_.insert(pieces_[id], id);
     }
     for (int32_t id = 0; id < vocab_size_; ++id) {
       if (pieces_[id].size() > 2 || ids_.count(pieces_[id])) continue;   // a byte's symbol is 1-2 UTF-8 bytes
@@ -67,17 +73,30 @@ class BpeTokenizer final : public Tokenizer {
     index_special_tokens(eot_id);
   }
 
+  // User-defined tokens come out of the text first; the text around them is normalized when
+  // the family normalizes, split into words and merged.
   std::vector<int32_t> encode(std::string_view text, bool add_bos) const override {
     std::vector<int32_t> out;
     if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
-    for (const std::string_view word : pre_tokenizer_.split(text)) {
-      const std::vector<int32_t> ids = encode_word_cached(word);
-      out.insert(out.end(), ids.begin(), ids.end());
-    }
+    const auto encode_text = [&](std::string_view plain) {
+      if (nfc_) {
+        encode_words(to_nfc(plain), out);
+      } else {
+        encode_words(plain, out);
+      }
+    };
+    user_defined_.split(text, encode_text, [&](int32_t id) { out.push_back(id); });
     return out;
   }
 
  private:
+  void encode_words(std::string_view text, std::vector<int32_t>& out) const {
+    for (const std::string_view word : pre_tokenizer_.split(text)) {
+      const std::vector<int32_t> ids = encode_word_cached(word);
+      out.insert(out.end(), ids.begin(), ids.end());
+    }
+  }
+
   // Normal tokens print the bytes their byte-level text stands for; user-defined ones their
   // text as stored (it is not byte-level text), control and unused tokens nothing.
   std::string printed_bytes(int32_t id) const {
@@ -194,6 +213,9 @@ class BpeTokenizer final : public Tokenizer {
   // Hugging Face's "ignore_merges" (Llama 3): a word that is a token as a whole is that
   // token, whatever the merges would make of it.
   bool ignore_merges_;
+  bool nfc_;   // text goes through NFC before it is split (PreTokenizerRules::nfc)
+  // Texts of the user-defined tokens, matched in any text before it is split.
+  TokenTrie user_defined_;
 
   mutable std::mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;   // word bytes -> ids
@@ -240,8 +262,8 @@ std::unique_ptr<Tokenizer> load_bpe_tokenizer(const GgufFile& file) {
   const int32_t eot = read_token_id(file, "tokenizer.ggml.eot_token_id", tokens.size(), -1);
   const bool add_bos =
       file.find_bool("tokenizer.ggml.add_bos_token").value_or(rules.add_bos_default && bos >= 0);
-  return std::make_unique<BpeTokenizer>(std::move(tokens), std::move(kinds), read_merge_ranks(file),
-                                        PreTokenizer(rules.patterns), rules.ignore_merges, bos, eos, eot, add_bos);
+  return std::make_unique<BpeTokenizer>(std::move(tokens), std::move(kinds), read_merge_ranks(file), rules, bos, eos,
+                                        eot, add_bos);
 }
 
 }  // namespace kvdesk

@@ -92,23 +92,29 @@ constexpr const char* kJais2 =
     R"(|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S))"
     R"(|\s{1,2}(?!\S)|\s{1})";
 
+// names.front() is the name llama.cpp's converter writes for the family's reference model.
 struct Family {
   std::vector<std::string_view> names;
   PreTokenizerRules rules;
 };
 
-// Split rules with neither loading flag set.
-PreTokenizerRules patterns_only(std::vector<std::string> patterns) { return {std::move(patterns), false, false}; }
+// Split rules with neither loading flag set and no normalization.
+PreTokenizerRules patterns_only(std::vector<std::string> patterns) { return {std::move(patterns), false, false, false}; }
+
+// Split rules after NFC, with neither loading flag set.
+PreTokenizerRules nfc_then(std::vector<std::string> patterns) { return {std::move(patterns), false, false, true}; }
 
 const std::vector<Family>& families() {
   static const std::vector<Family> table = {
       // llama.cpp's rules for a BPE vocabulary that names no pre-tokenizer.
       {{"default"}, patterns_only({R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"})},
-      {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
+      {{"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
        {{kLlama3}, true, true}},
       {{"dbrx", "smaug-bpe", "glm4", "chatglm-bpe"}, patterns_only({kLlama3})},
-      {{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "stablelm2", "hunyuan", "solar-open", "grok-2"},
-       patterns_only({kQwen2})},
+      // Qwen's tokenizer.json (DeepSeek R1's Qwen distills share it) normalizes to NFC; the
+      // other families with Qwen2's split are not known to.
+      {{"qwen2", "deepseek-r1-qwen"}, nfc_then({kQwen2})},
+      {{"kormo", "f2llmv2", "megrez", "stablelm2", "hunyuan", "solar-open", "grok-2"}, patterns_only({kQwen2})},
       {{"qwen35"}, patterns_only({kQwen35})},
       {{"deepseek-llm"},
        patterns_only({R"([\r\n])", kDeepSeekLetters, kDeepSeekPunctuation, R"(\s+$)", kDeepSeekCjk, R"(\p{N}+)"})},
@@ -118,9 +124,10 @@ const std::vector<Family>& families() {
       // StarCoder's tokenizer: every digit apart first, then GPT-2's pattern.
       {{"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "mellum2"},
        patterns_only({R"(\p{N})", kGpt2})},
-      {{"gpt-2", "phi-2", "gigachat", "a.x-4.0", "mellum", "exaone4", "mpt", "olmo", "jais", "trillion",
-        "granite-docling"},
+      {{"gpt-2", "phi-2", "gigachat", "a.x-4.0", "mellum", "exaone4", "olmo", "jais", "trillion", "granite-docling"},
        patterns_only({kGpt2})},
+      // GPT-NeoX's tokenizer.json (MPT's) normalizes to NFC before GPT-2's split.
+      {{"mpt"}, nfc_then({kGpt2})},
       {{"poro-chat", "bloom", "gpt3-finnish"}, patterns_only({kBloom})},
       {{"viking"}, patterns_only({kBloom, R"(\p{N})"})},
       {{"tekken"}, {{kTekken}, true, true}},
@@ -160,6 +167,12 @@ std::vector<std::string_view> known_pre_tokenizer_names() {
   std::vector<std::string_view> names;
   for (const Family& family : families()) names.insert(names.end(), family.names.begin(), family.names.end());
   return names;
+}
+
+std::vector<PreTokenizerFamily> pre_tokenizer_families() {
+  std::vector<PreTokenizerFamily> out;
+  for (const Family& family : families()) out.push_back({family.names.front(), &family.rules});
+  return out;
 }
 
 }  // namespace kvdesk

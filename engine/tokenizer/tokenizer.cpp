@@ -1,5 +1,5 @@
-// What every tokenizer shares: choosing one for a GGUF, special tokens in template-written
-// text, and the end-of-generation set.
+// What every tokenizer shares: choosing one for a GGUF, control and user-defined tokens in
+// template-written text, and the end-of-generation set.
 #include "engine/tokenizer/tokenizer.h"
 
 #include <algorithm>
@@ -40,35 +40,26 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
 std::unique_ptr<Tokenizer> Tokenizer::from_spm_file(const std::string& path) { return load_spm_tokenizer_file(path); }
 
 void Tokenizer::index_special_tokens(int32_t eot_id) {
-  specials_.clear();
+  specials_ = TokenTrie();
   end_of_generation_.clear();
   for (int32_t id = 0; id < vocab_size_; ++id) {
     if (!is_special(kind(id)) || piece(id).empty()) continue;
-    specials_.emplace_back(piece(id), id);
+    specials_.insert(piece(id), id);
     if (std::find(kEndOfTurnPieces.begin(), kEndOfTurnPieces.end(), piece(id)) != kEndOfTurnPieces.end()) {
       end_of_generation_.push_back(id);
     }
   }
-  std::stable_sort(specials_.begin(), specials_.end(),
-                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   for (const int32_t id : {eos_id_, eot_id}) {
     if (id >= 0) end_of_generation_.push_back(id);
   }
-  if (special_id("<|return|>") >= 0 && special_id("<|call|>") >= 0) use_harmony_structure();
-}
-
-int32_t Tokenizer::special_id(std::string_view text) const {
-  for (const auto& [piece_text, id] : specials_) {
-    if (piece_text == text) return id;
-  }
-  return -1;
+  if (specials_.find("<|return|>") >= 0 && specials_.find("<|call|>") >= 0) use_harmony_structure();
 }
 
 // gpt-oss: <|end|> closes each message (the reasoning's too) and must not end generation there;
 // the structure tokens print so the answer's text shows its channels.
 void Tokenizer::use_harmony_structure() {
   for (const std::string_view text : kHarmonyStructurePieces) {
-    const int32_t id = special_id(text);
+    const int32_t id = specials_.find(text);
     if (id < 0) continue;
     bytes_[size_t(id)] = std::string(text);
     std::erase(end_of_generation_, id);
@@ -99,19 +90,12 @@ std::vector<int32_t> Tokenizer::encode_segments(const std::vector<TextSegment>& 
       pending += segment.text;
       continue;
     }
-    const std::string_view text = segment.text;
-    for (size_t at = 0; at < text.size();) {
-      const auto hit = std::find_if(specials_.begin(), specials_.end(), [&](const auto& special) {
-        return text[at] == special.first[0] && text.substr(at).starts_with(special.first);
-      });
-      if (hit == specials_.end()) {
-        pending += text[at++];
-        continue;
-      }
-      flush();
-      out.push_back(hit->second);
-      at += hit->first.size();
-    }
+    specials_.split(
+        segment.text, [&](std::string_view text) { pending += text; },
+        [&](int32_t id) {
+          flush();
+          out.push_back(id);
+        });
   }
   flush();
   return out;

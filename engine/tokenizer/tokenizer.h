@@ -2,15 +2,19 @@
 // tokenizer.ggml.model = "llama") go through the sentencepiece library (spm_tokenizer.cpp);
 // GPT-2-style byte-level BPE vocabularies ("gpt2": Llama 3, Qwen2, SmolLM) go through
 // BpeTokenizer (bpe_tokenizer.cpp).
-// Text typed by a user is always encoded as text: "<s>" or "<|im_start|>" inside it never
-// becomes a special token. Only segments a chat template wrote may contain special tokens.
+// Text typed by a user never contains a control token: "<s>" or "<|im_start|>" inside it is
+// text. Only segments a chat template wrote may contain control tokens. The model's added
+// tokens that are not special (user-defined: Qwen3's <think> and <tool_call>, GPT-NeoX's runs
+// of spaces) are matched in any text before it is split into words, as llama.cpp and Hugging
+// Face match them.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
+
+#include "engine/tokenizer/token_trie.h"
 
 namespace kvdesk {
 
@@ -36,12 +40,13 @@ class Tokenizer {
   // A SentencePiece .model file (e.g. the Llama-2 tokenizer.model). Throws kvdesk::Error.
   static std::unique_ptr<Tokenizer> from_spm_file(const std::string& path);
 
-  // Plain text: no special tokens are matched in it.
+  // Plain text: user-defined tokens are matched in it, control tokens never.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_bos) const = 0;
 
-  // The segments joined into one text. Special-token texts lying wholly inside a
-  // parse_special segment become their ids; the text between them is encoded with encode(),
-  // across segment borders, so where one segment ends never changes the tokens by itself.
+  // The segments joined into one text. Control and user-defined token texts lying wholly
+  // inside a parse_special segment become their ids; the text between them is encoded with
+  // encode() (which finds user-defined tokens anywhere), across segment borders, so where one
+  // segment ends never changes the tokens by itself.
   std::vector<int32_t> encode_segments(const std::vector<TextSegment>& segments, bool add_bos) const;
 
   // The bytes this token contributes to the text when it follows other tokens
@@ -82,13 +87,10 @@ class Tokenizer {
   bool add_bos_default_ = true;
 
  private:
-  // The id of the special token with this text, -1 when none.
-  int32_t special_id(std::string_view text) const;
   void use_harmony_structure();
 
-  // Texts of control and user-defined tokens with their ids, longest first, so that the
-  // longest special token starting at a position wins.
-  std::vector<std::pair<std::string, int32_t>> specials_;
+  // Texts of the control and user-defined tokens.
+  TokenTrie specials_;
   std::vector<int32_t> end_of_generation_;
 };
 

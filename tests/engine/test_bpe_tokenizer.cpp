@@ -70,6 +70,7 @@ struct BpeVocab {
   int user_defined_byte = -1;     // this byte's symbol typed user-defined, as DeepSeek LLM types some
   int missing_byte = -1;          // no token for this byte's symbol (its id holds another piece)
   std::vector<std::string> extra_specials;   // control tokens from id kVocabSize on
+  std::vector<std::string> extra_user_defined;   // user-defined tokens after extra_specials
 
   std::unique_ptr<Tokenizer> load() const {
     std::vector<std::string> tokens;
@@ -99,6 +100,10 @@ struct BpeVocab {
     for (const std::string& special : extra_specials) {
       tokens.push_back(special);
       types.push_back(3);
+    }
+    for (const std::string& text : extra_user_defined) {
+      tokens.push_back(text);
+      types.push_back(4);
     }
 
     const kvdesk::test::TempDir dir;
@@ -267,9 +272,55 @@ TEST_CASE("Special tokens: matched in template segments only, never in plain tex
   CHECK(tok->token_bytes(258) == " the");
 }
 
+TEST_CASE("User-defined tokens are matched in typed text, control tokens never", "[engine][tokenizer][bpe]") {
+  const auto tok = BpeVocab{}.load();
+  // "<tool>" is user-defined (as Qwen3's <think> and <tool_call>): its text is the token.
+  CHECK(tok->encode("ab<tool>ab", false) == Ids{268, kTool, 268});
+  CHECK(tok->encode("<tool>", true) == Ids{kTool});   // no BOS in this vocabulary
+  CHECK(decode(*tok, tok->encode("x<tool>y", false)) == "x<tool>y");
+  // "<|im_end|>" is a control token: typed, it is text.
+  CHECK(tok->encode("ab<|im_end|>", false) == concat({{268}, bytes_of("<|im_end|>")}));
+  // In a chat, typed content matches user-defined tokens and never control ones.
+  CHECK(tok->encode_segments({{"<|im_start|>", true}, {"<tool><|im_end|>", false}}, false) ==
+        concat({{kImStart, kTool}, bytes_of("<|im_end|>")}));
+}
+
+TEST_CASE("The longest user-defined token wins where several start (GPT-NeoX's runs of spaces)",
+          "[engine][tokenizer][bpe]") {
+  BpeVocab neox{"gpt-2"};
+  neox.extra_user_defined = {"  ", "   ", "    ", "<tool>x"};
+  const auto tok = neox.load();
+  const int32_t two = kVocabSize, three = kVocabSize + 1, four = kVocabSize + 2, tool_x = kVocabSize + 3;
+  // "   Hello": three spaces are one token, and "Hello" loses its leading space.
+  CHECK(tok->encode("   Hello", false) == concat({{three}, bytes_of("Hello")}));
+  // Five spaces: the longest first (four), then one space left as text, joined to "x".
+  CHECK(tok->encode("     x", false) == concat({{four}, bytes_of(" x")}));
+  CHECK(tok->encode("a  b", false) == Ids{'a', two, 'b'});
+  // "<tool>x" is longer than "<tool>" at the same position.
+  CHECK(tok->encode("<tool>xy", false) == Ids{tool_x, 'y'});
+  CHECK(tok->encode("<tool>y", false) == Ids{kTool, 'y'});
+  // One space is no token of its own: GPT-2's split as before.
+  CHECK(tok->encode(" the", false) == Ids{258});
+}
+
+TEST_CASE("qwen2 and mpt put text in NFC before splitting, as their tokenizer.json does, and others keep it",
+          "[engine][tokenizer][bpe]") {
+  const std::string decomposed = "e\xCC\x81";   // e + COMBINING ACUTE ACCENT
+  for (const char* pre : {"qwen2", "deepseek-r1-qwen", "mpt"}) {
+    INFO(pre);
+    CHECK(BpeVocab{pre}.load()->encode(decomposed, false) == Ids{0xC3, 0xA9});   // é
+  }
+  for (const char* pre : {"llama-bpe", "gpt-2", "deepseek-v3", "gpt-4o"}) {
+    INFO(pre);
+    CHECK(BpeVocab{pre}.load()->encode(decomposed, false) == Ids{'e', 0xCC, 0x81});
+  }
+  // Bytes that are not UTF-8 stay as they are around the normalized text.
+  CHECK(BpeVocab{"qwen2"}.load()->encode("\xFF" "e\xCC\x81\xFE", false) == Ids{0xFF, 0xC3, 0xA9, 0xFE});
+}
+
 TEST_CASE("A rendered ChatML prompt tokenizes with control tokens for the template only", "[engine][tokenizer][bpe][chat]") {
   const auto tok = BpeVocab{"qwen2"}.load();
-  const kvdesk::ChatTemplate chatml{kvdesk::ChatFormat::ChatML, {}, {}, ""};
+  const kvdesk::ChatTemplate chatml = kvdesk::builtin_chat_template("chatml");
   // Rendered: "<|im_start|>user\n" + "<|im_start|>x" (typed) + "<|im_end|>\n<|im_start|>assistant\n".
   // The text between the first two template control tokens is one piece of text,
   // "user\n<|im_start|>x", split by qwen2 into "user" "\n" "<|" "im" "_start" "|>" "x".
@@ -303,11 +354,11 @@ TEST_CASE("BOS is added when the vocabulary asks for it, never twice", "[engine]
   CHECK(tok->add_bos_default());
   CHECK(tok->encode("ab", true) == Ids{kBeginText, 268});
   // Llama 3's template writes bos_token itself: no second BOS.
-  const Ids llama3 = kvdesk::encode_chat(*tok, {kvdesk::ChatFormat::Llama3, {}, {}, ""}, {{"user", "ab"}});
+  const Ids llama3 = kvdesk::encode_chat(*tok, kvdesk::builtin_chat_template("llama3"), {{"user", "ab"}});
   CHECK(std::count(llama3.begin(), llama3.end(), kBeginText) == 1);
   CHECK(llama3.front() == kBeginText);
   // ChatML writes none: the vocabulary's add_bos_token adds it.
-  const Ids chatml = kvdesk::encode_chat(*tok, {kvdesk::ChatFormat::ChatML, {}, {}, ""}, {{"user", "ab"}});
+  const Ids chatml = kvdesk::encode_chat(*tok, kvdesk::builtin_chat_template("chatml"), {{"user", "ab"}});
   CHECK(chatml.front() == kBeginText);
   CHECK(chatml[1] == kImStart);
 }

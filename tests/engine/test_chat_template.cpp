@@ -19,7 +19,6 @@
 #include "tests/engine/chat_template_texts.h"
 #include "tests/test_support.h"
 
-using kvdesk::ChatFormat;
 using kvdesk::ChatMessage;
 using kvdesk::ChatSpecialTexts;
 using kvdesk::ChatTemplate;
@@ -31,8 +30,17 @@ const std::vector<ChatMessage> kOneTurn = {{"user", "Hi"}};
 const std::vector<ChatMessage> kWithSystem = {
     {"system", "You are kind."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Again"}};
 
-std::string render(ChatFormat format, const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
-  return kvdesk::joined_text(kvdesk::render_chat(ChatTemplate{format, {}, {}, ""}, messages, specials));
+ChatTemplate family(const char* name) { return kvdesk::builtin_chat_template(name); }
+
+// A model's own template from its Jinja source.
+ChatTemplate own(std::string_view source) {
+  ChatTemplate t = kvdesk::chat_template_from_source("own", std::string(source));
+  REQUIRE(t.error.empty());
+  return t;
+}
+
+std::string render(const char* family_name, const std::vector<ChatMessage>& messages, const ChatSpecialTexts& specials) {
+  return kvdesk::joined_text(kvdesk::render_chat(family(family_name), messages, specials));
 }
 
 const ChatSpecialTexts kSpm{"<s>", "</s>"};
@@ -98,22 +106,20 @@ int32_t id_after(const kvdesk::Tokenizer& tok, const std::vector<int32_t>& ids, 
 
 TEST_CASE("ChatML (Qwen2.5-Instruct's template)", "[engine][chat]") {
   const ChatSpecialTexts none{"", "<|im_end|>"};
-  CHECK(render(ChatFormat::ChatML, kOneTurn, none) == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-  CHECK(render(ChatFormat::ChatML, kWithSystem, none) ==
+  CHECK(render("chatml", kOneTurn, none) == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  CHECK(render("chatml", kWithSystem, none) ==
         "<|im_start|>system\nYou are kind.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
         "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nAgain<|im_end|>\n<|im_start|>assistant\n");
 }
 
-TEST_CASE("Qwen's default system prompt comes from the template text when there is no system message", "[engine][chat]") {
-  // The non-tool branch of Qwen2.5-7B-Instruct's tokenizer.chat_template (Jinja source, so
-  // "\n" is a backslash and an n).
-  const std::string qwen =
+TEST_CASE("Qwen's default system prompt is written by its own template when there is no system message", "[engine][chat]") {
+  // Qwen2.5-7B-Instruct's template without its tools branch.
+  const ChatTemplate t = own(
       R"({%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }})"
       R"({%- else %}{{- '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n' }})"
-      R"({%- endif %})";
-  const ChatTemplate t = kvdesk::detect_chat_template(qwen);
-  CHECK(t.format == ChatFormat::ChatML);
-  CHECK(t.default_system.format({}) == "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+      R"({%- endif %}{%- for message in messages %}{%- if not (message.role == 'system' and loop.first) %})"
+      R"({{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}{%- endif %}{%- endfor %})"
+      R"({%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %})");
   CHECK(t.warning.empty());
   CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kOneTurn, {})) ==
         "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
@@ -125,10 +131,10 @@ TEST_CASE("Qwen's default system prompt comes from the template text when there 
 
 TEST_CASE("Llama 3 (Meta-Llama-3-8B-Instruct's template): BOS once, contents trimmed", "[engine][chat]") {
   const ChatSpecialTexts llama3{"<|begin_of_text|>", "<|end_of_text|>"};
-  CHECK(render(ChatFormat::Llama3, {{"user", "  Hi \n"}}, llama3) ==
+  CHECK(render("llama3", {{"user", "  Hi \n"}}, llama3) ==
         "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
         "<|start_header_id|>assistant<|end_header_id|>\n\n");
-  CHECK(render(ChatFormat::Llama3, kWithSystem, llama3) ==
+  CHECK(render("llama3", kWithSystem, llama3) ==
         "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are kind.<|eot_id|>"
         "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
         "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
@@ -136,15 +142,15 @@ TEST_CASE("Llama 3 (Meta-Llama-3-8B-Instruct's template): BOS once, contents tri
         "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
-TEST_CASE("Llama 3.1 / 3.2 (Llama-3.1-8B-Instruct's template): a system turn with the date preamble, always", "[engine][chat]") {
-  // The parts of the template text detection reads (Jinja source).
-  const std::string llama31 =
-      R"({%- if not date_string is defined %}{%- set date_string = "26 Jul 2024" %}{%- endif %})"
+TEST_CASE("Llama 3.1 (Llama-3.1-8B-Instruct's template without tools): a system turn with the date preamble, always", "[engine][chat]") {
+  const ChatTemplate t = own(
+      R"({{- bos_token }}{%- if not date_string is defined %}{%- set date_string = "26 Jul 2024" %}{%- endif %})"
+      R"({%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content']|trim %})"
+      R"({%- set messages = messages[1:] %}{%- else %}{%- set system_message = "" %}{%- endif %})"
       R"({{- "<|start_header_id|>system<|end_header_id|>\n\n" }}{{- "Cutting Knowledge Date: December 2023\n" }})"
-      R"({{- "Today Date: " + date_string + "\n\n" }})";
-  const ChatTemplate t = kvdesk::detect_chat_template(llama31);
-  CHECK(t.format == ChatFormat::Llama3);
-  CHECK(t.system_preamble.format(april_5_2025()) == "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+      R"({{- "Today Date: " + date_string + "\n\n" }}{{- system_message }}{{- "<|eot_id|>" }})"
+      R"({%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' }}{%- endfor %})"
+      R"({%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif %})");
   const ChatSpecialTexts llama3{"<|begin_of_text|>", "<|eot_id|>"};
   CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kOneTurn, llama3)) ==
         "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
@@ -157,8 +163,7 @@ TEST_CASE("Llama 3.1 / 3.2 (Llama-3.1-8B-Instruct's template): a system turn wit
 }
 
 TEST_CASE("Llama 3.2 (Llama-3.2-1B-Instruct's template): the preamble shows the day it is rendered for", "[engine][chat]") {
-  const ChatTemplate t = kvdesk::detect_chat_template(kvdesk::test::kLlama32Template);
-  CHECK(t.format == ChatFormat::Llama3);
+  const ChatTemplate t = own(kvdesk::test::kLlama32Template);
   CHECK(t.warning.empty());
   const ChatSpecialTexts llama3{"<|begin_of_text|>", "<|eot_id|>"};
   CHECK(render_on_april_5(t, kOneTurn, llama3) ==
@@ -172,96 +177,60 @@ TEST_CASE("Llama 3.2 (Llama-3.2-1B-Instruct's template): the preamble shows the 
              Contains("Today Date: 01 Jan 2027\n\nBe brief.<|eot_id|>"));
 }
 
-TEST_CASE("jinja_assigned_value: what a template sets a variable to, strftime_now's branch first", "[engine][chat]") {
-  const std::optional<kvdesk::DatedText> date = kvdesk::jinja_assigned_value(kvdesk::test::kLlama32Template, "date_string");
-  REQUIRE(date);
-  CHECK(date->has_date());
-  CHECK(date->format(april_5_2025()) == "05 Apr 2025");
-  const std::optional<kvdesk::DatedText> literal =
-      kvdesk::jinja_assigned_value(R"({%- set date_string = "26 Jul 2024" %}{% set x = y + 1 %})", "date_string");
-  REQUIRE(literal);
-  CHECK_FALSE(literal->has_date());
-  CHECK(literal->format(april_5_2025()) == "26 Jul 2024");
-  CHECK_FALSE(kvdesk::jinja_assigned_value(R"({% set x = y + 1 %}{% set date_string = today() %})", "date_string"));
-  CHECK_FALSE(kvdesk::jinja_assigned_value("", "date_string"));
-}
-
 TEST_CASE("Llama 2 (Llama-2-7b-chat-hf's template): <<SYS>> in the first [INST], BOS per turn", "[engine][chat]") {
-  CHECK(render(ChatFormat::Llama2, {{"user", " Hi "}}, kSpm) == "<s>[INST] Hi [/INST]");
-  CHECK(render(ChatFormat::Llama2, kWithSystem, kSpm) ==
+  CHECK(render("llama2", {{"user", " Hi "}}, kSpm) == "<s>[INST] Hi [/INST]");
+  CHECK(render("llama2", kWithSystem, kSpm) ==
         "<s>[INST] <<SYS>>\nYou are kind.\n<</SYS>>\n\nHi [/INST] Hello! </s><s>[INST] Again [/INST]");
 }
 
 TEST_CASE("Mistral (Mistral-7B-Instruct-v0.3's template): system before the last user message", "[engine][chat]") {
-  CHECK(render(ChatFormat::Mistral, kOneTurn, kSpm) == "<s>[INST] Hi[/INST]");
-  CHECK(render(ChatFormat::Mistral, kWithSystem, kSpm) ==
+  CHECK(render("mistral", kOneTurn, kSpm) == "<s>[INST] Hi[/INST]");
+  CHECK(render("mistral", kWithSystem, kSpm) ==
         "<s>[INST] Hi[/INST] Hello!</s>[INST] You are kind.\n\nAgain[/INST]");
 }
 
 TEST_CASE("Mistral v1 (Mistral-7B-Instruct-v0.2's templates): ' [INST] ' with the system first, or the first template's '[INST] '",
           "[engine][chat]") {
-  const std::string v1 =
-      R"({%- if loop.first and system_message is defined %}{{- ' [INST] ' + system_message + '\n\n' + message['content'] + ' [/INST]' }})"
-      R"({%- else %}{{- ' [INST] ' + message['content'] + ' [/INST]' }}{%- endif %})"
-      R"({%- elif message['role'] == 'assistant' %}{{- ' ' + message['content'] + eos_token}})";
-  const ChatTemplate t = kvdesk::detect_chat_template(v1);
-  REQUIRE(t.format == ChatFormat::MistralV1);
+  const ChatTemplate t = family("mistral-v1");
   CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kWithSystem, kSpm)) ==
         "<s> [INST] You are kind.\n\nHi [/INST] Hello!</s> [INST] Again [/INST]");
-  // The template TheBloke's GGUFs carry (llama.cpp's test-chat-template output for it, there
-  // without BOS and with the system message merged as we merge it).
-  const std::string first =
-      R"({{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }})"
-      R"({% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% endif %}{% endfor %})";
-  const ChatTemplate unspaced = kvdesk::detect_chat_template(first);
-  REQUIRE(unspaced.format == ChatFormat::MistralV1Unspaced);
+  const ChatTemplate unspaced = family("mistral-v1-unspaced");
   CHECK(kvdesk::joined_text(kvdesk::render_chat(unspaced, kWithSystem, kSpm)) ==
         "<s>[INST] You are kind.\n\nHi [/INST]Hello!</s>[INST] Again [/INST]");
 }
 
 TEST_CASE("Mistral tekken (Mistral-Nemo-Instruct-2407's template): [INST] and the answer without spaces", "[engine][chat]") {
-  const std::string nemo =
-      R"({%- if loop.last and system_message is defined %}{{- "[INST]" + system_message + "\n\n" + message["content"] + "[/INST]" }})"
-      R"({%- else %}{{- "[INST]" + message["content"] + "[/INST]" }}{%- endif %})"
-      R"({%- elif message["role"] == "assistant" %}{{- message["content"] + eos_token}})";
-  const ChatTemplate t = kvdesk::detect_chat_template(nemo);
-  REQUIRE(t.format == ChatFormat::MistralTekken);
+  const ChatTemplate t = family("mistral-tekken");
   CHECK(kvdesk::joined_text(kvdesk::render_chat(
             t, {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Again"}}, {"<s>", "</s>"})) ==
         "<s>[INST]Hi[/INST]Hello</s>[INST]Be brief.\n\nAgain[/INST]");
 }
 
 TEST_CASE("Zephyr / TinyLlama-1.1B-Chat-v1.0: eos_token ends every message", "[engine][chat]") {
-  CHECK(render(ChatFormat::Zephyr, kOneTurn, kSpm) == "<|user|>\nHi</s>\n<|assistant|>\n");
-  CHECK(render(ChatFormat::Zephyr, kWithSystem, kSpm) ==
+  CHECK(render("zephyr", kOneTurn, kSpm) == "<|user|>\nHi</s>\n<|assistant|>\n");
+  CHECK(render("zephyr", kWithSystem, kSpm) ==
         "<|system|>\nYou are kind.</s>\n<|user|>\nHi</s>\n<|assistant|>\nHello!</s>\n<|user|>\nAgain</s>\n"
         "<|assistant|>\n");
 }
 
 TEST_CASE("Gemma (gemma-3-it's template): system merged into the first user turn, assistant is model", "[engine][chat]") {
   const ChatSpecialTexts gemma{"<bos>", "<eos>"};
-  CHECK(render(ChatFormat::Gemma, kOneTurn, gemma) == "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
-  CHECK(render(ChatFormat::Gemma, kWithSystem, gemma) ==
+  CHECK(render("gemma", kOneTurn, gemma) == "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+  CHECK(render("gemma", kWithSystem, gemma) ==
         "<bos><start_of_turn>user\nYou are kind.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
         "<start_of_turn>user\nAgain<end_of_turn>\n<start_of_turn>model\n");
 }
 
 TEST_CASE("Phi-3 (Phi-3-mini-4k-instruct's template): <|end|> after every message", "[engine][chat]") {
   const ChatSpecialTexts phi3{"<s>", "<|endoftext|>"};
-  CHECK(render(ChatFormat::Phi3, kOneTurn, phi3) == "<|user|>\nHi<|end|>\n<|assistant|>\n");
-  CHECK(render(ChatFormat::Phi3, kWithSystem, phi3) ==
+  CHECK(render("phi3", kOneTurn, phi3) == "<|user|>\nHi<|end|>\n<|assistant|>\n");
+  CHECK(render("phi3", kWithSystem, phi3) ==
         "<|system|>\nYou are kind.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n<|user|>\nAgain<|end|>\n"
         "<|assistant|>\n");
 }
 
 TEST_CASE("Qwen3 (Qwen3-8B's template): ChatML whose earlier assistant turns lose their thinking", "[engine][chat]") {
-  // Excerpts of Qwen3's tokenizer.chat_template as the GGUF carries it (Jinja source).
-  const std::string qwen3 =
-      R"({%- if messages[0].role == 'system' %}{{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}{%- endif %})"
-      R"({%- if '</think>' in content %}{%- set reasoning_content = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %})"
-      R"({{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }})";
-  const ChatTemplate t = kvdesk::detect_chat_template(qwen3);
-  REQUIRE(t.format == ChatFormat::Qwen3);
+  const ChatTemplate t = family("qwen3");
   const std::vector<ChatMessage> turns = {{"system", "Be brief."},
                                           {"user", "2+2?"},
                                           {"assistant", "<think>\nadd them\n</think>\n\n4"},
@@ -277,14 +246,7 @@ TEST_CASE("Qwen3 (Qwen3-8B's template): ChatML whose earlier assistant turns los
 }
 
 TEST_CASE("DeepSeek R1 (DeepSeek-R1-Distill-Qwen's template): the answer opens with <think>, old thinking is dropped", "[engine][chat]") {
-  // Excerpts of the distills' tokenizer.chat_template as their GGUFs carry it (Jinja source).
-  const std::string r1_distill =
-      R"({%- for message in messages %}{%- if message['role'] == 'system' %}{% set ns.system_prompt = message['content'] %}{%- endif %}{%- endfor %}{{bos_token}}{{ns.system_prompt}})"
-      R"({%- if message['role'] == 'user' %}{%- set ns.is_tool = false -%}{{'<｜User｜>' + message['content']}}{%- endif %})"
-      R"({% set content = message['content'] %}{% if '</think>' in content %}{% set content = content.split('</think>')[-1] %}{% endif %}{{'<｜Assistant｜>' + content + '<｜end▁of▁sentence｜>'}})"
-      R"({% if add_generation_prompt and not ns.is_tool %}{{'<｜Assistant｜><think>\n'}}{% endif %})";
-  const ChatTemplate t = kvdesk::detect_chat_template(r1_distill);
-  REQUIRE(t.format == ChatFormat::DeepSeekR1);
+  const ChatTemplate t = family("deepseek-r1");
   CHECK(t.warning.empty());
   const ChatSpecialTexts specials{"<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"};
   const std::vector<ChatMessage> turns = {{"system", "Be brief."},
@@ -302,39 +264,22 @@ TEST_CASE("DeepSeek R1 (DeepSeek-R1-Distill-Qwen's template): the answer opens w
   CHECK_FALSE(segments.at(1).parse_special);
 }
 
-TEST_CASE("the families whose generation prompt opens <think> are named so through the engine's face", "[engine][chat]") {
+TEST_CASE("the families whose generation prompt opens <think> are found so by rendering", "[engine][chat]") {
   for (const std::string& name : kvdesk::chat_template_names()) {
-    const ChatFormat format = *kvdesk::chat_format_from_name(name);
     INFO(name);
-    CHECK(kvdesk::chat_template_opens_reasoning(name) == kvdesk::generation_prompt_opens_reasoning(format));
+    CHECK(kvdesk::builtin_chat_template(name).opens_reasoning == (name == "deepseek-r1" || name == "qwen3-thinking"));
   }
-  CHECK(kvdesk::chat_template_opens_reasoning(kvdesk::chat_format_name(ChatFormat::DeepSeekR1)));
-  CHECK_FALSE(kvdesk::chat_template_opens_reasoning(kvdesk::chat_format_name(ChatFormat::Harmony)));
-  CHECK_FALSE(kvdesk::chat_template_opens_reasoning(""));
-  CHECK_FALSE(kvdesk::chat_template_opens_reasoning("no-such-family"));
 }
 
 TEST_CASE("DeepSeek (DeepSeek-R1-0528-Qwen3-8B's template): the assistant tag after the user's turn, no think opener", "[engine][chat]") {
-  const std::string r1_0528 =
-      R"({{ bos_token }}{{ ns.system_prompt }}{%- for message in messages %}{% set content = message['content'] %})"
-      R"({{'<｜User｜>' + content + '<｜Assistant｜>'}}{%- endif %}{%- if message['role'] == 'assistant' %}{% if '</think>' in content %}{% set content = content.split('</think>')[-1] %}{% endif %}{% endif %})"
-      R"({{content + '<｜end▁of▁sentence｜>'}})"
-      R"({% if add_generation_prompt and not ns.is_last_user and not ns.is_tool %}{{'<｜Assistant｜>'}}{% endif %})";
-  const ChatTemplate t = kvdesk::detect_chat_template(r1_0528);
-  REQUIRE(t.format == ChatFormat::DeepSeek);
+  const ChatTemplate t = family("deepseek");
   const std::vector<ChatMessage> turns = {{"user", "2+2?"}, {"assistant", "<think>add</think>4"}, {"user", "3+3?"}};
   CHECK(kvdesk::joined_text(kvdesk::render_chat(t, turns, {"<s>", "</s>"})) ==
         "<s><｜User｜>2+2?<｜Assistant｜>4<｜end▁of▁sentence｜><｜User｜>3+3?<｜Assistant｜>");
 }
 
 TEST_CASE("Harmony (gpt-oss-20b's template): its dated system message, instructions, final channels only", "[engine][chat]") {
-  // Excerpts of gpt-oss's tokenizer.chat_template (Jinja source).
-  const std::string harmony =
-      R"({{- "Current date: " + strftime_now("%Y-%m-%d") + "\n\n" }}{{- "<|start|>system<|message|>" }})"
-      R"({{- "<|start|>assistant<|channel|>final<|message|>" + message.content + "<|end|>" }})"
-      R"({%- if add_generation_prompt -%}<|start|>assistant{%- endif -%})";
-  const ChatTemplate t = kvdesk::detect_chat_template(harmony);
-  REQUIRE(t.format == ChatFormat::Harmony);
+  const ChatTemplate t = family("harmony");
   CHECK(t.warning.empty());
   const std::string system =
       "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
@@ -366,38 +311,23 @@ TEST_CASE("Harmony (gpt-oss-20b's template): its dated system message, instructi
 }
 
 TEST_CASE("Phi-4-mini (Phi-4-mini-instruct's template): Phi-3's tags without line breaks", "[engine][chat]") {
-  const std::string phi4_mini =
-      R"({% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and message['tools'] is not none %})"
-      R"({{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }})"
-      R"({% else %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %})"
-      R"({% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %})";
-  const ChatTemplate t = kvdesk::detect_chat_template(phi4_mini);
-  REQUIRE(t.format == ChatFormat::Phi4Mini);
+  const ChatTemplate t = family("phi4-mini");
   CHECK(t.warning.empty());
   CHECK(kvdesk::joined_text(kvdesk::render_chat(t, {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Again"}}, {})) ==
         "<|system|>Be brief.<|end|><|user|>Hi<|end|><|assistant|>Hello<|end|><|user|>Again<|end|><|assistant|>");
 }
 
 TEST_CASE("Qwen3 thinking (Qwen3-4B-Thinking-2507's template): the answer opened with <think>", "[engine][chat]") {
-  const std::string thinking =
-      R"({%- if '</think>' in content %}{%- set content = content.split('</think>')[-1].lstrip('\n') %}{%- endif %})"
-      R"({%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\n<think>\n' }}\n{%- endif %})";
-  const ChatTemplate t = kvdesk::detect_chat_template(thinking);
-  REQUIRE(t.format == ChatFormat::Qwen3Thinking);
+  const ChatTemplate t = family("qwen3-thinking");
   CHECK(kvdesk::joined_text(kvdesk::render_chat(t, {{"user", "2+2?"}, {"assistant", "add</think>\n\n4"}, {"user", "3+3?"}}, {})) ==
         "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n<|im_start|>user\n3+3?<|im_end|>\n"
         "<|im_start|>assistant\n<think>\n");
-  // Opened only when asked to think: that template is plain Qwen3 here.
-  CHECK(kvdesk::detect_chat_template("{%- if enable_thinking %}{{- '<|im_start|>assistant\n<think>\n' }}{%- endif %}").format ==
-        ChatFormat::Qwen3);
+  // Opened only when asked to think: a template that does so only with enable_thinking does not.
+  CHECK_FALSE(own("{%- if enable_thinking %}{{- '<|im_start|>assistant\n<think>\n' }}{%- endif %}").opens_reasoning);
 }
 
 TEST_CASE("Phi-4 (phi-4's template): <|im_start|>role<|im_sep|> without newlines", "[engine][chat]") {
-  const std::string phi4 =
-      R"({% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}})"
-      R"({% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant<|im_sep|>' }}{% endif %})";
-  const ChatTemplate t = kvdesk::detect_chat_template(phi4);
-  REQUIRE(t.format == ChatFormat::Phi4);
+  const ChatTemplate t = family("phi4");
   CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kWithSystem, {})) ==
         "<|im_start|>system<|im_sep|>You are kind.<|im_end|><|im_start|>user<|im_sep|>Hi<|im_end|>"
         "<|im_start|>assistant<|im_sep|>Hello!<|im_end|><|im_start|>user<|im_sep|>Again<|im_end|>"
@@ -405,11 +335,7 @@ TEST_CASE("Phi-4 (phi-4's template): <|im_start|>role<|im_sep|> without newlines
 }
 
 TEST_CASE("Granite (granite-3.x-instruct's template): roles between <|start_of_role|> and <|end_of_role|>", "[engine][chat]") {
-  const std::string granite =
-      R"({%- for message in loop_messages %}{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }})"
-      R"({%- if loop.last and add_generation_prompt %}{{- '<|start_of_role|>assistant<|end_of_role|>' }}{%- endif %}{%- endfor %})";
-  const ChatTemplate t = kvdesk::detect_chat_template(granite);
-  REQUIRE(t.format == ChatFormat::Granite);
+  const ChatTemplate t = family("granite");
   CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kWithSystem, {})) ==
         "<|start_of_role|>system<|end_of_role|>You are kind.<|end_of_text|>\n"
         "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n"
@@ -418,19 +344,13 @@ TEST_CASE("Granite (granite-3.x-instruct's template): roles between <|start_of_r
 }
 
 TEST_CASE("Mistral v7 / tekken (Mistral-Small-24B-Instruct-2501's template): [SYSTEM_PROMPT] and [INST] without spaces", "[engine][chat]") {
-  const std::string v7 =
-      R"({{- bos_token }}{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}{%- for message in loop_messages %})"
-      R"({%- if message['role'] == 'user' %}{{- '[INST]' + message['content'] + '[/INST]' }})"
-      R"({%- elif message['role'] == 'assistant' %}{{- message['content'] + eos_token }}{%- endif %}{%- endfor %})";
-  const ChatTemplate t = kvdesk::detect_chat_template(v7);
-  REQUIRE(t.format == ChatFormat::MistralV7);
+  const ChatTemplate t = family("mistral-v7");
   CHECK(kvdesk::joined_text(kvdesk::render_chat(t, kWithSystem, kSpm)) ==
         "<s>[SYSTEM_PROMPT]You are kind.[/SYSTEM_PROMPT][INST]Hi[/INST]Hello!</s>[INST]Again[/INST]");
 }
 
 TEST_CASE("Granite 3.1 (granite-3.1 instruct's template as its GGUF carries it): a dated default system message", "[engine][chat]") {
-  const ChatTemplate t = kvdesk::detect_chat_template(kvdesk::test::kGranite31Template);
-  REQUIRE(t.format == ChatFormat::Granite);
+  const ChatTemplate t = own(kvdesk::test::kGranite31Template);
   CHECK(t.warning.empty());
   // The else branch with no tools, documents or controls: the literal with its real line
   // breaks, strftime_now('%B %d, %Y'), then " You are a helpful AI assistant.".
@@ -445,8 +365,7 @@ TEST_CASE("Granite 3.1 (granite-3.1 instruct's template as its GGUF carries it):
 }
 
 TEST_CASE("Granite 3.3 (llama.cpp's granite-3.3-2B-Instruct template): the no-tools, no-documents, no-thinking default", "[engine][chat]") {
-  const ChatTemplate t = kvdesk::detect_chat_template(kvdesk::test::kGranite33Template);
-  REQUIRE(t.format == ChatFormat::Granite);
+  const ChatTemplate t = own(kvdesk::test::kGranite33Template);
   CHECK(t.warning.empty());
   CHECK(render_on_april_5(t, kOneTurn, kGraniteSpecials) ==
         "<|start_of_role|>system<|end_of_role|>Knowledge Cutoff Date: April 2024. Today's Date: April 05, 2025. "
@@ -458,8 +377,7 @@ TEST_CASE("Granite 3.3 (llama.cpp's granite-3.3-2B-Instruct template): the no-to
 }
 
 TEST_CASE("Mistral Small 3 (Mistral-Small-24B-Instruct-2501's template): default_system_message with today's date", "[engine][chat]") {
-  const ChatTemplate t = kvdesk::detect_chat_template(kvdesk::test::kMistralSmall3Template);
-  REQUIRE(t.format == ChatFormat::MistralV7);
+  const ChatTemplate t = own(kvdesk::test::kMistralSmall3Template);
   CHECK(t.warning.empty());
   // today = strftime_now("%Y-%m-%d"); the literal's \n and \" escapes decoded.
   CHECK(render_on_april_5(t, kOneTurn, kSpm) ==
@@ -472,53 +390,14 @@ TEST_CASE("Mistral Small 3 (Mistral-Small-24B-Instruct-2501's template): default
         "you?\" or \"When is the next flight to Tokyo\" => \"Where do you travel from?\")[/SYSTEM_PROMPT]"
         "[INST]Hi[/INST]");
   CHECK(render_on_april_5(t, kSystemAndUser, kSpm) == "<s>[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]Hi[/INST]");
-  // An override to the same family keeps the model's default; another family drops it.
-  const kvdesk::test::TempDir dir;
-  kvdesk::GgufWriter w;
-  w.add_string("tokenizer.chat_template", std::string(kvdesk::test::kMistralSmall3Template));
-  w.write(dir.file("t.gguf"));
-  const auto file = kvdesk::GgufFile::open(dir.file("t.gguf"));
-  CHECK(kvdesk::chat_template_for(*file, "mistral-v7").default_system.format(april_5_2025()) ==
-        t.default_system.format(april_5_2025()));
-  CHECK(kvdesk::chat_template_for(*file, "chatml").default_system.empty());
 }
 
-TEST_CASE("Default system messages: Python's string escapes, and a line break after a backslash joins the lines", "[engine][chat]") {
-  const std::string v7 =
+TEST_CASE("String literals read as Python's: escapes decoded, a line break after a backslash joins the lines", "[engine][chat]") {
+  const ChatTemplate t = own(
       "{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}{%- else %}"
       "{%- set system_message = 'It\\'s \\\"a\\\\b\\\"\\\n joined\\tby ' + strftime_now('%d/%m') %}{%- endif %}"
-      "{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}";
-  const ChatTemplate t = kvdesk::detect_chat_template(v7);
-  CHECK(t.warning.empty());
-  CHECK(t.default_system.format(april_5_2025()) == "It's \"a\\b\" joined\tby 05/04");
-}
-
-TEST_CASE("A default system message kvdesk cannot compute is left out, with a warning naming the statement", "[engine][chat]") {
-  const std::string head =
-      "{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}{%- else %}";
-  const std::string tail =
-      "{%- endif %}{{- '<|start_of_role|>system<|end_of_role|>' + system_message + '<|end_of_text|>\\n' }}";
-  for (const std::string& branch : {
-           std::string("{%- set system_message = 'Tools: ' + tools | length %}"),          // a filter
-           std::string("{%- set system_message = 'Today: ' + strftime_now(fmt) %}"),       // a format not literal
-           std::string("{%- set system_message = 'A' %}{%- if messages | length > 2 %}"    // a condition on messages
-                       "{%- set system_message = system_message + 'B' %}{%- endif %}"),
-           std::string("{%- set system_message = 'Unknown escape \\x41' %}"),
-       }) {
-    INFO(branch);
-    const ChatTemplate t = kvdesk::detect_chat_template(head + branch + tail);
-    REQUIRE(t.format == ChatFormat::Granite);
-    CHECK(t.default_system.empty());
-    CHECK_THAT(t.warning, Contains("default system message") && Contains("{% "));
-    CHECK(render_on_april_5(t, kOneTurn, kGraniteSpecials) ==
-          "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>");
-  }
-  CHECK_THAT(kvdesk::detect_chat_template(head + "{%- set system_message = 'x' | upper %}" + tail).warning,
-             Contains("{% set system_message = 'x' | upper %}"));
-  // A template whose branch sets no system message has no default and nothing to warn about.
-  const ChatTemplate silent = kvdesk::detect_chat_template(head + "{%- set loop_messages = messages %}" + tail);
-  CHECK(silent.default_system.empty());
-  CHECK(silent.warning.empty());
+      "{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}");
+  CHECK(render_on_april_5(t, kOneTurn, {}) == "[SYSTEM_PROMPT]It's \"a\\b\" joined\tby 05/04[/SYSTEM_PROMPT]");
 }
 
 TEST_CASE("Granite's <|end_of_text|> and Mistral v7's </s>, written after each answer, end generation", "[engine][chat][tokenizer]") {
@@ -526,7 +405,7 @@ TEST_CASE("Granite's <|end_of_text|> and Mistral v7's </s>, written after each a
 
   const auto granite = byte_vocab_with("refact", {"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"},
                                        "<|end_of_text|>", "<|end_of_text|>");
-  const ChatTemplate granite_template = kvdesk::detect_chat_template(kvdesk::test::kGranite31Template);
+  const ChatTemplate granite_template = own(kvdesk::test::kGranite31Template);
   const std::vector<int32_t> granite_ids = kvdesk::encode_chat(*granite, granite_template, turns, april_5_2025());
   const int32_t end_of_text = id_after(*granite, granite_ids, "Hello!");
   CHECK(granite->piece(end_of_text) == "<|end_of_text|>");
@@ -535,7 +414,7 @@ TEST_CASE("Granite's <|end_of_text|> and Mistral v7's </s>, written after each a
 
   const auto v7 = byte_vocab_with("tekken", {"<s>", "</s>", "[INST]", "[/INST]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]"},
                                   "<s>", "</s>");
-  const ChatTemplate v7_template = kvdesk::detect_chat_template(kvdesk::test::kMistralSmall3Template);
+  const ChatTemplate v7_template = own(kvdesk::test::kMistralSmall3Template);
   const std::vector<int32_t> v7_ids = kvdesk::encode_chat(*v7, v7_template, turns, april_5_2025());
   const int32_t eos = id_after(*v7, v7_ids, "Hello!");
   CHECK(v7->piece(eos) == "</s>");
@@ -548,7 +427,7 @@ TEST_CASE("DeepSeek R1's turns are control tokens, BOS is written once and its e
   const auto vocab = byte_vocab_with("deepseek-r1-qwen",
                                      {"<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"},
                                      "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>");
-  const std::vector<int32_t> ids = kvdesk::encode_chat(*vocab, {ChatFormat::DeepSeekR1, {}, {}, ""}, turns);
+  const std::vector<int32_t> ids = kvdesk::encode_chat(*vocab, family("deepseek-r1"), turns);
   const auto count = [&](const std::string& piece) {
     return std::count_if(ids.begin(), ids.end(), [&](int32_t id) { return vocab->piece(id) == piece; });
   };
@@ -567,14 +446,14 @@ TEST_CASE("DeepSeek R1's turns are control tokens, BOS is written once and its e
 }
 
 TEST_CASE("Plain joins messages, an assistant message continues the text", "[engine][chat]") {
-  CHECK(render(ChatFormat::Plain, {{"user", "Once upon"}, {"assistant", " a time"}, {"user", "The end"}}, kSpm) ==
+  CHECK(render("plain", {{"user", "Once upon"}, {"assistant", " a time"}, {"user", "The end"}}, kSpm) ==
         "Once upon a time\nThe end");
 }
 
 TEST_CASE("Message contents are never template segments", "[engine][chat]") {
-  for (const ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3, ChatFormat::Zephyr,
-                             ChatFormat::Mistral, ChatFormat::Gemma, ChatFormat::Phi3}) {
-    const auto segments = kvdesk::render_chat(ChatTemplate{f, {}, {}, ""}, {{"user", "<|im_end|></s>"}}, kSpm);
+  for (const std::string& name : kvdesk::chat_template_names()) {
+    INFO(name);
+    const auto segments = kvdesk::render_chat(kvdesk::builtin_chat_template(name), {{"user", "<|im_end|></s>"}}, kSpm);
     bool seen = false;
     for (const kvdesk::TextSegment& s : segments) {
       if (s.text.find("<|im_end|></s>") != std::string::npos) {
@@ -586,53 +465,56 @@ TEST_CASE("Message contents are never template segments", "[engine][chat]") {
   }
 }
 
-TEST_CASE("Families are recognized from their template text, unknown ones fall back with a warning", "[engine][chat]") {
-  using kvdesk::detect_chat_template;
-  CHECK(detect_chat_template("{{ '<|im_start|>' + message['role'] }}").format == ChatFormat::ChatML);
-  CHECK(detect_chat_template("{{ '<|start_header_id|>' + message['role'] }}").format == ChatFormat::Llama3);
-  CHECK(detect_chat_template("{{ '<start_of_turn>' + role }}").format == ChatFormat::Gemma);
-  CHECK(detect_chat_template("{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}").format == ChatFormat::Phi3);
-  CHECK(detect_chat_template("{{ '<|user|>\\n' + message['content'] + eos_token }}").format == ChatFormat::Zephyr);
-  CHECK(detect_chat_template("{{ bos_token + '[INST] ' + '<<SYS>>\\n' }}").format == ChatFormat::Llama2);
-  CHECK(detect_chat_template("{{ '[INST] ' + message['content'] + '[/INST]' }}").format == ChatFormat::Mistral);
-  const ChatTemplate unknown = detect_chat_template("{{ 'User: ' + message['content'] }}");
-  CHECK(unknown.format == ChatFormat::ChatML);
-  CHECK_THAT(unknown.warning, Contains("ChatML"));
-  CHECK(detect_chat_template("{{ '<|im_start|>' }}").warning.empty());
+TEST_CASE("A template that does not parse is an error naming its line; one that raises names its message", "[engine][chat]") {
+  const ChatTemplate broken = kvdesk::chat_template_from_source("own", "{% for m in messages %}\n{{ m.content }\n");
+  CHECK(broken.program == nullptr);
+  CHECK_THAT(broken.error, Contains("line 2"));
+  CHECK_THAT(broken.warning, Contains("chat template"));
+  CHECK_THROWS_WITH(kvdesk::render_chat(broken, kOneTurn, {}), Contains("line 2"));
+  const ChatTemplate gemma = own(
+      "{% if messages[0]['role'] == 'system' %}\n{{ raise_exception('System role not supported') }}\n{% endif %}"
+      "{% for m in messages %}{{ m.content }}{% endfor %}");
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(gemma, kOneTurn, {})) == "Hi");
+  CHECK_THROWS_WITH(kvdesk::render_chat(gemma, kWithSystem, {}), Contains("System role not supported") && Contains("line 2"));
 }
 
-TEST_CASE("Chat format names round-trip and an override replaces the model's template", "[engine][chat]") {
-  for (const char* name : {"plain", "chatml", "llama2", "llama3", "zephyr", "mistral", "gemma", "phi3", "qwen3", "phi4",
-                           "granite", "mistral-v7", "deepseek", "deepseek-r1", "phi4-mini",
-                           "mistral-tekken", "qwen3-thinking", "harmony", "mistral-v1", "mistral-v1-unspaced"}) {
-    const auto f = kvdesk::chat_format_from_name(name);
-    REQUIRE(f);
-    CHECK(std::string(kvdesk::chat_format_name(*f)) == name);
-  }
-  CHECK_FALSE(kvdesk::chat_format_from_name("vicuna"));
-
+TEST_CASE("The model's own template renders unless a family or a template file is chosen", "[engine][chat]") {
+  CHECK(kvdesk::chat_template_names().front() == "plain");
+  CHECK(kvdesk::chat_template_names().size() == 20);
   const kvdesk::test::TempDir dir;
   kvdesk::GgufWriter w;
-  w.add_string("tokenizer.chat_template", "{{ 'User: ' + message['content'] }}");
+  w.add_string("tokenizer.chat_template", "{% for m in messages %}User: {{ m['content'] }}\n{% endfor %}");
   w.write(dir.file("t.gguf"));
   const auto file = kvdesk::GgufFile::open(dir.file("t.gguf"));
-  CHECK_FALSE(kvdesk::chat_template_for(*file, "").warning.empty());
+  const ChatTemplate model_own = kvdesk::chat_template_for(*file, "");
+  CHECK(model_own.name == "own");
+  CHECK(model_own.warning.empty());
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(model_own, kOneTurn, {})) == "User: Hi\n");
   const ChatTemplate chosen = kvdesk::chat_template_for(*file, "gemma");
-  CHECK(chosen.format == ChatFormat::Gemma);
-  CHECK(chosen.warning.empty());
+  CHECK(chosen.name == "gemma");
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(chosen, kOneTurn, {})) == "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+  const ChatTemplate from_file = kvdesk::chat_template_for(*file, "mine.jinja", "{{ messages | length }}");
+  CHECK(from_file.name == "file mine.jinja");
+  CHECK(kvdesk::joined_text(kvdesk::render_chat(from_file, kWithSystem, {})) == "4");
+  CHECK(from_file.source_hash != model_own.source_hash);
   CHECK_THROWS_WITH(kvdesk::chat_template_for(*file, "vicuna"), Contains("'vicuna'") && Contains("chatml"));
+  // Without a template: plain.
+  kvdesk::GgufWriter bare;
+  bare.add_string("general.name", "x");
+  bare.write(dir.file("bare.gguf"));
+  CHECK(kvdesk::chat_template_for(*kvdesk::GgufFile::open(dir.file("bare.gguf")), "").name == "plain");
 }
 
 TEST_CASE("On stories260K (SentencePiece) Plain encodes exactly like encode(), Llama 2 parses only template specials", "[engine][chat]") {
   const auto file = kvdesk::GgufFile::open(kvdesk::test::model_path("stories260K.gguf"));
   const auto tok = kvdesk::Tokenizer::from_gguf(*file);
   const std::vector<ChatMessage> story = {{"user", "Once upon a time"}, {"assistant", " there was"}, {"user", "a cat"}};
-  CHECK(kvdesk::encode_chat(*tok, {ChatFormat::Plain, {}, {}, ""}, story) ==
+  CHECK(kvdesk::encode_chat(*tok, family("plain"), story) ==
         tok->encode("Once upon a time there was\na cat", tok->add_bos_default()));
   // Llama 2: the template's <s> and </s> are BOS (1) and EOS (2), written once each here;
   // the typed "</s>" is text.
   const std::vector<int32_t> ids =
-      kvdesk::encode_chat(*tok, {ChatFormat::Llama2, {}, {}, ""}, {{"user", "hi </s>"}, {"assistant", "ok"}, {"user", "go"}});
+      kvdesk::encode_chat(*tok, family("llama2"), {{"user", "hi </s>"}, {"assistant", "ok"}, {"user", "go"}});
   CHECK(ids.front() == tok->bos_id());
   CHECK(std::count(ids.begin(), ids.end(), tok->bos_id()) == 2);
   CHECK(std::count(ids.begin(), ids.end(), tok->eos_id()) == 1);
@@ -647,7 +529,7 @@ TEST_CASE("Stored ids stand in for an answer the template pads, and a run ends b
   };
 
   SECTION("Mistral writes ' ' + content, so an answer that starts with a space is padded twice") {
-    const ChatTemplate mistral{ChatFormat::Mistral, {}, {}, ""};
+    const ChatTemplate mistral = family("mistral");
     const std::vector<int32_t> user = kvdesk::encode_chat_prompt(*tok, mistral, {{"user", "Once upon a time"}}, {}, identity).spans[0];
     const std::vector<int32_t> answer = tok->encode(" there was a cat.", false);
     const kvdesk::ChatPrompt next = kvdesk::encode_chat_prompt(
@@ -660,7 +542,7 @@ TEST_CASE("Stored ids stand in for an answer the template pads, and a run ends b
     CHECK(next.tokens.size() == history.size() + next.spans[2].size());
   }
   SECTION("Qwen3 drops an earlier answer's thinking: the user message before it still comes from its ids") {
-    const ChatTemplate qwen3{ChatFormat::Qwen3, {}, {}, ""};
+    const ChatTemplate qwen3 = family("qwen3");
     const std::vector<int32_t> user = kvdesk::encode_chat_prompt(*tok, qwen3, {{"user", "Once upon a time"}}, {}, identity).spans[0];
     const std::string thought = "<think>\nA story.\n</think>\n\nThere was a cat.";
     const kvdesk::ChatPrompt next = kvdesk::encode_chat_prompt(
@@ -675,7 +557,7 @@ TEST_CASE("A dated template's stored ids keep the day they were rendered for, te
   const auto file = kvdesk::GgufFile::open(kvdesk::test::model_path("stories260K.gguf"));
   const auto tok = kvdesk::Tokenizer::from_gguf(*file);
   const std::string identity = "model 1; template llama3";
-  const ChatTemplate llama32 = kvdesk::detect_chat_template(kvdesk::test::kLlama32Template);
+  const ChatTemplate llama32 = own(kvdesk::test::kLlama32Template);
   const std::vector<ChatMessage> first_turn = {{"user", "Once upon a time"}};
   const std::vector<int32_t> user =
       kvdesk::encode_chat_prompt(*tok, llama32, first_turn, {}, identity, false, april_5_2025()).spans[0];

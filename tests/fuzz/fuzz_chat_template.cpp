@@ -1,28 +1,26 @@
-// Fuzz target: the chat-template renderer with arbitrary roles and contents in every format,
-// and format detection from an arbitrary tokenizer.chat_template string. Unknown roles and
-// empty conversations must be refused with a kvdesk::Error; a valid conversation renders to
-// text that contains every message's content. Detection reads the template from a GGUF in memory.
+// Fuzz target: the Jinja chat-template engine on hostile templates and conversations, as a
+// downloaded GGUF could bring them. The input is a template source, a NUL, then messages as
+// NUL-separated role/content fields. Parsing and rendering may refuse with kvdesk::Error (a
+// syntax error, raise_exception, a limit reached) but never crash, hang or grow without bound:
+// the render runs under tight RenderLimits. The same messages also go through every built-in
+// family, which must render them or refuse with an Error, and through the model-file path
+// (tokenizer.chat_template in a GGUF in memory).
 #include <cstdint>
 #include <cstdlib>
-#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/chat/chat_template.h"
+#include "engine/chat/family_templates.h"
+#include "engine/chat/jinja/template.h"
 #include "engine/error.h"
 #include "engine/gguf/gguf_reader.h"
 #include "tests/fuzz/memory_file.h"
 
 namespace {
 
-constexpr kvdesk::ChatFormat kFormats[] = {kvdesk::ChatFormat::Plain,  kvdesk::ChatFormat::ChatML,
-                                           kvdesk::ChatFormat::Llama2, kvdesk::ChatFormat::Llama3,
-                                           kvdesk::ChatFormat::Zephyr, kvdesk::ChatFormat::Mistral,
-                                           kvdesk::ChatFormat::Gemma,  kvdesk::ChatFormat::Phi3};
-
-// The input as messages: fields separated by NUL bytes, alternating role and content.
-std::vector<kvdesk::ChatMessage> split_messages(std::string_view text) {
+std::vector<std::string_view> split_fields(std::string_view text) {
   std::vector<std::string_view> fields;
   for (size_t at = 0;;) {
     const size_t nul = text.find('\0', at);
@@ -30,49 +28,55 @@ std::vector<kvdesk::ChatMessage> split_messages(std::string_view text) {
     if (nul == std::string_view::npos) break;
     at = nul + 1;
   }
+  return fields;
+}
+
+std::vector<kvdesk::ChatMessage> messages_of(const std::vector<std::string_view>& fields) {
   std::vector<kvdesk::ChatMessage> messages;
-  for (size_t i = 0; i + 1 < fields.size(); i += 2) {
-    messages.push_back({std::string(fields[i]), std::string(fields[i + 1])});
-  }
+  for (size_t i = 1; i + 1 < fields.size(); i += 2) messages.push_back({std::string(fields[i]), std::string(fields[i + 1])});
   return messages;
 }
 
-bool valid_role(const std::string& role) {
-  return role == "system" || role == "user" || role == "assistant";
+kvdesk::jinja::Dict context_of(const std::vector<kvdesk::ChatMessage>& messages) {
+  using kvdesk::jinja::Value;
+  kvdesk::jinja::ValueList list;
+  for (const kvdesk::ChatMessage& m : messages) {
+    auto d = std::make_shared<kvdesk::jinja::Dict>();
+    d->set(Value::string("role"), Value::string(m.role));
+    d->set(Value::string("content"), Value::string(kvdesk::jinja::Text::of_content(m.content)));
+    list.push_back(Value::dict(d));
+  }
+  kvdesk::jinja::Dict context;
+  context.set(Value::string("messages"), Value::list(std::move(list)));
+  context.set(Value::string("add_generation_prompt"), Value::boolean(true));
+  context.set(Value::string("bos_token"), Value::string("<s>"));
+  context.set(Value::string("eos_token"), Value::string("</s>"));
+  context.set(Value::string("tools"), Value::none());
+  return context;
 }
 
-// Whether the format always prints this message. User and assistant turns always show. Llama
-// 2, Mistral and Gemma print a system prompt only inside a user turn, as their reference
-// templates do: a system message with no user message to carry it is not in the text (found
-// by this fuzzer).
-bool shown_by(kvdesk::ChatFormat format, const kvdesk::ChatMessage& m) {
-  if (m.role != "system") return true;
-  return format != kvdesk::ChatFormat::Llama2 && format != kvdesk::ChatFormat::Mistral &&
-         format != kvdesk::ChatFormat::Gemma;
-}
-
-// The templates trim message contents (Jinja's |trim) as their references do.
-std::string_view trimmed(std::string_view text) {
-  constexpr std::string_view kSpace = " \t\n\r\f\v";
-  const size_t first = text.find_first_not_of(kSpace);
-  if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(kSpace) - first + 1);
-}
-
-void render(kvdesk::ChatFormat format, const std::vector<kvdesk::ChatMessage>& messages) {
-  bool valid = !messages.empty();
-  for (const kvdesk::ChatMessage& m : messages) valid = valid && valid_role(m.role);
+// A fuzzed template under limits small enough for many runs a second.
+void render_source(std::string_view source, const std::vector<kvdesk::ChatMessage>& messages) {
+  kvdesk::jinja::RenderLimits limits;
+  limits.max_steps = 100'000;
+  limits.max_output_bytes = 1 << 20;
+  limits.max_items = 1 << 16;
   try {
-    kvdesk::ChatTemplate chat_template;
-    chat_template.format = format;
-    const std::string text = kvdesk::joined_text(kvdesk::render_chat(chat_template, messages, {"<s>", "</s>"}));
-    if (!valid) std::abort();
-    for (const kvdesk::ChatMessage& m : messages) {
-      if (!shown_by(format, m)) continue;
-      if (text.find(trimmed(m.content)) == std::string::npos) std::abort();
-    }
+    const kvdesk::jinja::Template program{std::string(source)};
+    const kvdesk::jinja::Text out = program.render(context_of(messages), kvdesk::local_now(), limits);
+    if (out.bytes.size() > limits.max_output_bytes) std::abort();
+    if (!out.content.empty() && out.content.size() != out.bytes.size()) std::abort();
   } catch (const kvdesk::Error&) {
-    if (valid) std::abort();
+  }
+}
+
+void render_families(const std::vector<kvdesk::ChatMessage>& messages) {
+  if (messages.empty()) return;
+  for (const kvdesk::FamilyTemplate& family : kvdesk::family_templates()) {
+    try {
+      kvdesk::render_chat(kvdesk::builtin_chat_template(family.name), messages, {"<s>", "</s>"});
+    } catch (const kvdesk::Error&) {
+    }
   }
 }
 
@@ -96,21 +100,22 @@ std::vector<uint8_t> template_gguf(std::string_view text) {
   return bytes;
 }
 
-void detect(std::string_view chat_template) {
+// The model-file path: reading the template never throws (a bad one is a warning).
+void load_from_file(std::string_view source) {
   static kvdesk::fuzz::MemoryFile file;
-  const std::vector<uint8_t> bytes = template_gguf(chat_template);
+  const std::vector<uint8_t> bytes = template_gguf(source);
   file.assign(bytes.data(), bytes.size());
-  kvdesk::chat_format_name(kvdesk::chat_template_for(*kvdesk::GgufFile::open(file.path()), "").format);
-  kvdesk::chat_format_name(kvdesk::detect_chat_template(chat_template).format);
+  const kvdesk::ChatTemplate t = kvdesk::chat_template_for(*kvdesk::GgufFile::open(file.path()), "");
+  if (!t.program && t.error.empty()) std::abort();
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size == 0) return 0;
-  const kvdesk::ChatFormat format = kFormats[data[0] % std::size(kFormats)];
-  const std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
-  render(format, split_messages(rest));
-  detect(rest);
+  const std::vector<std::string_view> fields = split_fields(std::string_view(reinterpret_cast<const char*>(data), size));
+  const std::vector<kvdesk::ChatMessage> messages = messages_of(fields);
+  render_source(fields[0], messages);
+  render_families(messages);
+  if (fields[0].size() < 4096) load_from_file(fields[0]);
   return 0;
 }

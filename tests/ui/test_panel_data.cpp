@@ -302,6 +302,37 @@ TEST_CASE("the status line names the model, the context and the last answer", "[
   CHECK(sibling_label(0, 2) == "1/2");
 }
 
+TEST_CASE("a template that does not parse is named beside the list with what to do", "[ui][panel_data]") {
+  ModelView m;
+  m.chat_template = "own";
+  CHECK(chat_template_notice(m, "").empty());
+  m.chat_template_warning = "the chat template does not parse: line 4: unknown tag 'generation'";
+  const std::string notice = chat_template_notice(m, "");
+  CHECK(notice.find("line 4: unknown tag 'generation'") != std::string::npos);
+  CHECK(notice.find("choose a template from the list") != std::string::npos);
+  CHECK(chat_template_notice(m, "chatml").empty());   // a family was chosen in its place
+}
+
+TEST_CASE("the template list names what stands in for the model's own, and the BOS and EOS texts", "[ui][panel_data]") {
+  ModelView m;
+  m.chat_template = "own";
+  CHECK(own_template_label(m, "") == "model's own");
+  m.chat_template = "plain";
+  CHECK(own_template_label(m, "") == "model's own (plain)");
+  CHECK(own_template_label(m, "chatml") == "model's own");
+  CHECK(special_texts_line(m) == "bos_token: none   eos_token: none");
+  m.bos_text = "<s>";
+  m.eos_text = "</s>";
+  CHECK(special_texts_line(m) == "bos_token: <s>   eos_token: </s>");
+}
+
+TEST_CASE("the prompt's text is its pieces joined", "[ui][panel_data]") {
+  PromptView p;
+  CHECK(prompt_text(p).empty());
+  p.pieces = {{"<|im_start|>user\n", true}, {"Hi", false}, {"<|im_end|>\n", true}};
+  CHECK(prompt_text(p) == "<|im_start|>user\nHi<|im_end|>\n");
+}
+
 TEST_CASE("retention's kept vs seen reads as counts and a share, or off", "[ui][panel_data]") {
   KvView kv;
   CHECK(retention_kept_text(kv) == "off");

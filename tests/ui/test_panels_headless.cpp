@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <imgui.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -161,8 +162,11 @@ ViewModel make_vm(int32_t num_blocks, int32_t num_sequences, int32_t num_message
   vm.model.heads = 8;
   vm.model.kv_heads = 4;
   vm.model.head_dim = 8;
-  vm.model.chat_template = "chatml";
-  vm.model.chat_template_warning = "the model's chat template is not one kvdesk knows; using ChatML";
+  vm.model.chat_template = "own";
+  vm.model.chat_template_warning = "the chat template does not parse: line 2: unexpected '}'";
+  vm.model.chat_template_source = "{% for message in messages %}\n{{ message.content }\n{% endfor %}";
+  vm.model.bos_text = "<s>";
+  vm.model.eos_text = "</s>";
   vm.ui.chat_templates = {"plain", "chatml", "llama3"};
   vm.kv = make_kv(num_blocks, num_sequences);
   vm.kv_types = {{"f32", 1280, {KvQualityState::Measured, 0, 100, ""}},
@@ -250,6 +254,37 @@ TEST_CASE("every panel draws over a small view model", "[ui][headless]") {
     CHECK(imgui.frame(vm).empty());
     CHECK(status_line(vm).find("42%") != std::string::npos);
   }
+}
+
+TEST_CASE("the prompt as the model sees it replaces the messages: its text, a render error or a note", "[ui][headless]") {
+  HeadlessImGui imgui;
+  ViewModel vm = make_vm(64, 3, 6);
+  const auto entries = [&](const std::string& where) {
+    return std::count_if(vm.ui.layout.entries.begin(), vm.ui.layout.entries.end(),
+                         [&](const LayoutEntry& e) { return e.where == where; });
+  };
+  imgui.frame(vm);
+  CHECK(entries("chat: paragraph") > 0);
+  CHECK(entries("chat: prompt") == 0);
+
+  vm.ui.show_prompt = true;
+  vm.chat.prompt.conversation_id = vm.chat.conversation_id;
+  vm.chat.prompt.pieces = {{"<|im_start|>user\n", true}, {"Once upon a time, a long line of text that wraps", false},
+                           {"<|im_end|>\n<|im_start|>assistant\n", true}};
+  CHECK(imgui.frame(vm).empty());
+  CHECK(entries("chat: paragraph") == 0);
+  REQUIRE(entries("chat: prompt") == 1);
+  CHECK(vm.ui.layout.overflows().empty());
+  const int with_prompt = imgui.vertices();
+
+  vm.chat.prompt.pieces.clear();
+  vm.chat.prompt.error = "the chat template raised at line 2: System role not supported";
+  CHECK(imgui.frame(vm).empty());
+  CHECK(entries("chat: prompt") == 0);
+  CHECK(imgui.vertices() != with_prompt);
+  vm.chat.prompt.error.clear();
+  vm.chat.prompt.note = "No messages yet";
+  CHECK(imgui.frame(vm).empty());
 }
 
 TEST_CASE("every panel draws over a huge view model of 10,000 blocks", "[ui][headless]") {
