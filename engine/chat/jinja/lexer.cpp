@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "engine/chat/jinja/text_ops.h"
 #include "engine/error.h"
 
 namespace kvdesk::jinja {
@@ -34,24 +35,6 @@ std::string normalize_newlines(std::string_view source) {
   }
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
 }
 
 int hex_value(char c) {
@@ -100,13 +83,13 @@ std::string unescape(std::string_view body) {
     const size_t digits = c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0;
     const int64_t cp = digits ? read_hex(body, i + 1, digits) : -1;
     if (cp >= 0 && cp <= 0x10FFFF) {
-      append_utf8(out, uint32_t(cp));
+      append_code_point(out, uint32_t(cp));
       i += digits;
     } else if (c >= '0' && c <= '7') {
       uint32_t v = 0;
       size_t k = 0;
       for (; k < 3 && i + k < body.size() && body[i + k] >= '0' && body[i + k] <= '7'; ++k) v = v * 8 + (body[i + k] - '0');
-      append_utf8(out, v);
+      append_code_point(out, v);
       i += k - 1;
     } else {
       out += '\\';
