@@ -5,7 +5,7 @@
 set -euo pipefail
 dir=$1
 here=$(cd "$(dirname "$0")" && pwd)
-command -v npm >/dev/null || { echo "npm not found: install Debian's nodejs and npm (assets/apt-packages.txt)" >&2; exit 1; }
+command -v npm >/dev/null || { echo "npm not found: install Node.js and npm (assets/install-packages.sh)" >&2; exit 1; }
 mkdir -p "$dir"
 if [[ -d $dir/node_modules ]] && cmp -s "$here/package.json" "$dir/package.json"; then exit 0; fi
 cp "$here/package.json" "$dir/package.json"
