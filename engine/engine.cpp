@@ -3,6 +3,7 @@
 // steps, so the engine's state needs no locks; only the two queues and the stats are shared.
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -22,6 +23,7 @@
 #include "engine/model/model_info.h"
 #include "engine/quality/kv_quality.h"
 #include "engine/runtime/engine_core.h"
+#include "engine/runtime/token_printing.h"
 #include "engine/system/load_progress.h"
 #include "engine/system/memory_limit.h"
 #include "engine/system/thread_pool.h"
@@ -404,8 +406,9 @@ void Engine::State::submit(RequestId id, Request request, Clock::time_point subm
     if (!request.messages.empty()) {
       const std::string identity = token_identity(model_hash, chat_template);
       const std::tm date = request.template_time != 0 ? local_time(request.template_time) : local_now();
+      const ChatRenderOptions options{request.tools_json, true, request.template_kwargs_json};
       ChatPrompt chat = encode_chat_prompt(tokenizer, chat_template, request.messages, request.message_tokens, identity,
-                                           request.continue_answer, date);
+                                           request.continue_answer, date, options);
       prompt = std::move(chat.tokens);
       chat_turns[id] = ChatTokens{identity, std::move(chat.spans), {}, chat.reused_messages};
       request.message_tokens.clear();
@@ -418,7 +421,7 @@ void Engine::State::submit(RequestId id, Request request, Clock::time_point subm
     }
     core->add(id, request, std::move(prompt), submitted);
   } catch (const Error& e) {
-    error_event(id, e.what());
+    for (int32_t i = 0; i < std::clamp(request.samples, 1, kMaxSamples); ++i) error_event(id + RequestId(i), e.what());
   }
 }
 
@@ -524,8 +527,9 @@ void Engine::set_chat_template(const std::string& name) {
   });
 }
 
+// A request for several samples takes that many consecutive ids, one per answer.
 RequestId Engine::submit(Request request) {
-  const RequestId id = state_->next_id++;
+  const RequestId id = state_->next_id.fetch_add(RequestId(std::clamp(request.samples, 1, kMaxSamples)));
   const auto submitted = Clock::now();
   state_->post([s = state_.get(), id, request = std::move(request), submitted]() mutable {
     s->submit(id, std::move(request), submitted);
@@ -548,6 +552,46 @@ RequestId Engine::fork(RequestId source, const SamplingParams& sampling, int32_t
     }
   });
   return id;
+}
+
+// Both run on the engine thread, between steps, where the model cannot change under them.
+std::future<std::vector<int32_t>> Engine::tokenize(std::string text, bool add_special, bool parse_special) {
+  auto promise = std::make_shared<std::promise<std::vector<int32_t>>>();
+  std::future<std::vector<int32_t>> result = promise->get_future();
+  state_->post([s = state_.get(), text = std::move(text), add_special, parse_special, promise] {
+    if (!s->model) {
+      promise->set_exception(std::make_exception_ptr(Error("no model is loaded")));
+      return;
+    }
+    try {
+      const Tokenizer& tokenizer = s->model->tokenizer();
+      const bool bos = add_special && tokenizer.add_bos_default() && tokenizer.bos_id() >= 0;
+      promise->set_value(tokenizer.encode_segments({TextSegment{text, parse_special}}, bos));
+    } catch (const Error&) {
+      promise->set_exception(std::current_exception());
+    }
+  });
+  return result;
+}
+
+std::future<std::string> Engine::detokenize(std::vector<int32_t> ids) {
+  auto promise = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> result = promise->get_future();
+  state_->post([s = state_.get(), ids = std::move(ids), promise] {
+    try {
+      if (!s->model) throw Error("no model is loaded");
+      const Tokenizer& tokenizer = s->model->tokenizer();
+      std::string text;
+      for (int32_t id : ids) {
+        if (id < 0 || id >= tokenizer.vocab_size()) throw Error("token id " + std::to_string(id) + " is out of range");
+        text += printed_token(tokenizer, id, true);
+      }
+      promise->set_value(std::move(text));
+    } catch (const Error&) {
+      promise->set_exception(std::current_exception());
+    }
+  });
+  return result;
 }
 
 std::future<std::optional<ConversationKv>> Engine::export_conversation(uint64_t conversation_key) {

@@ -36,6 +36,13 @@ class EngineClient {
   virtual EngineStats stats() const = 0;
   // Blocks until no request is running or waiting (true) or the timeout passes (false).
   virtual bool wait_idle(std::chrono::milliseconds timeout) = 0;
+  // The loaded model's vocabulary (llama-server's /tokenize and /detokenize): the ids of text,
+  // BOS first when add_special and the vocabulary asks for it, control tokens' text taken as
+  // those tokens when parse_special; and what ids print, control tokens' text included. The
+  // future throws kvdesk::Error without a model, for an id out of range, or where the engine
+  // has no vocabulary of its own (a remote one).
+  virtual std::future<std::vector<int32_t>> tokenize(std::string text, bool add_special, bool parse_special) = 0;
+  virtual std::future<std::string> detokenize(std::vector<int32_t> ids) = 0;
 };
 
 class Engine final : public EngineClient {
@@ -90,6 +97,8 @@ class Engine final : public EngineClient {
   // The latest statistics snapshot (published at least 5 times a second while busy).
   EngineStats stats() const override;
   bool wait_idle(std::chrono::milliseconds timeout) override;
+  std::future<std::vector<int32_t>> tokenize(std::string text, bool add_special, bool parse_special) override;
+  std::future<std::string> detokenize(std::vector<int32_t> ids) override;
 
  private:
   struct State;

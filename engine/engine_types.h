@@ -4,6 +4,7 @@
 // panels compile against a face that does not change when the engine's insides do.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,10 @@
 namespace kvdesk {
 
 using RequestId = uint64_t;
+
+namespace grammar {
+struct Grammar;
+}
 
 // Which compute backend to load a model on (engine/backend/backend.h decides).
 enum class BackendRequest : uint8_t { Auto, Cpu, Cuda };
@@ -126,8 +131,32 @@ enum class LogitsOutput : uint8_t {
 };
 
 struct ChatMessage {
-  std::string role;      // "system", "user", "assistant"
+  std::string role;      // "system", "user", "assistant", "tool"
   std::string content;
+  // The message's other OpenAI fields as a JSON object's text ("" when none): an answer's
+  // tool_calls (arguments a JSON string or object), a tool result's tool_call_id and name,
+  // reasoning_content. The chat template sees them as fields of the message.
+  std::string fields_json = {};
+};
+
+// Constrained decoding (engine/grammar/): each sampled token keeps the answer's bytes a
+// prefix of the grammar's language, and end-of-generation comes only where the grammar may
+// end. With triggers (lazy), the answer is free until one of them appears in it; the grammar
+// then holds from that trigger's first byte on (a tool call that begins inside free text).
+// The compiled grammar is immutable, so one is shared by every request that asks for it.
+struct OutputConstraint {
+  std::shared_ptr<const grammar::Grammar> grammar;   // null: free text
+  std::vector<std::string> triggers;
+
+  bool active() const { return grammar != nullptr; }
+};
+
+// One token's log-probability in the distribution the sampler drew from: after logit bias,
+// penalties and the grammar's mask, before temperature, top-k/top-p/min-p.
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0;
+  std::string bytes = {};   // what the token prints (possibly part of a UTF-8 character)
 };
 
 // A conversation's token sequence is the concatenation of its messages' spans: a message's span
@@ -149,6 +178,8 @@ struct ChatTokens {
   int32_t reused_messages = 0;                 // messages whose given ids built the prompt
 };
 
+inline constexpr int32_t kMaxSamples = 16;   // parallel samples one request may ask for
+
 struct Request {
   // One of: tokens (used as they are), messages (rendered with the model's chat template), or
   // plain text (encoded as text, BOS first when the vocabulary asks for it).
@@ -168,7 +199,23 @@ struct Request {
   // conversation passes the time it began: its first message's stored ids hold the date it was
   // first rendered with, and a turn rendered from text (ids of another model) shows the same.
   int64_t template_time = 0;
+  // Rendered into the prompt by the chat template with the messages: OpenAI-shaped tool
+  // definitions (a JSON array's text) and the template's extra variables (chat_template_kwargs,
+  // a JSON object's text); "": none.
+  std::string tools_json;
+  std::string template_kwargs_json;
   SamplingParams sampling;
+  OutputConstraint constraint;
+  // Token events carry the sampled token's log-probability and this many of the most likely
+  // alternatives (0-20); -1: none.
+  int32_t top_logprobs = -1;
+  // Control tokens print their text ("[TOOL_CALLS]", "<|python_tag|>"): a tool call's markup
+  // that the caller parses. Off, they print nothing.
+  bool print_control_tokens = false;
+  // Parallel samples of one prompt: the request's id and the next samples - 1 ids are one
+  // answer each, each its own sampler (seed + i); the prompt is computed once and its KV blocks
+  // shared by every sample (copy-on-write where they diverge).
+  int32_t samples = 1;              // 1 to kMaxSamples
   int32_t max_tokens = 256;         // 0 with LogitsOutput::Prompt: score the prompt, sample nothing
   bool stop_at_eos = true;
   LogitsOutput logits = LogitsOutput::None;
@@ -238,6 +285,11 @@ struct Event {
   double progress = 0;               // LoadProgress: the share of the load done, 0..1
   RequestMetrics metrics;            // Finished
   ChatTokens chat_tokens;            // Finished, for a request with messages
+  // Token, when the request asked for top_logprobs: the sampled token's log-probability and
+  // bytes, and the most likely tokens, most likely first.
+  float logprob = 0;
+  std::string token_bytes;
+  std::vector<TokenLogprob> top_logprobs;
   int32_t position = 0;              // Logits: the prompt position of the first row
   std::vector<float> logits;         // Logits: [rows][vocab], rows for position, position + 1, ...
   KvQuality kv_quality;              // KvQuality

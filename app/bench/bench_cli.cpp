@@ -307,6 +307,15 @@ std::vector<ModeCommand> add_mode_commands(CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   commands.push_back(templates);
 
+  ModeCommand grammar = make_command(app, "grammar", "Decode tok/s free and under a JSON schema: the grammar mask's cost");
+  add_knob_flags(grammar.app, *grammar.knob_flags, {Knob::Threads});
+  grammar.app->add_option("--json-schema", grammar.options->json_schema_path, "The schema (default: any JSON object)")
+      ->check(CLI::ExistingFile);
+  grammar.app->add_option("--decode-tokens", grammar.options->decode_tokens, "Tokens decoded per run")
+      ->check(CLI::Range(2, 1 << 16))
+      ->capture_default_str();
+  commands.push_back(grammar);
+
   ModeCommand ab = make_command(app, "ab", "A/B of one knob: arms alternate A B A B on the same inputs");
   add_ab(ab);
   commands.push_back(ab);

@@ -26,6 +26,7 @@ Report run_mode(const std::string& mode, const BenchOptions& o) {
   if (mode == "trace") return run_trace(o);
   if (mode == "resume") return run_resume(o);
   if (mode == "templates") return run_templates(o);
+  if (mode == "grammar") return run_grammar(o);
   return run_ab(o);
 }
 

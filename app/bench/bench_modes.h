@@ -35,6 +35,9 @@ Report run_ab(const BenchOptions& options);
 // Render time of the model's chat template, the built-in families and --templates DIR's files
 // for a typical conversation (mode_templates.cpp).
 Report run_templates(const BenchOptions& options);
+// Decode tok/s free and held to a JSON schema, alternating, and what the grammar's mask costs
+// per token (mode_grammar.cpp).
+Report run_grammar(const BenchOptions& options);
 
 using Measure = std::function<Metrics(const Knobs& knobs)>;
 Measure speed_measure(const BenchOptions& options);  // loads the model once

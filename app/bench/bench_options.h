@@ -88,6 +88,8 @@ struct BenchOptions {
   // templates: a folder of *.jinja chat templates timed beside the model's and the families.
   std::string templates_dir;
   int32_t turn_tokens = 32;
+  // grammar: the schema answers are held to (a JSON schema file; empty: any JSON object).
+  std::string json_schema_path;
 
   // quality
   std::string text_path;  // empty: assets/quality/tinystories_sample.txt

@@ -328,4 +328,22 @@ bool RemoteEngine::wait_idle(std::chrono::milliseconds timeout) {
   return state_->cv.wait_for(lock, timeout, [&] { return state_->in_flight.empty(); });
 }
 
+namespace {
+
+template <class T>
+std::future<T> refused(const char* what) {
+  std::promise<T> promise;
+  promise.set_exception(std::make_exception_ptr(
+      Error(std::string(what) + " needs the model's vocabulary, which a remote engine keeps on its server")));
+  return promise.get_future();
+}
+
+}  // namespace
+
+std::future<std::vector<int32_t>> RemoteEngine::tokenize(std::string, bool, bool) {
+  return refused<std::vector<int32_t>>("tokenizing");
+}
+
+std::future<std::string> RemoteEngine::detokenize(std::vector<int32_t>) { return refused<std::string>("detokenizing"); }
+
 }  // namespace kvdesk::remote

@@ -40,6 +40,9 @@ class RemoteEngine final : public EngineClient {
   std::vector<Event> poll_events() override;
   EngineStats stats() const override;
   bool wait_idle(std::chrono::milliseconds timeout) override;
+  // The remote server's vocabulary is its own business: both refuse (kvdesk::Error).
+  std::future<std::vector<int32_t>> tokenize(std::string text, bool add_special, bool parse_special) override;
+  std::future<std::string> detokenize(std::vector<int32_t> ids) override;
 
  private:
   struct State;

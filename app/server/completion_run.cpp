@@ -1,7 +1,8 @@
-// CompletionRun: a stop string cancels the engine request at once, but the run still waits for
-// its Finished event, which carries the prompt and cache figures for usage.
+// CompletionRun: a stop string cancels that sample's engine request at once, but the run still
+// waits for its Finished event, which carries the prompt and cache figures for usage.
 #include "app/server/completion_run.h"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -16,8 +17,10 @@ ApiError engine_error(const std::string& message) {
   if (message.starts_with("the prompt has")) {
     return ApiError(400, message, "invalid_request_error", "messages", "context_length_exceeded");
   }
-  constexpr std::array<std::string_view, 6> kRequestFaults = {
-      "the prompt", "max_tokens", "this request can need", "token id", "invalid sampling", "unknown chat role"};
+  // "chat template line": the model's template refused this conversation (raise_exception).
+  constexpr std::array<std::string_view, 7> kRequestFaults = {"the prompt",      "max_tokens",       "this request can need",
+                                                              "token id",        "invalid sampling", "chat template line",
+                                                              "the grammar allows"};
   for (std::string_view prefix : kRequestFaults) {
     if (message.starts_with(prefix)) return invalid_request(message);
   }
@@ -37,46 +40,78 @@ const char* openai_finish_reason(FinishReason reason) {
 }  // namespace
 
 CompletionRun::CompletionRun(RequestRouter& router, const CompletionRequest& request)
-    : router_(router), stream_(router.submit(request.engine)), stops_(request.stop) {}
-
-CompletionRun::~CompletionRun() {
-  if (!ended_) router_.abandon(stream_->id());
+    : router_(router), stream_(router.submit(request.engine)), logprobs_(request.engine.top_logprobs >= 0) {
+  for (int32_t i = 0; i < stream_->samples(); ++i) choices_.push_back(Choice{StopScanner(request.stop)});
 }
 
-std::string CompletionRun::next_text(std::chrono::milliseconds timeout) {
-  if (done_) return {};
+CompletionRun::~CompletionRun() {
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    if (!choices_[i].ended) router_.abandon(stream_->id() + RequestId(i));
+  }
+}
+
+bool CompletionRun::done() const {
+  return std::all_of(choices_.begin(), choices_.end(), [](const Choice& c) { return c.done; });
+}
+
+Usage CompletionRun::usage() const {
+  Usage u = prompt_usage_;
+  for (const Choice& c : choices_) u.completion_tokens += c.completion_tokens;
+  return u;
+}
+
+std::optional<ChoicePiece> CompletionRun::next(std::chrono::milliseconds timeout) {
+  if (done()) return std::nullopt;
   const std::optional<Event> event = stream_->next(timeout);
-  if (!event) return {};
+  if (!event) return std::nullopt;
+  const int32_t index = int32_t(event->request - stream_->id());
+  if (index < 0 || index >= choices()) return std::nullopt;
   switch (event->kind) {
-    case EventKind::Token: return on_token(*event);
-    case EventKind::Finished: return on_finished(*event);
+    case EventKind::Token: return on_token(index, *event);
+    case EventKind::Finished: return on_finished(index, *event);
     case EventKind::Error:
-      ended_ = true;
+      end_all();
       throw engine_error(event->text);
     case EventKind::ModelLoaded:
     case EventKind::LoadProgress:
     case EventKind::KvQuality:
     case EventKind::Logits: break;   // the server's requests ask for no logits
   }
-  return {};
+  return std::nullopt;
 }
 
-std::string CompletionRun::on_token(const Event& event) {
-  if (stops_.stopped()) return {};
-  if (event.token >= 0) ++tokens_seen_;
-  std::string text = stops_.feed(event.text);
-  if (stops_.stopped()) router_.cancel(stream_->id());
-  return text;
+// The request failed: its other samples are cancelled (not counted as abandoned by a client).
+void CompletionRun::end_all() {
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    if (!choices_[i].ended) router_.cancel(stream_->id() + RequestId(i));
+    choices_[i].ended = true;
+  }
 }
 
-std::string CompletionRun::on_finished(const Event& event) {
-  ended_ = true;
-  done_ = true;
-  finish_reason_ = stops_.stopped() ? "stop" : openai_finish_reason(event.finish);
-  usage_.prompt_tokens = event.metrics.prompt_tokens;
-  usage_.cached_tokens = event.metrics.cached_tokens;
-  usage_.completion_tokens = stops_.stopped() ? tokens_seen_ : event.metrics.generated_tokens;
-  return stops_.flush();
+ChoicePiece CompletionRun::on_token(int32_t index, const Event& event) {
+  Choice& c = choices_[size_t(index)];
+  ChoicePiece piece{index, {}, {}};
+  if (c.stops.stopped()) return piece;
+  if (event.token >= 0) ++c.tokens_seen;
+  if (logprobs_ && event.token >= 0) {
+    piece.logprobs.push_back(LogprobEntry{event.token_bytes, event.logprob, event.top_logprobs});
+  }
+  piece.text = c.stops.feed(event.text);
+  if (c.stops.stopped()) router_.cancel(event.request);
+  return piece;
+}
+
+ChoicePiece CompletionRun::on_finished(int32_t index, const Event& event) {
+  Choice& c = choices_[size_t(index)];
+  c.ended = true;
+  c.done = true;
+  c.finish_reason = c.stops.stopped() ? "stop" : openai_finish_reason(event.finish);
+  c.completion_tokens = c.stops.stopped() ? c.tokens_seen : event.metrics.generated_tokens;
+  if (index == 0) {
+    prompt_usage_.prompt_tokens = event.metrics.prompt_tokens;
+    prompt_usage_.cached_tokens = event.metrics.cached_tokens;
+  }
+  return ChoicePiece{index, c.stops.flush(), {}};
 }
 
 }  // namespace kvdesk::server

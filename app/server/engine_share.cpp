@@ -12,6 +12,12 @@ class EngineShare::Client final : public EngineClient {
   ~Client() override { share_.disconnect(inbox_); }
 
   RequestId submit(Request request) override { return share_.submit(inbox_, std::move(request)); }
+  std::future<std::vector<int32_t>> tokenize(std::string text, bool add_special, bool parse_special) override {
+    return share_.engine().tokenize(std::move(text), add_special, parse_special);
+  }
+  std::future<std::string> detokenize(std::vector<int32_t> ids) override {
+    return share_.engine().detokenize(std::move(ids));
+  }
   void cancel(RequestId request) override { share_.engine_.cancel(request); }
   std::vector<Event> poll_events() override { return share_.poll(inbox_); }
   EngineStats stats() const override { return share_.engine_.stats(); }
@@ -58,10 +64,12 @@ void EngineShare::ring_all() {
   }
 }
 
+// A request for several samples owns all its consecutive ids.
 RequestId EngineShare::submit(Inbox* inbox, Request request) {
   std::lock_guard<std::mutex> lock(mutex_);
+  const int32_t samples = std::clamp(request.samples, 1, kMaxSamples);
   const RequestId id = engine_.submit(std::move(request));
-  owner_[id] = inbox;
+  for (int32_t i = 0; i < samples; ++i) owner_[id + RequestId(i)] = inbox;
   return id;
 }
 

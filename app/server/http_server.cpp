@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <limits>
 #include <optional>
 
 #include "app/server/api_error.h"
@@ -19,6 +20,7 @@
 #include "engine/chat/chat_template.h"
 #include "engine/chat/jinja/value.h"
 #include "engine/error.h"
+#include "engine/tokenizer/utf8_stream.h"
 
 namespace kvdesk::server {
 namespace {
@@ -72,56 +74,64 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 bool write_text(httplib::DataSink& sink, const std::string& text) { return sink.write(text.data(), text.size()); }
 
-// One streamed answer: what the provider callback needs between its calls.
+// One streamed response: what the provider callback needs between its calls.
 struct SseStream {
   std::unique_ptr<CompletionRun> run;
   ResponseShape shape;
   bool include_usage = false;
-  std::string first_text;   // text that arrived before the response began
-  AnswerStream answer;       // a chat answer's reasoning and answer so far
+  std::vector<ChoicePiece> early;      // pieces that arrived before the response began
+  std::vector<ChoiceStream> choices;   // [n] each choice's reasoning, answer and tool calls so far
+  std::vector<bool> finished;          // [n] its finish chunk was written
   bool started = false;
   Clock::time_point last_write = Clock::now();
 };
 
-// The end of a stream: the finish chunk, usage when asked, [DONE].
+bool write_chunks(httplib::DataSink& sink, const std::vector<json>& chunks) {
+  for (const json& c : chunks) {
+    if (!write_text(sink, sse_event(c))) return false;
+  }
+  return true;
+}
+
+// A piece's chunks, then the finish chunk of its choice once that choice is done.
+bool write_piece(SseStream& s, httplib::DataSink& sink, const ChoicePiece& p) {
+  ChoiceStream& choice = s.choices[size_t(p.index)];
+  bool ok = write_chunks(sink, s.shape.piece(choice, p.index, p.text, p.logprobs));
+  if (ok && s.run->choice_done(p.index) && !s.finished[size_t(p.index)]) {
+    s.finished[size_t(p.index)] = true;
+    ok = write_chunks(sink, s.shape.finish(choice, p.index, s.run->finish_reason(p.index)));
+  }
+  return ok;
+}
+
+// The end of a stream: usage when asked, [DONE].
 bool write_stream_end(SseStream& s, httplib::DataSink& sink) {
-  bool ok = write_text(sink, sse_event(s.shape.last(s.run->finish_reason())));
-  if (ok && s.include_usage) ok = write_text(sink, sse_event(s.shape.usage(s.run->usage())));
+  bool ok = true;
+  if (s.include_usage) ok = write_text(sink, sse_event(s.shape.usage(s.run->usage())));
   if (ok) ok = write_text(sink, kSseDone);
   if (ok) sink.done();
   return ok;
 }
 
-// The event of one piece of text: a chat answer's reasoning and answer apart, a completion's
-// text as it is; "" when the piece adds nothing yet (a channel marker).
-std::string text_event(SseStream& s, const std::string& text) {
-  if (!s.shape.splits_reasoning()) return sse_event(s.shape.content(text));
-  const AnswerParts delta = s.answer.feed(text);
-  if (delta.reasoning.empty() && delta.answer.empty()) return {};
-  return sse_event(s.shape.answer_delta(delta));
-}
-
-// One call of the provider: the opening chunks, or the next event's text (or a keep-alive),
-// then the end once the run is done. False when a write failed: the client is gone.
+// One call of the provider: the opening chunks, or the next event's chunks (or a keep-alive),
+// then the end once every choice is done. False when a write failed: the client is gone.
 bool write_stream_step(SseStream& s, httplib::DataSink& sink) {
   bool ok = true;
   if (!s.started) {
     s.started = true;
-    if (s.shape.has_first()) ok = write_text(sink, sse_event(s.shape.first()));
-    const std::string event = s.first_text.empty() ? std::string() : text_event(s, s.first_text);
-    if (ok && !event.empty()) ok = write_text(sink, event);
+    for (int32_t i = 0; ok && s.shape.has_first() && i < s.run->choices(); ++i) ok = write_text(sink, sse_event(s.shape.first(i)));
+    for (size_t i = 0; ok && i < s.early.size(); ++i) ok = write_piece(s, sink, s.early[i]);
   } else if (!s.run->done()) {
-    std::string text;
+    std::optional<ChoicePiece> piece;
     try {
-      text = s.run->next_text(kEventPoll);
+      piece = s.run->next(kEventPoll);
     } catch (const ApiError& e) {
       ok = write_text(sink, sse_event(e.to_json())) && write_text(sink, kSseDone);
       if (ok) sink.done();
       return ok;
     }
-    const std::string event = text.empty() ? std::string() : text_event(s, text);
-    if (!event.empty()) {
-      ok = write_text(sink, event);
+    if (piece) {
+      ok = write_piece(s, sink, *piece);
     } else if (Clock::now() - s.last_write > kKeepAlive) {
       ok = write_text(sink, ": keep-alive\n\n");
     }
@@ -167,8 +177,10 @@ struct HttpServer::Impl {
   void models(httplib::Response& res);
   void complete(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
   void apply_template(const httplib::Request& req, httplib::Response& res) const;
-  void answer_whole(CompletionRun& run, const ResponseShape& shape, httplib::Response& res) const;
-  void answer_stream(std::unique_ptr<CompletionRun> run, ResponseShape shape, bool include_usage,
+  void tokenize(const httplib::Request& req, httplib::Response& res) const;
+  void detokenize(const httplib::Request& req, httplib::Response& res) const;
+  void answer_whole(CompletionRun& run, const ResponseShape& shape, const std::string& echo, httplib::Response& res) const;
+  void answer_stream(std::unique_ptr<CompletionRun> run, ResponseShape shape, bool include_usage, const std::string& echo,
                      httplib::Response& res) const;
 };
 
@@ -225,6 +237,8 @@ void HttpServer::Impl::add_routes() {
   http.Post("/apply-template", guarded([this](const httplib::Request& req, httplib::Response& res) {
               apply_template(req, res);
             }));
+  http.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); }));
+  http.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); }));
   http.Get("/v1/kv", guarded([this](const httplib::Request&, httplib::Response& res) {
              send_json(res, kv_stats_json(engine.stats()));
            }));
@@ -273,7 +287,11 @@ void HttpServer::Impl::health(httplib::Response& res) const {
 
 void HttpServer::Impl::models(httplib::Response& res) {
   json model = {{"id", model_id()}, {"object", "model"}, {"created", started_at}, {"owned_by", "kvdesk"}};
-  if (router.model_state() == ModelState::Loaded) model["max_model_len"] = engine.stats().model.context_length;
+  if (router.model_state() == ModelState::Loaded) {
+    const int32_t context = engine.stats().model.context_length;
+    model["max_model_len"] = context;    // vLLM's name
+    model["context_length"] = context;   // LM Studio's and OpenRouter's
+  }
   send_json(res, {{"object", "list"}, {"data", json::array({model})}});
 }
 
@@ -283,7 +301,7 @@ void HttpServer::Impl::models(httplib::Response& res) {
 namespace {
 ModelLimits model_limits(const EngineStats& stats) {
   return ModelLimits{std::min(stats.model.context_length, stats.kv.blocks_total * stats.kv.layout.block_size),
-                     stats.model.description.vocab_size};
+                     stats.model.description.vocab_size, stats.model.chat_template_source};
 }
 }  // namespace
 
@@ -294,11 +312,13 @@ void HttpServer::Impl::complete(const httplib::Request& req, httplib::Response& 
   const CompletionRequest request = endpoint == Endpoint::ChatCompletions ? parse_chat_request(req.body, limits)
                                                                          : parse_completion_request(req.body, limits);
   auto run = std::make_unique<CompletionRun>(router, request);
-  ResponseShape shape(endpoint, model_id(stats), stats.model.chat_template_opens_reasoning);
+  ResponseShape shape(endpoint, model_id(stats), stats.model.chat_template_opens_reasoning, request.tool_format,
+                      request.engine.top_logprobs >= 0);
+  const std::string echo = request.echo ? request.engine.prompt_text : std::string();
   if (request.stream) {
-    answer_stream(std::move(run), std::move(shape), request.include_usage, res);
+    answer_stream(std::move(run), std::move(shape), request.include_usage, echo, res);
   } else {
-    answer_whole(*run, shape, res);
+    answer_whole(*run, shape, echo, res);
   }
 }
 
@@ -324,21 +344,102 @@ void HttpServer::Impl::apply_template(const httplib::Request& req, httplib::Resp
   }
 }
 
-void HttpServer::Impl::answer_whole(CompletionRun& run, const ResponseShape& shape, httplib::Response& res) const {
-  std::string text;
-  while (!run.done()) text += run.next_text(kEventPoll);
-  send_json(res, shape.full(text, run.finish_reason(), run.usage()));
+// echo: a completion's prompt text, which its answer begins with.
+namespace {
+
+json body_object(const std::string& text) {
+  json body = json::parse(text, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) throw ApiError(400, "the request body is not a JSON object", "invalid_request_error");
+  return body;
+}
+
+bool flag(const json& body, const char* name, bool fallback) {
+  const auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) throw invalid_request(std::string("'") + name + "' must be true or false", name);
+  return it->get<bool>();
+}
+
+// The engine's answer, its kvdesk::Error a 400 (no model, an id out of range).
+template <class T>
+T engine_answer(std::future<T> future) {
+  try {
+    return future.get();
+  } catch (const Error& e) {
+    throw invalid_request(e.what());
+  }
+}
+
+}  // namespace
+
+// llama-server's /tokenize: {"content", "add_special" (false), "parse_special" (true),
+// "with_pieces" (false)} -> {"tokens": [id...]} or [{"id", "piece"}...]; a piece that is not
+// whole UTF-8 comes as its byte values.
+void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& res) const {
+  require_model();
+  const json body = body_object(req.body);
+  const auto content = body.find("content");
+  if (content == body.end() || !content->is_string()) throw invalid_request("'content' must be a string", "content");
+  const std::vector<int32_t> ids = engine_answer(
+      engine.tokenize(content->get<std::string>(), flag(body, "add_special", false), flag(body, "parse_special", true)));
+  if (!flag(body, "with_pieces", false)) {
+    send_json(res, {{"tokens", ids}});
+    return;
+  }
+  json tokens = json::array();
+  for (int32_t id : ids) {
+    const std::string piece = engine_answer(engine.detokenize({id}));
+    json bytes = json::array();
+    for (unsigned char b : piece) bytes.push_back(int(b));
+    tokens.push_back({{"id", id}, {"piece", is_valid_utf8(piece) ? json(piece) : bytes}});
+  }
+  send_json(res, {{"tokens", tokens}});
+}
+
+// llama-server's /detokenize: {"tokens": [id...]} -> {"content"}.
+void HttpServer::Impl::detokenize(const httplib::Request& req, httplib::Response& res) const {
+  require_model();
+  const json body = body_object(req.body);
+  const auto tokens = body.find("tokens");
+  if (tokens == body.end() || !tokens->is_array()) throw invalid_request("'tokens' must be an array of token ids", "tokens");
+  std::vector<int32_t> ids;
+  for (const json& t : *tokens) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      throw invalid_request("'tokens' must be an array of token ids", "tokens");
+    }
+    ids.push_back(t.get<int32_t>());
+  }
+  send_json(res, {{"content", engine_answer(engine.detokenize(std::move(ids)))}});
+}
+
+void HttpServer::Impl::answer_whole(CompletionRun& run, const ResponseShape& shape, const std::string& echo,
+                                    httplib::Response& res) const {
+  std::vector<ChoiceAnswer> answers(size_t(run.choices()), ChoiceAnswer{echo, "", {}});
+  while (!run.done()) {
+    const std::optional<ChoicePiece> piece = run.next(kEventPoll);
+    if (!piece) continue;
+    ChoiceAnswer& a = answers[size_t(piece->index)];
+    a.text += piece->text;
+    a.logprobs.insert(a.logprobs.end(), piece->logprobs.begin(), piece->logprobs.end());
+  }
+  for (int32_t i = 0; i < run.choices(); ++i) answers[size_t(i)].finish_reason = run.finish_reason(i);
+  send_json(res, shape.full(answers, run.usage()));
 }
 
 // The status line goes out with the first chunk, so the stream waits for the first text (or
 // the end) first: a request the engine refuses still gets its HTTP error status.
 void HttpServer::Impl::answer_stream(std::unique_ptr<CompletionRun> run, ResponseShape shape, bool include_usage,
-                                     httplib::Response& res) const {
-  std::string first;
-  while (first.empty() && !run->done()) first = run->next_text(kEventPoll);
-  AnswerStream answer = shape.answer_stream();
-  auto stream = std::make_shared<SseStream>(
-      SseStream{std::move(run), std::move(shape), include_usage, std::move(first), std::move(answer)});
+                                     const std::string& echo, httplib::Response& res) const {
+  std::vector<ChoicePiece> early;
+  for (int32_t i = 0; i < run->choices() && !echo.empty(); ++i) early.push_back(ChoicePiece{i, echo, {}});
+  while (early.empty() && !run->done()) {
+    if (std::optional<ChoicePiece> piece = run->next(kEventPoll)) early.push_back(std::move(*piece));
+  }
+  std::vector<ChoiceStream> choices;
+  for (int32_t i = 0; i < run->choices(); ++i) choices.push_back(shape.choice_stream());
+  std::vector<bool> finished(size_t(run->choices()), false);
+  auto stream = std::make_shared<SseStream>(SseStream{std::move(run), std::move(shape), include_usage, std::move(early),
+                                                      std::move(choices), std::move(finished)});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider("text/event-stream", [stream](size_t, httplib::DataSink& sink) {
     return write_stream_step(*stream, sink);

@@ -12,16 +12,22 @@
 
 #include "app/server/api_error.h"
 #include "engine/error.h"
+#include "engine/grammar/gbnf.h"
+#include "engine/grammar/json_schema.h"
 
 namespace kvdesk::server {
 namespace {
 
-using nlohmann::json;
+// Ordered: a JSON schema's properties are generated in the order the client listed them.
+using json = nlohmann::ordered_json;
 
 // Deeper bodies are refused before anything reads them (no request needs more than 4).
 constexpr int kMaxNesting = 32;
 constexpr size_t kMaxStops = 16;
 constexpr size_t kMaxLogitBiases = 1024;
+constexpr int64_t kMaxTopLogprobs = 20;
+constexpr int64_t kMaxCompletionLogprobs = 5;
+constexpr size_t kMaxTools = 128;
 
 json parse_body(std::string_view body) {
   bool too_deep = false;
@@ -169,32 +175,176 @@ std::vector<std::string> stops_of(const json& body) {
   return stops;
 }
 
-// Fields this server cannot honour are refused rather than silently ignored.
-void refuse_unsupported(const json& body) {
-  if (const std::optional<int64_t> n = optional_integer(body, "n")) require(*n == 1, "only 'n': 1 is supported", "n");
-  if (const json* tools = field(body, "tools")) {
-    require(tools->is_array() && tools->empty(), "tools are not supported", "tools");
+// n: how many answers (choices) to sample from the one prompt.
+int32_t samples_of(const json& body) {
+  const std::optional<int64_t> n = optional_integer(body, "n");
+  if (!n) return 1;
+  require(*n >= 1 && *n <= kMaxSamples, "'n' must be from 1 to " + std::to_string(kMaxSamples), "n");
+  return int32_t(*n);
+}
+
+// Chat's logprobs (true/false) with top_logprobs (0-20): -1 when not asked for.
+int32_t chat_top_logprobs(const json& body) {
+  const bool asked = optional_bool(body, "logprobs").value_or(false);
+  const std::optional<int64_t> top = optional_integer(body, "top_logprobs");
+  if (!top) return asked ? 0 : -1;
+  require(*top >= 0 && *top <= kMaxTopLogprobs, "'top_logprobs' must be from 0 to " + std::to_string(kMaxTopLogprobs),
+          "top_logprobs");
+  require(asked, "'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  return int32_t(*top);
+}
+
+// The legacy completions' logprobs: the number of alternatives (0-5); -1 when absent.
+int32_t completion_top_logprobs(const json& body) {
+  const json* v = field(body, "logprobs");
+  if (!v) return -1;
+  if (v->is_boolean()) return v->get<bool>() ? 0 : -1;
+  const std::optional<int64_t> top = optional_integer(body, "logprobs");
+  require(*top >= 0 && *top <= kMaxCompletionLogprobs,
+          "'logprobs' must be from 0 to " + std::to_string(kMaxCompletionLogprobs), "logprobs");
+  return int32_t(*top);
+}
+
+// A grammar's text compiled; what kvdesk cannot compile is a 400 naming the field.
+std::shared_ptr<const grammar::Grammar> compiled(const std::string& gbnf, const std::string& param) {
+  try {
+    return grammar::parse_gbnf(gbnf);
+  } catch (const Error& e) {
+    throw invalid_request(std::string("'") + param + "': " + e.what(), param);
   }
-  if (const json* functions = field(body, "functions")) {
-    require(functions->is_array() && functions->empty(), "functions are not supported", "functions");
+}
+
+std::string schema_grammar(const json& schema, const std::string& param) {
+  require(schema.is_object() || schema.is_boolean(), "'" + param + "' must be a JSON schema object", param);
+  try {
+    return grammar::json_schema_gbnf(schema);
+  } catch (const Error& e) {
+    throw invalid_request(std::string("'") + param + "': " + e.what(), param);
   }
-  if (const json* format = field(body, "response_format")) {
-    require(format->is_object() && format->value("type", json()) == "text",
-            "only 'response_format': {\"type\": \"text\"} is supported (no JSON mode or schema)", "response_format");
+}
+
+// response_format: text (free), json_object (any object; llama-server's optional schema), or
+// json_schema ({"json_schema": {"name", "schema", "strict"}}); "" for free text.
+std::string response_format_grammar(const json& body) {
+  const json* format = field(body, "response_format");
+  if (!format) return {};
+  const json* type_field = format->is_object() ? field(*format, "type") : nullptr;
+  require(type_field && type_field->is_string(), "'response_format' must be an object with a 'type'", "response_format");
+  const std::string type = type_field->get<std::string>();
+  if (type == "text") return {};
+  if (type == "json_object") {
+    const json* schema = field(*format, "schema");
+    return schema ? schema_grammar(*schema, "response_format.schema") : grammar::json_object_gbnf();
   }
-  if (const json* logprobs = field(body, "logprobs")) {
-    const bool asked = logprobs->is_boolean() ? logprobs->get<bool>() : !(logprobs->is_number() && logprobs->get<double>() == 0);
-    require(!asked, "logprobs are not supported", "logprobs");
+  require(type == "json_schema", "'response_format.type' must be text, json_object or json_schema", "response_format");
+  const json* spec = field(*format, "json_schema");
+  require(spec && spec->is_object(), "'response_format.json_schema' must be an object with a 'schema'",
+          "response_format.json_schema");
+  const json* schema = field(*spec, "schema");
+  return schema ? schema_grammar(*schema, "response_format.json_schema.schema") : grammar::json_object_gbnf();
+}
+
+// The answer's grammar from response_format, or llama-server's `grammar` (GBNF text) and
+// `json_schema`: at most one of them.
+OutputConstraint output_constraint(const json& body) {
+  std::vector<std::pair<std::string, std::string>> asked;   // (param, gbnf)
+  if (std::string g = response_format_grammar(body); !g.empty()) asked.emplace_back("response_format", std::move(g));
+  if (const json* g = field(body, "grammar")) {
+    require(g->is_string(), "'grammar' must be a string of GBNF rules", "grammar");
+    asked.emplace_back("grammar", g->get<std::string>());
   }
-  if (const json* model = field(body, "model")) require(model->is_string(), "'model' must be a string", "model");
+  if (const json* schema = field(body, "json_schema")) asked.emplace_back("json_schema", schema_grammar(*schema, "json_schema"));
+  if (asked.size() > 1) throw invalid_request("give one of 'response_format', 'grammar' and 'json_schema'", asked[1].first);
+  OutputConstraint c;
+  if (!asked.empty()) c.grammar = compiled(asked[0].second, asked[0].first);
+  return c;
+}
+
+// tools: [{"type": "function", "function": {"name", "description", "parameters"}}]; each name
+// once, as the tool-call grammars and parsers need.
+std::vector<std::string> tool_names_of(const json& tools) {
+  require(tools.is_array(), "'tools' must be an array of function tools", "tools");
+  require(tools.size() <= kMaxTools, "'tools' has more than " + std::to_string(kMaxTools) + " tools", "tools");
+  std::vector<std::string> names;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string param = "tools[" + std::to_string(i) + "]";
+    const json& t = tools[i];
+    require(t.is_object() && t.value("type", json()) == "function" && t.contains("function") && t["function"].is_object(),
+            "each tool must be {\"type\": \"function\", \"function\": {...}}", param);
+    const json& f = t["function"];
+    require(f.contains("name") && f["name"].is_string() && !f["name"].get<std::string>().empty(),
+            "each function needs a non-empty string 'name'", param + ".function.name");
+    const json* parameters = field(f, "parameters");
+    require(!parameters || parameters->is_object(), "a function's 'parameters' must be a JSON schema object",
+            param + ".function.parameters");
+    const std::string name = f["name"].get<std::string>();
+    require(std::find(names.begin(), names.end(), name) == names.end(), "the tool '" + name + "' is given twice", param);
+    names.push_back(name);
+  }
+  return names;
+}
+
+// tool_choice: "none", "auto" (the default), "required", or {"type": "function", "function":
+// {"name"}}; returns the choice's word and, for a named function, its name.
+std::pair<std::string, std::string> tool_choice_of(const json& body, const std::vector<std::string>& names) {
+  const json* choice = field(body, "tool_choice");
+  if (!choice) return {"auto", ""};
+  if (choice->is_string()) {
+    const std::string word = choice->get<std::string>();
+    require(word == "none" || word == "auto" || word == "required",
+            "'tool_choice' must be none, auto, required or a named function", "tool_choice");
+    return {word, ""};
+  }
+  require(choice->is_object() && choice->contains("function") && (*choice)["function"].is_object() &&
+              (*choice)["function"].value("name", json()).is_string(),
+          "'tool_choice' must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}",
+          "tool_choice");
+  const std::string name = (*choice)["function"]["name"].get<std::string>();
+  require(std::find(names.begin(), names.end(), name) != names.end(), "'tool_choice' names '" + name + "', not one of the tools",
+          "tool_choice");
+  return {"function", name};
+}
+
+// Tools go to the chat template, and the answer's calls are parsed in the template family's
+// markup. "auto" lets the model choose; a call it begins is held to its tool's parameters
+// from the markup on (a lazy grammar; where a schema is beyond the grammar compiler the call
+// is only parsed). "required" and a named function force a call from the first token.
+void add_tools(const json& body, CompletionRequest& r, const ModelLimits& limits) {
+  require(!field(body, "functions"), "'functions' is the deprecated form: send 'tools'", "functions");
+  const json* tools = field(body, "tools");
+  if (!tools || tools->empty()) return;
+  const std::vector<std::string> names = tool_names_of(*tools);
+  const auto [choice, forced_name] = tool_choice_of(body, names);
+  if (choice == "none") return;
+  r.engine.tools_json = tools->dump();
+  const ToolCallFormat format = tool_call_format_of(limits.chat_template_source);
+  const bool forced = choice != "auto";
+  require(!forced || format != ToolCallFormat::None,
+          "this model's chat template writes no tool-call markup kvdesk knows, so a call cannot be forced",
+          "tool_choice");
+  if (format == ToolCallFormat::None) return;
+  r.tool_format = format;
+  r.engine.print_control_tokens = true;
+  require(!r.engine.constraint.active(), "'tools' with a forced or lazy call cannot be combined with a response format",
+          "response_format");
+  try {
+    const ToolCallGrammar g = tool_call_grammar(format, *tools, forced_name, !forced);
+    r.engine.constraint.grammar = grammar::parse_gbnf(g.gbnf);
+    r.engine.constraint.triggers = forced ? std::vector<std::string>() : g.triggers;
+  } catch (const Error& e) {
+    require(!forced, std::string("a tool's parameters: ") + e.what(), "tools");
+    r.engine.constraint = OutputConstraint();
+  }
 }
 
 // Fields both endpoints share: sampling, length, stop strings, streaming.
 CompletionRequest common_fields(const json& body, Endpoint endpoint, const ModelLimits& limits) {
-  refuse_unsupported(body);
+  if (const json* model = field(body, "model")) require(model->is_string(), "'model' must be a string", "model");
   CompletionRequest r;
   r.endpoint = endpoint;
   r.engine.sampling = sampling_of(body, limits);
+  r.engine.samples = samples_of(body);
+  r.engine.constraint = output_constraint(body);
   r.engine.max_tokens = max_tokens_of(body, limits);
   r.stop = stops_of(body);
   r.stream = optional_bool(body, "stream").value_or(false);
@@ -220,6 +370,8 @@ std::string content_of(const json& message, const std::string& param) {
   return text;
 }
 
+// A message: its role and text, and its other fields (an answer's tool_calls, a tool result's
+// tool_call_id and name, reasoning_content) kept as JSON for the template.
 ChatMessage message_of(const json& message, size_t index) {
   const std::string param = "messages[" + std::to_string(index) + "]";
   require(message.is_object(), "each message must be an object", param);
@@ -227,9 +379,19 @@ ChatMessage message_of(const json& message, size_t index) {
   require(role && role->is_string(), "each message needs a string 'role'", param + ".role");
   std::string name = role->get<std::string>();
   if (name == "developer") name = "system";
-  require(name == "system" || name == "user" || name == "assistant",
-          "unsupported role '" + role->get<std::string>() + "' (use system, developer, user or assistant)", param + ".role");
-  return ChatMessage{name, content_of(message, param + ".content")};
+  require(name == "system" || name == "user" || name == "assistant" || name == "tool",
+          "unsupported role '" + role->get<std::string>() + "' (use system, developer, user, assistant or tool)",
+          param + ".role");
+  ChatMessage m{name, content_of(message, param + ".content"), ""};
+  json fields = json::object();
+  for (const char* key : {"tool_calls", "tool_call_id", "name", "reasoning_content"}) {
+    if (const json* v = field(message, key)) fields[key] = *v;
+  }
+  if (const json* calls = field(fields, "tool_calls")) {
+    require(calls->is_array(), "'tool_calls' must be an array", param + ".tool_calls");
+  }
+  if (!fields.empty()) m.fields_json = fields.dump();
+  return m;
 }
 
 // The completions prompt: a string, an array holding one string, or an array of token ids.
@@ -260,17 +422,27 @@ CompletionRequest parse_chat_request(std::string_view body_text, const ModelLimi
   const json* messages = field(body, "messages");
   require(messages && messages->is_array() && !messages->empty(), "'messages' must be a non-empty array", "messages");
   for (size_t i = 0; i < messages->size(); ++i) r.engine.messages.push_back(message_of((*messages)[i], i));
+  r.engine.top_logprobs = chat_top_logprobs(body);
+  if (const json* kwargs = field(body, "chat_template_kwargs")) {
+    require(kwargs->is_object(), "'chat_template_kwargs' must be an object", "chat_template_kwargs");
+    r.engine.template_kwargs_json = kwargs->dump();
+  }
+  add_tools(body, r, limits);
   return r;
 }
 
 CompletionRequest parse_completion_request(std::string_view body_text, const ModelLimits& limits) {
   const json body = parse_body(body_text);
   CompletionRequest r = common_fields(body, Endpoint::Completions, limits);
-  require(!optional_bool(body, "echo").value_or(false), "'echo' is not supported", "echo");
+  r.engine.top_logprobs = completion_top_logprobs(body);
+  r.echo = optional_bool(body, "echo").value_or(false);
+  require(!r.echo || r.engine.top_logprobs < 0, "'echo' with 'logprobs' is not supported (the prompt's tokens are not scored)",
+          "echo");
   if (const json* suffix = field(body, "suffix")) {
     require(suffix->is_string() && suffix->get<std::string>().empty(), "'suffix' is not supported", "suffix");
   }
   prompt_of(body, r.engine);
+  require(!r.echo || !r.engine.prompt_text.empty(), "'echo' needs the prompt as text, not token ids", "echo");
   return r;
 }
 

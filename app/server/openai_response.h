@@ -2,15 +2,20 @@
 // streamed chunks (chat.completion.chunk / text_completion) sent as server-sent events.
 // One ResponseShape per request: it fixes the id, creation time and model every chunk repeats.
 // A chat answer's reasoning (<think>, harmony's analysis channel; engine/chat/answer_parts.h)
-// goes in reasoning_content beside content, as llama-server and vLLM send it.
+// goes in reasoning_content beside content, as llama-server and vLLM send it; its tool calls,
+// in the markup of the template's family (engine/chat/tool_calls.h), go in tool_calls with
+// finish_reason "tool_calls". Each of the n choices carries its index.
 #pragma once
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "app/server/openai_request.h"
 #include "engine/chat/answer_parts.h"
+#include "engine/chat/tool_calls.h"
 
 namespace kvdesk::server {
 
@@ -22,35 +27,70 @@ struct Usage {
 
 nlohmann::json usage_json(const Usage& usage);
 
+// One generated token's log-probability, its bytes and the most likely alternatives.
+struct LogprobEntry {
+  std::string bytes;
+  float logprob = 0;
+  std::vector<TokenLogprob> top;
+};
+
+// One choice's whole answer.
+struct ChoiceAnswer {
+  std::string text;
+  std::string finish_reason;
+  std::vector<LogprobEntry> logprobs;   // empty unless asked for
+};
+
+// What streaming one choice needs to remember between its pieces.
+struct ChoiceStream {
+  explicit ChoiceStream(bool opened_in_reasoning, ToolCallFormat tools)
+      : answer(opened_in_reasoning), tool_calls(tools) {}
+  AnswerStream answer;         // the reasoning and answer so far
+  ToolCallStream tool_calls;   // the answer's tool-call markup held back and parsed
+  bool called_tools = false;   // a tool call was streamed: the finish reason is "tool_calls"
+  size_t text_offset = 0;      // completions: bytes of text streamed so far (logprobs' text_offset)
+};
+
 class ResponseShape {
  public:
   // opened_in_reasoning: the chat prompt ended inside a <think> (DeepSeek R1, Qwen3 thinking),
-  // so the answer starts as reasoning.
-  ResponseShape(Endpoint endpoint, std::string model_id, bool opened_in_reasoning = false);
+  // so the answer starts as reasoning. tools: the markup the answer's tool calls come in
+  // (None: no tools were offered). logprobs: the request asked for log-probabilities.
+  ResponseShape(Endpoint endpoint, std::string model_id, bool opened_in_reasoning = false,
+                ToolCallFormat tools = ToolCallFormat::None, bool logprobs = false);
 
-  // The whole answer of a request that did not stream.
-  nlohmann::json full(const std::string& text, const std::string& finish_reason, const Usage& usage) const;
-  // Streamed chunks, in order: first() (chat: the assistant role; nothing for completions),
-  // then per piece of text content() (completions) or, through answer_stream(), answer_delta()
-  // (chat), last() with the finish reason, then usage() when asked.
-  nlohmann::json first() const;
+  // The whole answer of a request that did not stream: one choice per answer.
+  nlohmann::json full(const std::vector<ChoiceAnswer>& choices, const Usage& usage) const;
+  // Streamed chunks, in order for each choice: first() (chat: the assistant role; nothing for
+  // completions), then the chunks of each piece (piece()), then finish() with the finish
+  // reason; once every choice is done, usage() when asked.
   bool has_first() const { return endpoint_ == Endpoint::ChatCompletions; }
-  bool splits_reasoning() const { return endpoint_ == Endpoint::ChatCompletions; }
-  nlohmann::json content(const std::string& text) const;
-  AnswerStream answer_stream() const { return AnswerStream(opened_in_reasoning_); }
-  // A chat chunk of what one piece added: delta.reasoning_content and / or delta.content.
-  nlohmann::json answer_delta(const AnswerParts& delta) const;
-  nlohmann::json last(const std::string& finish_reason) const;
+  nlohmann::json first(int32_t index) const;
+  ChoiceStream choice_stream() const { return ChoiceStream(opened_in_reasoning_, tools_); }
+  // The chunks one piece of text (and its tokens' log-probabilities) adds; none while it adds
+  // nothing yet (a channel marker, the start of a tool call's markup).
+  std::vector<nlohmann::json> piece(ChoiceStream& stream, int32_t index, const std::string& text,
+                                    const std::vector<LogprobEntry>& logprobs) const;
+  // What the choice still held back, then its finish chunk.
+  std::vector<nlohmann::json> finish(ChoiceStream& stream, int32_t index, const std::string& finish_reason) const;
   nlohmann::json usage(const Usage& usage) const;
 
  private:
   nlohmann::json chunk(nlohmann::json choice) const;
+  nlohmann::json delta_chunk(int32_t index, nlohmann::json delta, const std::vector<LogprobEntry>& logprobs) const;
+  nlohmann::json logprobs_json(const std::vector<LogprobEntry>& entries, size_t text_offset = 0) const;
+  std::vector<nlohmann::json> harmony_chunks(ChoiceStream& stream, int32_t index, const std::vector<ToolCallDelta>& deltas,
+                                             const std::vector<LogprobEntry>& logprobs) const;
+  std::vector<nlohmann::json> answer_chunks(ChoiceStream& stream, int32_t index, const AnswerParts& delta,
+                                            const std::vector<LogprobEntry>& logprobs) const;
 
   Endpoint endpoint_;
   std::string id_;        // "chatcmpl-..." or "cmpl-...", the same in every chunk
   int64_t created_;       // Unix seconds
   std::string model_id_;
   bool opened_in_reasoning_;
+  ToolCallFormat tools_;
+  bool logprobs_;
 };
 
 // One server-sent event: "data: <json>\n\n".

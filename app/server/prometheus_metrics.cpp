@@ -94,6 +94,10 @@ std::string ServingMetrics::render(const EngineStats& stats, const std::string& 
   sample(out, "kvdesk:kv_blocks_cached", "KV blocks held by no sequence but reusable by the prefix cache.", "gauge",
          labels, kv.blocks_cached);
   sample(out, "kvdesk:kv_blocks_free", "KV blocks free.", "gauge", labels, kv.blocks_free);
+  sample(out, "kvdesk:kv_blocks_shared", "KV blocks held by more than one sequence (shared prefixes, parallel samples).",
+         "gauge", labels, kv.blocks_shared);
+  sample(out, "kvdesk:kv_forks_total", "Sequences forked from another: parallel samples (n), branches.", "counter",
+         labels, double(kv.forks));
   sample(out, "kvdesk:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache (whole blocks).",
          "counter", labels, double(kv.prefix_hits + kv.prefix_misses) * block);
   sample(out, "kvdesk:prefix_cache_hits_total", "Prompt tokens found in the prefix cache (whole blocks).", "counter",

@@ -2,6 +2,7 @@
 // router thread, which takes that lock to route, can never see an event of an unknown request.
 #include "app/server/request_router.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "app/server/api_error.h"
@@ -66,9 +67,10 @@ std::shared_ptr<RequestStream> RequestRouter::submit(Request request) {
                             " requests are in flight (the most --max-queue allows); try again later",
                    "server_busy", "", "queue_full");
   }
+  const int32_t samples = std::clamp(request.samples, 1, kMaxSamples);
   const RequestId id = engine_.submit(std::move(request));
-  auto stream = std::make_shared<RequestStream>(id);
-  routes_.emplace(id, Route{stream, std::nullopt});
+  auto stream = std::make_shared<RequestStream>(id, samples);
+  for (int32_t i = 0; i < samples; ++i) routes_.emplace(id + RequestId(i), Route{stream, std::nullopt});
   return stream;
 }
 

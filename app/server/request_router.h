@@ -35,17 +35,20 @@ class Doorbell {
   bool rung_ = false;
 };
 
-// One request's events in the order the engine sent them; ends with Finished or Error.
+// One request's events in the order the engine sent them; ends with a Finished or Error
+// event for each of its samples (ids id() .. id() + samples() - 1).
 class RequestStream {
  public:
-  explicit RequestStream(RequestId id) : id_(id) {}
+  RequestStream(RequestId id, int32_t samples) : id_(id), samples_(samples) {}
   RequestId id() const { return id_; }
+  int32_t samples() const { return samples_; }
   // The next event, or nullopt when none arrived within timeout.
   std::optional<Event> next(std::chrono::milliseconds timeout);
   void push(Event event);
 
  private:
   const RequestId id_;
+  const int32_t samples_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Event> events_;
@@ -64,7 +67,8 @@ class RequestRouter {
   RequestRouter(const RequestRouter&) = delete;
   RequestRouter& operator=(const RequestRouter&) = delete;
 
-  // Submits to the engine. Throws ApiError 503 when max_in_flight requests are in flight.
+  // Submits to the engine; the stream carries the events of every sample the request asks
+  // for. Throws ApiError 503 when max_in_flight answers are in flight.
   std::shared_ptr<RequestStream> submit(Request request);
   // Ends a request early (its Finished event still follows): the client went away or a stop
   // string was found.
@@ -97,7 +101,7 @@ class RequestRouter {
   const int32_t max_in_flight_;
 
   mutable std::mutex mutex_;               // guards everything below
-  std::map<RequestId, Route> routes_;      // exactly the requests in flight
+  std::map<RequestId, Route> routes_;      // exactly the answers (samples) in flight
   ModelState model_state_ = ModelState::Loading;
   std::string load_error_;
   uint64_t ended_ = 0;

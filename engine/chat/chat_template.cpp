@@ -48,10 +48,37 @@ jinja::Value role_string(const std::string& role) {
   return is_known_role(role) ? jinja::Value::string(role) : content_string(role);
 }
 
+// A tool call's arguments as the templates read them: an object (they write it with tojson or
+// iterate its items), also when the OpenAI message carries it as a JSON string, as vLLM and
+// llama.cpp pass it to templates; a string that is not a JSON object stays a string. (A
+// conversation given as JSON to `kvdesk-cli template` is rendered exactly as given, as
+// transformers' apply_chat_template renders it.)
+void arguments_as_objects(nlohmann::ordered_json& fields) {
+  auto calls = fields.find("tool_calls");
+  if (calls == fields.end() || !calls->is_array()) return;
+  for (nlohmann::ordered_json& call : *calls) {
+    if (!call.is_object()) continue;
+    nlohmann::ordered_json* holder = call.contains("function") && call["function"].is_object() ? &call["function"] : &call;
+    auto arguments = holder->find("arguments");
+    if (arguments == holder->end() || !arguments->is_string()) continue;
+    auto parsed = nlohmann::ordered_json::parse(arguments->get<std::string>(), nullptr, false);
+    if (!parsed.is_discarded() && parsed.is_object()) *arguments = std::move(parsed);
+  }
+}
+
 jinja::Value message_value(const ChatMessage& m) {
   auto d = std::make_shared<jinja::Dict>();
   d->set(jinja::Value::string("role"), role_string(m.role));
   d->set(jinja::Value::string("content"), content_string(m.content));
+  if (!m.fields_json.empty()) {
+    auto fields = nlohmann::ordered_json::parse(m.fields_json, nullptr, false);
+    if (fields.is_discarded() || !fields.is_object()) throw Error("a message's fields are not a JSON object");
+    arguments_as_objects(fields);
+    for (auto it = fields.begin(); it != fields.end(); ++it) {
+      if (it.key() == "role" || it.key() == "content") continue;
+      d->set(jinja::Value::string(it.key()), jinja::value_from_json(it.value(), true));
+    }
+  }
   return jinja::Value::dict(d);
 }
 
@@ -230,11 +257,12 @@ size_t answer_end(const std::string& full, size_t at, const std::string& content
 // text (answer_end). kNoEnd when the template does not render the conversation up to there as
 // a prefix of full (a template that moves the system prompt or drops old thinking).
 size_t message_end(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages, size_t i,
-                   const ChatSpecialTexts& specials, const std::tm& now, const std::string& full) {
+                   const ChatSpecialTexts& specials, const std::tm& now, const ChatRenderOptions& options,
+                   const std::string& full) {
   const bool answer = messages[i].role == "assistant";
   if (answer && i == 0) return kNoEnd;
   const std::vector<ChatMessage> head_messages(messages.begin(), messages.begin() + ptrdiff_t(answer ? i : i + 1));
-  const std::string head = joined_text(render_chat(chat_template, head_messages, specials, now));
+  const std::string head = joined_text(render_chat(chat_template, head_messages, specials, now, options));
   if (!full.starts_with(head)) return kNoEnd;
   return answer ? answer_end(full, head.size(), messages[i].content) : head.size();
 }
@@ -243,12 +271,13 @@ size_t message_end(const ChatTemplate& chat_template, const std::vector<ChatMess
 // on: the messages before it as the template renders them (ending with the generation prompt),
 // then the answer's text. This is where message_end puts the end of an answer.
 std::vector<TextSegment> render_open_answer(const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
-                                            const ChatSpecialTexts& specials, const std::tm& now) {
+                                            const ChatSpecialTexts& specials, const std::tm& now,
+                                            const ChatRenderOptions& options) {
   if (messages.size() < 2 || messages.back().role != "assistant") {
     throw Error("only an answer that follows another message can be continued");
   }
   std::vector<TextSegment> out =
-      render_chat(chat_template, std::vector<ChatMessage>(messages.begin(), messages.end() - 1), specials, now);
+      render_chat(chat_template, std::vector<ChatMessage>(messages.begin(), messages.end() - 1), specials, now, options);
   out.push_back({messages.back().content, false});
   return out;
 }
@@ -279,7 +308,8 @@ struct IdRun {
 
 IdRun reusable_run(const Tokenizer& tokenizer, const ChatTemplate& chat_template, const std::vector<ChatMessage>& messages,
                    const std::vector<MessageTokens>& stored, const std::string& identity,
-                   const ChatSpecialTexts& specials, const std::tm& now, const std::string& full) {
+                   const ChatSpecialTexts& specials, const std::tm& now, const ChatRenderOptions& options,
+                   const std::string& full) {
   if (stored.size() != messages.size() || identity.empty()) return {};
   size_t count = 0;
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -291,7 +321,7 @@ IdRun reusable_run(const Tokenizer& tokenizer, const ChatTemplate& chat_template
   // The longest run the template renders as a prefix: one that drops old thinking or trims an
   // answer another way still keeps the messages before it.
   for (; count > 0 && messages[count - 1].role != "system"; --count) {
-    const size_t end = message_end(chat_template, messages, count - 1, specials, now, full);
+    const size_t end = message_end(chat_template, messages, count - 1, specials, now, options, full);
     if (end != kNoEnd) return {count, end};
   }
   return {};
@@ -301,8 +331,8 @@ IdRun reusable_run(const Tokenizer& tokenizer, const ChatTemplate& chat_template
 // pieces encoded one by one must give the tokens the whole text part gave.
 void attribute_text_part(ChatPrompt& out, const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                          const std::vector<ChatMessage>& messages, const std::vector<TextSegment>& full,
-                         const std::string& text, const std::tm& now, IdRun run, bool bos,
-                         const std::vector<int32_t>& tail) {
+                         const std::string& text, const std::tm& now, const ChatRenderOptions& options, IdRun run,
+                         bool bos, const std::vector<int32_t>& tail) {
   const ChatSpecialTexts specials = special_texts(tokenizer);
   std::vector<size_t> owners;
   for (size_t i = run.messages; i < messages.size(); ++i) {
@@ -312,7 +342,7 @@ void attribute_text_part(ChatPrompt& out, const Tokenizer& tokenizer, const Chat
   std::vector<int32_t> joined;
   size_t from = run.text_end;
   for (size_t i : owners) {
-    const size_t to = message_end(chat_template, messages, i, specials, now, text);
+    const size_t to = message_end(chat_template, messages, i, specials, now, options, text);
     if (to == kNoEnd || to < from) return;
     pieces.push_back(owners.size() == 1 ? tail : tokenizer.encode_segments(slice(full, from, to), bos && pieces.empty()));
     joined.insert(joined.end(), pieces.back().begin(), pieces.back().end());
@@ -333,12 +363,14 @@ std::vector<int32_t> encode_chat(const Tokenizer& tokenizer, const ChatTemplate&
 
 ChatPrompt encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                               const std::vector<ChatMessage>& messages, const std::vector<MessageTokens>& stored,
-                              const std::string& identity, bool continue_answer, const std::tm& now) {
+                              const std::string& identity, bool continue_answer, const std::tm& now,
+                              const ChatRenderOptions& options) {
   const ChatSpecialTexts specials = special_texts(tokenizer);
-  const std::vector<TextSegment> full = continue_answer ? render_open_answer(chat_template, messages, specials, now)
-                                                        : render_chat(chat_template, messages, specials, now);
+  const std::vector<TextSegment> full = continue_answer
+                                            ? render_open_answer(chat_template, messages, specials, now, options)
+                                            : render_chat(chat_template, messages, specials, now, options);
   const std::string text = joined_text(full);
-  const IdRun run = reusable_run(tokenizer, chat_template, messages, stored, identity, specials, now, text);
+  const IdRun run = reusable_run(tokenizer, chat_template, messages, stored, identity, specials, now, options, text);
   ChatPrompt out;
   out.spans.resize(messages.size());
   for (size_t i = 0; i < run.messages; ++i) {
@@ -350,7 +382,7 @@ ChatPrompt encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& ch
   const bool bos = run.messages == 0 && needs_bos(tokenizer, specials, full);
   const std::vector<int32_t> tail = tokenizer.encode_segments(slice(full, run.text_end, text.size()), bos);
   out.tokens.insert(out.tokens.end(), tail.begin(), tail.end());
-  attribute_text_part(out, tokenizer, chat_template, messages, full, text, now, run, bos, tail);
+  attribute_text_part(out, tokenizer, chat_template, messages, full, text, now, options, run, bos, tail);
   return out;
 }
 

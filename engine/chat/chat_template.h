@@ -122,10 +122,11 @@ struct ChatPrompt {
 // part are reported when they are exact: one message, or pieces that encode as the whole does.
 // continue_answer: the last message is an answer the model carries on: the prompt ends with its
 // text, left open (no end of turn, no next generation prompt); throws Error unless the last
-// message is an answer after another message. now: the time the template's dates show.
+// message is an answer after another message. now: the time the template's dates show;
+// options: the tools and kwargs every rendering of the conversation gets.
 ChatPrompt encode_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                               const std::vector<ChatMessage>& messages, const std::vector<MessageTokens>& stored,
                               const std::string& identity, bool continue_answer = false,
-                              const std::tm& now = local_now());
+                              const std::tm& now = local_now(), const ChatRenderOptions& options = {});
 
 }  // namespace kvdesk

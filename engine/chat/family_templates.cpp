@@ -9,6 +9,9 @@ namespace {
 // Messages joined by newlines; an answer continues the text before it directly (the model's
 // answer continued it), so a model without a template simply continues the story.
 constexpr std::string_view kPlain = R"jinja({%- for message in messages -%}
+{%- if message.role not in ['system', 'user', 'assistant', 'tool'] -%}
+{{- raise_exception('unknown chat role \'' ~ message.role ~ '\' (use system, user, assistant or tool)') -}}
+{%- endif -%}
 {%- if not loop.first and message.role != 'assistant' %}{{ '\n' }}{% endif -%}
 {{- message.content -}}
 {%- endfor -%})jinja";

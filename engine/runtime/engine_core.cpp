@@ -5,9 +5,11 @@
 
 #include "engine/backend/forward_backend.h"
 #include "engine/error.h"
+#include "engine/grammar/grammar_matcher.h"
 #include "engine/model/model.h"
 #include "engine/runtime/percentile.h"
 #include "engine/runtime/sampler.h"
+#include "engine/runtime/token_printing.h"
 #include "engine/tokenizer/utf8_stream.h"
 #include "kernels/check.h"
 
@@ -53,6 +55,10 @@ struct EngineCore::Live {
   int32_t prompt_tokens = 0;
   int32_t generated = 0;
   std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<grammar::GrammarMatcher> matcher;   // the request's constraint; null when free
+  // Parallel samples not forked yet: ids id + 1 .. id + unforked, forked from this request
+  // once its prompt is computed, just before its first token is drawn.
+  int32_t unforked = 0;
   Utf8Stream utf8;
   RequestMetrics metrics;
   Clock::time_point submitted, first_scheduled, first_token, last_token;
@@ -88,12 +94,13 @@ void EngineCore::add(RequestId id, const Request& request, std::vector<int32_t> 
                 " KV blocks but the whole pool has " + std::to_string(kv_->num_blocks()) +
                 ": raise the KV budget or lower max tokens");
   }
-  auto live = std::make_unique<Live>();
-  live->id = id;
-  live->request = request;
+  if (request.samples < 1 || request.samples > kMaxSamples) {
+    throw Error("samples must be from 1 to " + std::to_string(kMaxSamples));
+  }
+  std::unique_ptr<Live> live = make_live(id, request, request.sampling);
   live->request.messages.clear();
   live->request.prompt_tokens.clear();
-  live->sampler = std::make_unique<Sampler>(request.sampling);
+  live->unforked = scoring ? 0 : request.samples - 1;
   live->prompt_tokens = int32_t(prompt.size());
   live->submitted = submitted;
   live->metrics.prompt_tokens = live->prompt_tokens;
@@ -112,18 +119,39 @@ bool EngineCore::cancel(RequestId id, std::vector<Event>& events) {
   return true;
 }
 
+// A request's bookkeeping: its settings, sampler and, under a constraint, its grammar matcher
+// at the grammar's start.
+std::unique_ptr<EngineCore::Live> EngineCore::make_live(RequestId id, const Request& request,
+                                                        const SamplingParams& sampling) {
+  auto live = std::make_unique<Live>();
+  live->id = id;
+  live->request = request;
+  live->request.sampling = sampling;
+  live->sampler = std::make_unique<Sampler>(sampling);
+  const OutputConstraint& c = request.constraint;
+  if (c.active() && c.triggers.empty()) {
+    live->matcher = std::make_unique<grammar::GrammarMatcher>(c.grammar, token_table(request.print_control_tokens));
+  } else if (c.active()) {
+    live->matcher = std::make_unique<grammar::GrammarMatcher>(c.grammar, token_table(request.print_control_tokens), c.triggers);
+  }
+  return live;
+}
+
+const std::shared_ptr<const grammar::TokenTable>& EngineCore::token_table(bool print_control_tokens) {
+  std::shared_ptr<const grammar::TokenTable>& table = token_tables_[print_control_tokens ? 1 : 0];
+  if (!table) table = grammar_token_table(model_.tokenizer(), print_control_tokens);
+  return table;
+}
+
 bool EngineCore::fork(RequestId source, RequestId id, const SamplingParams& sampling, int32_t max_tokens) {
   auto it = live_.find(source);
   if (it == live_.end() || !scheduler_.fork(source, id)) return false;
   const Live& src = *it->second;
-  auto live = std::make_unique<Live>();
-  live->id = id;
-  live->request = src.request;
-  live->request.sampling = sampling;
+  std::unique_ptr<Live> live = make_live(id, src.request, sampling);
   live->request.max_tokens = max_tokens;
   live->request.conversation_key = 0;
   live->request.logits = LogitsOutput::None;
-  live->sampler = std::make_unique<Sampler>(sampling);
+  live->request.samples = 1;
   live->prompt_tokens = int32_t(scheduler_.tokens(id).size());
   live->submitted = Clock::now();
   live->first_scheduled = live->submitted;
@@ -232,11 +260,60 @@ void EngineCore::after_chunk(const ScheduledChunk& c, const float* last_row, std
     fail(live, "the model computed NaN logits: its weights are damaged or out of range; try another file", events);
     return;
   }
-  const int32_t token = live.sampler->sample(last_row, vocab, scheduler_.tokens(c.id));
-  accept_token(live, token, events);
+  const std::vector<RequestId> forked = fork_samples(live);
+  sample(live, last_row, events);
+  for (RequestId id : forked) {
+    if (auto it = live_.find(id); it != live_.end()) sample(*it->second, last_row, events);
+  }
 }
 
-void EngineCore::accept_token(Live& live, int32_t token, std::vector<Event>& events) {
+// Parallel sampling (the PagedAttention paper's): each other sample forks the request's
+// sequence, sharing every KV block of the prompt, before any of them draws a token; each draws
+// from the same logits with its own seed, and copy-on-write splits the blocks they then write.
+std::vector<RequestId> EngineCore::fork_samples(Live& live) {
+  const int32_t count = live.unforked;
+  live.unforked = 0;
+  std::vector<RequestId> forked;
+  for (int32_t i = 1; i <= count; ++i) {
+    SamplingParams sampling = live.request.sampling;
+    sampling.seed += uint64_t(i);
+    fork(live.id, live.id + RequestId(i), sampling, live.request.max_tokens);
+    Live& sample = *live_.at(live.id + RequestId(i));
+    sample.submitted = live.submitted;
+    sample.first_scheduled = live.first_scheduled;
+    sample.prefill_computed = live.prefill_computed;
+    sample.metrics.cached_tokens = live.prompt_tokens;
+    forked.push_back(sample.id);
+  }
+  return forked;
+}
+
+// Draws the request's next token (under its grammar, if any) and hands it on.
+void EngineCore::sample(Live& live, const float* last_row, std::vector<Event>& events) {
+  const int32_t vocab = model_.config().vocab_size;
+  const bool wants_logprobs = live.request.top_logprobs >= 0;
+  SampleReport report;
+  int32_t token = -1;
+  try {
+    token = live.sampler->sample(last_row, vocab, scheduler_.tokens(live.id), live.matcher.get(),
+                                 wants_logprobs ? &report : nullptr, live.request.top_logprobs);
+  } catch (const Error& e) {   // a grammar too ambiguous to follow
+    fail(live, std::string("the grammar allows no next token it can decide: ") + e.what(), events);
+    return;
+  }
+  if (token < 0) {
+    if (live.matcher && live.matcher->can_end()) {
+      finish(live, FinishReason::Stop, events);
+    } else {
+      fail(live, "the grammar allows no token of this model's vocabulary here", events);
+    }
+    return;
+  }
+  if (live.matcher && !model_.tokenizer().is_end_of_generation(token)) advance_grammar(live, token);
+  accept_token(live, token, wants_logprobs ? &report : nullptr, events);
+}
+
+void EngineCore::accept_token(Live& live, int32_t token, const SampleReport* report, std::vector<Event>& events) {
   const auto now = Clock::now();
   if (live.generated == 0) {
     live.first_token = now;
@@ -259,7 +336,13 @@ void EngineCore::accept_token(Live& live, int32_t token, std::vector<Event>& eve
   e.kind = EventKind::Token;
   e.request = live.id;
   e.token = token;
-  e.text = live.utf8.push(tokenizer.token_bytes(token));
+  e.text = live.utf8.push(printed_token(tokenizer, token, live.request.print_control_tokens));
+  if (report) {
+    e.logprob = report->logprob;
+    e.token_bytes = printed_token(tokenizer, token, live.request.print_control_tokens);
+    e.top_logprobs = report->top;
+    for (TokenLogprob& t : e.top_logprobs) t.bytes = printed_token(tokenizer, t.token, live.request.print_control_tokens);
+  }
   events.push_back(std::move(e));
   if (live.generated >= live.request.max_tokens) {
     finish(live, FinishReason::Length, events);
@@ -294,6 +377,7 @@ void EngineCore::finish(Live& live, FinishReason reason, std::vector<Event>& eve
   e.finish = reason;
   e.metrics = m;
   events.push_back(std::move(e));
+  end_unforked_samples(live, events, "");
   scheduler_.finish(live.id, live.request.conversation_key != 0);
   live_.erase(live.id);
 }
@@ -301,8 +385,39 @@ void EngineCore::finish(Live& live, FinishReason reason, std::vector<Event>& eve
 // Ends one request with an error event; its blocks go back as a finished request's do.
 void EngineCore::fail(Live& live, const std::string& message, std::vector<Event>& events) {
   events.push_back(error_event(live.id, message));
+  end_unforked_samples(live, events, message);
   scheduler_.finish(live.id, false);
   live_.erase(live.id);
+}
+
+// A lazy grammar's trigger can end inside a token whose remaining bytes the grammar refuses
+// (the model began the markup and went on otherwise): the answer then stays free, and its
+// text is parsed as it is. Under a started grammar the mask only lets allowed tokens through.
+void EngineCore::advance_grammar(Live& live, int32_t token) {
+  try {
+    live.matcher->accept(token);
+  } catch (const Error&) {
+    if (live.matcher->triggered()) throw;
+    live.matcher.reset();
+  }
+}
+
+// A request that ends before its prompt was computed never forks its other samples: they end
+// with it, cancelled (or with its error), so whoever waits for them is not left waiting.
+void EngineCore::end_unforked_samples(const Live& live, std::vector<Event>& events, const std::string& error) {
+  for (int32_t i = 1; i <= live.unforked; ++i) {
+    const RequestId id = live.id + RequestId(i);
+    if (!error.empty()) {
+      events.push_back(error_event(id, error));
+      continue;
+    }
+    Event e;
+    e.kind = EventKind::Finished;
+    e.request = id;
+    e.finish = FinishReason::Cancelled;
+    e.metrics.prompt_tokens = live.prompt_tokens;
+    events.push_back(std::move(e));
+  }
 }
 
 // StreamingLLM: keep the first sink tokens (attention sinks) and the most recent half of the

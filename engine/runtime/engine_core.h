@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/engine_types.h"
+#include "engine/runtime/sampler.h"
 #include "engine/sched/scheduler.h"
 
 namespace kvdesk {
@@ -23,6 +24,9 @@ namespace kvdesk {
 class ForwardBackend;
 class KvCache;
 class Model;
+namespace grammar {
+class TokenTable;
+}
 
 class EngineCore {
  public:
@@ -67,9 +71,15 @@ class EngineCore {
   struct Live;
 
   void run_forward(const StepPlan& plan, std::vector<Event>& events);
+  std::unique_ptr<Live> make_live(RequestId id, const Request& request, const SamplingParams& sampling);
+  std::vector<RequestId> fork_samples(Live& live);   // the ids forked
+  void sample(Live& live, const float* last_row, std::vector<Event>& events);
+  void advance_grammar(Live& live, int32_t token);
+  void end_unforked_samples(const Live& live, std::vector<Event>& events, const std::string& error);
+  const std::shared_ptr<const grammar::TokenTable>& token_table(bool print_control_tokens);
   void emit_prompt_logits(const ScheduledChunk& chunk, const Live& live, const float* rows, std::vector<Event>& events);
   void after_chunk(const ScheduledChunk& chunk, const float* last_row, std::vector<Event>& events);
-  void accept_token(Live& live, int32_t token, std::vector<Event>& events);
+  void accept_token(Live& live, int32_t token, const SampleReport* report, std::vector<Event>& events);
   void finish(Live& live, FinishReason reason, std::vector<Event>& events);
   void fail(Live& live, const std::string& message, std::vector<Event>& events);
   void slide_window(Live& live);
@@ -83,6 +93,8 @@ class EngineCore {
   std::map<RequestId, std::unique_ptr<Live>> live_;
   uint64_t generated_tokens_ = 0;
   std::vector<float> logits_;   // [rows][vocab] of the last forward pass
+  // The vocabulary as grammars see it, built on first use: [0] control tokens silent, [1] printed.
+  std::shared_ptr<const grammar::TokenTable> token_tables_[2];
 };
 
 }  // namespace kvdesk

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <unordered_map>
 
 #include "engine/error.h"
+#include "engine/grammar/grammar_matcher.h"
 
 namespace kvdesk {
 namespace {
@@ -40,14 +42,50 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
   validate_sampling_params(params);
 }
 
-int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history) {
+int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history,
+                        const grammar::GrammarMatcher* matcher, SampleReport* report, int32_t top_logprobs) {
+  if (matcher && !report && !narrows()) {
+    // Rejection first: a token drawn without the mask that the grammar allows is exactly a draw
+    // from the masked distribution (p(t) + (1 - A) p(t) / A = p(t) / A, A the allowed mass;
+    // greedy: the unmasked argmax, when allowed, is the masked one). Only a refused draw pays
+    // for the whole mask. Filters that narrow the candidates would differ with and without the
+    // mask, so they take the mask first.
+    start(logits, vocab, history);
+    const int32_t unmasked = pick();
+    if (unmasked >= 0 && matcher->allows(unmasked)) return unmasked;
+  }
+  start(logits, vocab, history);
+  if (matcher) apply_mask(*matcher);
+  if (report && !matcher) {
+    adjusted_.resize(size_t(vocab));
+    for (int32_t i = 0; i < vocab; ++i) adjusted_[size_t(i)] = candidates_[size_t(i)].value;
+  }
+  const int32_t chosen = pick();
+  if (report && chosen >= 0) report_logprobs(chosen, top_logprobs, *report);
+  return chosen;
+}
+
+// candidates_ = the logits with the bias and penalties in.
+void Sampler::start(const float* logits, int32_t vocab, const std::vector<int32_t>& history) {
   candidates_.resize(size_t(vocab));
-  for (int32_t i = 0; i < vocab; ++i) candidates_[i] = Candidate{i, logits[i]};
+  for (int32_t i = 0; i < vocab; ++i) candidates_[size_t(i)] = Candidate{i, logits[i]};
   apply_logit_bias();
   apply_penalties(history);
+}
+
+bool Sampler::narrows() const {
+  return params_.temperature > 0 && (params_.top_k > 0 || params_.top_p < 1.0f || params_.min_p > 0);
+}
+
+// The draw over candidates_ once bias, penalties and mask are in: greedy, or the filters.
+int32_t Sampler::pick() {
+  const bool any_allowed = std::any_of(candidates_.begin(), candidates_.end(), [](const Candidate& c) {
+    return c.value > -std::numeric_limits<float>::infinity();
+  });
+  if (!any_allowed) return -1;
   if (params_.temperature <= 0) {
     int32_t best = 0;
-    for (int32_t i = 1; i < vocab; ++i) {
+    for (int32_t i = 1; i < int32_t(candidates_.size()); ++i) {
       if (candidates_[i].value > candidates_[best].value) best = i;
     }
     return best;
@@ -57,6 +95,36 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
   keep_top_p();
   keep_min_p();
   return draw();
+}
+
+// Tokens the grammar does not allow next get -inf, so no filter below can bring them back.
+void Sampler::apply_mask(const grammar::GrammarMatcher& matcher) {
+  adjusted_.resize(candidates_.size());
+  for (size_t i = 0; i < candidates_.size(); ++i) adjusted_[i] = candidates_[i].value;
+  matcher.apply_mask(adjusted_.data());
+  for (size_t i = 0; i < candidates_.size(); ++i) candidates_[i].value = adjusted_[i];
+}
+
+// log softmax of adjusted_ (bias, penalties and mask in; temperature not): the chosen token's
+// value and the `top` highest, ties by lower id.
+void Sampler::report_logprobs(int32_t chosen, int32_t top, SampleReport& report) const {
+  float max_value = -std::numeric_limits<float>::infinity();
+  for (float v : adjusted_) max_value = std::max(max_value, v);
+  double sum = 0;
+  for (float v : adjusted_) sum += std::isinf(v) ? 0.0 : std::exp(double(v) - max_value);
+  const float log_sum = float(max_value + std::log(sum));
+  report.logprob = adjusted_[size_t(chosen)] - log_sum;
+  report.top.clear();
+  if (top <= 0) return;
+  std::vector<int32_t> ids(adjusted_.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+  const size_t n = std::min(ids.size(), size_t(top));
+  std::partial_sort(ids.begin(), ids.begin() + ptrdiff_t(n), ids.end(), [&](int32_t a, int32_t b) {
+    return adjusted_[size_t(a)] > adjusted_[size_t(b)] || (adjusted_[size_t(a)] == adjusted_[size_t(b)] && a < b);
+  });
+  for (size_t i = 0; i < n && !std::isinf(adjusted_[size_t(ids[i])]); ++i) {
+    report.top.push_back(TokenLogprob{ids[i], adjusted_[size_t(ids[i])] - log_sum});
+  }
 }
 
 void Sampler::apply_logit_bias() {

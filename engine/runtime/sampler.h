@@ -1,7 +1,9 @@
 // Sampler: picks the next token from one row of logits. Order of the filters (as llama.cpp's
-// default chain): logit bias -> repetition, presence and frequency penalties -> top-k ->
-// temperature -> softmax -> top-p -> min-p -> draw. Temperature 0 is greedy (argmax, lowest id on
-// ties). One Sampler per sequence: its random stream, seeded once, makes a run with the same seed
+// default chain): logit bias -> repetition, presence and frequency penalties -> the grammar's
+// mask -> top-k -> temperature -> softmax -> top-p -> min-p -> draw. Temperature 0 is greedy
+// (argmax, lowest id on ties). Log-probabilities, when asked for, are those of the distribution
+// after the mask and before temperature: what the model says about the tokens it may write.
+// One Sampler per sequence: its random stream, seeded once, makes a run with the same seed
 // repeat exactly.
 #pragma once
 #include <cstdint>
@@ -12,20 +14,40 @@
 
 namespace kvdesk {
 
+namespace grammar {
+class GrammarMatcher;
+}
+
+// What sample() reports about its choice when asked.
+struct SampleReport {
+  float logprob = 0;                  // the chosen token's
+  std::vector<TokenLogprob> top;      // [top_logprobs] the most likely tokens, most likely first
+};
+
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
 
   // logits[vocab] are not modified; history is the sequence so far (prompt + generated).
-  int32_t sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history);
+  // matcher, when given, removes the tokens its grammar does not allow. report, when given,
+  // receives the chosen token's log-probability and the top_logprobs most likely tokens'.
+  // Returns -1 when no token is allowed (every logit is -inf after the mask).
+  int32_t sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history,
+                 const grammar::GrammarMatcher* matcher = nullptr, SampleReport* report = nullptr,
+                 int32_t top_logprobs = 0);
 
  private:
   struct Candidate {
     int32_t id;
     float value;   // logit, then probability
   };
+  void start(const float* logits, int32_t vocab, const std::vector<int32_t>& history);
+  bool narrows() const;   // a filter (top-k, top-p, min-p) narrows what a draw may take
   void apply_logit_bias();
   void apply_penalties(const std::vector<int32_t>& history);
+  void apply_mask(const grammar::GrammarMatcher& matcher);
+  int32_t pick();
+  void report_logprobs(int32_t chosen, int32_t top, SampleReport& report) const;
   void keep_top_k();
   void softmax_with_temperature();
   void keep_top_p();
@@ -35,6 +57,7 @@ class Sampler {
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<Candidate> candidates_;   // [vocab] at the start of each sample()
+  std::vector<float> adjusted_;         // [vocab] the logits after bias, penalties and mask
 };
 
 }  // namespace kvdesk

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <latch>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -381,7 +382,9 @@ TEST_CASE("serve answers bad requests with OpenAI error JSON and keeps serving",
   CHECK(expect_error(post(c, chat, chat_request("hi", 0)), 400)["param"] == "max_tokens");
   CHECK(expect_error(post(c, chat, chat_request("hi", 8, {{"top_p", 0}})), 400)["param"] == "top_p");
   CHECK(expect_error(post(c, chat, chat_request("hi", 8, {{"presence_penalty", -3}})), 400)["param"] == "presence_penalty");
-  CHECK(expect_error(post(c, chat, chat_request("hi", 8, {{"n", 2}})), 400)["param"] == "n");
+  CHECK(expect_error(post(c, chat, chat_request("hi", 8, {{"n", 40}})), 400)["param"] == "n");
+  CHECK(expect_error(post(c, chat, chat_request(std::string(3000, 'x'), 4, {{"n", 3}})), 400)["code"] ==
+        "context_length_exceeded");
   CHECK(expect_error(post(c, chat, {{"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}), 400)["param"] ==
         "messages[0].role");
   CHECK(expect_error(post(c, "/v1/completions", {{"prompt", 42}}), 400)["param"] == "prompt");
@@ -397,6 +400,67 @@ TEST_CASE("serve answers bad requests with OpenAI error JSON and keeps serving",
   CHECK(expect_error(c.Get("/v1/nothing"), 404)["code"] == "not_found");
   expect_error(c.Get(chat.c_str()), 404);
   CHECK(get_json(c, "/health") == json{{"status", "ok"}});
+}
+
+TEST_CASE("serve: n choices share one prefill and fork the prompt's blocks; a schema holds each", "[app][serve]") {
+  ServeProcess server;
+  httplib::Client c = server.client();
+  const json schema = {{"type", "object"},
+                       {"properties", {{"word", {{"type", "string"}, {"maxLength", 6}}}, {"n", {{"type", "integer"}, {"minimum", 0}, {"maximum", 99}}}}},
+                       {"required", {"word", "n"}},
+                       {"additionalProperties", false}};
+  const json format = {{"type", "json_schema"}, {"json_schema", {{"name", "w"}, {"schema", schema}}}};
+  const auto res = post(c, "/v1/chat/completions",
+                        chat_request("Once upon a time", 64, {{"n", 3}, {"temperature", 1.0}, {"seed", 4}, {"response_format", format}}));
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  const json j = json::parse(res->body);
+  REQUIRE(j["choices"].size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    const json& choice = j["choices"][i];
+    INFO(choice.dump());
+    CHECK(choice["index"] == i);
+    CHECK(choice["finish_reason"] == "stop");
+    const json answer = json::parse(choice["message"]["content"].get<std::string>());
+    CHECK(answer.size() == 2);
+    CHECK(answer["word"].get<std::string>().size() <= 6 * 4);
+    CHECK(answer["n"].get<int>() >= 0);
+    CHECK(answer["n"].get<int>() <= 99);
+  }
+  CHECK(j["usage"]["prompt_tokens"] == 5);
+  CHECK(metric(metrics_text(c), "kvdesk:kv_forks_total") >= 2);
+
+  const auto streamed = post(c, "/v1/chat/completions", chat_request("Once upon a time", 8, {{"n", 2}, {"stream", true}}));
+  REQUIRE(streamed);
+  std::set<int> finished;
+  for (const std::string& payload : sse_payloads(streamed->body)) {
+    if (payload == "[DONE]") continue;
+    const json chunk = json::parse(payload);
+    for (const json& choice : chunk["choices"]) {
+      if (!choice["finish_reason"].is_null()) finished.insert(choice["index"].get<int>());
+    }
+  }
+  CHECK(finished == std::set<int>{0, 1});
+}
+
+TEST_CASE("serve tokenizes and detokenizes as llama-server does", "[app][serve]") {
+  ServeProcess server;
+  httplib::Client c = server.client();
+  const auto with_bos = post(c, "/tokenize", {{"content", "Once upon a time"}, {"add_special", true}});
+  REQUIRE(with_bos);
+  REQUIRE(with_bos->status == 200);
+  const std::vector<int32_t> ids = json::parse(with_bos->body)["tokens"].get<std::vector<int32_t>>();
+  REQUIRE(ids.size() == 5);   // as the chat request's prompt_tokens: BOS and four words
+  CHECK(ids[0] == 1);
+  const json plain = json::parse(post(c, "/tokenize", {{"content", "Once upon a time"}})->body);
+  CHECK(plain["tokens"].get<std::vector<int32_t>>() == std::vector<int32_t>(ids.begin() + 1, ids.end()));
+  const json pieces = json::parse(post(c, "/tokenize", {{"content", "Once"}, {"with_pieces", true}})->body);
+  CHECK(pieces["tokens"][0]["piece"] == " Once");
+  const json text = json::parse(post(c, "/detokenize", {{"tokens", plain["tokens"]}})->body);
+  CHECK(text["content"] == " Once upon a time");
+  CHECK(expect_error(post(c, "/detokenize", {{"tokens", {1, 99999}}}), 400)["message"].get<std::string>().find("out of range") !=
+        std::string::npos);
+  CHECK(expect_error(post(c, "/tokenize", {{"content", 5}}), 400)["param"] == "content");
 }
 
 TEST_CASE("serve refuses a body over 4 MiB, or a form-encoded one over 8 KiB, with 413", "[app][serve]") {

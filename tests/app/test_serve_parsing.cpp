@@ -97,13 +97,18 @@ TEST_CASE("a completions prompt is text, one text in an array, or token ids", "[
   CHECK_THROWS_AS(parse_completion_request(R"({"prompt": ["a", "b"]})", kLimits), ApiError);
   CHECK_THROWS_AS(parse_completion_request(R"({"prompt": [-1]})", kLimits), ApiError);
   CHECK_THROWS_AS(parse_completion_request(R"({"prompt": ""})", kLimits), ApiError);
-  CHECK_THROWS_AS(parse_completion_request(R"({"prompt": "x", "echo": true})", kLimits), ApiError);
+  CHECK(parse_completion_request(R"({"prompt": "x", "echo": true})", kLimits).echo);
+  CHECK_THROWS_AS(parse_completion_request(R"({"prompt": [1, 2], "echo": true})", kLimits), ApiError);
+  CHECK_THROWS_AS(parse_completion_request(R"({"prompt": "x", "echo": true, "logprobs": 2})", kLimits), ApiError);
+  CHECK(parse_completion_request(R"({"prompt": "x", "logprobs": 3})", kLimits).engine.top_logprobs == 3);
+  CHECK_THROWS_AS(parse_completion_request(R"({"prompt": "x", "logprobs": 6})", kLimits), ApiError);
 }
 
 TEST_CASE("bad chat bodies are refused naming the field", "[app][serve_parsing]") {
   CHECK(refused_param("nope") == "");
   CHECK(refused_param("{}") == "messages");
-  CHECK(refused_param(R"({"messages": [{"role": "tool", "content": "x"}]})") == "messages[0].role");
+  CHECK(refused_param(R"({"messages": [{"role": "robot", "content": "x"}]})") == "messages[0].role");
+  CHECK(refused_param(R"({"messages": [{"role": "assistant", "tool_calls": {}}]})") == "messages[0].tool_calls");
   CHECK(refused_param(R"({"messages": [{"role": "user", "content": 5}]})") == "messages[0].content");
   CHECK(refused_param(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})") == "messages[0].content");
   const std::string hi = R"("messages": [{"role": "user", "content": "hi"}])";
@@ -114,12 +119,21 @@ TEST_CASE("bad chat bodies are refused naming the field", "[app][serve_parsing]"
   CHECK(refused_param("{" + hi + R"(, "max_tokens": 18446744073709551615})") == "max_tokens");
   CHECK(refused_param("{" + hi + R"(, "stop": ["a", ""]})") == "stop");
   CHECK(refused_param("{" + hi + R"(, "stream_options": 1})") == "stream_options");
-  CHECK(refused_param("{" + hi + R"(, "logprobs": true})") == "logprobs");
-  CHECK(refused_param("{" + hi + R"(, "tools": [{"type": "function"}]})") == "tools");
+  CHECK(refused_param("{" + hi + R"(, "top_logprobs": 3})") == "top_logprobs");
+  CHECK(refused_param("{" + hi + R"(, "logprobs": true, "top_logprobs": 21})") == "top_logprobs");
+  CHECK(refused_param("{" + hi + R"(, "n": 0})") == "n");
+  CHECK(refused_param("{" + hi + R"(, "n": 17})") == "n");
+  CHECK(refused_param("{" + hi + R"(, "tools": [{"type": "function"}]})") == "tools[0]");
+  CHECK(refused_param("{" + hi + R"(, "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}})") == "tool_choice");
   CHECK(refused_param("{" + hi + R"(, "functions": [{"name": "f"}]})") == "functions");
-  CHECK(refused_param("{" + hi + R"(, "response_format": {"type": "json_object"}})") == "response_format");
+  CHECK(refused_param("{" + hi + R"(, "response_format": {"type": "xml"}})") == "response_format");
   CHECK(refused_param("{" + hi + R"(, "response_format": "text"})") == "response_format");
-  CHECK_NOTHROW(parse_chat_request("{" + hi + R"(, "response_format": {"type": "text"}, "functions": []})", kLimits));
+  CHECK(refused_param("{" + hi + R"(, "response_format": {"typ": "json_object"}})") == "response_format");
+  CHECK(refused_param("{" + hi + R"(, "grammar": "root ::= [a"})") == "grammar");
+  CHECK(refused_param("{" + hi + R"(, "grammar": "root ::= \"a\"", "response_format": {"type": "json_object"}})") == "grammar");
+  CHECK(refused_param("{" + hi + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "a+"}}}})") ==
+        "response_format.json_schema.schema");
+  CHECK_NOTHROW(parse_chat_request("{" + hi + R"(, "response_format": {"type": "text"}, "user": "u", "metadata": {"a": "b"}})", kLimits));
   CHECK(refused_param("{" + hi + R"(, "model": 3})") == "model");
   CHECK(refused_param("{" + hi + R"(, "logit_bias": [1]})") == "logit_bias");
   CHECK(refused_param("{" + hi + R"(, "logit_bias": {"abc": 1}})") == "logit_bias");
@@ -153,28 +167,57 @@ TEST_CASE("a chat answer's reasoning goes in reasoning_content, whole or streame
   const Usage usage{5, 7, 0};
   const ResponseShape harmony(Endpoint::ChatCompletions, "m");
   const nlohmann::json whole = harmony.full(
-      "<|channel|>analysis<|message|>Add them.<|end|><|start|>assistant<|channel|>final<|message|>4", "stop", usage);
+      {{"<|channel|>analysis<|message|>Add them.<|end|><|start|>assistant<|channel|>final<|message|>4", "stop", {}}}, usage);
   CHECK(whole["choices"][0]["message"]["content"] == "4");
   CHECK(whole["choices"][0]["message"]["reasoning_content"] == "Add them.");
   // DeepSeek R1's prompt opened <think>: the answer's text starts inside it.
   const ResponseShape r1(Endpoint::ChatCompletions, "m", true);
-  const nlohmann::json opened = r1.full("Add them.\n</think>\n\n4", "stop", usage);
+  const nlohmann::json opened = r1.full({{"Add them.\n</think>\n\n4", "stop", {}}}, usage);
   CHECK(opened["choices"][0]["message"]["content"] == "4");
   CHECK(opened["choices"][0]["message"]["reasoning_content"] == "Add them.");
   // An answer without reasoning stays as it is, with no reasoning_content.
-  const nlohmann::json plain = harmony.full("  Once upon a time", "length", usage);
+  const nlohmann::json plain = harmony.full({{"  Once upon a time", "length", {}}}, usage);
   CHECK(plain["choices"][0]["message"]["content"] == "  Once upon a time");
   CHECK_FALSE(plain["choices"][0]["message"].contains("reasoning_content"));
   // Streamed: each chunk's delta carries what its piece added, apart.
-  AnswerStream stream = r1.answer_stream();
-  const nlohmann::json first = r1.answer_delta(stream.feed("Add"));
-  CHECK(first["choices"][0]["delta"]["reasoning_content"] == "Add");
-  CHECK_FALSE(first["choices"][0]["delta"].contains("content"));
-  stream.feed(" them.\n");
-  const nlohmann::json answer = r1.answer_delta(stream.feed("</think>\n\n4"));
-  CHECK(answer["choices"][0]["delta"]["content"] == "4");
-  CHECK_FALSE(answer["choices"][0]["delta"].contains("reasoning_content"));
+  ChoiceStream stream = r1.choice_stream();
+  const std::vector<nlohmann::json> first = r1.piece(stream, 0, "Add", {});
+  REQUIRE(first.size() == 1);
+  CHECK(first[0]["choices"][0]["delta"]["reasoning_content"] == "Add");
+  CHECK_FALSE(first[0]["choices"][0]["delta"].contains("content"));
+  r1.piece(stream, 0, " them.\n", {});
+  const std::vector<nlohmann::json> answer = r1.piece(stream, 0, "</think>\n\n4", {});
+  REQUIRE(answer.size() == 1);
+  CHECK(answer[0]["choices"][0]["delta"]["content"] == "4");
+  CHECK_FALSE(answer[0]["choices"][0]["delta"].contains("reasoning_content"));
   // Completions keep the text as written.
-  CHECK(ResponseShape(Endpoint::Completions, "m").full("<think>x</think>y", "stop", usage)["choices"][0]["text"] ==
+  CHECK(ResponseShape(Endpoint::Completions, "m").full({{"<think>x</think>y", "stop", {}}}, usage)["choices"][0]["text"] ==
         "<think>x</think>y");
+}
+
+TEST_CASE("n answers are choices with their own index; usage counts the prompt once", "[app][serve_parsing]") {
+  const nlohmann::json whole =
+      ResponseShape(Endpoint::ChatCompletions, "m").full({{"a", "stop", {}}, {"b", "length", {}}}, Usage{9, 4, 0});
+  REQUIRE(whole["choices"].size() == 2);
+  CHECK(whole["choices"][1]["index"] == 1);
+  CHECK(whole["choices"][1]["message"]["content"] == "b");
+  CHECK(whole["choices"][1]["finish_reason"] == "length");
+  CHECK(whole["usage"]["total_tokens"] == 13);
+}
+
+TEST_CASE("logprobs take each endpoint's OpenAI shape", "[app][serve_parsing]") {
+  const std::vector<LogprobEntry> entries = {{"Hi", -0.5f, {{7, -0.5f, "Hi"}, {9, -1.5f, "\xE2"}}}};
+  const nlohmann::json chat =
+      ResponseShape(Endpoint::ChatCompletions, "m", false, ToolCallFormat::None, true).full({{"Hi", "stop", entries}}, {});
+  const nlohmann::json& c = chat["choices"][0]["logprobs"]["content"][0];
+  CHECK(c["token"] == "Hi");
+  CHECK(c["logprob"] == Approx(-0.5));
+  CHECK(c["bytes"] == nlohmann::json::array({72, 105}));
+  REQUIRE(c["top_logprobs"].size() == 2);
+  CHECK(c["top_logprobs"][1]["bytes"] == nlohmann::json::array({0xE2}));
+  const nlohmann::json legacy =
+      ResponseShape(Endpoint::Completions, "m", false, ToolCallFormat::None, true).full({{"Hi", "stop", entries}}, {});
+  CHECK(legacy["choices"][0]["logprobs"]["tokens"] == nlohmann::json::array({"Hi"}));
+  CHECK(legacy["choices"][0]["logprobs"]["top_logprobs"][0]["Hi"] == Approx(-0.5));
+  CHECK(ResponseShape(Endpoint::ChatCompletions, "m").full({{"Hi", "stop", {}}}, {})["choices"][0]["logprobs"].is_null());
 }

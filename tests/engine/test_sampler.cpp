@@ -1,9 +1,13 @@
-// Sampler: greedy, each filter's effect on a crafted distribution, seeds repeat.
+// Sampler: greedy, each filter's effect on a crafted distribution, seeds repeat, a grammar's mask.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <map>
+#include <memory>
 
 #include "engine/error.h"
+#include "engine/grammar/gbnf.h"
+#include "engine/grammar/grammar_matcher.h"
 #include "engine/runtime/sampler.h"
 
 using namespace kvdesk;
@@ -148,4 +152,44 @@ TEST_CASE("logit biases outside [-100, 100] or for negative ids are refused", "[
   CHECK_THROWS_WITH(validate_sampling_params(p), Catch::Contains("logit biases"));
   p.logit_bias = {{-1, 1.0f}};
   CHECK_THROWS_WITH(validate_sampling_params(p), Catch::Contains("token ids"));
+}
+
+namespace {
+
+// Tokens "a" "b" "c" "d" and an end of generation; the grammar allows runs of b and c.
+struct BcGrammar {
+  std::shared_ptr<const grammar::TokenTable> table =
+      std::make_shared<const grammar::TokenTable>(std::vector<std::string>{"a", "b", "c", "d", ""}, std::vector<int32_t>{4});
+  grammar::GrammarMatcher matcher{grammar::parse_gbnf("root ::= [bc]+"), table};
+};
+
+}  // namespace
+
+TEST_CASE("under a grammar, greedy is the best allowed token, ties to the lowest id", "[engine][sampler][grammar]") {
+  BcGrammar g;
+  Sampler sampler(SamplingParams{});
+  const std::vector<float> a_best = {5.0f, 1.0f, 2.0f, 4.0f, 3.0f};
+  CHECK(sampler.sample(a_best.data(), 5, {}, &g.matcher) == 2);
+  const std::vector<float> b_best = {0.0f, 3.0f, 3.0f, 0.0f, 1.0f};   // b allowed and first of the tie
+  CHECK(sampler.sample(b_best.data(), 5, {}, &g.matcher) == 1);
+  const std::vector<float> tie_with_refused = {3.0f, 1.0f, 3.0f, 0.0f, 0.0f};   // a ties c but is refused
+  CHECK(sampler.sample(tie_with_refused.data(), 5, {}, &g.matcher) == 2);
+}
+
+TEST_CASE("under a grammar, sampling draws from the allowed tokens renormalized", "[engine][sampler][grammar]") {
+  BcGrammar g;
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 3;
+  // Softmax over b and c alone: b 1/(1+e), c e/(1+e); a and d carry most of the unmasked mass.
+  const std::vector<float> logits = {3.0f, 0.0f, 1.0f, 2.5f, -20.0f};
+  Sampler sampler(p);
+  std::map<int32_t, int> counts;
+  const int draws = 20000;
+  for (int i = 0; i < draws; ++i) ++counts[sampler.sample(logits.data(), 5, {}, &g.matcher)];
+  CHECK(counts[0] == 0);
+  CHECK(counts[3] == 0);
+  CHECK(counts[4] == 0);   // the grammar cannot end before its first b or c
+  const double expected_c = std::exp(1.0) / (1.0 + std::exp(1.0));
+  CHECK(double(counts[2]) / draws == Approx(expected_c).margin(0.015));
 }

@@ -11,7 +11,7 @@ build="$(cd "${1:?usage: tests/fuzz/run.sh BUILD_DIR [SECONDS] [TARGET...]}" && 
 seconds="${2:-45}"
 shift $(( $# >= 2 ? 2 : 1 ))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_conversation_json)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_gguf fuzz_tokenizer fuzz_chat_template fuzz_conversation_json fuzz_openai_request fuzz_grammar)
 work="$(mktemp -d "${TMPDIR:-/tmp}/kvdesk-fuzz.XXXXXX")"
 export KVDESK_MODELS_DIR="${KVDESK_MODELS_DIR:-$here/../../../shared/models}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

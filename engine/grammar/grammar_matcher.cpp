@@ -1,0 +1,260 @@
+#include "engine/grammar/grammar_matcher.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "engine/error.h"
+#include "engine/grammar/stack_sets.h"
+
+namespace kvdesk::grammar {
+namespace {
+
+constexpr size_t kCompactEveryBytes = 1024;   // how often a long feed checks the budget
+
+// The bytes for an error message: printable ASCII as it is, the rest as \xHH, cut at 40.
+std::string printable(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < bytes.size() && i < 40; ++i) {
+    const uint8_t b = uint8_t(bytes[i]);
+    if (b >= 0x20 && b < 0x7F && b != '\\') {
+      out += char(b);
+    } else {
+      out += "\\x";
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    }
+  }
+  return bytes.size() > 40 ? out + "..." : out;
+}
+
+void set_bit(std::vector<uint64_t>& bits, int32_t i) { bits[size_t(i) >> 6] |= uint64_t{1} << (i & 63); }
+
+}  // namespace
+
+TokenTable::TokenTable(std::vector<std::string> token_bytes, std::vector<int32_t> end_of_generation_ids)
+    : bytes_(std::move(token_bytes)), end_of_generation_(bytes_.size(), false) {
+  for (int32_t id : end_of_generation_ids) {
+    if (id < 0 || size_t(id) >= bytes_.size()) throw Error("end-of-generation token " + std::to_string(id) + " is not in the vocabulary");
+    if (!end_of_generation_[size_t(id)]) end_of_generation_ids_.push_back(id);
+    end_of_generation_[size_t(id)] = true;
+  }
+  for (size_t id = 0; id < bytes_.size(); ++id) {
+    if (bytes_[id].size() > UINT16_MAX) throw Error("token " + std::to_string(id) + " is over 65535 bytes");
+  }
+  build_trie();
+}
+
+// Tokens sorted by their bytes come in trie preorder: each one shares its longest common
+// prefix with the one before, so only the nodes past that prefix are new, and a node's
+// subtree ends when a later token leaves its path.
+void TokenTable::build_trie() {
+  std::vector<int32_t> order;
+  for (size_t id = 0; id < bytes_.size(); ++id) {
+    if (!bytes_[id].empty()) order.push_back(int32_t(id));
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return bytes_[size_t(a)] < bytes_[size_t(b)]; });
+  trie_.push_back({0, 0, 0});
+  std::vector<int32_t> path = {0};   // [depth]: the node on the current token's path
+  std::vector<std::pair<int32_t, int32_t>> ends;   // (node, token), node order
+  std::string_view previous;
+  for (int32_t id : order) {
+    const std::string& bytes = bytes_[size_t(id)];
+    const size_t common = size_t(std::mismatch(previous.begin(), previous.end(), bytes.begin(), bytes.end()).first - previous.begin());
+    while (path.size() > common + 1) {
+      trie_[size_t(path.back())].subtree_end = int32_t(trie_.size());
+      path.pop_back();
+    }
+    for (size_t depth = common; depth < bytes.size(); ++depth) {
+      path.push_back(int32_t(trie_.size()));
+      trie_.push_back({0, uint16_t(depth + 1), uint8_t(bytes[depth])});
+    }
+    ends.emplace_back(path.back(), id);
+    max_depth_ = std::max(max_depth_, int(bytes.size()));
+    previous = bytes;
+  }
+  for (int32_t node : path) trie_[size_t(node)].subtree_end = int32_t(trie_.size());
+  trie_token_begin_.assign(trie_.size() + 1, 0);
+  for (const auto& [node, token] : ends) ++trie_token_begin_[size_t(node) + 1];
+  std::partial_sum(trie_token_begin_.begin(), trie_token_begin_.end(), trie_token_begin_.begin());
+  for (const auto& end : ends) trie_tokens_.push_back(end.second);
+}
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTable> tokens)
+    : grammar_(std::move(grammar)), tokens_(std::move(tokens)) {
+  start_grammar();
+}
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTable> tokens,
+                               std::vector<std::string> triggers)
+    : grammar_(std::move(grammar)), tokens_(std::move(tokens)), triggered_(false) {
+  for (std::string& trigger : triggers) {
+    if (!trigger.empty()) triggers_.push_back(std::move(trigger));
+  }
+}
+
+GrammarMatcher::~GrammarMatcher() = default;
+GrammarMatcher::GrammarMatcher(GrammarMatcher&&) noexcept = default;
+GrammarMatcher& GrammarMatcher::operator=(GrammarMatcher&&) noexcept = default;
+
+void GrammarMatcher::start_grammar() {
+  sets_ = std::make_unique<StackSets>(grammar_);
+  state_ = sets_->start();
+  mask_cache_.assign(kMaskCacheSize, CachedMask{});
+  walk_states_.assign(size_t(tokens_->max_depth()) + 1, 0);
+}
+
+void GrammarMatcher::compact_if_needed() const {
+  if (!sets_->over_budget()) return;
+  state_ = sets_->compact({state_})[0];
+  for (CachedMask& entry : mask_cache_) entry.state = -1;
+}
+
+void GrammarMatcher::apply_mask(float* logits) const {
+  if (!triggered_) return;
+  const std::vector<uint64_t>& allowed = allowed_tokens();
+  const int32_t vocab = tokens_->vocab_size();
+  for (int32_t word = 0; word * 64 < vocab; ++word) {
+    const uint64_t bits = allowed[size_t(word)];
+    if (bits == ~uint64_t{0}) continue;
+    for (int32_t t = word * 64; t < std::min(vocab, word * 64 + 64); ++t) {
+      if (!((bits >> (t & 63)) & 1)) logits[t] = -INFINITY;
+    }
+  }
+}
+
+const std::vector<uint64_t>& GrammarMatcher::allowed_tokens() const {
+  compact_if_needed();
+  if (!memoize_) {
+    walk_trie(scratch_allowed_);
+    return scratch_allowed_;
+  }
+  ++mask_clock_;
+  for (CachedMask& entry : mask_cache_) {
+    if (entry.state == state_) {
+      entry.last_used = mask_clock_;
+      return entry.allowed;
+    }
+  }
+  CachedMask& victim = *std::min_element(mask_cache_.begin(), mask_cache_.end(),
+                                         [](const CachedMask& a, const CachedMask& b) { return a.last_used < b.last_used; });
+  victim.state = -1;
+  walk_trie(victim.allowed);
+  victim.state = state_;
+  victim.last_used = mask_clock_;
+  return victim.allowed;
+}
+
+// Preorder over the trie with the state at each depth: a node's state is its parent's
+// stepped by the node's byte; a dead step skips the node's whole subtree.
+void GrammarMatcher::walk_trie(std::vector<uint64_t>& allowed) const {
+  allowed.assign((size_t(tokens_->vocab_size()) + 63) / 64, 0);
+  const std::vector<TokenTable::TrieNode>& trie = tokens_->trie();
+  const std::vector<int32_t>& trie_tokens = tokens_->trie_tokens();
+  walk_states_[0] = state_;
+  for (int32_t i = 1; i < int32_t(trie.size());) {
+    const TokenTable::TrieNode node = trie[size_t(i)];
+    const int32_t from = walk_states_[node.depth - 1];
+    const int32_t to = memoize_ ? sets_->step(from, node.byte) : sets_->step_uncached(from, node.byte);
+    if (to == StackSets::kDead) {
+      i = node.subtree_end;
+      continue;
+    }
+    walk_states_[node.depth] = to;
+    for (int32_t k = tokens_->token_begin(i); k < tokens_->token_begin(i + 1); ++k) set_bit(allowed, trie_tokens[size_t(k)]);
+    ++i;
+  }
+  if (sets_->can_end(state_)) {
+    for (int32_t id : tokens_->end_of_generation_ids()) set_bit(allowed, id);
+  }
+}
+
+int32_t GrammarMatcher::state_after(int32_t state, std::string_view bytes) const {
+  for (size_t i = 0; i < bytes.size() && state != StackSets::kDead; ++i) state = sets_->step(state, uint8_t(bytes[i]));
+  return state;
+}
+
+bool GrammarMatcher::allows(int32_t token) const {
+  if (token < 0 || token >= tokens_->vocab_size()) return false;
+  if (!triggered_) return true;
+  if (tokens_->is_end_of_generation(token)) return sets_->can_end(state_);
+  const std::string& bytes = tokens_->bytes(token);
+  if (bytes.empty()) return false;
+  compact_if_needed();
+  return state_after(state_, bytes) != StackSets::kDead;
+}
+
+void GrammarMatcher::accept(int32_t token) {
+  if (token < 0 || token >= tokens_->vocab_size()) throw Error("token " + std::to_string(token) + " is not in the vocabulary");
+  if (!triggered_) {
+    watch_for_trigger(tokens_->bytes(token));
+    return;
+  }
+  if (tokens_->is_end_of_generation(token)) {
+    if (!sets_->can_end(state_)) throw Error("the grammar does not allow the text to end here");
+    return;
+  }
+  if (tokens_->bytes(token).empty()) throw Error("token " + std::to_string(token) + " prints nothing, which a grammar never allows");
+  feed(tokens_->bytes(token));
+}
+
+void GrammarMatcher::accept_bytes(std::string_view bytes) {
+  if (triggered_) {
+    feed(bytes);
+  } else {
+    watch_for_trigger(bytes);
+  }
+}
+
+// Steps through `bytes`, compacting the tables on the way when a long text grows them, and
+// keeping the state it started from so that a rejected byte leaves the matcher unchanged.
+void GrammarMatcher::feed(std::string_view bytes) {
+  compact_if_needed();
+  int32_t original = state_, state = state_;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (i % kCompactEveryBytes == kCompactEveryBytes - 1 && sets_->over_budget()) {
+      const std::vector<int32_t> renamed = sets_->compact({original, state});
+      original = state_ = renamed[0];
+      state = renamed[1];
+      for (CachedMask& entry : mask_cache_) entry.state = -1;
+    }
+    state = sets_->step(state, uint8_t(bytes[i]));
+    if (state == StackSets::kDead) {
+      throw Error("the grammar does not allow \"" + printable(bytes.substr(i)) + "\" after \"" + printable(bytes.substr(0, i)) + "\"");
+    }
+  }
+  state_ = state;
+}
+
+// The earliest trigger in the recent output plus `bytes` starts the grammar there; otherwise
+// only the tail a trigger could still begin in is kept.
+void GrammarMatcher::watch_for_trigger(std::string_view bytes) {
+  if (triggers_.empty()) return;
+  std::string text = recent_ + std::string(bytes);
+  size_t first = std::string::npos, longest = 0;
+  for (const std::string& trigger : triggers_) {
+    first = std::min(first, text.find(trigger));
+    longest = std::max(longest, trigger.size());
+  }
+  if (first == std::string::npos) {
+    recent_ = text.substr(text.size() - std::min(text.size(), longest - 1));
+    return;
+  }
+  triggered_ = true;
+  start_grammar();
+  try {
+    feed(std::string_view(text).substr(first));
+  } catch (const Error&) {
+    triggered_ = false;
+    sets_.reset();
+    throw;
+  }
+  recent_.clear();
+}
+
+bool GrammarMatcher::can_end() const { return !triggered_ || sets_->can_end(state_); }
+
+bool GrammarMatcher::must_end() const { return triggered_ && sets_->next_bytes(state_).empty(); }
+
+}  // namespace kvdesk::grammar
