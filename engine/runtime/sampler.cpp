@@ -55,7 +55,10 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
     if (unmasked >= 0 && matcher->allows(unmasked)) return unmasked;
   }
   start(logits, vocab, history);
-  if (matcher) apply_mask(*matcher);
+  if (matcher) {
+    apply_mask(*matcher);
+    if (!any_allowed()) return -1;
+  }
   if (report && !matcher) {
     adjusted_.resize(size_t(vocab));
     for (int32_t i = 0; i < vocab; ++i) adjusted_[size_t(i)] = candidates_[size_t(i)].value;
@@ -77,12 +80,15 @@ bool Sampler::narrows() const {
   return params_.temperature > 0 && (params_.top_k > 0 || params_.top_p < 1.0f || params_.min_p > 0);
 }
 
-// The draw over candidates_ once bias, penalties and mask are in: greedy, or the filters.
-int32_t Sampler::pick() {
-  const bool any_allowed = std::any_of(candidates_.begin(), candidates_.end(), [](const Candidate& c) {
+bool Sampler::any_allowed() const {
+  return std::any_of(candidates_.begin(), candidates_.end(), [](const Candidate& c) {
     return c.value > -std::numeric_limits<float>::infinity();
   });
-  if (!any_allowed) return -1;
+}
+
+// The draw over candidates_ once bias, penalties and mask are in: greedy (ties and an all -inf
+// row pick the lowest id, as the GPU's argmax does), or the filters.
+int32_t Sampler::pick() {
   if (params_.temperature <= 0) {
     int32_t best = 0;
     for (int32_t i = 1; i < int32_t(candidates_.size()); ++i) {

@@ -31,7 +31,7 @@ class Sampler {
   // logits[vocab] are not modified; history is the sequence so far (prompt + generated).
   // matcher, when given, removes the tokens its grammar does not allow. report, when given,
   // receives the chosen token's log-probability and the top_logprobs most likely tokens'.
-  // Returns -1 when no token is allowed (every logit is -inf after the mask).
+  // Returns -1 when the mask allows no token (every logit -inf after it).
   int32_t sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history,
                  const grammar::GrammarMatcher* matcher = nullptr, SampleReport* report = nullptr,
                  int32_t top_logprobs = 0);
@@ -46,6 +46,7 @@ class Sampler {
   void apply_logit_bias();
   void apply_penalties(const std::vector<int32_t>& history);
   void apply_mask(const grammar::GrammarMatcher& matcher);
+  bool any_allowed() const;   // some candidate is above -inf
   int32_t pick();
   void report_logprobs(int32_t chosen, int32_t top, SampleReport& report) const;
   void keep_top_k();

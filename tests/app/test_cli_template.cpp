@@ -106,7 +106,7 @@ TEST_CASE("template -m renders the model's own template with its BOS and EOS", "
   CHECK(run.out == "Once upon a time");
 }
 
-TEST_CASE("--chat-template-file renders chat requests with that file's template", "[app][cli][template]") {
+TEST_CASE("The --chat-template-file flag renders chat requests with that file's template", "[app][cli][template]") {
   const TempDir dir;
   write(dir.file("t.jinja"), "{% for m in messages %}{{ m.content }}{% endfor %} and then");
   kvdesk::test::ServeProcess server({"--chat-template-file", dir.file("t.jinja")});

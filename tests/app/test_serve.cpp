@@ -402,7 +402,7 @@ TEST_CASE("serve answers bad requests with OpenAI error JSON and keeps serving",
   CHECK(get_json(c, "/health") == json{{"status", "ok"}});
 }
 
-TEST_CASE("serve: n choices share one prefill and fork the prompt's blocks; a schema holds each", "[app][serve]") {
+TEST_CASE("serve: n choices share one prefill and fork the prompt's blocks, and a schema holds each", "[app][serve]") {
   ServeProcess server;
   httplib::Client c = server.client();
   const json schema = {{"type", "object"},

@@ -195,7 +195,7 @@ TEST_CASE("a chat answer's reasoning goes in reasoning_content, whole or streame
         "<think>x</think>y");
 }
 
-TEST_CASE("n answers are choices with their own index; usage counts the prompt once", "[app][serve_parsing]") {
+TEST_CASE("n answers are choices with their own index, and usage counts the prompt once", "[app][serve_parsing]") {
   const nlohmann::json whole =
       ResponseShape(Endpoint::ChatCompletions, "m").full({{"a", "stop", {}}, {"b", "length", {}}}, Usage{9, 4, 0});
   REQUIRE(whole["choices"].size() == 2);

@@ -465,7 +465,7 @@ TEST_CASE("Message contents are never template segments", "[engine][chat]") {
   }
 }
 
-TEST_CASE("A template that does not parse is an error naming its line; one that raises names its message", "[engine][chat]") {
+TEST_CASE("A template that does not parse is an error naming its line, and one that raises names its message", "[engine][chat]") {
   const ChatTemplate broken = kvdesk::chat_template_from_source("own", "{% for m in messages %}\n{{ m.content }\n");
   CHECK(broken.program == nullptr);
   CHECK_THAT(broken.error, Contains("line 2"));

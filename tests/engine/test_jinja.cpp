@@ -127,7 +127,7 @@ TEST_CASE("Jinja: raise_exception and strftime_now as transformers defines them"
                     Contains("line 2") && Contains("Only user and assistant roles are supported!"));
 }
 
-TEST_CASE("Jinja: errors name the line; an attribute of an undefined value is an error", "[engine][jinja]") {
+TEST_CASE("Jinja: errors name the line, and an attribute of an undefined value is an error", "[engine][jinja]") {
   CHECK_THROWS_WITH(Template("a\n{% if x %}\nb"), Contains("line") && Contains("endif"));
   CHECK_THROWS_WITH(Template("{{ 'unclosed }}"), Contains("string"));
   CHECK_THROWS_WITH(render("\n\n{{ missing.attr }}"), Contains("line 3") && Contains("missing"));

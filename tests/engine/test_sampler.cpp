@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -192,4 +193,14 @@ TEST_CASE("under a grammar, sampling draws from the allowed tokens renormalized"
   CHECK(counts[4] == 0);   // the grammar cannot end before its first b or c
   const double expected_c = std::exp(1.0) / (1.0 + std::exp(1.0));
   CHECK(double(counts[2]) / draws == Approx(expected_c).margin(0.015));
+}
+
+TEST_CASE("greedy over an all -inf row picks id 0; a grammar that allows no token gives -1", "[engine][sampler][grammar]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  Sampler sampler(SamplingParams{});
+  const std::vector<float> none_finite = {-inf, -inf, -inf, -inf, -inf};
+  CHECK(sampler.sample(none_finite.data(), 5, {}) == 0);
+  BcGrammar g;
+  const std::vector<float> only_refused = {1.0f, -inf, -inf, 2.0f, 0.0f};   // b and c banned by the row
+  CHECK(sampler.sample(only_refused.data(), 5, {}, &g.matcher) == -1);
 }
