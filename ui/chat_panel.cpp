@@ -123,6 +123,20 @@ void draw_delete_confirmation(ViewModel& vm, const MessageView& m, size_t replie
   if (ImGui::SmallButton("Keep")) vm.ui.delete_message = 0;
 }
 
+// "Variants: N" beside Regenerate: N answers at once as sibling branches, sharing one prefill
+// of the conversation (the engine forks its KV); N is set on the slider beside it.
+void draw_variants_button(ViewModel& vm, UiActions& actions) {
+  ImGui::SameLine();
+  const std::string label = "Variants: " + std::to_string(vm.ui.variants);
+  if (ImGui::SmallButton(label.c_str())) actions.push_back({ActionKind::Variants, vm.ui.variants});
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("%d new answers at once, each a branch; they differ when the temperature is above 0", vm.ui.variants);
+  }
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(scaled_width(70));
+  ImGui::SliderInt("##variants", &vm.ui.variants, 2, 8);
+}
+
 void draw_message(ViewModel& vm, MessageView& m, size_t replies_shown, const Fonts& fonts, UiActions& actions) {
   const bool last = replies_shown == 0;
   ImGui::PushID(static_cast<int>(m.id));
@@ -162,6 +176,7 @@ void draw_message(ViewModel& vm, MessageView& m, size_t replies_shown, const Fon
   }
   if (last && m.role == MessageRole::Assistant && !vm.chat.generating) {
     if (ImGui::SmallButton("Regenerate")) actions.push_back({ActionKind::Regenerate});
+    draw_variants_button(vm, actions);
     if (m.can_continue) {
       ImGui::SameLine();
       if (ImGui::SmallButton("Continue")) actions.push_back({ActionKind::ContinueAnswer, m.id});

@@ -49,6 +49,11 @@ void draw_menu_bar(ViewModel& vm, UiActions& actions) {
   if (!ImGui::BeginMenuBar()) return;
   if (ImGui::BeginMenu("File")) {
     if (ImGui::MenuItem("New chat", "Ctrl+N")) actions.push_back({ActionKind::NewChat});
+    if (ImGui::MenuItem("Open model...")) {
+      vm.ui.browser_purpose = BrowsePurpose::OpenModel;
+      actions.push_back({ActionKind::BrowseFolder, 0, vm.browser.folder});
+    }
+    if (ImGui::MenuItem("Model library", nullptr, vm.ui.show_library)) vm.ui.show_library = !vm.ui.show_library;
     ImGui::Separator();
     const bool selected = vm.chat.conversation_id != 0;
     if (ImGui::MenuItem("Export as Markdown...", nullptr, false, selected)) vm.ui.file_prompt = "md";
@@ -239,17 +244,24 @@ UiActions draw_main_window(ViewModel& vm, const Fonts& fonts, TextureCache& text
   draw_conversation_list_panel(vm, actions);
   ImGui::EndChild();
   column_splitter("##split_left", height, avail.x, 1, prefs.left_share, kMinLeftShare, kMaxLeftShare);
-  ImGui::BeginChild("##chat", ImVec2(middle, height), true);
-  draw_chat_panel(vm, fonts, actions);
-  ImGui::EndChild();
-  column_splitter("##split_right", height, avail.x, -1, prefs.right_share, kMinRightShare, kMaxRightShare);
-  ImGui::BeginChild("##kv", ImVec2(0, height), true);
-  draw_side_tabs(vm, textures, actions);
-  ImGui::EndChild();
+  if (vm.ui.show_library) {   // the library's table takes the chat's and the panels' width
+    ImGui::BeginChild("##library", ImVec2(0, height), true);
+    draw_library_panel(vm, actions);
+    ImGui::EndChild();
+  } else {
+    ImGui::BeginChild("##chat", ImVec2(middle, height), true);
+    draw_chat_panel(vm, fonts, actions);
+    ImGui::EndChild();
+    column_splitter("##split_right", height, avail.x, -1, prefs.right_share, kMinRightShare, kMaxRightShare);
+    ImGui::BeginChild("##kv", ImVec2(0, height), true);
+    draw_side_tabs(vm, textures, actions);
+    ImGui::EndChild();
+  }
 
   draw_status_line(vm);
   handle_shortcuts(vm, actions);
   draw_file_prompt(vm, actions);
+  draw_file_browser(vm, actions);
   draw_modal(vm);
   ImGui::End();
   return actions;

@@ -1,4 +1,4 @@
-// The model bar: a path field, Open, the recent models, a remote server instead (ui/remote_picker.cpp),
+// The model bar: a path field, Open, the Library (or back to the chat), the recent models, a remote server instead (ui/remote_picker.cpp),
 // where the app serves over HTTP, and what the engine says about the model (loading: a progress
 // bar with Cancel; loaded with its shape; or why it failed).
 #include <imgui.h>
@@ -68,6 +68,8 @@ void draw_model_bar(ViewModel& vm, UiActions& actions) {
   ImGui::BeginDisabled(vm.ui.model_path.empty() || vm.model.state == ModelState::Loading);
   if (ImGui::Button("Open") || enter) actions.push_back({ActionKind::OpenModel, 0, vm.ui.model_path});
   ImGui::EndDisabled();
+  ImGui::SameLine();
+  if (ImGui::Button(vm.ui.show_library ? "Chat" : "Library")) vm.ui.show_library = !vm.ui.show_library;
   ImGui::SameLine();
   ImGui::SetNextItemWidth(scaled_width(90));
   if (ImGui::BeginCombo("##recent", "Recent")) {

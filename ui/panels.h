@@ -18,6 +18,8 @@ UiActions draw_main_window(ViewModel& vm, const Fonts& fonts, TextureCache& text
 
 void draw_model_bar(ViewModel& vm, UiActions& actions);
 void draw_file_prompt(ViewModel& vm, UiActions& actions);
+void draw_library_panel(ViewModel& vm, UiActions& actions);
+void draw_file_browser(ViewModel& vm, UiActions& actions);
 void draw_conversation_list_panel(ViewModel& vm, UiActions& actions);
 void draw_chat_panel(ViewModel& vm, const Fonts& fonts, UiActions& actions);
 void draw_conversation_settings(ViewModel& vm, UiActions& actions);

@@ -34,6 +34,12 @@ const char* action_name(ActionKind kind) {
     case ActionKind::ConnectRemote: return "connect to server";
     case ActionKind::ChooseRemoteModel: return "choose server model";
     case ActionKind::SetFontSize: return "set font size";
+    case ActionKind::RescanLibrary: return "rescan library";
+    case ActionKind::AddLibraryFolder: return "add library folder";
+    case ActionKind::RemoveLibraryFolder: return "remove library folder";
+    case ActionKind::ShowInFolder: return "show in folder";
+    case ActionKind::BrowseFolder: return "browse folder";
+    case ActionKind::Variants: return "variants";
     case ActionKind::Quit: return "quit";
   }
   return "?";

@@ -17,6 +17,7 @@ enum class ActionKind : uint8_t {
   Send,                 // text: the user's message, to the selected conversation
   Stop,                 // the selected conversation's answer
   Regenerate,           // a new answer to the last user message (a sibling branch)
+  Variants,             // id: N new answers to the last user message at once (sibling branches, one prefill)
   EditResend,           // id: the user message edited, text: its new content (a sibling branch)
   SwitchBranch,         // id: the sibling message to show
   DeleteMessage,        // id: the message, with the replies under it (already confirmed)
@@ -38,6 +39,11 @@ enum class ActionKind : uint8_t {
   ConnectRemote,        // text: the server's URL, text2: its API key ("": none); the chat runs there
   ChooseRemoteModel,    // text: a model the connected server lists
   SetFontSize,          // text: the font size in pixels at a content scale of 1 ("17")
+  RescanLibrary,        // the library's folders walked again (unchanged files are not re-read)
+  AddLibraryFolder,     // text: a folder the library also searches (remembered)
+  RemoveLibraryFolder,  // text: one of the user's library folders
+  ShowInFolder,         // text: a file, shown in the desktop's file manager
+  BrowseFolder,         // text: the folder the file browser lists next (remembered)
   Quit,
 };
 

@@ -387,6 +387,57 @@ struct WindowLayout {
 inline constexpr float kMinLeftShare = 0.08f, kMaxLeftShare = 0.40f;
 inline constexpr float kMinRightShare = 0.20f, kMaxRightShare = 0.60f;
 
+// ---------------------------------------------------------------------------------------
+// Library: the GGUF models on this machine (app/library), and the file browser
+// ---------------------------------------------------------------------------------------
+// One KV type's room for a library model in the memory left after its weights.
+struct LibraryFitView {
+  std::string kv_type;            // "f16", "int8", ...
+  int64_t max_context = 0;        // tokens of one conversation
+  int64_t conversations = 0;      // 4K-token conversations at once
+};
+
+struct LibraryEntryView {
+  std::string name;               // as its source names it ("qwen3:8b", "org/repo", ...)
+  std::string source;             // "LM Studio", "Ollama", "Hugging Face", "llama.cpp", "folder"
+  std::string path;               // the file to open (a split model's first shard)
+  uint64_t size_bytes = 0;
+  std::string arch;
+  uint64_t params = 0;
+  std::string weight_type;
+  int64_t context_length = 0;
+  std::string chat_template;
+  int32_t projectors = 0;         // vision projector files beside it
+  std::vector<LibraryFitView> fits;   // [KV types]; empty when it cannot run here
+  std::string error;              // why it cannot be opened or run
+  bool broken = false;            // not a valid GGUF
+};
+
+struct LibraryView {
+  std::vector<LibraryEntryView> entries;
+  std::vector<std::string> folders;     // the user's own folders (remembered)
+  std::vector<std::string> problems;    // folders that could not be read
+  bool scanning = false;
+  uint64_t memory_bytes = 0;            // the memory the fits are for
+  std::string summary;                  // "12 models, scanned in 0.4 s (3 read, 9 unchanged)"
+};
+
+struct FileBrowserEntry {
+  std::string name;
+  bool is_folder = false;
+  uint64_t size_bytes = 0;
+};
+
+// The folder the file browser shows, listed by the app: folders first, then files by name.
+struct FileBrowserView {
+  std::string folder;
+  std::vector<FileBrowserEntry> entries;
+  std::string error;               // the folder could not be listed
+};
+
+// What the file browser is choosing (UiState::browser_purpose).
+enum class BrowsePurpose : uint8_t { None, OpenModel, AddLibraryFolder };
+
 struct UiState {
   std::string composer;
   std::string search;
@@ -413,6 +464,15 @@ struct UiState {
   bool show_prompt = false;                   // the chat shows the prompt as the model sees it, not the messages
   bool focus_composer = false;                // put the keyboard focus there on the next frame
   bool focus_search = false;
+  int32_t variants = 3;                       // answers the Variants button writes at once
+  bool show_library = false;                  // the middle column shows the library, not the chat
+  std::string library_filter;                 // text a listed model's name or path contains
+  std::string library_arch;                   // "": every architecture
+  int32_t library_max_gib = 0;                // 0: any size
+  BrowsePurpose browser_purpose = BrowsePurpose::None;   // the file browser is open for this
+  std::string browser_path;                   // the path bar as typed
+  int32_t browser_selected = -1;              // index into browser.entries; -1: none
+  bool browser_all_files = false;             // list every file, not only .gguf
   std::string file_prompt;                    // "md" / "json": export to file_path; "import": from it
   std::string file_path;
   MarkdownCache markdown;                     // the shown messages, parsed
@@ -432,6 +492,8 @@ struct ViewModel {
   TimeSeriesView plots;
   ServeView serve;
   RemoteView remote;
+  LibraryView library;
+  FileBrowserView browser;
   StatusView status;
   UiState ui;
 };

@@ -21,7 +21,7 @@
 namespace kvdesk::bench {
 namespace {
 
-constexpr const char* kDefaultText = KVDESK_SOURCE_DIR "/assets/quality/tinystories_sample.txt";
+constexpr const char* kSampleName = "tinystories_sample.txt";
 constexpr int32_t kGeneratedWords = 600;
 
 struct Text {
@@ -29,16 +29,33 @@ struct Text {
   std::string body;
 };
 
+// Where the bundled sample is: in the source tree this was built from, else where
+// `cmake --install` puts it beside the program (PREFIX/bin/.. /share/kvdesk).
+std::vector<std::string> sample_paths() {
+  std::vector<std::string> paths = {std::string(KVDESK_SOURCE_DIR) + "/assets/quality/" + kSampleName};
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) paths.push_back((exe.parent_path().parent_path() / "share/kvdesk" / kSampleName).string());
+  return paths;
+}
+
+std::optional<std::string> read_whole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 // --text, else the bundled sample, else (sample missing) words drawn from the seed.
 Text load_text(const BenchOptions& o) {
-  const std::string path = o.text_path.empty() ? kDefaultText : o.text_path;
-  std::ifstream in(path, std::ios::binary);
-  if (in) {
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return {path, ss.str()};
+  if (!o.text_path.empty()) {
+    if (std::optional<std::string> body = read_whole(o.text_path)) return {o.text_path, std::move(*body)};
+    throw Error(o.text_path + ": cannot open the text file");
   }
-  if (!o.text_path.empty()) throw Error(path + ": cannot open the text file");
+  for (const std::string& path : sample_paths()) {
+    if (std::optional<std::string> body = read_whole(path)) return {path, std::move(*body)};
+  }
   Rng rng(o.seed);
   return {"generated (" + std::to_string(kGeneratedWords) + " words, seed " + std::to_string(o.seed) + ")",
           random_words(kGeneratedWords, rng)};

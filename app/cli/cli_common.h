@@ -131,5 +131,6 @@ Command add_perplexity_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_chat_command(CLI::App& app);
 Command add_template_command(CLI::App& app);
+Command add_models_command(CLI::App& app);
 
 }  // namespace kvdesk::cli

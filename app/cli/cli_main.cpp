@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
       add_generate_command(app), add_tokenize_command(app), add_info_command(app),
       add_logits_command(app), add_make_model_command(app), add_replay_command(app),
       add_conversations_command(app), add_perplexity_command(app), add_serve_command(app), add_chat_command(app),
-      add_template_command(app),
+      add_template_command(app), add_models_command(app),
   };
   std::string isa;  // every subcommand's --isa
   for (const Command& c : commands) kvdesk::add_isa_option(c.app, isa);

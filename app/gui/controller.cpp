@@ -121,6 +121,7 @@ void Controller::start(const AppOptions& options) {
   load_serving_preferences();
   reload_conversations();
   if (!vm_.conversations.empty()) select(vm_.conversations.front().id);
+  start_library();
   if (start_remote(options)) return;
   std::string model = options.model_path;
   if (model.empty()) {
@@ -128,6 +129,7 @@ void Controller::start(const AppOptions& options) {
     if (!recent.empty()) model = recent.front().path;
   }
   vm_.ui.model_path = model;
+  vm_.ui.show_library = model.empty();   // nothing to chat with yet: start on the library
   if (!model.empty()) apply({ui::ActionKind::OpenModel, 0, model});
 }
 
@@ -247,6 +249,7 @@ bool Controller::apply(const ui::UiAction& a) {
       case ActionKind::Send: send(a.text); break;
       case ActionKind::Stop: stop(); break;
       case ActionKind::Regenerate: regenerate(); break;
+      case ActionKind::Variants: regenerate(int32_t(a.id)); break;
       case ActionKind::EditResend: edit_resend(a.id, a.text); break;
       case ActionKind::SwitchBranch: switch_branch(a.id); break;
       case ActionKind::DeleteMessage: delete_message(a.id); break;
@@ -264,7 +267,10 @@ bool Controller::apply(const ui::UiAction& a) {
         save_sampling();
         reload_conversation_settings();
         break;
-      case ActionKind::OpenModel: open_model(a.text); break;
+      case ActionKind::OpenModel:
+        open_model(a.text);
+        vm_.ui.show_library = false;
+        break;
       case ActionKind::CancelModelLoad: cancel_model_load(); break;
       case ActionKind::ReconfigureKv: reconfigure_kv(); break;
       case ActionKind::SetChatTemplate: set_chat_template(a.text); break;
@@ -275,6 +281,11 @@ bool Controller::apply(const ui::UiAction& a) {
       case ActionKind::ConnectRemote: connect_remote(a.text, a.text2, ""); break;
       case ActionKind::ChooseRemoteModel: connect_remote(vm_.remote.url, vm_.ui.remote_edit.api_key, a.text); break;
       case ActionKind::SetFontSize: set_font_size(a.text); break;
+      case ActionKind::RescanLibrary: rescan_library(); break;
+      case ActionKind::AddLibraryFolder: add_library_folder(a.text); break;
+      case ActionKind::RemoveLibraryFolder: remove_library_folder(a.text); break;
+      case ActionKind::ShowInFolder: show_in_folder(a.text); break;
+      case ActionKind::BrowseFolder: browse(a.text); break;
       case ActionKind::Quit: quit_ = true; break;
     }
     return true;
@@ -310,6 +321,7 @@ void Controller::update() {
     refresh_serving();
   }
   refresh_prompt_view();
+  refresh_library();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@
 #include "app/chat/chat_history.h"
 #include "app/chat/kv_saver.h"
 #include "app/chat/saved_kv.h"
+#include "app/library/model_library.h"
 #include "app/remote/model_list.h"
 #include "app/store/conversation_store.h"
 #include "engine/engine.h"
@@ -83,6 +84,7 @@ class Controller {
     bool continued = false;  // carries on an answer that stopped at its token limit (text holds it so far)
     int32_t earlier_tokens = 0;   // a continued answer's tokens before this turn
     bool opened_in_reasoning = false;   // the prompt opened the model's <think> (MessageView's)
+    bool parks_kv = true;    // its sequence is parked under the conversation (not another variant's fork)
   };
 
   // What the prompt view was rendered from: the conversation, its messages as of a reload
@@ -158,6 +160,18 @@ class Controller {
   // Stores the token ids a finished answer reported (a continued one: its earlier ids and the new).
   void save_answer_tokens(const LiveAnswer& live, const ChatTokens& reported);
 
+  // --- controller_library.cpp: the model library and the file browser ---
+  void start_library();    // the remembered folders, then a first scan
+  void rescan_library();
+  void refresh_library();  // the scanner's cards into the view, when they changed
+  void save_library_folders();
+  void add_library_folder(const std::string& folder);
+  void remove_library_folder(const std::string& folder);
+  void show_in_folder(const std::string& path);   // the file's folder in the desktop's file manager
+  // Lists `folder` ("": the last one shown) into vm_.browser and remembers it; a folder that
+  // cannot be listed leaves the one shown and says why.
+  void browse(const std::string& folder);
+
   // --- controller_files.cpp: conversations to and from files ---
   void export_conversation(const std::string& format, const std::string& path);
   void import_conversation(const std::string& path);
@@ -167,7 +181,9 @@ class Controller {
   void rename(store::ConversationId id, const std::string& title);
   void remove(store::ConversationId id);
   void send(const std::string& text);
-  void regenerate();
+  // A new answer to the last user message; variants > 1: that many at once, sibling branches
+  // sharing one prefill (the engine's parallel samples), the first of them shown.
+  void regenerate(int32_t variants = 1);
   void edit_resend(store::MessageId id, const std::string& text);
   void switch_branch(store::MessageId id);
   void stop();
@@ -175,8 +191,9 @@ class Controller {
   // The selected conversation's own settings (vm.chat.settings) saved, then read back.
   void set_conversation_settings();
   void reload_conversation_settings();
-  // Adds the empty answer under `parent` and submits the branch ending at `parent`.
-  void start_answer(store::ConversationId conversation, store::MessageId parent);
+  // Adds the empty answer under `parent` (variants of them) and submits the branch ending at
+  // `parent` once, as that many parallel samples.
+  void start_answer(store::ConversationId conversation, store::MessageId parent, int32_t variants = 1);
   Request make_request(store::ConversationId conversation, const chat::ChatTurn& chat);
   bool answers_open_in_reasoning();
   void on_event(const Event& event);
@@ -186,6 +203,7 @@ class Controller {
   void save_streaming_answers();
   ui::MessageView* view_message(store::MessageId id);
   std::optional<RequestId> live_request_of(store::ConversationId conversation) const;
+  std::vector<RequestId> live_requests_of(store::ConversationId conversation) const;
   void set_status(const std::string& message, bool error);
   // While the chat shows the prompt as the model sees it: the selected conversation rendered
   // again when it, its messages or the chat template changed since the last rendering.
@@ -239,6 +257,8 @@ class Controller {
   std::string kv_quality_model_;
   KvQualities kv_quality_;
   std::optional<chat::KvSaver> kv_saver_;   // after store_: destroyed first, its saves written
+  library::LibraryScanner library_;
+  uint64_t library_generation_ = 0;   // of the scanner's snapshot last shown
 };
 
 }  // namespace kvdesk::gui

@@ -35,9 +35,9 @@ void Controller::rename(store::ConversationId id, const std::string& title) {
 }
 
 void Controller::remove(store::ConversationId id) {
-  if (const std::optional<RequestId> r = live_request_of(id)) {
-    engine_.chat().cancel(*r);
-    live_.erase(*r);
+  for (RequestId r : live_requests_of(id)) {
+    engine_.chat().cancel(r);
+    live_.erase(r);
   }
   engine_.local().release_conversation(uint64_t(id));
   forget_kv(id);
@@ -87,7 +87,9 @@ void Controller::send(const std::string& text) {
   start_answer(conversation, user);
 }
 
-void Controller::regenerate() {
+void Controller::regenerate(int32_t variants) {
+  if (variants < 1 || variants > kMaxSamples) throw Error("variants must be from 1 to " + std::to_string(kMaxSamples));
+  if (variants > 1 && engine_.is_remote()) throw Error("variants need the in-process engine; a server answers one at a time here");
   if (vm_.model.state != ui::ModelState::Loaded) throw Error("no model is open: open one first");
   const store::ConversationId conversation = vm_.chat.conversation_id;
   if (conversation == 0 || vm_.chat.messages.empty()) throw Error("nothing to regenerate");
@@ -99,7 +101,7 @@ void Controller::regenerate() {
     if (!m || !m->parent_id) throw Error("the last answer has no question to answer again");
     parent = *m->parent_id;
   }
-  start_answer(conversation, parent);
+  start_answer(conversation, parent, variants);
 }
 
 void Controller::edit_resend(store::MessageId id, const std::string& text) {
@@ -121,29 +123,39 @@ void Controller::switch_branch(store::MessageId id) {
 }
 
 void Controller::stop() {
-  const std::optional<RequestId> r = live_request_of(vm_.chat.conversation_id);
-  if (!r) throw Error("nothing is being generated here");
-  engine_.chat().cancel(*r);
+  const std::vector<RequestId> requests = live_requests_of(vm_.chat.conversation_id);
+  if (requests.empty()) throw Error("nothing is being generated here");
+  for (RequestId r : requests) engine_.chat().cancel(r);
 }
 
 // ---------------------------------------------------------------------------------------
 // Generation
 // ---------------------------------------------------------------------------------------
-void Controller::start_answer(store::ConversationId conversation, store::MessageId parent) {
+void Controller::start_answer(store::ConversationId conversation, store::MessageId parent, int32_t variants) {
   store().set_active_leaf(conversation, parent);
   const std::vector<store::Message> history = store().branch_path(conversation);
-  const store::MessageId answer = store().add_message({.conversation = conversation, .parent = parent,
-                                                       .role = store::Role::Assistant, .content = "",
-                                                       .status = store::MessageStatus::Streaming});
-  std::string kv_source = restore_kv(conversation);
+  std::vector<store::MessageId> answers;   // [variants]
+  for (int32_t i = 0; i < variants; ++i) {
+    answers.push_back(store().add_message({.conversation = conversation, .parent = parent, .role = store::Role::Assistant,
+                                           .content = "", .status = store::MessageStatus::Streaming}));
+  }
+  store().set_active_leaf(conversation, answers.front());   // the variant whose KV stays parked
+  const std::string kv_source = restore_kv(conversation);
   const std::optional<store::Conversation> c = store().conversation(conversation);
   if (!c) throw Error("the conversation no longer exists");
-  chat::ChatTurn chat = chat::chat_turn(*c, history);
+  const chat::ChatTurn chat = chat::chat_turn(*c, history);
   store().set_conversation_engine(conversation, engine_.label());
-  const RequestId id = engine_.chat().submit(make_request(conversation, chat));
+  Request request = make_request(conversation, chat);
+  request.samples = variants;
+  const RequestId id = engine_.chat().submit(request);   // variant i answers as id + i
   if (!chat.damaged.empty()) set_status(chat.damaged.front(), true);
-  live_[id] = LiveAnswer{conversation, answer, "", Clock::now(), std::move(kv_source), std::move(chat)};
-  live_[id].opened_in_reasoning = answers_open_in_reasoning();
+  const bool reasoning = answers_open_in_reasoning();
+  for (int32_t i = 0; i < variants; ++i) {
+    LiveAnswer& live = live_[id + RequestId(i)];
+    live = LiveAnswer{conversation, answers[size_t(i)], "", Clock::now(), kv_source, chat};
+    live.opened_in_reasoning = reasoning;
+    live.parks_kv = i == 0;
+  }
   last_failure_.clear();
   reload_conversations();
   if (conversation == vm_.chat.conversation_id) reload_chat();
@@ -205,9 +217,12 @@ void Controller::on_finished(RequestId id, const Event& e) {
   store().finish_message(live.message, live.text,
                          cancelled ? store::MessageStatus::Stopped : store::MessageStatus::Complete, stats);
   save_answer_tokens(live, e.chat_tokens);
-  std::string kv_source = resolve_kv_source(live.conversation, live.kv_source);
+  std::string kv_source = live.kv_source;
+  if (live.parks_kv) {
+    kv_source = resolve_kv_source(live.conversation, live.kv_source);
+    request_kv_save(live.conversation);
+  }
   if (e.metrics.host_tier_tokens > 0) kv_source = "host tier";
-  request_kv_save(live.conversation);
   char buf[320];
   std::snprintf(buf, sizeof buf, "TTFT %.0f ms, %.1f tok/s (%d tokens, %d of %d prompt tokens cached; KV from %s)",
                 e.metrics.ttft_ms, e.metrics.decode_tok_s, e.metrics.generated_tokens, e.metrics.cached_tokens,
@@ -301,6 +316,14 @@ std::optional<RequestId> Controller::live_request_of(store::ConversationId conve
     if (live.conversation == conversation) return id;
   }
   return std::nullopt;
+}
+
+std::vector<RequestId> Controller::live_requests_of(store::ConversationId conversation) const {
+  std::vector<RequestId> ids;
+  for (const auto& [id, live] : live_) {
+    if (live.conversation == conversation) ids.push_back(id);
+  }
+  return ids;
 }
 
 }  // namespace kvdesk::gui

@@ -26,7 +26,7 @@ const std::set<std::string>& known_commands() {
   static const std::set<std::string> commands = {
       "new_chat", "system", "send", "wait_answer", "regenerate", "edit_last", "stop", "wait_model",
       "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "layout_report", "key", "export", "import", "set_context", "set_max_tokens", "model_info", "resize", "drop", "expect_status", "delete_message", "continue_last", "font_size", "cancel_load",
-      "serve", "wait_served", "connect", "kv_report", "quit"};
+      "serve", "wait_served", "connect", "kv_report", "library", "library_folder", "wait_library", "browse", "variants", "quit"};
   return commands;
 }
 
@@ -35,7 +35,7 @@ const std::set<std::string>& commands_with_argument() {
                                                  "select_conversation", "screenshot", "kv_type",
                                                  "layout_report", "key", "export", "import", "set_context",
                                                  "set_max_tokens", "resize", "drop", "expect_status", "delete_message", "font_size",
-                                                 "serve", "wait_served", "connect", "kv_report"};
+                                                 "serve", "wait_served", "connect", "kv_report", "library_folder", "browse", "variants"};
   return commands;
 }
 
@@ -189,10 +189,11 @@ Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewMo
     if (c == "system") return act({ActionKind::SetSystemPrompt, 0, arg});
     if (c == "stop") return act({ActionKind::Stop});
     if (c == "wait_model") return wait_for_model(vm);
-    if (c == "send" || c == "regenerate" || c == "edit_last") {
+    if (c == "send" || c == "regenerate" || c == "variants" || c == "edit_last") {
       if (wait_for_model(vm) == Outcome::Wait) return Outcome::Wait;
       if (c == "send") return act({ActionKind::Send, 0, arg});
       if (c == "regenerate") return act({ActionKind::Regenerate});
+      if (c == "variants") return act({ActionKind::Variants, std::stoll(arg)});
       for (auto it = vm.chat.messages.rbegin(); it != vm.chat.messages.rend(); ++it) {
         if (it->role == ui::MessageRole::User) return act({ActionKind::EditResend, it->id, arg});
       }
@@ -262,6 +263,16 @@ Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewMo
       return act({ActionKind::ConnectRemote, 0, arg.substr(0, space), space == std::string::npos ? "" : arg.substr(space + 1)});
     }
     if (c == "kv_report") return write_kv_report(arg, vm);
+    if (c == "library") {
+      vm.ui.show_library = true;
+      return Outcome::Next;
+    }
+    if (c == "library_folder") return act({ActionKind::AddLibraryFolder, 0, arg});
+    if (c == "wait_library") return vm.library.scanning || vm.library.summary.empty() ? Outcome::Wait : Outcome::Next;
+    if (c == "browse") {
+      vm.ui.browser_purpose = ui::BrowsePurpose::OpenModel;
+      return act({ActionKind::BrowseFolder, 0, arg});
+    }
     if (c == "layout_report") {
       write_text_file(screenshot_dir_ + "/" + arg, vm.ui.layout.text());
       return Outcome::Next;

@@ -20,7 +20,9 @@
 // beside the screenshots) and serve off, wait_served N (until the HTTP server has ended N
 // requests), connect URL [KEY] (chat through that server), kv_report NAME.txt (the KV panels'
 // figures as text, ui/kv_report.h, beside the screenshots; with a remote server, once its
-// statistics were read again after the line began), quit.
+// statistics were read again after the line began), library (the middle column shows the model
+// library), variants N (N new answers to the last question at once, as Variants: N under it), library_folder PATH (a folder the library also searches), wait_library (until its
+// scan has finished), browse PATH (the file browser open at PATH, choosing a model), quit.
 // Blank lines and lines starting with # are skipped. A failing line ends the run.
 #pragma once
 #include <chrono>

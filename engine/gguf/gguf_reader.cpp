@@ -485,11 +485,15 @@ void* read_into_huge_pages(int fd, uint64_t size, LoadProgress& progress) {
   return mem;
 }
 
-// The whole file, read-only: in huge pages when it fits in half the available memory, else
-// memory-mapped (pages the kernel can drop again; in_memory false). O_NONBLOCK so a FIFO cannot
-// hang the open. Reading is `read_share` of the load's progress.
-const uint8_t* map_file(const std::string& path, uint64_t& size, bool& in_memory, LoadProgress& progress,
-                        double read_share) {
+// How map_file holds the file: read into memory when it fits (a model about to run), or
+// always mapped (only the header will be read).
+enum class FileUse { Run, MetadataOnly };
+
+// The whole file, read-only: for a model to run, in huge pages when it fits in half the
+// available memory, else memory-mapped (pages the kernel can drop again; in_memory false).
+// O_NONBLOCK so a FIFO cannot hang the open. Reading is `read_share` of the load's progress.
+const uint8_t* map_file(const std::string& path, FileUse use, uint64_t& size, bool& in_memory,
+                        LoadProgress& progress, double read_share) {
   const FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (file.fd < 0) fail_errno(path, "cannot open");
   struct stat st {};
@@ -499,7 +503,7 @@ const uint8_t* map_file(const std::string& path, uint64_t& size, bool& in_memory
   if (st.st_size == 0) throw Error(path + ": empty file: not a GGUF file");
   size = static_cast<uint64_t>(st.st_size);
   progress.begin_stage(read_share, size);
-  if (size <= available_memory_bytes() / 2) {
+  if (use == FileUse::Run && size <= available_memory_bytes() / 2) {
     if (void* mem = read_into_huge_pages(file.fd, size, progress)) {
       in_memory = true;
       return static_cast<const uint8_t*>(mem);
@@ -575,7 +579,16 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
 std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, LoadProgress& progress, double read_share) {
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
-  file->map_ = map_file(path, file->size_, file->in_memory_, progress, read_share);
+  file->map_ = map_file(path, FileUse::Run, file->size_, file->in_memory_, progress, read_share);
+  GgufParser(*file).parse();
+  return file;
+}
+
+std::unique_ptr<GgufFile> GgufFile::open_metadata(const std::string& path) {
+  std::unique_ptr<GgufFile> file(new GgufFile());
+  file->path_ = path;
+  LoadProgress quiet;
+  file->map_ = map_file(path, FileUse::MetadataOnly, file->size_, file->in_memory_, quiet, 1.0);
   GgufParser(*file).parse();
   return file;
 }

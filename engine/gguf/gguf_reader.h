@@ -54,6 +54,10 @@ class GgufFile {
   // it (`read_share` of the load, by bytes read), and a cancelled load throws LoadCancelled.
   static std::unique_ptr<GgufFile> open(const std::string& path);
   static std::unique_ptr<GgufFile> open(const std::string& path, LoadProgress& progress, double read_share);
+  // The metadata and tensor infos only: the file is mapped, never read whole, so only the
+  // header's pages come from disk (a model library reads hundreds of files this way). Checked
+  // as open() checks; tensor_data() must not be used.
+  static std::unique_ptr<GgufFile> open_metadata(const std::string& path);
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;

@@ -195,7 +195,7 @@ TEST_CASE("under a grammar, sampling draws from the allowed tokens renormalized"
   CHECK(double(counts[2]) / draws == Approx(expected_c).margin(0.015));
 }
 
-TEST_CASE("greedy over an all -inf row picks id 0; a grammar that allows no token gives -1", "[engine][sampler][grammar]") {
+TEST_CASE("greedy over an all -inf row picks id 0, and a grammar that allows no token gives -1", "[engine][sampler][grammar]") {
   const float inf = std::numeric_limits<float>::infinity();
   Sampler sampler(SamplingParams{});
   const std::vector<float> none_finite = {-inf, -inf, -inf, -inf, -inf};

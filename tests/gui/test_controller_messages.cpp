@@ -107,3 +107,29 @@ TEST_CASE("deleting a message takes the replies under it, and a turn after it st
   CHECK(s.vm.status.message == "message deleted");
   CHECK(s.vm.chat.messages.size() == 3);
 }
+
+TEST_CASE("Variants: N answers at once as sibling branches from one prefill, the first shown",
+          "[gui][controller][messages]") {
+  Session s;
+  s.vm.sampling.max_tokens = 12;
+  s.vm.sampling.temperature = 0.9f;
+  s.answer({ActionKind::Send, 0, "Once upon a time"});
+  REQUIRE(s.vm.chat.messages.size() == 2);
+  s.answer({ActionKind::Variants, 3});
+  REQUIRE(s.vm.chat.messages.size() == 2);
+  const ui::MessageView& shown = s.vm.chat.messages[1];
+  CHECK(shown.sibling_count == 4);
+  CHECK(shown.sibling_index == 1);   // the first variant, after the earlier answer
+  CHECK_FALSE(shown.text.empty());
+  // Each variant finished with its own text and statistics.
+  int64_t next = shown.next_sibling;
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(next != 0);
+    REQUIRE(s.controller.apply({ActionKind::SwitchBranch, next}));
+    CHECK_FALSE(s.vm.chat.messages[1].text.empty());
+    CHECK_FALSE(s.vm.chat.messages[1].stats.empty());
+    next = s.vm.chat.messages[1].next_sibling;
+  }
+  CHECK(next == 0);
+  CHECK_FALSE(s.controller.apply({ActionKind::Variants, 0}));
+}

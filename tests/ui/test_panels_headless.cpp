@@ -505,3 +505,43 @@ TEST_CASE("conversation settings draw opened, with own values and a note, asking
   CHECK(s.is_own(SettingField::ContextLength));
   CHECK_FALSE(s.is_own(SettingField::Temperature));
 }
+
+TEST_CASE("The library and the file browser draw over many models, broken ones and an empty folder", "[ui][headless][library]") {
+  HeadlessImGui imgui;
+  ViewModel vm = make_vm(64, 2, 2);
+  vm.ui.show_library = true;
+  for (int i = 0; i < 300; ++i) {
+    LibraryEntryView e;
+    e.name = "org/model-" + std::to_string(i);
+    e.source = i % 2 ? "Ollama" : "Hugging Face";
+    e.path = "/models/m" + std::to_string(i) + ".gguf";
+    e.size_bytes = uint64_t(i) << 24;
+    e.broken = i % 50 == 7;
+    e.error = e.broken ? "bad magic: not a GGUF file" : "";
+    e.arch = e.broken ? "" : "llama";
+    e.fits = {{"f16", 4096, 3}, {"int8", 8192, 6}};
+    vm.library.entries.push_back(e);
+  }
+  vm.library.folders = {"/home/me/models"};
+  vm.library.problems = {"/mnt/gone: not a folder"};
+  imgui.frame(vm);
+  imgui.frame(vm);
+  vm.ui.library_filter = "model-1";
+  vm.ui.library_arch = "llama";
+  imgui.frame(vm);
+  vm.library.entries.clear();
+  imgui.frame(vm);   // the empty library's hint
+
+  vm.browser.folder = "/models";
+  vm.browser.entries = {{"sub", true, 0}, {"a.gguf", false, 1234}, {"notes.txt", false, 5}};
+  vm.ui.browser_purpose = BrowsePurpose::OpenModel;
+  imgui.frame(vm);
+  imgui.frame(vm);
+  CHECK(vm.ui.browser_purpose == BrowsePurpose::OpenModel);
+  imgui.press(vm, "esc");
+  CHECK(vm.ui.browser_purpose == BrowsePurpose::None);
+  vm.ui.browser_purpose = BrowsePurpose::AddLibraryFolder;
+  vm.browser.error = "cannot list '/models': permission denied";
+  imgui.frame(vm);
+  imgui.frame(vm);
+}
