@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kFoldersKey = "library.folders";
 constexpr const char* kBrowserFolderKey = "browser.folder";
+constexpr const char* kCardsKey = "library.cards";   // ModelLibrary::saved(): the next start reads only changes
 
 ui::LibraryEntryView entry_view(const library::ModelCard& card, uint64_t memory_bytes) {
   ui::LibraryEntryView e;
@@ -72,6 +73,7 @@ void Controller::start_library() {
     }
   }
   vm_.browser.folder = store().setting(kBrowserFolderKey).value_or(home_folder());
+  library_.restore(nlohmann::json::parse(store().setting(kCardsKey).value_or("{}"), nullptr, false));
   rescan_library();
 }
 
@@ -81,8 +83,8 @@ void Controller::rescan_library() {
 }
 
 void Controller::refresh_library() {
+  if (library_.generation() == library_generation_) return;
   library::LibrarySnapshot s = library_.snapshot();
-  if (s.generation == library_generation_) return;
   library_generation_ = s.generation;
   vm_.library.memory_bytes = available_memory_bytes();
   vm_.library.entries.clear();
@@ -90,6 +92,11 @@ void Controller::refresh_library() {
   vm_.library.problems = s.problems;
   vm_.library.scanning = s.scanning;
   if (!s.scanning) {
+    try {
+      if (!s.saved.is_null()) store().set_setting(kCardsKey, s.saved.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    } catch (const Error& e) {   // the store could not keep them: the next start reads every header
+      set_status(std::string("the library's cards were not kept: ") + e.what(), true);
+    }
     char summary[160];
     std::snprintf(summary, sizeof summary, "%zu models, found in %.2f s (%d read, %d unchanged); fits in %s available now",
                   s.cards.size(), s.last.seconds, s.last.read, s.last.reused, mib_text(vm_.library.memory_bytes).c_str());

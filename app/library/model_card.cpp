@@ -17,10 +17,6 @@
 namespace kvdesk::library {
 namespace {
 
-// The block size and prefill chunk the fits assume: the engine's defaults.
-constexpr int32_t kFitBlockSize = 16;
-constexpr int32_t kFitChunkTokens = 256;
-
 // The ggml type holding the most bytes, by name ("q4_K" -> "Q4_K").
 std::string dominant_type(const std::map<GgmlType, uint64_t>& bytes_by_type) {
   if (bytes_by_type.empty()) return {};
@@ -88,7 +84,7 @@ ModelCard read_model_card(const FoundModel& found) {
       add_shard(*file, card, bytes_by_type);
       if (i == 0) {
         try {
-          card.config = read_model_config(*file);
+          card.kv = kv_shape(read_model_config(*file));
         } catch (const Error& e) {
           card.error = without_path(e.what(), reading);   // a valid GGUF that kvdesk cannot run
         }
@@ -97,28 +93,39 @@ ModelCard read_model_card(const FoundModel& found) {
   } catch (const Error& e) {
     card.error = without_path(e.what(), reading);
     card.broken = true;
-    card.config.reset();
+    card.kv.reset();
     return card;
   }
   if (card.weight_type.empty()) card.weight_type = dominant_type(bytes_by_type);
   if (int32_t(found.files.size()) < found.expected_shards) {
     card.error = std::to_string(found.expected_shards - int32_t(found.files.size())) + " of its " +
                  std::to_string(found.expected_shards) + " shards are missing";
-    card.config.reset();
+    card.kv.reset();
   }
   return card;
 }
 
+KvShape kv_shape(const ModelConfig& config) {
+  const KvLayerGroups groups = kv_layer_groups(config);
+  KvShape shape{config.context_length, groups.num_groups, groups.num_global_groups, groups.window, {}};
+  for (KvType type : all_kv_types()) shape.block_bytes.push_back(kv_bytes_per_block(config, type, type, kFitBlockSize));
+  return shape;
+}
+
 std::vector<KvFit> kv_fits(const ModelCard& card, uint64_t memory_bytes) {
   std::vector<KvFit> fits;
-  if (!card.config) return fits;
-  const ModelConfig& c = *card.config;
+  if (!card.kv || card.kv->block_bytes.size() != all_kv_types().size()) return fits;
+  KvLayerGroups groups;
+  groups.num_groups = card.kv->num_groups;
+  groups.num_global_groups = card.kv->num_global_groups;
+  groups.window = card.kv->window;
   const uint64_t left = memory_bytes > card.weight_bytes ? memory_bytes - card.weight_bytes : 0;
-  const int64_t context = std::max<int64_t>(c.context_length, 1);
-  for (KvType type : all_kv_types()) {
-    const uint64_t per_block = kv_bytes_per_block(c, type, type, kFitBlockSize);
+  const int64_t context = std::max<int64_t>(card.kv->context_length, 1);
+  for (size_t t = 0; t < all_kv_types().size(); ++t) {
+    const KvType type = all_kv_types()[t];
+    const uint64_t per_block = card.kv->block_bytes[t];
     auto bytes_for = [&](int64_t tokens) {
-      return uint64_t(kv_blocks_for_sequence(c, kFitBlockSize, tokens, kFitChunkTokens)) * per_block;
+      return uint64_t(groups.blocks_for_sequence(tokens, kFitBlockSize, kFitChunkTokens)) * per_block;
     };
     // The longest context whose blocks fit: bytes grow with tokens, so bisect.
     int64_t lo = 0, hi = context;
@@ -130,6 +137,62 @@ std::vector<KvFit> kv_fits(const ModelCard& card, uint64_t memory_bytes) {
     fits.push_back(KvFit{type, lo, per_conversation ? int64_t(left / per_conversation) : 0});
   }
   return fits;
+}
+
+namespace {
+
+// A kept shape is data from the database: within what a real model has, or refused, so the
+// fits' arithmetic cannot overflow.
+void check_kept_shape(const KvShape& s) {
+  const bool sane = s.context_length >= 0 && s.context_length <= (int64_t(1) << 31) && s.num_groups >= 1 &&
+                    s.num_groups <= 4096 && s.num_global_groups >= 0 && s.num_global_groups <= s.num_groups &&
+                    s.window >= 0 && s.block_bytes.size() == all_kv_types().size() &&
+                    std::all_of(s.block_bytes.begin(), s.block_bytes.end(), [](uint64_t b) { return b > 0 && b < (uint64_t(1) << 40); });
+  if (!sane) throw Error("a kept model card has an impossible KV shape");
+}
+
+}  // namespace
+
+nlohmann::json card_to_json(const ModelCard& card) {
+  nlohmann::json kv = nullptr;
+  if (card.kv) {
+    kv = {{"context_length", card.kv->context_length}, {"num_groups", card.kv->num_groups},
+          {"num_global_groups", card.kv->num_global_groups}, {"window", card.kv->window},
+          {"block_bytes", card.kv->block_bytes}};
+  }
+  return {{"name", card.found.name}, {"source", model_source_key(card.found.source)}, {"files", card.found.files},
+          {"expected_shards", card.found.expected_shards}, {"projectors", card.found.projectors},
+          {"size_bytes", card.size_bytes}, {"arch", card.arch}, {"params", card.params},
+          {"weight_bytes", card.weight_bytes}, {"weight_type", card.weight_type},
+          {"context_length", card.context_length}, {"chat_template", card.chat_template}, {"kv", kv},
+          {"error", card.error}, {"broken", card.broken}};
+}
+
+ModelCard card_from_json(const nlohmann::json& j) {
+  ModelCard card;
+  card.found.name = j.at("name").get<std::string>();
+  const std::optional<ModelSource> source = model_source_from_key(j.at("source").get<std::string>());
+  if (!source) throw Error("a kept model card names an unknown source");
+  card.found.source = *source;
+  card.found.files = j.at("files").get<std::vector<std::string>>();
+  card.found.expected_shards = j.at("expected_shards").get<int32_t>();
+  card.found.projectors = j.at("projectors").get<std::vector<std::string>>();
+  card.size_bytes = j.at("size_bytes").get<uint64_t>();
+  card.arch = j.at("arch").get<std::string>();
+  card.params = j.at("params").get<uint64_t>();
+  card.weight_bytes = j.at("weight_bytes").get<uint64_t>();
+  card.weight_type = j.at("weight_type").get<std::string>();
+  card.context_length = j.at("context_length").get<int64_t>();
+  card.chat_template = j.at("chat_template").get<std::string>();
+  if (const nlohmann::json& kv = j.at("kv"); !kv.is_null()) {
+    card.kv = KvShape{kv.at("context_length").get<int64_t>(), kv.at("num_groups").get<int32_t>(),
+                      kv.at("num_global_groups").get<int32_t>(), kv.at("window").get<int32_t>(),
+                      kv.at("block_bytes").get<std::vector<uint64_t>>()};
+    check_kept_shape(*card.kv);
+  }
+  card.error = j.at("error").get<std::string>();
+  card.broken = j.at("broken").get<bool>();
+  return card;
 }
 
 std::string file_type_name(uint64_t file_type) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <system_error>
 
@@ -60,7 +61,37 @@ ScanReport ModelLibrary::scan(const std::vector<SourceRoot>& roots, const std::f
   return report;
 }
 
+nlohmann::json ModelLibrary::saved() const {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const auto& [key, entry] : entries_) {
+    nlohmann::json stamps = nlohmann::json::array();
+    for (const FileStamp& s : entry.stamps) stamps.push_back({s.size, s.modified_ns, s.readable});
+    entries.push_back({{"key", key}, {"stamps", stamps}, {"card", card_to_json(entry.card)}});
+  }
+  return {{"version", 1}, {"entries", entries}};
+}
+
+void ModelLibrary::restore(const nlohmann::json& saved) {
+  if (!saved.is_object() || saved.value("version", 0) != 1 || !saved.contains("entries") || !saved["entries"].is_array()) return;
+  for (const nlohmann::json& e : saved["entries"]) {
+    try {
+      Entry entry;
+      for (const nlohmann::json& s : e.at("stamps")) {
+        entry.stamps.push_back(FileStamp{s.at(0).get<uint64_t>(), s.at(1).get<int64_t>(), s.at(2).get<bool>()});
+      }
+      entry.card = card_from_json(e.at("card"));
+      entries_.insert_or_assign(e.at("key").get<std::string>(), std::move(entry));
+    } catch (const std::exception&) {   // damaged: that model is read again
+    }
+  }
+}
+
 LibraryScanner::~LibraryScanner() { stop(); }
+
+void LibraryScanner::restore(const nlohmann::json& saved) {
+  stop();
+  library_.restore(saved);
+}
 
 void LibraryScanner::stop() {
   cancel_ = true;
@@ -82,13 +113,20 @@ void LibraryScanner::rescan(std::vector<SourceRoot> roots) {
       state_.cards.push_back(card);
       ++state_.generation;
     }, &cancel_);
+    nlohmann::json saved = library_.saved();
     std::lock_guard lock(mutex_);
+    state_.saved = std::move(saved);
     state_.problems = report.problems;
     state_.scanning = false;
     ++state_.generation;
     report.cards.clear();
     state_.last = std::move(report);
   });
+}
+
+uint64_t LibraryScanner::generation() const {
+  std::lock_guard lock(mutex_);
+  return state_.generation;
 }
 
 LibrarySnapshot LibraryScanner::snapshot() const {

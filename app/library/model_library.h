@@ -7,6 +7,8 @@
 // LibraryScanner runs scans on a thread of its own and hands the cards over as they are ready,
 // so a window never waits for a disk.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -36,6 +38,13 @@ class ModelLibrary {
   ScanReport scan(const std::vector<SourceRoot>& roots, const std::function<void(const ModelCard&)>& on_card = {},
                   const std::atomic<bool>* cancel = nullptr);
 
+  // The cards with the stamps they were read at, as JSON to keep between runs (the app keeps it
+  // in its database), and back: a restored card stands for its files while their size and
+  // modification time are unchanged. A malformed entry is skipped (its model is read again);
+  // never throws.
+  nlohmann::json saved() const;
+  void restore(const nlohmann::json& saved);
+
  private:
   struct FileStamp {
     uint64_t size = 0;
@@ -59,6 +68,7 @@ struct LibrarySnapshot {
   bool scanning = false;
   uint64_t generation = 0;             // grows with every change, so a view knows to rebuild
   ScanReport last;                     // the last finished scan's counts (cards not kept here)
+  nlohmann::json saved;                // ModelLibrary::saved() after the last finished scan
 };
 
 class LibraryScanner {
@@ -70,7 +80,12 @@ class LibraryScanner {
 
   // Starts a scan of roots on the scanner's thread; a scan still running is cancelled first.
   void rescan(std::vector<SourceRoot> roots);
+  // Cards kept from an earlier run (ModelLibrary::saved), taken before the next scan reads
+  // anything; waits for a running scan to stop first.
+  void restore(const nlohmann::json& saved);
   LibrarySnapshot snapshot() const;
+  // LibrarySnapshot::generation alone, cheap enough to ask every frame.
+  uint64_t generation() const;
 
  private:
   void stop();

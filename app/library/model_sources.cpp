@@ -50,6 +50,14 @@ const char* model_source_key(ModelSource source) {
   return "folder";
 }
 
+std::optional<ModelSource> model_source_from_key(std::string_view key) {
+  for (ModelSource s : {ModelSource::LmStudio, ModelSource::Ollama, ModelSource::HuggingFace, ModelSource::LlamaCpp,
+                        ModelSource::Folder}) {
+    if (key == model_source_key(s)) return s;
+  }
+  return std::nullopt;
+}
+
 std::vector<SourceRoot> default_roots(const EnvLookup& env) {
   const std::string home = variable(env, "HOME");
   const std::string cache = cache_home(env, home);

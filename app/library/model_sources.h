@@ -4,6 +4,7 @@
 // Only paths are computed here; nothing is read.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@ enum class ModelSource { LmStudio, Ollama, HuggingFace, LlamaCpp, Folder };
 const char* model_source_name(ModelSource source);
 // "lmstudio", "ollama", "huggingface", "llamacpp", "folder": the JSON spelling.
 const char* model_source_key(ModelSource source);
+std::optional<ModelSource> model_source_from_key(std::string_view key);
 
 struct SourceRoot {
   ModelSource source;

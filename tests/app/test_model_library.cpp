@@ -7,14 +7,15 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "app/library/model_library.h"
 #include "engine/kv/kv_layer_groups.h"
 #include "engine/lab/gguf_writer.h"
+#include "engine/model/model_config.h"
 #include "tests/test_support.h"
 
 using namespace kvdesk;
@@ -194,11 +195,11 @@ TEST_CASE("A model card reads the header, and a file that is no GGUF is listed a
 
 TEST_CASE("What fits: the longest context and 4K conversations per KV type from the block arithmetic", "[app][library]") {
   const ModelCard card = read_model_card(FoundModel{"stories", ModelSource::Folder, {kStories}, 1, {}});
-  REQUIRE(card.config);
+  REQUIRE(card.kv);
   const uint64_t memory = card.weight_bytes + (uint64_t(8) << 20);
   const std::vector<KvFit> fits = kv_fits(card, memory);
   REQUIRE(fits.size() == all_kv_types().size());
-  const ModelConfig& c = *card.config;
+  const ModelConfig c = read_model_config(*GgufFile::open(kStories));
   for (const KvFit& f : fits) {
     INFO(kv_type_name(f.type));
     const uint64_t per_block = kv_bytes_per_block(c, f.type, f.type, 16);
@@ -235,6 +236,42 @@ TEST_CASE("A rescan reads only the models whose files changed", "[app][library]"
   CHECK(third.reused == 1);
   fs::remove(dir.path() / "a.gguf");
   CHECK(lib.scan(roots).cards.size() == 2);
+}
+
+TEST_CASE("Kept cards stand for unchanged files in the next run, and damaged ones are read again", "[app][library]") {
+  test::TempDir dir;
+  copy_model(dir.path() / "a.gguf");
+  copy_model(dir.path() / "b.gguf");
+  write_text(dir.path() / "broken.gguf", "nope");
+  const std::vector<SourceRoot> roots{SourceRoot{ModelSource::Folder, dir.path().string()}};
+  ModelLibrary first;
+  const ScanReport before = first.scan(roots);
+  const nlohmann::json saved = nlohmann::json::parse(first.saved().dump());   // through text, as the database keeps it
+
+  ModelLibrary next;
+  next.restore(saved);
+  const ScanReport after = next.scan(roots);
+  CHECK(after.read == 0);
+  CHECK(after.reused == 3);
+  REQUIRE(after.cards.size() == before.cards.size());
+  for (size_t i = 0; i < after.cards.size(); ++i) {
+    CHECK(card_to_json(after.cards[i]) == card_to_json(before.cards[i]));
+    CHECK(kv_fits(after.cards[i], uint64_t(1) << 30).size() == kv_fits(before.cards[i], uint64_t(1) << 30).size());
+  }
+
+  nlohmann::json damaged = saved;
+  damaged["entries"][0]["card"]["kv"] = {{"context_length", 512}, {"num_groups", 1 << 30}, {"num_global_groups", 1},
+                                         {"window", 0}, {"block_bytes", {1, 2}}};
+  damaged["entries"][1]["stamps"] = "not stamps";
+  ModelLibrary third;
+  third.restore(damaged);
+  const ScanReport redone = third.scan(roots);
+  CHECK(redone.read == 2);
+  CHECK(redone.reused == 1);
+  ModelLibrary fourth;
+  fourth.restore(nlohmann::json::parse("[1, 2, 3]"));
+  fourth.restore(nlohmann::json{{"version", 99}});
+  CHECK(fourth.scan(roots).read == 3);
 }
 
 TEST_CASE("The scanner thread hands over every card and ends not scanning", "[app][library]") {
