@@ -203,6 +203,22 @@ std::string blob_file_name(const std::string& digest) {
   return "sha256-" + digest.substr(prefix.size());
 }
 
+// The blob's path: "sha256-<hex>", or "sha256:<hex>" as Ollama named blobs before it moved to
+// names Windows allows, when only that one exists.
+std::string blob_path(const fs::path& blobs, const std::string& file_name) {
+  const fs::path current = blobs / file_name;
+  std::error_code ec;
+  if (fs::exists(current, ec)) return current.string();
+  const fs::path older = blobs / ("sha256:" + file_name.substr(7));
+  return fs::exists(older, ec) ? older.string() : current.string();
+}
+
+// A manifest field's text; "" when absent or not a string (a manifest is untrusted input).
+std::string text_of(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string ollama_name(const std::string& host, const std::string& ns, const std::string& model, const std::string& tag) {
   const std::string name_tag = model + ":" + tag;
   if (host == "registry.ollama.ai") return ns == "library" ? name_tag : ns + "/" + name_tag;
@@ -221,10 +237,10 @@ std::optional<FoundModel> ollama_model(const fs::path& manifest, const std::stri
   FoundModel model{name, ModelSource::Ollama, {}, 1, {}};
   for (const nlohmann::json& layer : doc["layers"]) {
     if (!layer.is_object()) continue;
-    const std::string type = layer.value("mediaType", ""), blob = blob_file_name(layer.value("digest", ""));
+    const std::string type = text_of(layer, "mediaType"), blob = blob_file_name(text_of(layer, "digest"));
     if (blob.empty()) continue;
-    if (type == "application/vnd.ollama.image.model" && model.files.empty()) model.files.push_back((blobs / blob).string());
-    if (type == "application/vnd.ollama.image.projector") model.projectors.push_back((blobs / blob).string());
+    if (type == "application/vnd.ollama.image.model" && model.files.empty()) model.files.push_back(blob_path(blobs, blob));
+    if (type == "application/vnd.ollama.image.projector") model.projectors.push_back(blob_path(blobs, blob));
   }
   if (model.files.empty()) return std::nullopt;
   return model;

@@ -72,8 +72,10 @@ nlohmann::json ModelLibrary::saved() const {
 }
 
 void ModelLibrary::restore(const nlohmann::json& saved) {
-  if (!saved.is_object() || saved.value("version", 0) != 1 || !saved.contains("entries") || !saved["entries"].is_array()) return;
-  for (const nlohmann::json& e : saved["entries"]) {
+  if (!saved.is_object()) return;
+  const auto version = saved.find("version"), entries = saved.find("entries");
+  if (version == saved.end() || *version != 1 || entries == saved.end() || !entries->is_array()) return;
+  for (const nlohmann::json& e : *entries) {
     try {
       Entry entry;
       for (const nlohmann::json& s : e.at("stamps")) {
@@ -108,11 +110,16 @@ void LibraryScanner::rescan(std::vector<SourceRoot> roots) {
     ++state_.generation;
   }
   thread_ = std::thread([this, roots = std::move(roots)] {
-    ScanReport report = library_.scan(roots, [this](const ModelCard& card) {
-      std::lock_guard lock(mutex_);
-      state_.cards.push_back(card);
-      ++state_.generation;
-    }, &cancel_);
+    ScanReport report;
+    try {
+      report = library_.scan(roots, [this](const ModelCard& card) {
+        std::lock_guard lock(mutex_);
+        state_.cards.push_back(card);
+        ++state_.generation;
+      }, &cancel_);
+    } catch (const std::exception& e) {   // out of memory, a folder the walk could not handle
+      report.problems.push_back(std::string("the library scan stopped: ") + e.what());
+    }
     nlohmann::json saved = library_.saved();
     std::lock_guard lock(mutex_);
     state_.saved = std::move(saved);

@@ -100,6 +100,8 @@ TEST_CASE("The library finds LM Studio, Ollama, Hugging Face and llama.cpp model
   write_text(h / ".ollama/models/manifests/registry.ollama.ai/library/evil/latest",
              R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:../../../etc/passwd"}]})");
   write_text(h / ".ollama/models/manifests/registry.ollama.ai/library/garbage/latest", "not json");
+  write_text(h / ".ollama/models/manifests/registry.ollama.ai/library/typed/latest",
+             R"({"layers":[{"mediaType":7,"digest":["sha256"]},{"mediaType":"application/vnd.ollama.image.model","digest":42},"x"]})");
   // Hugging Face: refs/main names the snapshot; the file is a link into blobs.
   const fs::path repo = h / ".cache/huggingface/hub/models--karpathy--tinyllamas";
   copy_model(repo / "blobs/0123");
@@ -145,6 +147,13 @@ TEST_CASE("Ollama names: another namespace and another registry keep their prefi
   CHECK(named(r, "someone/stories:latest"));
   CHECK(named(r, "hf.co/org/stories:Q8_0"));
   CHECK(r.models.size() == 2);
+  // Blobs named as older Ollama named them ("sha256:<hex>") are found too.
+  const std::string old_digest(64, 'e');
+  copy_model(dir.path() / ("blobs/sha256:" + old_digest));
+  write_text(dir.path() / "manifests/registry.ollama.ai/library/old/latest", manifest(old_digest));
+  const FindResult with_old = find_models({SourceRoot{ModelSource::Ollama, dir.path().string()}});
+  REQUIRE(named(with_old, "old:latest"));
+  CHECK(named(with_old, "old:latest")->files == std::vector<std::string>{(dir.path() / ("blobs/sha256:" + old_digest)).string()});
 }
 
 TEST_CASE("A split model is one model of its shards in order, and a missing first shard is broken", "[app][library]") {
@@ -271,6 +280,8 @@ TEST_CASE("Kept cards stand for unchanged files in the next run, and damaged one
   ModelLibrary fourth;
   fourth.restore(nlohmann::json::parse("[1, 2, 3]"));
   fourth.restore(nlohmann::json{{"version", 99}});
+  fourth.restore(nlohmann::json{{"version", "1"}, {"entries", 5}});
+  fourth.restore(nlohmann::json{{"version", 1}, {"entries", {1, "x", nullptr}}});
   CHECK(fourth.scan(roots).read == 3);
 }
 
