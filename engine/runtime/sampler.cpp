@@ -45,14 +45,16 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history,
                         const grammar::GrammarMatcher* matcher, SampleReport* report, int32_t top_logprobs) {
   if (matcher && !report && !narrows()) {
-    // Rejection first: a token drawn without the mask that the grammar allows is exactly a draw
-    // from the masked distribution (p(t) + (1 - A) p(t) / A = p(t) / A, A the allowed mass;
-    // greedy: the unmasked argmax, when allowed, is the masked one). Only a refused draw pays
-    // for the whole mask. Filters that narrow the candidates would differ with and without the
-    // mask, so they take the mask first.
+    // Rejection first: draws without the mask until one is a token the grammar allows. Each
+    // stage is exactly a draw from the masked distribution: a draw from p accepted when allowed
+    // gives t with probability p(t) / A (A the allowed mass), whichever try it was, and so does
+    // the masked draw after kRejectionTries refusals. Greedy tries the best candidates in order:
+    // the first allowed one is the masked argmax. Only when every try is refused is the whole
+    // mask computed (its first visit of a grammar state walks the vocabulary's trie). Filters
+    // that narrow the candidates would differ with and without the mask, so they take the mask
+    // first.
     start(logits, vocab, history);
-    const int32_t unmasked = pick();
-    if (unmasked >= 0 && matcher->allows(unmasked)) return unmasked;
+    if (const int32_t allowed = pick_by_rejection(*matcher); allowed >= 0) return allowed;
   }
   start(logits, vocab, history);
   if (matcher) {
@@ -78,6 +80,43 @@ void Sampler::start(const float* logits, int32_t vocab, const std::vector<int32_
 
 bool Sampler::narrows() const {
   return params_.temperature > 0 && (params_.top_k > 0 || params_.top_p < 1.0f || params_.min_p > 0);
+}
+
+int32_t Sampler::pick_by_rejection(const grammar::GrammarMatcher& matcher) {
+  if (params_.temperature <= 0) {
+    for (int32_t token : best_candidates(kRejectionTries)) {
+      if (matcher.allows(token)) return token;
+    }
+    return -1;
+  }
+  if (!any_allowed()) return -1;
+  softmax_with_temperature();
+  cumulative_.resize(candidates_.size());
+  double total = 0;
+  for (size_t i = 0; i < candidates_.size(); ++i) cumulative_[i] = total += candidates_[i].value;
+  for (int32_t attempt = 0; attempt < kRejectionTries; ++attempt) {
+    const double u = uniform() * total;   // as draw(): the first candidate whose running sum passes u
+    const size_t i = size_t(std::upper_bound(cumulative_.begin(), cumulative_.end(), u) - cumulative_.begin());
+    const int32_t token = candidates_[std::min(i, candidates_.size() - 1)].id;
+    if (matcher.allows(token)) return token;
+  }
+  return -1;
+}
+
+// The `count` highest finite values of candidates_, highest first, ties by lower id (pick()'s
+// order), in one pass.
+std::vector<int32_t> Sampler::best_candidates(int32_t count) const {
+  std::vector<Candidate> best;   // sorted, at most count
+  auto before = [](const Candidate& a, const Candidate& b) { return a.value > b.value || (a.value == b.value && a.id < b.id); };
+  for (const Candidate& c : candidates_) {
+    if (!(c.value > -std::numeric_limits<float>::infinity())) continue;
+    if (int32_t(best.size()) == count && !before(c, best.back())) continue;
+    best.insert(std::upper_bound(best.begin(), best.end(), c, before), c);
+    if (int32_t(best.size()) > count) best.pop_back();
+  }
+  std::vector<int32_t> ids;
+  for (const Candidate& c : best) ids.push_back(c.id);
+  return ids;
 }
 
 bool Sampler::any_allowed() const {
@@ -204,11 +243,13 @@ void Sampler::keep_min_p() {
   std::erase_if(candidates_, [&](const Candidate& c) { return c.value < threshold; });
 }
 
+// A 53-bit uniform in [0, 1) from the raw 64-bit stream: the same on every standard library.
+double Sampler::uniform() { return double(rng_() >> 11) * (1.0 / 9007199254740992.0); }
+
 int32_t Sampler::draw() {
   double total = 0;
   for (const Candidate& c : candidates_) total += c.value;
-  // A 53-bit uniform from the raw 64-bit stream: the same on every standard library.
-  const double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0) * total;
+  const double u = uniform() * total;
   double cumulative = 0;
   for (const Candidate& c : candidates_) {
     cumulative += c.value;

@@ -26,6 +26,9 @@ struct SampleReport {
 
 class Sampler {
  public:
+  // Unmasked draws tried against a grammar before its whole mask is computed (sample()).
+  static constexpr int32_t kRejectionTries = 8;
+
   explicit Sampler(const SamplingParams& params);
 
   // logits[vocab] are not modified; history is the sequence so far (prompt + generated).
@@ -48,6 +51,11 @@ class Sampler {
   void apply_mask(const grammar::GrammarMatcher& matcher);
   bool any_allowed() const;   // some candidate is above -inf
   int32_t pick();
+  // Up to kRejectionTries unmasked draws (greedy: the best candidates in order) checked against
+  // the grammar; the first it allows, or -1.
+  int32_t pick_by_rejection(const grammar::GrammarMatcher& matcher);
+  std::vector<int32_t> best_candidates(int32_t count) const;
+  double uniform();
   void report_logprobs(int32_t chosen, int32_t top, SampleReport& report) const;
   void keep_top_k();
   void softmax_with_temperature();
@@ -59,6 +67,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<Candidate> candidates_;   // [vocab] at the start of each sample()
   std::vector<float> adjusted_;         // [vocab] the logits after bias, penalties and mask
+  std::vector<double> cumulative_;      // [vocab] running sums of candidates_' probabilities
 };
 
 }  // namespace kvdesk

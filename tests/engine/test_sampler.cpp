@@ -204,3 +204,17 @@ TEST_CASE("greedy over an all -inf row picks id 0, and a grammar that allows no 
   const std::vector<float> only_refused = {1.0f, -inf, -inf, 2.0f, 0.0f};   // b and c banned by the row
   CHECK(sampler.sample(only_refused.data(), 5, {}, &g.matcher) == -1);
 }
+
+TEST_CASE("under a grammar, greedy finds the best allowed token past the rejection tries", "[engine][sampler][grammar]") {
+  std::vector<std::string> pieces;
+  for (char c = 'a'; c <= 't'; ++c) pieces.push_back(std::string(1, c));
+  pieces.push_back("");   // end of generation
+  const auto table = std::make_shared<const grammar::TokenTable>(pieces, std::vector<int32_t>{20});
+  grammar::GrammarMatcher matcher{grammar::parse_gbnf("root ::= [qs]+"), table};
+  std::vector<float> logits(21);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = float(logits.size() - i);   // a is best, then b, ...
+  Sampler sampler(SamplingParams{});
+  CHECK(sampler.sample(logits.data(), 21, {}, &matcher) == 16);   // 'q', the 17th best, beyond kRejectionTries
+  logits[18] = 100.0f;                                             // 's' best of all
+  CHECK(sampler.sample(logits.data(), 21, {}, &matcher) == 18);
+}
