@@ -112,7 +112,7 @@ struct EngineSettings {
   BackendRequest backend = BackendRequest::Auto;   // see engine/backend/backend.h
   int32_t threads = 0;               // 0: all cores
   KvLayout kv;                       // types, block size; num_blocks 0: from the budget
-  size_t kv_budget_bytes = 0;        // 0: 1/4 of free memory, at most what the context needs x 8
+  size_t kv_budget_bytes = 0;        // 0: 1/4 of free memory, at most 4 full contexts (engine.cpp)
   uint64_t memory_limit_bytes = 0;   // weights + KV pool must fit in this; 0: MemAvailable
   bool prefix_caching = true;
   SchedulerLimits scheduler;

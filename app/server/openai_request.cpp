@@ -309,9 +309,12 @@ std::pair<std::string, std::string> tool_choice_of(const json& body, const std::
 // markup. "auto" lets the model choose; a call it begins is held to its tool's parameters
 // from the markup on (a lazy grammar; where a schema is beyond the grammar compiler the call
 // is only parsed). "required" and a named function force a call from the first token.
+// parallel_tool_calls false (OpenAI's default: true) holds the grammar to one call.
 void add_tools(const json& body, CompletionRequest& r, const ModelLimits& limits) {
   require(!field(body, "functions"), "'functions' is the deprecated form: send 'tools'", "functions");
   const json* tools = field(body, "tools");
+  const json* parallel = field(body, "parallel_tool_calls");
+  require(!parallel || parallel->is_boolean(), "'parallel_tool_calls' must be true or false", "parallel_tool_calls");
   if (!tools || tools->empty()) return;
   const std::vector<std::string> names = tool_names_of(*tools);
   const auto [choice, forced_name] = tool_choice_of(body, names);
@@ -328,7 +331,7 @@ void add_tools(const json& body, CompletionRequest& r, const ModelLimits& limits
   require(!r.engine.constraint.active(), "'tools' with a forced or lazy call cannot be combined with a response format",
           "response_format");
   try {
-    const ToolCallGrammar g = tool_call_grammar(format, *tools, forced_name, !forced);
+    const ToolCallGrammar g = tool_call_grammar(format, *tools, forced_name, !forced, !parallel || parallel->get<bool>());
     r.engine.constraint.grammar = grammar::parse_gbnf(g.gbnf);
     r.engine.constraint.triggers = forced ? std::vector<std::string>() : g.triggers;
   } catch (const Error& e) {

@@ -984,7 +984,7 @@ bool xml_arguments(ToolCallFormat format) {
 }  // namespace
 
 ToolCallGrammar tool_call_grammar(ToolCallFormat format, const nlohmann::ordered_json& tools, std::string_view forced_name,
-                                  bool lazy) {
+                                  bool lazy, bool parallel) {
   const std::vector<ToolSpec> chosen = chosen_tools(tools, forced_name);
   CallFrame frame = frame_of(format, chosen, lazy);
   std::string rules, alternatives;
@@ -1002,7 +1002,7 @@ ToolCallGrammar tool_call_grammar(ToolCallFormat format, const nlohmann::ordered
   if (xml_arguments(format)) rules += "tool-xml-text ::= ( [^<] | \"<\" [^/] )*\n";
   rules += "tool-call ::= " + alternatives + "\n";
   std::string root = "root ::= " + frame.open + " tool-call";
-  if (frame.parallel) root += " ( " + frame.between + " tool-call )*";
+  if (frame.parallel && parallel) root += " ( " + frame.between + " tool-call )*";
   root += " " + frame.close + "\n";
   ToolCallGrammar grammar{root + rules, {}};
   if (lazy) grammar.triggers = std::move(frame.triggers);

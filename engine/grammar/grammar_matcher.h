@@ -92,6 +92,7 @@ class GrammarMatcher {
 
   bool can_end() const;    // the text so far is a whole match (always true before a trigger)
   bool must_end() const;   // no byte can follow: only end-of-generation is allowed
+  const std::vector<int32_t>& end_of_generation_ids() const { return tokens_->end_of_generation_ids(); }
   bool triggered() const { return triggered_; }
 
   // Off: every mask is walked afresh, without the bitset or transition caches (for tests and

@@ -54,6 +54,7 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
     // that narrow the candidates would differ with and without the mask, so they take the mask
     // first.
     start(logits, vocab, history);
+    if (matcher->must_end()) return matcher->can_end() ? pick_among(matcher->end_of_generation_ids()) : -1;
     if (const int32_t allowed = pick_by_rejection(*matcher); allowed >= 0) return allowed;
   }
   start(logits, vocab, history);
@@ -103,6 +104,19 @@ int32_t Sampler::pick_by_rejection(const grammar::GrammarMatcher& matcher) {
   return -1;
 }
 
+// When the grammar allows only end-of-generation: the masked distribution over those few ids,
+// drawn without touching the rest of the vocabulary (greedy: the best, ties by lower id).
+int32_t Sampler::pick_among(const std::vector<int32_t>& ids) {
+  std::vector<Candidate> among;
+  for (int32_t id : ids) {
+    if (id >= 0 && id < int32_t(candidates_.size())) among.push_back(candidates_[size_t(id)]);
+  }
+  std::sort(among.begin(), among.end(), [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+  candidates_ = std::move(among);
+  if (!any_allowed()) return -1;
+  return pick();
+}
+
 // The `count` highest finite values of candidates_, highest first, ties by lower id (pick()'s
 // order), in one pass.
 std::vector<int32_t> Sampler::best_candidates(int32_t count) const {
@@ -133,7 +147,7 @@ int32_t Sampler::pick() {
     for (int32_t i = 1; i < int32_t(candidates_.size()); ++i) {
       if (candidates_[i].value > candidates_[best].value) best = i;
     }
-    return best;
+    return candidates_[size_t(best)].id;
   }
   keep_top_k();
   softmax_with_temperature();

@@ -55,6 +55,7 @@ class Sampler {
   // the grammar; the first it allows, or -1.
   int32_t pick_by_rejection(const grammar::GrammarMatcher& matcher);
   std::vector<int32_t> best_candidates(int32_t count) const;
+  int32_t pick_among(const std::vector<int32_t>& ids);
   double uniform();
   void report_logprobs(int32_t chosen, int32_t top, SampleReport& report) const;
   void keep_top_k();

@@ -126,6 +126,7 @@ TEST_CASE("bad chat bodies are refused naming the field", "[app][serve_parsing]"
   CHECK(refused_param("{" + hi + R"(, "tools": [{"type": "function"}]})") == "tools[0]");
   CHECK(refused_param("{" + hi + R"(, "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}})") == "tool_choice");
   CHECK(refused_param("{" + hi + R"(, "functions": [{"name": "f"}]})") == "functions");
+  CHECK(refused_param("{" + hi + R"(, "parallel_tool_calls": "no"})") == "parallel_tool_calls");
   CHECK(refused_param("{" + hi + R"(, "response_format": {"type": "xml"}})") == "response_format");
   CHECK(refused_param("{" + hi + R"(, "response_format": "text"})") == "response_format");
   CHECK(refused_param("{" + hi + R"(, "response_format": {"typ": "json_object"}})") == "response_format");

@@ -218,3 +218,24 @@ TEST_CASE("under a grammar, greedy finds the best allowed token past the rejecti
   logits[18] = 100.0f;                                             // 's' best of all
   CHECK(sampler.sample(logits.data(), 21, {}, &matcher) == 18);
 }
+
+TEST_CASE("where the grammar must end, only end-of-generation ids are drawn, in their own proportions",
+          "[engine][sampler][grammar]") {
+  // Two end-of-generation ids (4 and 5); the grammar "b" is complete after one b.
+  const auto table = std::make_shared<const grammar::TokenTable>(std::vector<std::string>{"a", "b", "c", "d", "", ""},
+                                                                 std::vector<int32_t>{4, 5});
+  grammar::GrammarMatcher matcher{grammar::parse_gbnf("root ::= \"b\""), table};
+  matcher.accept(1);
+  REQUIRE(matcher.must_end());
+  const std::vector<float> logits = {9.0f, 9.0f, 9.0f, 9.0f, 0.0f, 1.0f};
+  CHECK(Sampler(SamplingParams{}).sample(logits.data(), 6, {}, &matcher) == 5);
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 11;
+  Sampler sampler(p);
+  std::map<int32_t, int> counts;
+  const int draws = 20000;
+  for (int i = 0; i < draws; ++i) ++counts[sampler.sample(logits.data(), 6, {}, &matcher)];
+  CHECK(counts[4] + counts[5] == draws);
+  CHECK(double(counts[5]) / draws == Approx(std::exp(1.0) / (1.0 + std::exp(1.0))).margin(0.015));
+}

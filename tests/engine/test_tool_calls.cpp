@@ -11,6 +11,7 @@
 #include "engine/chat/tool_calls.h"
 #include "engine/error.h"
 #include "engine/grammar/gbnf.h"
+#include "engine/grammar/grammar_matcher.h"
 
 using kvdesk::ParsedAnswer;
 using kvdesk::ToolCall;
@@ -314,4 +315,22 @@ TEST_CASE("grammars that force a call compile, with args rules per tool", "[engi
   CHECK_THROWS_AS(kvdesk::tool_call_grammar(ToolCallFormat::None, tools, "", false), kvdesk::Error);
   CHECK(kvdesk::tool_call_grammar(ToolCallFormat::Hermes, tools, "", true).triggers ==
         std::vector<std::string>{"<tool_call>"});
+}
+
+TEST_CASE("a grammar without parallel calls takes one call, with them several", "[engine][chat][tool_calls]") {
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(
+      R"([{"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}])");
+  const std::string one = "<tool_call>\n{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>";
+  const auto accepts = [](const std::string& gbnf, const std::string& text) {
+    const auto table = std::make_shared<const kvdesk::grammar::TokenTable>(std::vector<std::string>{text, ""}, std::vector<int32_t>{1});
+    kvdesk::grammar::GrammarMatcher matcher{kvdesk::grammar::parse_gbnf(gbnf), table};
+    if (!matcher.allows(0)) return false;
+    matcher.accept(0);
+    return matcher.can_end();
+  };
+  const std::string single = kvdesk::tool_call_grammar(ToolCallFormat::Hermes, tools, "ping", false, false).gbnf;
+  const std::string many = kvdesk::tool_call_grammar(ToolCallFormat::Hermes, tools, "ping", false, true).gbnf;
+  CHECK(accepts(single, one));
+  CHECK_FALSE(accepts(single, one + "\n" + one));
+  CHECK(accepts(many, one + "\n" + one));
 }

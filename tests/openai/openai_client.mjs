@@ -214,7 +214,7 @@ async function toolCalls(client) {
   for (const seed of [1, 2]) {
     const r = await client.chat.completions.create({
       model: "m", messages: [{ role: "user", content: "Weather in Paris?" }], tools: TOOLS, tool_choice: weather,
-      temperature: 1, seed, max_tokens: 200,
+      parallel_tool_calls: false, temperature: 1, seed, max_tokens: 200,
     });
     const c = r.choices[0];
     check(c.finish_reason === "tool_calls", `named call seed ${seed}: finish_reason ${c.finish_reason}`);
@@ -229,7 +229,7 @@ async function toolCalls(client) {
   // Streamed: the client joins the delta.tool_calls pieces per index.
   const stream = await client.chat.completions.create({
     model: "m", messages: [{ role: "user", content: "Weather in Oslo?" }], tools: TOOLS, tool_choice: weather,
-    temperature: 1, seed: 4, max_tokens: 200, stream: true,
+    parallel_tool_calls: false, temperature: 1, seed: 4, max_tokens: 200, stream: true,
   });
   const calls = [];
   let finish = null;
