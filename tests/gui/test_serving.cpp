@@ -107,7 +107,7 @@ TEST_CASE("the app serves its own engine over HTTP while the window chats, answe
                      {"temperature", 0},
                      {"max_tokens", 64}};
   const httplib::Result res = client.Post("/v1/chat/completions", body.dump(), "application/json");
-  const test::CliRun run = app.wait();
+  const test::CliRun run = test::with_kvdesk_status(app.wait());
   INFO("kvdesk stderr: " << run.err);
   REQUIRE(res);
   REQUIRE(res->status == 200);
