@@ -56,6 +56,9 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
     start(logits, vocab, history);
     if (matcher->must_end()) return matcher->can_end() ? pick_among(matcher->end_of_generation_ids()) : -1;
     if (const int32_t allowed = pick_by_rejection(*matcher); allowed >= 0) return allowed;
+    if (params_.temperature > 0) {
+      if (const int32_t drawn = draw_masked(*matcher); drawn >= 0) return drawn;
+    }
   }
   start(logits, vocab, history);
   if (matcher) {
@@ -102,6 +105,30 @@ int32_t Sampler::pick_by_rejection(const grammar::GrammarMatcher& matcher) {
     if (matcher.allows(token)) return token;
   }
   return -1;
+}
+
+// After refused tries at a temperature: candidates_ hold the whole vocabulary's probabilities
+// (id order); the masked distribution is the allowed ones renormalized, drawn here without a
+// second softmax. -1 when the allowed mass is too small for those probabilities to carry it
+// (the masked softmax from the logits is exact then).
+int32_t Sampler::draw_masked(const grammar::GrammarMatcher& matcher) {
+  constexpr double kSmallestAllowedMass = 1e-20;
+  adjusted_.resize(candidates_.size());
+  for (size_t i = 0; i < candidates_.size(); ++i) adjusted_[i] = candidates_[i].value;
+  matcher.apply_mask(adjusted_.data());
+  double total = 0;
+  for (float p : adjusted_) total += std::isinf(p) ? 0.0 : double(p);
+  if (total < kSmallestAllowedMass) return -1;
+  const double u = uniform() * total;
+  double cumulative = 0;
+  int32_t last_allowed = -1;
+  for (size_t i = 0; i < adjusted_.size(); ++i) {
+    if (std::isinf(adjusted_[i])) continue;
+    cumulative += adjusted_[i];
+    last_allowed = candidates_[i].id;
+    if (u < cumulative && adjusted_[i] > 0) return last_allowed;
+  }
+  return last_allowed;
 }
 
 // When the grammar allows only end-of-generation: the masked distribution over those few ids,

@@ -56,6 +56,7 @@ class Sampler {
   int32_t pick_by_rejection(const grammar::GrammarMatcher& matcher);
   std::vector<int32_t> best_candidates(int32_t count) const;
   int32_t pick_among(const std::vector<int32_t>& ids);
+  int32_t draw_masked(const grammar::GrammarMatcher& matcher);
   double uniform();
   void report_logprobs(int32_t chosen, int32_t top, SampleReport& report) const;
   void keep_top_k();
@@ -67,7 +68,7 @@ class Sampler {
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<Candidate> candidates_;   // [vocab] at the start of each sample()
-  std::vector<float> adjusted_;         // [vocab] the logits after bias, penalties and mask
+  std::vector<float> adjusted_;         // [vocab] the logits after bias, penalties and mask (draw_masked: the probabilities)
   std::vector<double> cumulative_;      // [vocab] running sums of candidates_' probabilities
 };
 
