@@ -6,7 +6,6 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
-#include <cctype>
 #include <string>
 
 #include "ui/panel_data.h"
@@ -16,13 +15,6 @@ namespace kvdesk::ui {
 namespace {
 
 constexpr const char* kPopup = "Choose a model";
-
-bool is_gguf(const std::string& name) {
-  if (name.size() < 5) return false;
-  std::string ext = name.substr(name.size() - 5);
-  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return ext == ".gguf";
-}
 
 std::string parent_of(const std::string& folder) {
   const size_t slash = folder.find_last_of('/');
@@ -39,7 +31,7 @@ std::vector<int32_t> shown_entries(const ViewModel& vm) {
   std::vector<int32_t> shown;
   for (size_t i = 0; i < vm.browser.entries.size(); ++i) {
     const FileBrowserEntry& e = vm.browser.entries[i];
-    if (e.is_folder || vm.ui.browser_all_files || is_gguf(e.name)) shown.push_back(int32_t(i));
+    if (e.is_folder || vm.ui.browser_all_files || e.is_model) shown.push_back(int32_t(i));
   }
   return shown;
 }

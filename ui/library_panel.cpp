@@ -6,7 +6,6 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <iterator>
 
 #include "ui/library_rows.h"
@@ -37,15 +36,6 @@ constexpr ColumnSpec kColumns[] = {
 
 // The size filter's choices: 0 is any size.
 constexpr int32_t kSizeChoicesGib[] = {0, 2, 4, 8, 16, 32, 64};
-
-// "7.6B", "260K"
-std::string params_text(uint64_t n) {
-  char text[32];
-  if (n >= 1000000000) std::snprintf(text, sizeof text, "%.1fB", double(n) / 1e9);
-  else if (n >= 1000000) std::snprintf(text, sizeof text, "%.1fM", double(n) / 1e6);
-  else std::snprintf(text, sizeof text, "%.0fK", double(n) / 1e3);
-  return text;
-}
 
 std::string fits_text(const LibraryEntryView& e) {
   if (e.broken) return "broken";
@@ -153,7 +143,7 @@ void draw_row(const ViewModel& vm, const LibraryEntryView& e, int32_t index, UiA
   ImGui::TableNextColumn();
   ImGui::TextUnformatted(e.arch.c_str());
   ImGui::TableNextColumn();
-  ImGui::TextUnformatted(params_text(e.params).c_str());
+  ImGui::TextUnformatted(format_count(int64_t(e.params)).c_str());
   ImGui::TableNextColumn();
   ImGui::TextUnformatted(e.weight_type.c_str());
   ImGui::TableNextColumn();

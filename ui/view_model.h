@@ -425,6 +425,7 @@ struct LibraryView {
 struct FileBrowserEntry {
   std::string name;
   bool is_folder = false;
+  bool is_model = false;           // named .gguf
   uint64_t size_bytes = 0;
 };
 

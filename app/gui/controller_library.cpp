@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "app/gui/controller.h"
+#include "app/library/model_finder.h"
 #include "engine/error.h"
 #include "engine/system/memory_limit.h"
 
@@ -153,7 +154,7 @@ void Controller::browse(const std::string& requested) {
     std::error_code type_ec;
     const bool is_folder = it->is_directory(type_ec);
     const uint64_t size = is_folder ? 0 : uint64_t(it->file_size(type_ec));
-    view.entries.push_back({name, is_folder, type_ec ? 0 : size});
+    view.entries.push_back({name, is_folder, !is_folder && library::is_gguf_name(name), type_ec ? 0 : size});
   }
   std::sort(view.entries.begin(), view.entries.end(), [](const ui::FileBrowserEntry& a, const ui::FileBrowserEntry& b) {
     return a.is_folder != b.is_folder ? a.is_folder : a.name < b.name;

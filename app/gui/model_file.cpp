@@ -8,16 +8,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app/library/model_finder.h"
+
 namespace kvdesk::gui {
 namespace {
 
 constexpr char kGgufMagic[4] = {'G', 'G', 'U', 'F'};
 
-bool named_gguf(const std::filesystem::path& path) {
-  std::string extension = path.extension().string();
-  for (char& c : extension) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return extension == ".gguf";
-}
+bool named_gguf(const std::filesystem::path& path) { return library::is_gguf_name(path.filename().string()); }
 
 }  // namespace
 

@@ -31,10 +31,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool is_gguf_name(const std::string& name) {
-  return name.size() > 5 && lower(name.substr(name.size() - 5)) == ".gguf";
-}
-
 bool is_projector_name(const std::string& name) { return lower(name).find("mmproj") != std::string::npos; }
 
 std::string without_extension(const std::string& name) { return name.substr(0, name.size() - 5); }
@@ -288,6 +284,10 @@ std::string identity(const std::string& path) {
 }
 
 }  // namespace
+
+bool is_gguf_name(std::string_view name) {
+  return name.size() > 5 && lower(std::string(name.substr(name.size() - 5))) == ".gguf";
+}
 
 FindResult find_models(const std::vector<SourceRoot>& roots) {
   FindResult result;

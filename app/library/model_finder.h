@@ -14,6 +14,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "app/library/model_sources.h"
@@ -34,5 +35,9 @@ struct FindResult {
 };
 
 FindResult find_models(const std::vector<SourceRoot>& roots);
+
+// A file name ending in ".gguf", in any letter case (how a model file is named; Ollama's blobs
+// are not, which only a file's magic can tell).
+bool is_gguf_name(std::string_view name);
 
 }  // namespace kvdesk::library

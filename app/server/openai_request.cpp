@@ -11,6 +11,7 @@
 #include <random>
 
 #include "app/server/api_error.h"
+#include "engine/chat/tool_call_grammar.h"
 #include "engine/error.h"
 #include "engine/grammar/gbnf.h"
 #include "engine/grammar/json_schema.h"

@@ -116,19 +116,12 @@ int32_t Sampler::draw_masked(const grammar::GrammarMatcher& matcher) {
   adjusted_.resize(candidates_.size());
   for (size_t i = 0; i < candidates_.size(); ++i) adjusted_[i] = candidates_[i].value;
   matcher.apply_mask(adjusted_.data());
-  double total = 0;
-  for (float p : adjusted_) total += std::isinf(p) ? 0.0 : double(p);
-  if (total < kSmallestAllowedMass) return -1;
-  const double u = uniform() * total;
-  double cumulative = 0;
-  int32_t last_allowed = -1;
-  for (size_t i = 0; i < adjusted_.size(); ++i) {
-    if (std::isinf(adjusted_[i])) continue;
-    cumulative += adjusted_[i];
-    last_allowed = candidates_[i].id;
-    if (u < cumulative && adjusted_[i] > 0) return last_allowed;
+  double allowed_mass = 0;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    if (std::isinf(adjusted_[i])) candidates_[i].value = 0;   // refused: no weight in draw()
+    allowed_mass += candidates_[i].value;
   }
-  return last_allowed;
+  return allowed_mass < kSmallestAllowedMass ? -1 : draw();
 }
 
 // When the grammar allows only end-of-generation: the masked distribution over those few ids,

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/chat/tool_call_grammar.h"
 #include "engine/chat/tool_calls.h"
 #include "engine/error.h"
 #include "engine/grammar/gbnf.h"

@@ -64,6 +64,7 @@ TEST_CASE("The file browser lists folders first, skips hidden entries and keeps 
   REQUIRE(s.vm.browser.entries.size() == 2);
   CHECK(s.vm.browser.entries[0].name == "zeta");
   CHECK(s.vm.browser.entries[0].is_folder);
+  CHECK(s.vm.browser.entries[1].is_model);
   CHECK(s.vm.browser.entries[1].name == "alpha.gguf");
   CHECK(s.vm.browser.entries[1].size_bytes == fs::file_size(dir.path() / "alpha.gguf"));
   CHECK(s.vm.browser.error.empty());

@@ -533,7 +533,7 @@ TEST_CASE("The library and the file browser draw over many models, broken ones a
   imgui.frame(vm);   // the empty library's hint
 
   vm.browser.folder = "/models";
-  vm.browser.entries = {{"sub", true, 0}, {"a.gguf", false, 1234}, {"notes.txt", false, 5}};
+  vm.browser.entries = {{"sub", true, false, 0}, {"a.gguf", false, true, 1234}, {"notes.txt", false, false, 5}};
   vm.ui.browser_purpose = BrowsePurpose::OpenModel;
   imgui.frame(vm);
   imgui.frame(vm);
