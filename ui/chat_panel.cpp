@@ -3,7 +3,8 @@
 // every message, the text rendered as Markdown (parsed once per message text,
 // ui/markdown_cache.h), Regenerate under the last answer and Continue under one that stopped at
 // its token limit, and the composer with Send / Stop. A reasoning model's answer shows its
-// reasoning folded away above the answer (engine/chat/answer_parts.h). The header's "Prompt as
+// reasoning folded away above the answer (engine/chat/answer_parts.h); tool calls and tool
+// results are blocks of their own (ui/tool_blocks.h). The header's "Prompt as
 // the model sees it" shows the conversation rendered with the chat template instead of the
 // messages (ui/prompt_view_panel.cpp).
 #include <imgui.h>
@@ -17,6 +18,7 @@
 #include "ui/panel_data.h"
 #include "ui/panels.h"
 #include "ui/theme_colours.h"
+#include "ui/tool_blocks.h"
 
 namespace kvdesk::ui {
 namespace {
@@ -25,7 +27,8 @@ ImVec4 role_colour(MessageRole role, Theme theme) {
   switch (role) {
     case MessageRole::User: return text_colour(TextTone::User, theme);
     case MessageRole::Assistant: return text_colour(TextTone::Assistant, theme);
-    case MessageRole::System: return text_colour(TextTone::System, theme);
+    case MessageRole::System:
+    case MessageRole::Tool: return text_colour(TextTone::System, theme);
   }
   return text_colour(TextTone::System, theme);
 }
@@ -57,7 +60,9 @@ void selectable_text(const char* id, std::string& text, ImFont* font) {
 void draw_reasoning(const AnswerParts& parts) {
   if (!ImGui::TreeNode("##reasoning", "%s", parts.reasoning_open ? "Reasoning..." : "Reasoning")) return;
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  ImGui::TextWrapped("%s", parts.reasoning.c_str());
+  ImGui::PushTextWrapPos(0);   // TextWrapped("%s") would cut the text at ImGui's 3 KB format buffer
+  ImGui::TextUnformatted(parts.reasoning.data(), parts.reasoning.data() + parts.reasoning.size());
+  ImGui::PopTextWrapPos();
   ImGui::PopStyleColor();
   ImGui::TreePop();
 }
@@ -67,8 +72,13 @@ void draw_body(ViewModel& vm, MessageView& m, const Fonts& fonts, bool selectabl
     selectable_text("##select", m.text, nullptr);
     return;
   }
-  if (m.text.empty() && m.state == MessageState::Streaming) {
+  if (m.text.empty() && m.tool_calls.empty() && m.state == MessageState::Streaming) {
     ImGui::TextDisabled("...");
+    return;
+  }
+  const Theme theme = vm.ui.layout_prefs.theme;
+  if (m.role == MessageRole::Tool) {
+    draw_tool_result(m, fonts, theme, vm.ui.layout);
     return;
   }
   if (m.role != MessageRole::Assistant) {
@@ -78,6 +88,11 @@ void draw_body(ViewModel& vm, MessageView& m, const Fonts& fonts, bool selectabl
   const AnswerParts parts = split_answer(m.text, m.opened_in_reasoning);
   if (!parts.reasoning.empty() || parts.reasoning_open) draw_reasoning(parts);
   if (!parts.answer.empty()) draw_markdown(vm.ui.markdown.document(m.id, parts.answer), fonts, vm.ui.layout);
+  for (size_t i = 0; i < m.tool_calls.size(); ++i) {
+    ImGui::PushID(static_cast<int>(i));
+    draw_tool_call(m.tool_calls[i], fonts, theme, vm.ui.layout);
+    ImGui::PopID();
+  }
 }
 
 void draw_branch_switcher(const MessageView& m, UiActions& actions) {

@@ -398,6 +398,7 @@ const char* role_label(MessageRole role) {
     case MessageRole::System: return "System";
     case MessageRole::User: return "You";
     case MessageRole::Assistant: return "Assistant";
+    case MessageRole::Tool: return "Tool";
   }
   return "?";
 }

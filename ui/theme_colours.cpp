@@ -13,6 +13,7 @@ ImVec4 text_colour(TextTone tone, Theme theme) {
     case TextTone::Assistant: return light ? ImVec4(0.1f, 0.5f, 0.1f, 1) : ImVec4(0.6f, 0.9f, 0.6f, 1);
     case TextTone::System: return light ? ImVec4(0.5f, 0.45f, 0.0f, 1) : ImVec4(0.8f, 0.8f, 0.5f, 1);
     case TextTone::Template: return light ? ImVec4(0.6f, 0.1f, 0.55f, 1) : ImVec4(0.95f, 0.55f, 0.9f, 1);
+    case TextTone::Tool: return light ? ImVec4(0.0f, 0.45f, 0.5f, 1) : ImVec4(0.45f, 0.85f, 0.85f, 1);
   }
   return light ? ImVec4(0, 0, 0, 1) : ImVec4(1, 1, 1, 1);
 }

@@ -8,7 +8,7 @@
 namespace kvdesk::ui {
 
 // Template: what a chat template wrote into a prompt (its control tokens), apart from content.
-enum class TextTone : uint8_t { Error, Warning, Good, User, Assistant, System, Template };
+enum class TextTone : uint8_t { Error, Warning, Good, User, Assistant, System, Template, Tool };
 
 ImVec4 text_colour(TextTone tone, Theme theme);
 

@@ -15,8 +15,15 @@ namespace kvdesk::ui {
 // ---------------------------------------------------------------------------------------
 // Chat
 // ---------------------------------------------------------------------------------------
-enum class MessageRole : uint8_t { System, User, Assistant };
+enum class MessageRole : uint8_t { System, User, Assistant, Tool };   // Tool: a tool's result
 enum class MessageState : uint8_t { Complete, Streaming, Stopped, Failed, Interrupted };
+
+// A call an answer made, as the chat shows it in a block of its own.
+struct ToolCallView {
+  std::string id;
+  std::string name;
+  std::string arguments;   // indented when it is JSON, else as the model wrote it
+};
 
 struct MessageView {
   int64_t id = 0;
@@ -33,6 +40,10 @@ struct MessageView {
   // A streaming answer whose prompt opened the model's <think> (chat_template_opens_reasoning):
   // its text is reasoning until "</think>" arrives. (A stored answer has that "</think>".)
   bool opened_in_reasoning = false;
+  std::vector<ToolCallView> tool_calls;   // an answer's calls (stored, or written in the model's markup)
+  std::string tool_name;                  // a tool result: the function it answers
+  std::string tool_call_id;               //   and the call's id
+  bool text_is_json = false;              // a tool result whose text is JSON, shown indented in mono
 };
 
 struct ConversationSummary {

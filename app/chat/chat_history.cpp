@@ -3,11 +3,6 @@
 #include "app/chat/chat_history.h"
 
 namespace kvdesk::chat {
-namespace {
-
-constexpr size_t kTitleBytes = 40;
-
-}  // namespace
 
 ChatTurn chat_turn(const store::Conversation& conversation, const std::vector<store::Message>& branch) {
   ChatTurn out;
@@ -18,8 +13,8 @@ ChatTurn chat_turn(const store::Conversation& conversation, const std::vector<st
     out.message_ids.push_back(0);
   }
   for (const store::Message& m : branch) {
-    if (m.role == store::Role::Assistant && m.content.empty()) continue;
-    out.messages.push_back({std::string(store::role_name(m.role)), m.content});
+    if (m.role == store::Role::Assistant && m.content.empty() && m.fields_json.empty()) continue;
+    out.messages.push_back({std::string(store::role_name(m.role)), m.content, m.fields_json});
     out.tokens.push_back(m.tokens ? MessageTokens{m.tokens->identity, m.tokens->ids} : MessageTokens{});
     out.message_ids.push_back(m.id);
     if (!m.tokens_damaged.empty()) out.damaged.push_back(m.tokens_damaged);
@@ -51,16 +46,6 @@ int save_chat_tokens(store::ConversationStore& store, const ChatTurn& turn, stor
   if (!reported.answer.empty()) updates.push_back({answer, store::MessageTokens{reported.identity, reported.answer}});
   store.set_message_tokens(updates);
   return changed;
-}
-
-std::string title_from(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
-  if (line.size() > kTitleBytes) {
-    size_t cut = kTitleBytes;
-    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
-    line = line.substr(0, cut) + "...";
-  }
-  return line.empty() ? kNewChatTitle : line;
 }
 
 }  // namespace kvdesk::chat

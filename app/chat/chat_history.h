@@ -22,8 +22,9 @@ struct ChatTurn {
   int64_t started = 0;                          // when the conversation began, Unix seconds
 };
 
-// The system prompt (when set), then `branch` (root first). An empty assistant message (the
-// answer being generated) is left out.
+// The system prompt (when set), then `branch` (root first), each message with its OpenAI fields
+// (tool calls, tool results) for the chat template. An empty assistant message (the answer being
+// generated) is left out.
 ChatTurn chat_turn(const store::Conversation& conversation, const std::vector<store::Message>& branch);
 std::vector<ChatMessage> chat_messages(const store::Conversation& conversation, const std::vector<store::Message>& branch);
 
@@ -36,11 +37,5 @@ void set_chat(Request& request, const ChatTurn& turn);
 // server). Returns how many messages got new ids.
 int save_chat_tokens(store::ConversationStore& store, const ChatTurn& turn, store::MessageId answer,
                      const ChatTokens& reported);
-
-// A new conversation's title from its first message: the first line, cut on a UTF-8 character
-// boundary; "New chat" when that line is empty.
-std::string title_from(const std::string& text);
-
-inline constexpr const char* kNewChatTitle = "New chat";
 
 }  // namespace kvdesk::chat

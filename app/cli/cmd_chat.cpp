@@ -72,7 +72,7 @@ struct TurnOutcome {
 
 // The conversation the turn continues: a new one titled after the prompt, or --conversation.
 ConversationId choose_conversation(ConversationStore& store, const ChatArgs& a) {
-  if (a.new_conversation) return store.create_conversation(chat::title_from(a.prompt));
+  if (a.new_conversation) return store.create_conversation(store::title_from(a.prompt));
   return a.conversation_id;
 }
 

@@ -9,6 +9,7 @@
 
 #include "app/gui/kv_view.h"
 #include "app/gui/model_file.h"
+#include "app/gui/tool_views.h"
 #include "engine/error.h"
 #include "ui/font_size.h"
 #include "ui/panel_data.h"
@@ -359,6 +360,7 @@ void Controller::reload_chat() {
   chat.system_prompt = c->system_prompt;
   reload_conversation_settings();
   chat.generating = live_request_of(c->id).has_value();
+  const ToolCallFormat answer_format = tool_call_format_of(vm_.model.chat_template_source);
   for (const store::Message& m : readable_branch(c->id)) {
     ui::MessageView v;
     v.id = m.id;
@@ -374,6 +376,7 @@ void Controller::reload_chat() {
       v.next_sibling = i + 1 < siblings.size() ? siblings[i + 1].id : 0;
     }
     v.can_continue = can_continue(m);
+    add_tool_views(m, answer_format, v);
     if (m.stats) {
       v.stats = ui::answer_stats_text(m.stats->completion_tokens, m.stats->decode_tok_s, m.stats->ttft_ms,
                                       m.stats->finish_reason);

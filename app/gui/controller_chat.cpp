@@ -22,7 +22,7 @@ constexpr auto kSaveInterval = std::chrono::seconds(1);
 // Conversations
 // ---------------------------------------------------------------------------------------
 void Controller::new_chat() {
-  const store::ConversationId id = store().create_conversation(chat::kNewChatTitle);
+  const store::ConversationId id = store().create_conversation(store::kNewChatTitle);
   reload_conversations();
   select(id);
 }
@@ -83,7 +83,7 @@ void Controller::send(const std::string& text) {
   if (!c) throw Error("the conversation no longer exists");
   const store::MessageId user =
       store().add_message({.conversation = conversation, .parent = c->active_leaf_id, .role = store::Role::User, .content = text});
-  if (!c->active_leaf_id && c->title == chat::kNewChatTitle) store().rename_conversation(conversation, chat::title_from(text));
+  if (!c->active_leaf_id && c->title == store::kNewChatTitle) store().rename_conversation(conversation, store::title_from(text));
   start_answer(conversation, user);
 }
 

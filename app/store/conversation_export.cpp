@@ -1,10 +1,13 @@
 // Markdown and JSON export, JSON import (see conversation_export.h).
 #include "app/store/conversation_export.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <unordered_map>
 
+#include "app/store/message_fields.h"
+#include "app/store/openai_transcript.h"
 #include "engine/error.h"
 
 namespace kvdesk::store {
@@ -31,6 +34,7 @@ json message_to_json(const Message& m) {
             {"updated_at_ms", m.updated_at_ms}};
   if (m.stats) j["stats"] = stats_to_json(*m.stats);
   if (m.tokens) j["tokens"] = {{"identity", m.tokens->identity}, {"ids", m.tokens->ids}};
+  add_fields_to_message_json(m.fields_json, j);
   return j;
 }
 
@@ -149,7 +153,7 @@ Message message_from_json(const json& j, size_t index) {
   m.id = int_field(j, "id", where);
   m.parent_id = optional_id(j, "parent_id", where);
   const std::optional<Role> role = parse_role(text_field(j, "role", where));
-  if (!role) bad(where, "'role' must be system, user or assistant");
+  if (!role) bad(where, "'role' must be system, user, assistant or tool");
   m.role = *role;
   m.content = text_field(j, "content", where);
   const std::optional<MessageStatus> status = parse_status(text_field(j, "status", where));
@@ -159,6 +163,7 @@ Message message_from_json(const json& j, size_t index) {
   m.updated_at_ms = int_field(j, "updated_at_ms", where, false);
   if (j.contains("stats") && !j["stats"].is_null()) m.stats = stats_from_json(j["stats"], where);
   if (j.contains("tokens") && !j["tokens"].is_null()) m.tokens = tokens_from_json(j["tokens"], where);
+  m.fields_json = fields_from_message_json(j, where);
   return m;
 }
 
@@ -228,6 +233,30 @@ std::string message_footer(const Message& m) {
   return parts.empty() ? "" : "_" + parts + "_\n\n";
 }
 
+// "User", "Assistant", "System", or "Tool result (get_weather, call_1)".
+std::string markdown_heading(Role role, const MessageFields& fields) {
+  switch (role) {
+    case Role::User: return "User";
+    case Role::Assistant: return "Assistant";
+    case Role::System: return "System";
+    case Role::Tool: break;
+  }
+  std::string about = one_line(fields.name);
+  if (!fields.tool_call_id.empty()) about += (about.empty() ? "" : ", ") + one_line(fields.tool_call_id);
+  return about.empty() ? "Tool result" : "Tool result (" + about + ")";
+}
+
+// `text` in a code fence longer than any run of backticks inside it.
+std::string fenced(const std::string& text, const char* language) {
+  size_t longest = 0;
+  for (size_t run = 0, i = 0; i < text.size(); ++i) {
+    run = text[i] == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(std::max<size_t>(3, longest + 1), '`');
+  return fence + language + "\n" + text + "\n" + fence + "\n\n";
+}
+
 }  // namespace
 
 json conversation_to_json(const ConversationTree& tree) {
@@ -281,7 +310,7 @@ ConversationTree conversation_from_json(const json& j) {
 ConversationTree conversation_from_json_text(std::string_view text) {
   json j = json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded()) throw Error("conversation JSON: the text is not valid JSON");
-  return conversation_from_json(j);
+  return is_openai_transcript(j) ? conversation_from_openai_transcript(j) : conversation_from_json(j);
 }
 
 std::string conversation_to_markdown(const Conversation& conversation, const std::vector<Message>& path) {
@@ -289,8 +318,13 @@ std::string conversation_to_markdown(const Conversation& conversation, const std
   std::string md = "# " + (title.empty() ? std::string("Untitled conversation") : title) + "\n\n";
   if (!conversation.system_prompt.empty()) md += "**System prompt**\n\n" + quoted_block(conversation.system_prompt) + "\n\n";
   for (const Message& m : path) {
-    const std::string_view role = m.role == Role::User ? "User" : m.role == Role::Assistant ? "Assistant" : "System";
-    md += "## " + std::string(role) + "\n\n" + m.content + "\n\n" + message_footer(m);
+    const MessageFields fields = parse_message_fields(m.fields_json);
+    md += "## " + markdown_heading(m.role, fields) + "\n\n";
+    if (!m.content.empty()) md += m.content + "\n\n";
+    for (const ToolCallField& call : fields.tool_calls) {
+      md += "**Tool call** `" + one_line(call.name) + "`\n\n" + fenced(call.arguments, "json");
+    }
+    md += message_footer(m);
   }
   return md;
 }

@@ -24,7 +24,7 @@ namespace {
 const std::string kMessageSelect =
     "SELECT m.id, m.conversation_id, m.parent_id, m.role, m.content, m.status, m.created_at, m.updated_at, "
     "m.model, m.prompt_tokens, m.completion_tokens, m.ttft_ms, m.decode_tok_s, m.finish_reason, m.token_identity, "
-    "m.token_ids FROM ";
+    "m.token_ids, m.fields_json FROM ";
 
 // The message's stored token ids, or why they cannot be used (the text then stands in for them).
 void read_tokens(const Statement& s, Message& m, const std::string& path) {
@@ -62,6 +62,7 @@ Message read_message(const Statement& s, const std::string& path) {
     };
   }
   read_tokens(s, m, path);
+  if (!s.is_null(16)) m.fields_json = s.column_text(16);
   return m;
 }
 
@@ -239,8 +240,8 @@ Message ConversationStore::require_message(MessageId id) {
 MessageId ConversationStore::insert_message(const Message& m) {
   Statement s = db_->prepare(
       "INSERT INTO messages (conversation_id, parent_id, role, content, status, created_at, updated_at, model, "
-      "prompt_tokens, completion_tokens, ttft_ms, decode_tok_s, finish_reason, token_identity, token_ids) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+      "prompt_tokens, completion_tokens, ttft_ms, decode_tok_s, finish_reason, token_identity, token_ids, fields_json) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
   s.bind(1, m.conversation_id)
       .bind(2, m.parent_id)
       .bind(3, role_name(m.role))
@@ -257,6 +258,7 @@ MessageId ConversationStore::insert_message(const Message& m) {
         .bind(13, m.stats->finish_reason);
   }
   if (m.tokens) s.bind(14, m.tokens->identity).bind_blob(15, encode_token_ids(m.tokens->ids));
+  if (!m.fields_json.empty()) s.bind(16, m.fields_json);
   s.run();
   return db_->last_insert_id();
 }
@@ -289,6 +291,7 @@ MessageId ConversationStore::add_message(const NewMessage& n) {
       .stats = std::nullopt,
       .tokens = std::nullopt,
       .tokens_damaged = {},
+      .fields_json = std::string(n.fields_json),
   });
   set_leaf_unchecked(n.conversation, id, true);
   tx.commit();

@@ -33,6 +33,7 @@ struct NewMessage {
   Role role = Role::User;
   std::string_view content;
   MessageStatus status = MessageStatus::Complete;
+  std::string_view fields_json = {};   // see Message::fields_json
 };
 
 inline constexpr int kMaxRecentModels = 10;

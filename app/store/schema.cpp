@@ -2,6 +2,7 @@
 // version N has run exactly the first N entries of kMigrations.
 #include "app/store/schema.h"
 
+#include <algorithm>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -120,7 +121,47 @@ CREATE TABLE kv_quality (
   PRIMARY KEY (model_identity, kv_type, text_id)
 ) WITHOUT ROWID;
 )sql"},
+    // Version 6. Tool results (role 'tool') and a message's other OpenAI fields (fields_json: a
+    // JSON object's text, NULL when none; see Message::fields_json). SQLite cannot change a CHECK
+    // constraint in place, so the table is rebuilt (its ids kept) with foreign keys off, as
+    // SQLite's documented procedure for other schema changes does; see kRebuildsTables.
+    {6, R"sql(
+CREATE TABLE messages_v6 (
+  id                INTEGER PRIMARY KEY,
+  conversation_id   INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+  parent_id         INTEGER REFERENCES messages(id) ON DELETE CASCADE,
+  role              TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+  content           TEXT NOT NULL,
+  status            TEXT NOT NULL
+                    CHECK (status IN ('complete', 'streaming', 'stopped', 'failed', 'interrupted')),
+  created_at        INTEGER NOT NULL,
+  updated_at        INTEGER NOT NULL,
+  model             TEXT,
+  prompt_tokens     INTEGER,
+  completion_tokens INTEGER,
+  ttft_ms           REAL,
+  decode_tok_s      REAL,
+  finish_reason     TEXT,
+  token_identity    TEXT,
+  token_ids         BLOB,
+  fields_json       TEXT
+);
+INSERT INTO messages_v6 (id, conversation_id, parent_id, role, content, status, created_at, updated_at, model,
+                         prompt_tokens, completion_tokens, ttft_ms, decode_tok_s, finish_reason, token_identity,
+                         token_ids)
+  SELECT id, conversation_id, parent_id, role, content, status, created_at, updated_at, model, prompt_tokens,
+         completion_tokens, ttft_ms, decode_tok_s, finish_reason, token_identity, token_ids FROM messages;
+DROP TABLE messages;
+ALTER TABLE messages_v6 RENAME TO messages;
+CREATE INDEX messages_by_conversation ON messages(conversation_id, parent_id);
+CREATE INDEX messages_by_parent ON messages(parent_id);
+)sql"},
 };
+
+// Migrations that rebuild a table another table's foreign key names. They run with foreign key
+// enforcement off (it cannot change inside a transaction, so it is switched around it), and
+// PRAGMA foreign_key_check must find nothing before they commit.
+constexpr int64_t kRebuildsTables[] = {6};
 
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
@@ -168,18 +209,49 @@ void quick_check(Database& db) {
   }
 }
 
-void migrate(Database& db) {
+bool rebuilds_tables(int64_t version) {
+  return std::find(std::begin(kRebuildsTables), std::end(kRebuildsTables), version) != std::end(kRebuildsTables);
+}
+
+void require_foreign_keys_hold(Database& db) {
+  Statement s = db.prepare("PRAGMA foreign_key_check");
+  if (s.step()) {
+    throw Error(db.path() + ": upgrading the database found a row of '" + s.column_text(0) +
+                "' whose reference is broken (the file is damaged); it was left as it is");
+  }
+}
+
+void run_migrations(Database& db) {
   Transaction tx(db);
   // Read again under the write lock: another kvdesk may have migrated the file since inspect().
   const int64_t version = db.query_int("PRAGMA user_version");
   if (version > kSchemaVersion) refuse_newer(db, version);
+  bool rebuilt = false;
   for (const Migration& m : kMigrations) {
     if (m.version <= version) continue;
     db.exec(m.sql);
     db.exec("PRAGMA user_version = " + std::to_string(m.version));
+    rebuilt = rebuilt || rebuilds_tables(m.version);
   }
+  if (rebuilt) require_foreign_keys_hold(db);
   db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
   tx.commit();
+}
+
+void migrate(Database& db) {
+  const int64_t version = db.query_int("PRAGMA user_version");
+  const bool rebuild = std::any_of(std::begin(kMigrations), std::end(kMigrations),
+                                   [&](const Migration& m) { return m.version > version && rebuilds_tables(m.version); });
+  if (!rebuild) return run_migrations(db);
+  const int64_t enforced = db.query_int("PRAGMA foreign_keys");
+  db.exec("PRAGMA foreign_keys = OFF");
+  try {
+    run_migrations(db);
+  } catch (...) {
+    db.exec("PRAGMA foreign_keys = " + std::to_string(enforced));
+    throw;
+  }
+  db.exec("PRAGMA foreign_keys = " + std::to_string(enforced));
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 namespace kvdesk::store {
 
-inline constexpr int64_t kSchemaVersion = 5;
+inline constexpr int64_t kSchemaVersion = 6;
 inline constexpr int64_t kApplicationId = 0x6B764442;   // "kvDB" in PRAGMA application_id
 
 // Checks the freshly opened `db` (with PRAGMA quick_check when `verify`) and, for ReadWrite,

@@ -1,5 +1,5 @@
 // Names of roles and message statuses, as stored in the database and written in exported JSON,
-// and the stored form of a message's token ids.
+// the stored form of a message's token ids, and a new conversation's title.
 #include "app/store/store_types.h"
 
 #include <array>
@@ -12,10 +12,13 @@
 namespace kvdesk::store {
 namespace {
 
-constexpr std::array<std::pair<Role, std::string_view>, 3> kRoles = {{
+constexpr size_t kTitleBytes = 40;
+
+constexpr std::array<std::pair<Role, std::string_view>, 4> kRoles = {{
     {Role::System, "system"},
     {Role::User, "user"},
     {Role::Assistant, "assistant"},
+    {Role::Tool, "tool"},
 }};
 
 constexpr std::array<std::pair<MessageStatus, std::string_view>, 5> kStatuses = {{
@@ -94,6 +97,16 @@ std::vector<int32_t> decode_token_ids(std::span<const uint8_t> bytes) {
 int64_t unix_time_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string title_from(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.size() > kTitleBytes) {
+    size_t cut = kTitleBytes;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+    line = line.substr(0, cut) + "...";
+  }
+  return line.empty() ? kNewChatTitle : line;
 }
 
 }  // namespace kvdesk::store

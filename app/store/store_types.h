@@ -15,7 +15,9 @@ using ConversationId = int64_t;
 using MessageId = int64_t;
 using PresetId = int64_t;
 
-enum class Role { System, User, Assistant };
+// Tool: a tool's result, sent back to the model (OpenAI's role "tool"); its call id and the
+// function's name are in the message's fields.
+enum class Role { System, User, Assistant, Tool };
 
 enum class MessageStatus {
   Complete,      // a finished user message or answer
@@ -25,12 +27,18 @@ enum class MessageStatus {
   Interrupted,   // found Streaming after kvdesk ended without finishing it (a crash or kill)
 };
 
-std::string_view role_name(Role role);                 // "system", "user", "assistant"
+std::string_view role_name(Role role);                 // "system", "user", "assistant", "tool"
 std::optional<Role> parse_role(std::string_view name);
 std::string_view status_name(MessageStatus status);    // "complete", "streaming", ...
 std::optional<MessageStatus> parse_status(std::string_view name);
 
 int64_t unix_time_ms();   // the timestamps the store writes: Unix time in milliseconds
+
+// A new conversation's title from its first message: the first line, cut on a UTF-8 character
+// boundary; "New chat" when that line is empty.
+std::string title_from(const std::string& text);
+
+inline constexpr const char* kNewChatTitle = "New chat";
 
 // What generating an answer took; saved once the answer is finished.
 struct AnswerStats {
@@ -68,6 +76,10 @@ struct Message {
   std::optional<AnswerStats> stats;
   std::optional<MessageTokens> tokens;   // empty: none stored (older rows) or damaged
   std::string tokens_damaged;            // non-empty: why the stored ids were not usable
+  // The message's other OpenAI fields as a JSON object's text, "" when none: an answer's
+  // tool_calls and reasoning_content, a tool result's tool_call_id and name. The chat template
+  // sees them as fields of the message (ChatMessage::fields_json); the chat shows them as blocks.
+  std::string fields_json = {};
 };
 
 struct Conversation {

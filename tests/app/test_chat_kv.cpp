@@ -99,7 +99,7 @@ TEST_CASE("a KV blob saved with the header first (layout version 1) still loads"
 TEST_CASE("a stored conversation renders as its system prompt and active branch", "[app][chat]") {
   TempDir dir;
   store::ConversationStore store = store::ConversationStore::open(dir.file("kvdesk.db"));
-  const store::ConversationId c = store.create_conversation(chat::title_from("Hello there\nsecond line"), "Be brief.");
+  const store::ConversationId c = store.create_conversation(store::title_from("Hello there\nsecond line"), "Be brief.");
   const store::MessageId q = store.add_message({.conversation = c, .role = store::Role::User, .content = "Hi"});
   store.add_message({.conversation = c, .parent = q, .role = store::Role::Assistant, .content = "",
                      .status = store::MessageStatus::Streaming});
@@ -110,7 +110,7 @@ TEST_CASE("a stored conversation renders as its system prompt and active branch"
   CHECK(messages[1].role == "user");
   CHECK(messages[1].content == "Hi");
   CHECK(store.conversation(c)->title == "Hello there");
-  CHECK(chat::title_from("") == chat::kNewChatTitle);
+  CHECK(store::title_from("") == store::kNewChatTitle);
 }
 
 TEST_CASE("saved KV stays within its cap, dropping the least recently saved first", "[app][store][chat]") {

@@ -466,7 +466,7 @@ TEST_CASE("malformed conversation JSON is refused with a clear message", "[app][
   const std::vector<nlohmann::json> cases = {
       nlohmann::json::array(),
       broken([](auto& j) { j["format"] = "something.else"; }),
-      broken([](auto& j) { j["version"] = 2; }),
+      broken([](auto& j) { j["version"] = kConversationFormatVersion + 1; }),
       broken([](auto& j) { j.erase("title"); }),
       broken([](auto& j) { j["messages"] = "none"; }),
       broken([](auto& j) { j["messages"][0]["role"] = "wizard"; }),

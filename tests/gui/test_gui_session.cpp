@@ -324,6 +324,47 @@ TEST_CASE("a conversation exported to JSON imports back the same, with its branc
   CHECK(s.siblings(path[1].id).size() == 2);
 }
 
+TEST_CASE("an OpenAI transcript imports with its tool calls and results drawn as blocks, and the chat goes on",
+          "[gui][files][tools]") {
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  use_greedy_settings(db);
+  write_file(dir.file("agent.json"), R"({"messages": [
+    {"role": "system", "content": "You can call get_weather."},
+    {"role": "user", "content": "Weather in Seoul?"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_7", "type": "function",
+      "function": {"name": "get_weather", "arguments": "{\"city\": \"Seoul\", \"unit\": \"c\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_7", "name": "get_weather", "content": "{\"temp\": 3, \"sky\": \"clear\"}"},
+    {"role": "assistant", "content": "It is 3 degrees and clear."}]})");
+  write_file(dir.file("tools.txt"),
+             "import " + dir.file("agent.json") + "\n"
+             "layout_report tools.txt\n"
+             "screenshot tools.png\n"
+             "send Once upon a time\n"
+             "wait_answer\n"
+             "quit\n");
+  const AppRun run = run_kvdesk({"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script",
+                                 dir.file("tools.txt"), "--screenshot-dir", dir.path().string()});
+  INFO("stderr: " << run.err);
+  REQUIRE(run.exit_code == 0);
+  const std::string report = read_all(dir.file("tools.txt"));
+  INFO(report);
+  CHECK(report.find("chat: tool call: get_weather:") != std::string::npos);
+  CHECK(report.find("chat: tool result: get_weather:") != std::string::npos);
+  CHECK(report.find("OVERFLOW") == std::string::npos);
+  check_screenshot(dir.file("tools.png"));
+  store::ConversationStore s = store::ConversationStore::open(db);
+  const std::vector<store::Conversation> conversations = s.list_conversations();
+  REQUIRE(conversations.size() == 1);
+  const std::vector<store::Message> path = s.branch_path(conversations[0].id);
+  REQUIRE(path.size() == 6);   // the transcript's four, the new question and its answer
+  CHECK(path[2].role == store::Role::Tool);
+  CHECK(path[1].fields_json.find("get_weather") != std::string::npos);
+  CHECK(path[4].content == "Once upon a time");
+  CHECK(path[5].role == store::Role::Assistant);
+  CHECK_FALSE(path[5].content.empty());
+}
+
 TEST_CASE("a bad import is a message and changes nothing", "[gui][files]") {
   TempDir dir;
   write_file(dir.file("junk.json"), "{\"format\": \"something else\"}");
