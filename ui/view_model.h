@@ -314,6 +314,7 @@ struct ServeView {
   int32_t running = 0;           // HTTP requests in flight with a sequence in the engine
   int32_t waiting = 0;           // HTTP requests in flight not scheduled yet
   uint64_t served = 0;           // HTTP requests ended since it started
+  uint64_t kept = 0;             // answered chats kept as conversations since it started
   std::string error;             // why the last start failed (port in use, no API key, ...)
 };
 
@@ -374,6 +375,7 @@ struct ServeEdit {
   std::string host = "127.0.0.1";   // not loopback: needs api_key
   int32_t port = 8080;              // 0: any free port
   std::string api_key;
+  bool keep_chats = true;           // answered chats become conversations in the window
 };
 
 // The remote server as the user types it in the model picker.

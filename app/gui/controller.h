@@ -28,6 +28,7 @@
 #include "app/gui/chat_engine.h"
 #include "app/gui/http_serving.h"
 #include "app/gui/kv_view.h"
+#include "app/gui/served_chats.h"
 #include "app/chat/chat_history.h"
 #include "app/chat/kv_saver.h"
 #include "app/chat/saved_kv.h"
@@ -132,6 +133,7 @@ class Controller {
   bool start_remote(const AppOptions& options);
   void serve_http(bool on);
   void refresh_serving();
+  void keep_served_chats();
   void connect_remote(const std::string& url, const std::string& api_key, const std::string& model);
   void use_local_engine();
   void refresh_remote_models();
@@ -233,6 +235,7 @@ class Controller {
   ui::ViewModel& vm_;
   ChatEngine engine_;
   std::unique_ptr<HttpServing> serving_;   // set while the app serves over HTTP
+  ServedChats served_chats_;               // what its answered chats were added to
   std::future<std::vector<remote::ServerModel>> remote_models_;   // the connected server's list, being read
   std::optional<store::ConversationStore> store_;
   AppOptions options_;

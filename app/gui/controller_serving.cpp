@@ -1,6 +1,6 @@
 // Controller, part 5: the app's HTTP server and remote servers. Serving starts and stops the
-// HttpServing over the window's own engine and remembers the address (and whether it was on)
-// in the settings; connecting hands the chat to a remote server's RemoteEngine, reads the
+// HttpServing over the window's own engine, keeps the chats it answered as conversations, and
+// remembers the address (and whether it was on) in the settings; connecting hands the chat to a remote server's RemoteEngine, reads the
 // models it lists in the background, and remembers it so the next start connects again.
 #include <algorithm>
 
@@ -14,6 +14,7 @@ constexpr const char* kServeOnKey = "serve.on";
 constexpr const char* kServeHostKey = "serve.host";
 constexpr const char* kServePortKey = "serve.port";
 constexpr const char* kServeApiKeyKey = "serve.api_key";
+constexpr const char* kServeKeepChatsKey = "serve.keep_chats";
 constexpr const char* kRemoteOnKey = "remote.on";
 constexpr const char* kRemoteUrlKey = "remote.url";
 constexpr const char* kRemoteApiKeyKey = "remote.api_key";
@@ -39,6 +40,7 @@ void Controller::load_serving_preferences() {
     }
   }
   if (auto key = store().setting(kServeApiKeyKey)) serve.api_key = *key;
+  if (auto keep = store().setting(kServeKeepChatsKey)) serve.keep_chats = *keep != "0";
   if (auto url = store().setting(kRemoteUrlKey); url && !url->empty()) vm_.ui.remote_edit.url = *url;
   if (auto key = store().setting(kRemoteApiKeyKey)) vm_.ui.remote_edit.api_key = *key;
   if (store().setting(kServeOnKey) == "1") apply({ui::ActionKind::ServeHttp, 1});
@@ -59,6 +61,7 @@ bool Controller::start_remote(const AppOptions& options) {
 // Serving over HTTP
 // ---------------------------------------------------------------------------------------
 void Controller::serve_http(bool on) {
+  if (serving_) keep_served_chats();
   serving_.reset();
   vm_.serve = ui::ServeView{};
   store().set_setting(kServeOnKey, on ? "1" : "0");
@@ -70,8 +73,10 @@ void Controller::serve_http(bool on) {
   store().set_setting(kServeHostKey, edit.host);
   store().set_setting(kServePortKey, std::to_string(edit.port));
   store().set_setting(kServeApiKeyKey, edit.api_key);
+  store().set_setting(kServeKeepChatsKey, edit.keep_chats ? "1" : "0");
   try {
-    serving_ = std::make_unique<HttpServing>(engine_.share(), ServeSettings{edit.host, edit.port, edit.api_key},
+    serving_ = std::make_unique<HttpServing>(engine_.share(),
+                                             ServeSettings{edit.host, edit.port, edit.api_key, edit.keep_chats},
                                              engine_.local().stats().model_loaded);
   } catch (const Error& e) {
     vm_.serve.error = e.what();
@@ -89,6 +94,22 @@ void Controller::refresh_serving() {
   vm_.serve.running = load.running;
   vm_.serve.waiting = load.waiting;
   vm_.serve.served = load.ended;
+  keep_served_chats();
+}
+
+// The chats the server answered become conversations (served_chats.h); the list and an open
+// one that grew are shown again.
+void Controller::keep_served_chats() {
+  const std::vector<server::ServedChat> chats = serving_->take_answered_chats();
+  if (chats.empty()) return;
+  try {
+    const std::vector<store::ConversationId> changed = served_chats_.record(store(), chats, serving_->url());
+    vm_.serve.kept += chats.size();
+    reload_conversations();
+    if (std::find(changed.begin(), changed.end(), vm_.chat.conversation_id) != changed.end()) reload_chat();
+  } catch (const Error& e) {
+    set_status(std::string("keeping a served chat failed: ") + e.what(), true);
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "engine/error.h"
 
@@ -22,7 +23,7 @@ void check(const ServeSettings& s) {
 }
 
 server::ServeOptions serve_options(const ServeSettings& s) {
-  server::ServeOptions o;
+  server::ServeOptions o;   // on_chat_answered is the HttpServing's own
   o.host = s.host;
   o.port = s.port;
   o.api_key = s.api_key;
@@ -37,7 +38,14 @@ HttpServing::HttpServing(server::EngineShare& share, const ServeSettings& settin
   client_ = share.connect([this] { doorbell_.ring(); });
   router_ = std::make_unique<server::RequestRouter>(*client_, doorbell_, metrics_, kMaxInFlight,
                                                     model_loaded ? server::ModelState::Loaded : server::ModelState::Loading);
-  http_ = std::make_unique<server::HttpServer>(*client_, *router_, metrics_, serve_options(settings));
+  server::ServeOptions options = serve_options(settings);
+  if (settings.keep_chats) {
+    options.on_chat_answered = [this](server::ServedChat chat) {
+      const std::lock_guard lock(answered_mutex_);
+      answered_.push_back(std::move(chat));
+    };
+  }
+  http_ = std::make_unique<server::HttpServer>(*client_, *router_, metrics_, std::move(options));
   url_ = server::server_url(settings.host, http_->bind());
   listener_ = std::thread([this] {
     http_->listen();
@@ -61,6 +69,11 @@ ServingLoad HttpServing::load(const EngineStats& stats) const {
   }
   load.ended = router_->ended();
   return load;
+}
+
+std::vector<server::ServedChat> HttpServing::take_answered_chats() {
+  const std::lock_guard lock(answered_mutex_);
+  return std::exchange(answered_, {});
 }
 
 }  // namespace kvdesk::gui

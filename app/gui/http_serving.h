@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "app/server/engine_share.h"
 #include "app/server/http_server.h"
@@ -20,6 +22,7 @@ struct ServeSettings {
   std::string host = "127.0.0.1";
   int32_t port = 8080;         // 0: any free port
   std::string api_key;         // required when host is not loopback
+  bool keep_chats = true;      // answered chats are kept for the window (take_answered_chats)
 };
 
 // Requests in flight on the server now, from the engine's statistics.
@@ -41,6 +44,8 @@ class HttpServing {
 
   const std::string& url() const { return url_; }
   ServingLoad load(const EngineStats& stats) const;
+  // The chats answered since the last call, oldest first (none unless keep_chats).
+  std::vector<server::ServedChat> take_answered_chats();
 
  private:
   server::Doorbell doorbell_;
@@ -50,6 +55,8 @@ class HttpServing {
   std::unique_ptr<server::HttpServer> http_;
   std::string url_;
   std::atomic<bool> listener_returned_{false};
+  std::mutex answered_mutex_;                        // guards answered_, filled by HTTP threads
+  std::vector<server::ServedChat> answered_;
   std::thread listener_;
 };
 

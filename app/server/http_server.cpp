@@ -74,6 +74,10 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 bool write_text(httplib::DataSink& sink, const std::string& text) { return sink.write(text.data(), text.size()); }
 
+// Reports a chat's first choice, once its text and finish reason are whole, to whoever keeps
+// served chats (ServeOptions::on_chat_answered); empty when nobody does.
+using AnsweredText = std::function<void(const std::string& text, const std::string& finish_reason)>;
+
 // One streamed response: what the provider callback needs between its calls.
 struct SseStream {
   std::unique_ptr<CompletionRun> run;
@@ -82,6 +86,8 @@ struct SseStream {
   std::vector<ChoicePiece> early;      // pieces that arrived before the response began
   std::vector<ChoiceStream> choices;   // [n] each choice's reasoning, answer and tool calls so far
   std::vector<bool> finished;          // [n] its finish chunk was written
+  AnsweredText answered = {};
+  std::string first_choice_text = {};  // choice 0's whole text so far, kept only for answered
   bool started = false;
   Clock::time_point last_write = Clock::now();
 };
@@ -95,6 +101,7 @@ bool write_chunks(httplib::DataSink& sink, const std::vector<json>& chunks) {
 
 // A piece's chunks, then the finish chunk of its choice once that choice is done.
 bool write_piece(SseStream& s, httplib::DataSink& sink, const ChoicePiece& p) {
+  if (s.answered && p.index == 0) s.first_choice_text += p.text;
   ChoiceStream& choice = s.choices[size_t(p.index)];
   bool ok = write_chunks(sink, s.shape.piece(choice, p.index, p.text, p.logprobs));
   if (ok && s.run->choice_done(p.index) && !s.finished[size_t(p.index)]) {
@@ -110,6 +117,7 @@ bool write_stream_end(SseStream& s, httplib::DataSink& sink) {
   if (s.include_usage) ok = write_text(sink, sse_event(s.shape.usage(s.run->usage())));
   if (ok) ok = write_text(sink, kSseDone);
   if (ok) sink.done();
+  if (ok && s.answered) s.answered(s.first_choice_text, s.run->finish_reason(0));
   return ok;
 }
 
@@ -179,9 +187,11 @@ struct HttpServer::Impl {
   void apply_template(const httplib::Request& req, httplib::Response& res) const;
   void tokenize(const httplib::Request& req, httplib::Response& res) const;
   void detokenize(const httplib::Request& req, httplib::Response& res) const;
-  void answer_whole(CompletionRun& run, const ResponseShape& shape, const std::string& echo, httplib::Response& res) const;
+  AnsweredText chat_recorder(const CompletionRequest& request, const ResponseShape& shape) const;
+  void answer_whole(CompletionRun& run, const ResponseShape& shape, const std::string& echo, const AnsweredText& answered,
+                    httplib::Response& res) const;
   void answer_stream(std::unique_ptr<CompletionRun> run, ResponseShape shape, bool include_usage, const std::string& echo,
-                     httplib::Response& res) const;
+                     AnsweredText answered, httplib::Response& res) const;
 };
 
 // Every handler's failures become error JSON.
@@ -315,11 +325,26 @@ void HttpServer::Impl::complete(const httplib::Request& req, httplib::Response& 
   ResponseShape shape(endpoint, model_id(stats), stats.model.chat_template_opens_reasoning, request.tool_format,
                       request.engine.top_logprobs >= 0);
   const std::string echo = request.echo ? request.engine.prompt_text : std::string();
+  AnsweredText answered = chat_recorder(request, shape);
   if (request.stream) {
-    answer_stream(std::move(run), std::move(shape), request.include_usage, echo, res);
+    answer_stream(std::move(run), std::move(shape), request.include_usage, echo, std::move(answered), res);
   } else {
-    answer_whole(*run, shape, echo, res);
+    answer_whole(*run, shape, echo, answered, res);
   }
+}
+
+// The chat's messages and its first choice's answer, shaped as the response shapes it (content,
+// reasoning_content, tool_calls), for on_chat_answered.
+AnsweredText HttpServer::Impl::chat_recorder(const CompletionRequest& request, const ResponseShape& shape) const {
+  if (!options.on_chat_answered || request.endpoint != Endpoint::ChatCompletions) return {};
+  return [this, messages = request.engine.messages, shape](const std::string& text, const std::string& finish_reason) {
+    try {
+      const json choice = shape.full({ChoiceAnswer{text, finish_reason, {}}}, Usage{})["choices"][0];
+      options.on_chat_answered(ServedChat{messages, chat_message_of(choice["message"])});
+    } catch (const std::exception&) {
+      // The client has its whole answer by now: keeping a copy of it must not turn it into an error.
+    }
+  };
 }
 
 // llama-server's /apply-template: the prompt the model's template renders for a chat request's
@@ -413,7 +438,7 @@ void HttpServer::Impl::detokenize(const httplib::Request& req, httplib::Response
 }
 
 void HttpServer::Impl::answer_whole(CompletionRun& run, const ResponseShape& shape, const std::string& echo,
-                                    httplib::Response& res) const {
+                                    const AnsweredText& answered, httplib::Response& res) const {
   std::vector<ChoiceAnswer> answers(size_t(run.choices()), ChoiceAnswer{echo, "", {}});
   while (!run.done()) {
     const std::optional<ChoicePiece> piece = run.next(kEventPoll);
@@ -424,12 +449,13 @@ void HttpServer::Impl::answer_whole(CompletionRun& run, const ResponseShape& sha
   }
   for (int32_t i = 0; i < run.choices(); ++i) answers[size_t(i)].finish_reason = run.finish_reason(i);
   send_json(res, shape.full(answers, run.usage()));
+  if (answered) answered(answers[0].text, answers[0].finish_reason);
 }
 
 // The status line goes out with the first chunk, so the stream waits for the first text (or
 // the end) first: a request the engine refuses still gets its HTTP error status.
 void HttpServer::Impl::answer_stream(std::unique_ptr<CompletionRun> run, ResponseShape shape, bool include_usage,
-                                     const std::string& echo, httplib::Response& res) const {
+                                     const std::string& echo, AnsweredText answered, httplib::Response& res) const {
   std::vector<ChoicePiece> early;
   for (int32_t i = 0; i < run->choices() && !echo.empty(); ++i) early.push_back(ChoicePiece{i, echo, {}});
   while (early.empty() && !run->done()) {
@@ -439,7 +465,7 @@ void HttpServer::Impl::answer_stream(std::unique_ptr<CompletionRun> run, Respons
   for (int32_t i = 0; i < run->choices(); ++i) choices.push_back(shape.choice_stream());
   std::vector<bool> finished(size_t(run->choices()), false);
   auto stream = std::make_shared<SseStream>(SseStream{std::move(run), std::move(shape), include_usage, std::move(early),
-                                                      std::move(choices), std::move(finished)});
+                                                      std::move(choices), std::move(finished), std::move(answered)});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider("text/event-stream", [stream](size_t, httplib::DataSink& sink) {
     return write_stream_step(*stream, sink);

@@ -6,14 +6,24 @@
 // answered with OpenAI's error JSON; no input ends the process.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "app/server/prometheus_metrics.h"
 #include "app/server/request_router.h"
 #include "engine/engine.h"
 
 namespace kvdesk::server {
+
+// A chat completion the server answered: the request's messages as parsed and its first
+// choice's answer, with tool calls and reasoning in the answer's fields as the response carried
+// them. The desktop app keeps these as conversations.
+struct ServedChat {
+  std::vector<ChatMessage> messages;
+  ChatMessage answer;
+};
 
 struct ServeOptions {
   std::string host = "127.0.0.1";
@@ -23,6 +33,9 @@ struct ServeOptions {
   int32_t http_threads = 72;            // connections served at once (a stream holds one)
   std::string model_id;                 // the name /v1/models and every response show; "": the
                                         // loaded model's file name, read per request
+  // Called on the HTTP thread that answered, once a chat completion's answer has ended (sent
+  // whole, or its stream's end written); not for refused or failed requests. Empty: none.
+  std::function<void(ServedChat)> on_chat_answered;
 };
 
 // 127.0.0.0/8, ::1 and "localhost": hosts only this machine can reach.

@@ -237,6 +237,16 @@ json ResponseShape::usage(const Usage& usage) const {
   return c;
 }
 
+ChatMessage chat_message_of(const json& message) {
+  ChatMessage out{"assistant", message.value("content", json()).is_string() ? message["content"].get<std::string>() : ""};
+  json fields = json::object();
+  for (const char* key : {"tool_calls", "reasoning_content"}) {
+    if (message.contains(key)) fields[key] = message[key];
+  }
+  if (!fields.empty()) out.fields_json = fields.dump(-1, ' ', false, json::error_handler_t::replace);
+  return out;
+}
+
 std::string sse_event(const json& value) { return "data: " + json_body(value) + "\n\n"; }
 
 }  // namespace kvdesk::server

@@ -93,6 +93,10 @@ class ResponseShape {
   bool logprobs_;
 };
 
+// A response's assistant message (full()'s choice "message") as a chat message: its content,
+// and its tool_calls and reasoning_content as the message's fields.
+ChatMessage chat_message_of(const nlohmann::json& message);
+
 // One server-sent event: "data: <json>\n\n".
 std::string sse_event(const nlohmann::json& value);
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "app/gui/controller.h"
 #include "app/store/conversation_store.h"
 #include "tests/app/serve_process.h"
+#include "tests/gui/controller_session.h"
 #include "tests/gui/app_run.h"
 #include "tests/test_support.h"
 #include "ui/kv_report.h"
@@ -49,17 +51,6 @@ std::string report_value(const std::string& report, const std::string& prefix) {
     if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
   }
   return "";
-}
-
-// Runs the controller's frame work until `done` or 60 s pass.
-bool pump(gui::Controller& c, const std::function<bool()>& done) {
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (Clock::now() < deadline) {
-    c.update();
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
 }
 
 // The greedy continuation kvdesk-cli generate prints for a prompt.
@@ -122,10 +113,75 @@ TEST_CASE("the app serves its own engine over HTTP while the window chats, answe
   CHECK(report_value(report, "serving on ") == address.substr(0, address.size() - 1) + ": 0 running, 0 waiting, 1 served");
 
   store::ConversationStore s = store::ConversationStore::open(dir.file("kvdesk.db"));
-  REQUIRE(s.list_conversations().size() == 1);
-  CHECK(s.list_conversations()[0].engine == "in-process");
+  const std::vector<store::Conversation> conversations = s.list_conversations();
+  REQUIRE(conversations.size() == 2);   // the window's, and the served chat kept beside it
+  const auto served = std::find_if(conversations.begin(), conversations.end(),
+                                   [](const store::Conversation& c) { return c.title == "Served: Once upon a time"; });
+  REQUIRE(served != conversations.end());
+  CHECK(served->engine == address.substr(0, address.size() - 1));
+  const std::vector<store::Message> kept = s.branch_path(served->id);
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[1].content == answer["choices"][0]["message"]["content"]);
+  const auto window = std::find_if(conversations.begin(), conversations.end(),
+                                   [](const store::Conversation& c) { return c.engine == "in-process"; });
+  CHECK(window != conversations.end());
   CHECK(s.setting("serve.on") == "0");
   CHECK(s.setting("serve.host") == "127.0.0.1");
+}
+
+TEST_CASE("served chats become conversations: a next turn adds to one, a resent question branches, tool calls kept",
+          "[gui][serving][tools]") {
+  test::ControllerSession s;
+  s.vm.ui.serve_edit.port = 0;
+  REQUIRE(s.controller.apply({ActionKind::ServeHttp, 1}));
+  const std::string url = s.vm.serve.url;
+  httplib::Client client("127.0.0.1", std::stoi(url.substr(url.rfind(':') + 1)));
+  client.set_read_timeout(120, 0);
+  const auto chat = [&](const json& messages, bool stream) {
+    const json body = {{"messages", messages}, {"temperature", 0}, {"max_tokens", 12}, {"stream", stream}};
+    const httplib::Result res = client.Post("/v1/chat/completions", body.dump(), "application/json");
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    const uint64_t kept = s.vm.serve.kept;
+    REQUIRE(test::pump(s.controller, [&] { return s.vm.serve.kept > kept; }));
+    return res->body;
+  };
+  const json system = {{"role", "system"}, {"content", "Tell stories."}};
+  const json question = {{"role", "user"}, {"content", "Once upon a time"}};
+  const json first = json::parse(chat({system, question}, false))["choices"][0]["message"];
+  chat({system, question, {{"role", "assistant"}, {"content", first["content"]}}, {{"role", "user"}, {"content", "Then?"}}}, true);
+  chat({system, question}, false);   // the same question again: a second answer beside the first
+  const json call = {{"role", "assistant"}, {"content", nullptr},
+                     {"tool_calls", {{{"id", "call_1"}, {"type", "function"},
+                                      {"function", {{"name", "lookup"}, {"arguments", "{\"q\":\"owl\"}"}}}}}}};
+  chat({{{"role", "user"}, {"content", "Find the owl"}}, call,
+        {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "{\"where\": \"tree\"}"}}}, false);
+  CHECK(s.vm.conversations.size() == 2);
+  REQUIRE(s.controller.apply({ActionKind::ServeHttp, 0}));
+
+  store::ConversationStore db = store::ConversationStore::open(s.dir.file("kvdesk.db"));
+  std::map<std::string, store::Conversation> by_title;
+  for (const store::Conversation& c : db.list_conversations()) by_title[c.title] = c;
+  REQUIRE(by_title.count("Served: Once upon a time") == 1);
+  REQUIRE(by_title.count("Served: Find the owl") == 1);
+  const store::Conversation& story = by_title["Served: Once upon a time"];
+  CHECK(story.system_prompt == "Tell stories.");
+  CHECK(story.engine == url);
+  const std::vector<store::Message> roots = db.roots(story.id);
+  REQUIRE(roots.size() == 1);
+  const std::vector<store::Message> answers = db.children(roots[0].id);
+  REQUIRE(answers.size() == 2);   // the first answer (continued by "Then?") and the resent question's
+  CHECK(answers[0].content == first["content"]);
+  const std::vector<store::Message> next = db.children(answers[0].id);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].content == "Then?");
+  CHECK(db.children(next[0].id).size() == 1);
+
+  const std::vector<store::Message> owl = db.branch_path(by_title["Served: Find the owl"].id);
+  REQUIRE(owl.size() == 4);
+  CHECK(owl[1].fields_json.find("\"lookup\"") != std::string::npos);
+  CHECK(owl[2].role == store::Role::Tool);
+  CHECK(owl[3].role == store::Role::Assistant);
 }
 
 TEST_CASE("serving on a taken port or an open host without a key is a message, not a crash", "[gui][serving]") {
@@ -234,7 +290,7 @@ TEST_CASE("with a remote server, what only the in-process engine does is refused
   options.db_path = dir.file("kvdesk.db");
   options.remote_url = url;
   controller.start(options);
-  REQUIRE(pump(controller, [&] { return vm.model.state == ui::ModelState::Loaded && !vm.remote.models.empty(); }));
+  REQUIRE(test::pump(controller, [&] { return vm.model.state == ui::ModelState::Loaded && !vm.remote.models.empty(); }));
   CHECK(vm.remote.connected);
   CHECK(vm.remote.models == std::vector<std::string>{"stories260K.gguf"});
   CHECK(vm.model.name == "stories260K.gguf");
@@ -242,9 +298,9 @@ TEST_CASE("with a remote server, what only the in-process engine does is refused
   vm.sampling.max_tokens = 400;
   REQUIRE(controller.apply({ActionKind::NewChat}));
   REQUIRE(controller.apply({ActionKind::Send, 0, "Once upon a time"}));
-  REQUIRE(pump(controller, [&] { return vm.chat.messages.size() == 2 && !vm.chat.messages[1].text.empty(); }));
+  REQUIRE(test::pump(controller, [&] { return vm.chat.messages.size() == 2 && !vm.chat.messages[1].text.empty(); }));
   REQUIRE(controller.apply({ActionKind::Stop}));
-  REQUIRE(pump(controller, [&] { return !controller.streaming(); }));
+  REQUIRE(test::pump(controller, [&] { return !controller.streaming(); }));
   CHECK(vm.chat.messages[1].state == ui::MessageState::Stopped);
   REQUIRE(vm.conversations.size() == 1);
   CHECK(vm.conversations[0].engine == url);   // the list's tooltip says where its answers come from
@@ -256,17 +312,17 @@ TEST_CASE("with a remote server, what only the in-process engine does is refused
 
   // A server that is not there: the model area says why.
   REQUIRE(controller.apply({ActionKind::ConnectRemote, 0, "http://127.0.0.1:1", ""}));
-  REQUIRE(pump(controller, [&] { return vm.model.state == ui::ModelState::Failed && !vm.remote.models_error.empty(); }));
+  REQUIRE(test::pump(controller, [&] { return vm.model.state == ui::ModelState::Failed && !vm.remote.models_error.empty(); }));
   CHECK(vm.model.error.find("cannot reach http://127.0.0.1:1") != std::string::npos);
   CHECK_FALSE(controller.apply({ActionKind::ConnectRemote, 0, "ftp://nowhere", ""}));
 
   // Back to a local model file: the in-process engine takes the chat again.
   REQUIRE(controller.apply({ActionKind::OpenModel, 0, test::model_path("stories260K.gguf")}));
-  REQUIRE(pump(controller, [&] { return vm.model.state == ui::ModelState::Loaded; }));
+  REQUIRE(test::pump(controller, [&] { return vm.model.state == ui::ModelState::Loaded; }));
   CHECK_FALSE(vm.remote.connected);
   vm.sampling.max_tokens = 8;
   REQUIRE(controller.apply({ActionKind::Send, 0, "And then?"}));
-  REQUIRE(pump(controller, [&] { return !controller.streaming(); }));
+  REQUIRE(test::pump(controller, [&] { return !controller.streaming(); }));
   CHECK(vm.chat.messages.back().state == ui::MessageState::Complete);
 }
 
@@ -321,13 +377,13 @@ TEST_CASE("a server without a block map shows its own figures, the ones it does 
   options.db_path = dir.file("kvdesk.db");
   options.remote_url = server.url();
   controller.start(options);
-  REQUIRE(pump(controller, [&] { return vm.model.state == ui::ModelState::Loaded && vm.remote.stats_read; }));
+  REQUIRE(test::pump(controller, [&] { return vm.model.state == ui::ModelState::Loaded && vm.remote.stats_read; }));
   CHECK(vm.model.name == "fake-llama");
   CHECK_FALSE(vm.kv.valid);
 
   REQUIRE(controller.apply({ActionKind::NewChat}));
   REQUIRE(controller.apply({ActionKind::Send, 0, "Hi"}));
-  REQUIRE(pump(controller, [&] { return !controller.streaming(); }));
+  REQUIRE(test::pump(controller, [&] { return !controller.streaming(); }));
   REQUIRE(vm.chat.messages.size() == 2);
   CHECK(vm.chat.messages[1].text == "Hello there");
   CHECK(vm.chat.messages[1].state == ui::MessageState::Complete);
