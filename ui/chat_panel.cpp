@@ -85,7 +85,8 @@ void draw_body(ViewModel& vm, MessageView& m, const Fonts& fonts, bool selectabl
     draw_markdown(vm.ui.markdown.document(m.id, m.text), fonts, vm.ui.layout);
     return;
   }
-  const AnswerParts parts = split_answer(m.text, m.opened_in_reasoning);
+  AnswerParts parts = split_answer(m.text, m.opened_in_reasoning);
+  if (parts.reasoning.empty()) parts.reasoning = m.reasoning;
   if (!parts.reasoning.empty() || parts.reasoning_open) draw_reasoning(parts);
   if (!parts.answer.empty()) draw_markdown(vm.ui.markdown.document(m.id, parts.answer), fonts, vm.ui.layout);
   for (size_t i = 0; i < m.tool_calls.size(); ++i) {

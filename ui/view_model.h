@@ -40,6 +40,7 @@ struct MessageView {
   // A streaming answer whose prompt opened the model's <think> (chat_template_opens_reasoning):
   // its text is reasoning until "</think>" arrives. (A stored answer has that "</think>".)
   bool opened_in_reasoning = false;
+  std::string reasoning;                  // an answer's reasoning_content kept beside its text (imported, served)
   std::vector<ToolCallView> tool_calls;   // an answer's calls (stored, or written in the model's markup)
   std::string tool_name;                  // a tool result: the function it answers
   std::string tool_call_id;               //   and the call's id

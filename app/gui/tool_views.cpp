@@ -27,6 +27,7 @@ ui::ToolCallView call_view(std::string id, std::string name, const std::string& 
 
 void add_tool_views(const store::Message& message, ToolCallFormat answer_format, ui::MessageView& view) {
   const store::MessageFields fields = store::parse_message_fields(message.fields_json);
+  if (message.role == store::Role::Assistant) view.reasoning = fields.reasoning;
   for (const store::ToolCallField& call : fields.tool_calls) {
     view.tool_calls.push_back(call_view(call.id, call.name, call.arguments));
   }

@@ -19,9 +19,10 @@ ui::MessageView view_of(const store::Message& m, ToolCallFormat format) {
 
 TEST_CASE("stored tool calls and a JSON tool result become indented blocks", "[gui][tools]") {
   store::Message call{.role = store::Role::Assistant, .content = ""};
-  call.fields_json = R"({"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"a\":1}"}},)"
+  call.fields_json = R"({"reasoning_content":"Two calls.","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"a\":1}"}},)"
                      R"({"function":{"name":"g","arguments":"not json"}}]})";
   const ui::MessageView v = view_of(call, ToolCallFormat::Hermes);
+  CHECK(v.reasoning == "Two calls.");
   REQUIRE(v.tool_calls.size() == 2);
   CHECK(v.tool_calls[0].id == "c1");
   CHECK(v.tool_calls[0].arguments == "{\n  \"a\": 1\n}");
