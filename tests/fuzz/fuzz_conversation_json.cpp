@@ -1,7 +1,8 @@
-// Fuzz target: arbitrary bytes as a conversation JSON file (kvdesk's export format), imported
-// into a store as the app imports it. Anything malformed must be a kvdesk::Error; what is
-// accepted exports again to the same messages, imports into the store whole, and reads back
-// with the same contents and a branch that exports as Markdown.
+// Fuzz target: arbitrary bytes as a conversation JSON file (kvdesk's export format or an OpenAI
+// messages transcript), imported into a store as the app imports it. Anything malformed must be
+// a kvdesk::Error; what is accepted exports again to the same messages (tool fields included),
+// imports into the store whole, and reads back with the same contents and a branch that exports
+// as Markdown.
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,7 +49,8 @@ void round_trip(const ConversationTree& tree) {
   for (size_t i = 0; i < tree.messages.size(); ++i) {
     if (again.messages[i].content != tree.messages[i].content ||
         again.messages[i].role != tree.messages[i].role ||
-        again.messages[i].parent_id != tree.messages[i].parent_id) {
+        again.messages[i].parent_id != tree.messages[i].parent_id ||
+        again.messages[i].fields_json != tree.messages[i].fields_json) {
       std::abort();
     }
   }
