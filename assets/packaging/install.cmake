@@ -52,16 +52,14 @@ string(CONCAT CPACK_PACKAGE_DESCRIPTION
     "an OpenAI-compatible HTTP API; kvdesk-bench measures the cache.")
 if(KVDESK_HAVE_CUDA)
   string(APPEND CPACK_PACKAGE_DESCRIPTION
-         "\nBuilt with CUDA: needs NVIDIA's CUDA runtime (libcudart.so.${CUDAToolkit_VERSION_MAJOR}) on the\n"
-         "library path, which no Debian package in Depends provides.")
+         "\nBuilt with CUDA: uses an NVIDIA GPU where NVIDIA's driver is installed, the CPU elsewhere.")
 endif()
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_STRIP_FILES ON)
 list(JOIN kvdesk_runtime_packages ", " CPACK_DEBIAN_PACKAGE_DEPENDS)
 # dpkg-shlibdeps stays off: Depends is the curated list, so it names exactly the Debian packages
-# (fonts-nanum too, which no binary links), and a CUDA build's libcudart, which no Debian package
-# owns, would make dpkg-shlibdeps fail. check_install.sh checks the list against the binaries.
+# (fonts-nanum too, which no binary links). check_install.sh checks the list against the binaries.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
 include(CPack)
 
