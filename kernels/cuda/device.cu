@@ -2,6 +2,7 @@
 #include "kernels/cuda/device.h"
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <stdexcept>
@@ -13,6 +14,17 @@ void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
 }
 
+// The runtime says "driver version is insufficient" both when NVIDIA's driver library is missing
+// (most machines without an NVIDIA GPU) and when it is older than the runtime: which one it is
+// decides what the user can do.
+std::string insufficient_driver_reason() {
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!driver) return "no NVIDIA driver is installed (libcuda.so.1 not found)";
+  dlclose(driver);
+  return "NVIDIA's driver is older than this build's CUDA runtime " + std::to_string(CUDART_VERSION / 1000) + "." +
+         std::to_string(CUDART_VERSION % 1000 / 10) + ": update the driver";
+}
+
 }  // namespace
 
 DeviceCount device_count() {
@@ -20,7 +32,7 @@ DeviceCount device_count() {
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
     cudaGetLastError();   // clear the sticky error of a failed runtime init
-    return DeviceCount{0, cudaGetErrorString(err)};
+    return DeviceCount{0, err == cudaErrorInsufficientDriver ? insufficient_driver_reason() : cudaGetErrorString(err)};
   }
   if (count == 0) return DeviceCount{0, "the CUDA runtime reports no device"};
   return DeviceCount{count, {}};
