@@ -38,6 +38,8 @@ class EmojiAtlas {
   std::vector<AtlasRect> draw_new(ImFontAtlas& atlas);
   // A point was given out beyond the reserve: the atlas must be built again to show it.
   bool needs_rebuild() const { return table_.size() > reserved_; }
+  // Points given out that draw_new() has not drawn yet.
+  bool waiting() const { return table_.size() > drawn_; }
 
   size_t reserved() const { return reserved_; }
   size_t drawn() const { return drawn_; }

@@ -31,6 +31,7 @@ FontAtlas::FontAtlas()
 void FontAtlas::build(float size_px) {
   const auto start = Clock::now();
   ImFontAtlas& atlas = *ImGui::GetIO().Fonts;
+  const bool had_texture = atlas.TexID != nullptr;   // Build() forgets it
   atlas.Clear();
   fonts_ = ui::load_fonts(size_px);
   emoji_.reserve(atlas, {fonts_.body, fonts_.mono});
@@ -38,7 +39,7 @@ void FontAtlas::build(float size_px) {
   const auto emoji_start = Clock::now();
   emoji_.draw_new(atlas);
   emoji_ms_ = ms_since(emoji_start);
-  if (atlas.TexID) {
+  if (had_texture) {
     ImGui_ImplOpenGL3_DestroyFontsTexture();
     ImGui_ImplOpenGL3_CreateFontsTexture();
   }

@@ -19,6 +19,8 @@ class FontAtlas {
   void build(float size_px);
   // Between frames, before ImGui::NewFrame: draws new emoji, building again when needed.
   void update();
+  // Emoji were met that update() has not drawn yet (they show transparent until it has).
+  bool waiting() const { return emoji_.waiting(); }
 
   const ui::Fonts& fonts() const { return fonts_; }
   float size_px() const { return size_px_; }

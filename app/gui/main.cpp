@@ -219,6 +219,7 @@ double run_frame(Frame& f) {
   ImGui::Render();
   ui::end_display_frame();
   ui::end_field_frame();
+  if (f.fonts.waiting()) glfwPostEmptyEvent();             // the next frame draws the new emoji
   f.controller.apply_all(actions);                         // 5d. the user's actions
   const double ui_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   int width = 0, height = 0;                               // 5e. render, capture, swap

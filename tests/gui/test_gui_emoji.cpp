@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "app/store/conversation_store.h"
+#include "ui/emoji_table.h"
 #include "tests/gui/app_run.h"
 #include "tests/test_support.h"
 
@@ -104,4 +105,22 @@ TEST_CASE("without the colour emoji font the app runs and draws emoji in one col
   CHECK(fallback.stored == kEmojiText);
   CHECK(fallback.typed.composer == 0);
   CHECK(fallback.sent.rest == 0);
+}
+
+// Past the glyph rects reserved when the atlas was built (256), the atlas is built again in the
+// running window and its texture made anew: the last emoji typed still show in colour.
+TEST_CASE("more distinct emoji than the atlas reserved are drawn after it is rebuilt", "[gui][emoji]") {
+  std::string many;
+  for (char32_t c = 0x1F400; c < 0x1F400 + 300; ++c) many += kvdesk::ui::utf8_encode(c);
+  TempDir dir;
+  std::ofstream(dir.file("many.txt"), std::ios::binary)
+      << "wait_model\nnew_chat\ntype " << many << "\nscreenshot many.png\nquit\n";
+  const kvdesk::test::CliRun run =
+      kvdesk::test::run_kvdesk({"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", dir.file("kvdesk.db"),
+                                "--script", dir.file("many.txt"), "--screenshot-dir", dir.path().string()});
+  INFO("stderr: " << run.err);
+  REQUIRE(run.exit_code == 0);
+  const Saturated s = count_saturated(dir.file("many.png"));
+  INFO("warm saturated pixels in the composer: " << s.composer);
+  CHECK(s.composer > 150);
 }
