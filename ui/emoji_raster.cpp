@@ -265,7 +265,8 @@ const std::string& EmojiRaster::note() const { return fonts_->note; }
 
 EmojiBitmap EmojiRaster::draw(std::string_view cluster, int width, int height, int baseline) {
   const bool text_style = cluster.find("\xEF\xB8\x8E") != std::string_view::npos;   // U+FE0E
-  if (has_colour_font() && !text_style && !cluster.empty()) {
+  const Utf8Char first = cluster.empty() ? Utf8Char{} : decode_utf8(cluster, 0);
+  if (has_colour_font() && !text_style && first.valid) {
     const std::vector<unsigned> glyphs = fonts_->shape(cluster);
     if (!glyphs.empty()) {
       const Canvas canvas = fonts_->compose(glyphs);
@@ -273,7 +274,6 @@ EmojiBitmap EmojiRaster::draw(std::string_view cluster, int width, int height, i
     }
   }
   EmojiBitmap cell = empty_cell(width, height);
-  const Utf8Char first = cluster.empty() ? Utf8Char{} : decode_utf8(cluster, 0);
   if (first.valid && fonts_->draw_monochrome(first.code_point, cell, baseline)) return cell;
   return box(width, height);
 }

@@ -56,9 +56,10 @@ std::string EmojiTable::to_display(std::string_view real) {
     const Utf8Char c = decode_utf8(real, i);
     size_t length = emoji_cluster_length(real, i);
     const bool genuine_private = length == 0 && c.valid && in_range(c.code_point);
-    if (genuine_private) length = c.length;
+    if (genuine_private || !c.valid) length = c.length;
     if (length == 0) {
-      out += real[i++];
+      out.append(real.substr(i, c.length));
+      i += c.length;
       continue;
     }
     const std::string_view cluster = real.substr(i, length);

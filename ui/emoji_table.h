@@ -5,10 +5,11 @@
 // Invariants: a point in [first, first + capacity) is either free or stands for exactly one
 // cluster, for the life of the table (points are never reused, so text held anywhere keeps its
 // meaning); points are given out in order from `first`, so the used ones are [first, first +
-// size()). to_real(to_display(s)) == s for every byte string s, whatever the table holds:
-// invalid UTF-8 is copied byte for byte, and a genuine character inside the table's range is a
-// cluster of its own (given a point like an emoji, drawn as itself) so it cannot be mistaken for
-// an emoji. When the range is full, clusters not yet in the table stay as they are (ImGui shows
+// size()). to_real(to_display(s)) == s for every byte string s, whatever the table holds: a
+// genuine character inside the table's range is a cluster of its own (given a point like an
+// emoji, drawn as itself) so it cannot be mistaken for an emoji, and so is each byte that is not
+// valid UTF-8 (drawn as a box), so display text is valid UTF-8 while the table has room (ImGui
+// cuts or shifts text at an invalid byte when it edits it). When the range is full, clusters not yet in the table stay as they are (ImGui shows
 // its fallback for them) and a genuine in-range character without an entry is displayed as
 // U+FFFD: such text does not round-trip, which round_trips() tells an editor before it edits.
 #pragma once

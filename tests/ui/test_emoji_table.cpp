@@ -21,11 +21,11 @@ const std::string kFamily = "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x8
 const std::string kKorea = "\xF0\x9F\x87\xB0\xF0\x9F\x87\xB7";
 const std::string kHangul = "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4";
 
-// Whether every character of `text` fits ImGui's 16 bits (valid UTF-8 of at most 3 bytes).
+// Whether `text` is valid UTF-8 whose characters fit ImGui's 16 bits.
 bool fits_16_bits(const std::string& text) {
   for (size_t i = 0; i < text.size();) {
     const Utf8Char c = decode_utf8(text, i);
-    if (c.valid && c.code_point > 0xFFFF) return false;
+    if (!c.valid || c.code_point > 0xFFFF) return false;
     i += c.length;
   }
   return true;
@@ -62,6 +62,11 @@ TEST_CASE("genuine private use characters are kept apart from the emoji points",
 }
 
 TEST_CASE("invalid UTF-8 and lone joiners survive the round trip byte for byte", "[ui][emoji]") {
+  EmojiTable bytes;
+  const std::string invalid = "a\xFF" "b\xC0";
+  const std::string display = bytes.to_display(invalid);
+  CHECK(display == "a\xEE\x80\x80" "b\xEE\x80\x81");   // each invalid byte a point of its own
+  CHECK(bytes.to_real(display) == invalid);
   EmojiTable table;
   for (const std::string& real : std::vector<std::string>{std::string("\xF0\x9F\x98") + kSmile, std::string("\xE2\x80\x8D\xE2\x80\x8D"),
                                  "\xF0\x9F\x87\xB0 alone", "\xFF\xFE" + kSmile + "\x80", kSmile + "\xE2\x80\x8D",
