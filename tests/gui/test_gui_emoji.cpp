@@ -4,6 +4,8 @@
 // title) are compared with a control run that types plain text. Emoji drawn in colour add
 // hundreds of warm saturated pixels (yellow, orange, brown, red: colours the dark theme's blue
 // and grey widgets and white text do not have); a one-colour fallback glyph or "?" adds none.
+// Also: the same with the colour font missing, more emoji than the atlas reserved, and copy and
+// paste through the X clipboard.
 #include <catch2/catch.hpp>
 #include <stb_image.h>
 
@@ -123,4 +125,23 @@ TEST_CASE("more distinct emoji than the atlas reserved are drawn after it is reb
   const Saturated s = count_saturated(dir.file("many.png"));
   INFO("warm saturated pixels in the composer: " << s.composer);
   CHECK(s.composer > 150);
+}
+
+// Copy and paste go through the X clipboard as the original text: selected, copied and pasted
+// twice, the composer sends the typed text twice over, a genuine Private Use character included.
+TEST_CASE("emoji copied from the composer and pasted back are the original text", "[gui][emoji]") {
+  const std::string typed = "\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD \xF0\x9F\x87\xB0\xF0\x9F\x87\xB7 \xEE\x80\x80x";
+  TempDir dir;
+  const std::string db = dir.file("kvdesk.db");
+  std::ofstream(dir.file("clip.txt"), std::ios::binary)
+      << "wait_model\nnew_chat\ntype " << typed << "\nkey ctrl+a\nkey ctrl+c\nkey ctrl+v\nkey ctrl+v\n"
+      << "key enter\nwait_answer\nquit\n";
+  const kvdesk::test::CliRun run = kvdesk::test::run_kvdesk(
+      {"--model", kvdesk::test::model_path("stories260K.gguf"), "--db", db, "--script", dir.file("clip.txt")});
+  INFO("stderr: " << run.err);
+  REQUIRE(run.exit_code == 0);
+  store::ConversationStore s = store::ConversationStore::open(db);
+  const std::vector<store::Message> path = s.branch_path(s.list_conversations().at(0).id);
+  REQUIRE(!path.empty());
+  CHECK(path[0].content == typed + typed);
 }
