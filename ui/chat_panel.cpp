@@ -13,6 +13,8 @@
 #include <algorithm>
 
 #include "engine/chat/answer_parts.h"
+#include "ui/emoji_text.h"
+#include "ui/emoji_text_field.h"
 #include "ui/fonts.h"
 #include "ui/markdown_view.h"
 #include "ui/panel_data.h"
@@ -47,7 +49,8 @@ void toggle(std::vector<int64_t>& ids, int64_t id) {
 }
 
 // Read-only multiline text the user can select and copy (Ctrl+C), as tall as its content.
-void selectable_text(const char* id, std::string& text, ImFont* font) {
+void selectable_text(const char* id, const std::string& real, ImFont* font) {
+  std::string text = display_text(real);
   if (font) ImGui::PushFont(font);
   const float width = ImGui::GetContentRegionAvail().x;
   const float height = ImGui::CalcTextSize(text.c_str(), nullptr, false).y + ImGui::GetStyle().FramePadding.y * 2 + 4;
@@ -60,8 +63,9 @@ void selectable_text(const char* id, std::string& text, ImFont* font) {
 void draw_reasoning(const AnswerParts& parts) {
   if (!ImGui::TreeNode("##reasoning", "%s", parts.reasoning_open ? "Reasoning..." : "Reasoning")) return;
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  const std::string& reasoning = display_text(parts.reasoning);
   ImGui::PushTextWrapPos(0);   // TextWrapped("%s") would cut the text at ImGui's 3 KB format buffer
-  ImGui::TextUnformatted(parts.reasoning.data(), parts.reasoning.data() + parts.reasoning.size());
+  ImGui::TextUnformatted(reasoning.data(), reasoning.data() + reasoning.size());
   ImGui::PopTextWrapPos();
   ImGui::PopStyleColor();
   ImGui::TreePop();
@@ -111,7 +115,7 @@ void draw_branch_switcher(const MessageView& m, UiActions& actions) {
 }
 
 void draw_edit_box(ViewModel& vm, const MessageView& m, UiActions& actions) {
-  ImGui::InputTextMultiline("##edit", &vm.ui.edit_text, ImVec2(-1, ImGui::GetTextLineHeight() * 5));
+  emoji_input_text_multiline("##edit", vm.ui.edit_text, ImVec2(-1, ImGui::GetTextLineHeight() * 5));
   ImGui::BeginDisabled(vm.chat.generating || vm.ui.edit_text.empty());
   if (ImGui::Button("Send edit")) {
     actions.push_back({ActionKind::EditResend, m.id, vm.ui.edit_text});
@@ -164,7 +168,7 @@ void draw_message(ViewModel& vm, MessageView& m, size_t replies_shown, const Fon
   }
   draw_branch_switcher(m, actions);
   ImGui::SameLine();
-  if (ImGui::SmallButton("Copy")) ImGui::SetClipboardText(m.text.c_str());
+  if (ImGui::SmallButton("Copy")) ImGui::SetClipboardText(display_text(m.text).c_str());   // the clipboard takes display text
   ImGui::SameLine();
   const bool selectable = contains(vm.ui.selectable_messages, m.id);
   if (ImGui::SmallButton(selectable ? "Done" : "Select")) toggle(vm.ui.selectable_messages, m.id);
@@ -214,7 +218,7 @@ void prompt_toggle(ViewModel& vm) {
 
 void draw_header(ViewModel& vm) {
   ImGui::AlignTextToFramePadding();
-  ImGui::TextUnformatted(vm.chat.title.empty() ? "(untitled)" : vm.chat.title.c_str());
+  ImGui::TextUnformatted(vm.chat.title.empty() ? "(untitled)" : display_text(vm.chat.title).c_str());
   ImGui::SameLine();
   if (ImGui::SmallButton("Rename")) {
     vm.ui.rename_conversation = vm.chat.conversation_id;
@@ -242,8 +246,8 @@ bool composer_field(ViewModel& vm, float button_w) {
     vm.ui.focus_composer = false;
   }
   const ImGuiInputTextFlags flags = ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CtrlEnterForNewLine;
-  const bool enter = ImGui::InputTextMultiline("##composer", &vm.ui.composer,
-                                               ImVec2(-button_w - ImGui::GetStyle().ItemSpacing.x, -1), flags);
+  const bool enter = emoji_input_text_multiline("##composer", vm.ui.composer,
+                                                ImVec2(-button_w - ImGui::GetStyle().ItemSpacing.x, -1), flags);
   io.KeyCtrl = ctrl;
   io.KeyMods = mods;
   return enter;

@@ -4,6 +4,8 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "ui/emoji_text.h"
+#include "ui/emoji_text_field.h"
 #include "ui/fonts.h"
 #include "ui/panels.h"
 
@@ -17,7 +19,7 @@ void draw_rename_popup(ViewModel& vm, UiActions& actions) {
   if (!ImGui::BeginPopupModal("Rename conversation", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::SetNextItemWidth(scaled_width(320));
-  const bool enter = ImGui::InputText("##title", &vm.ui.rename_text, ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool enter = emoji_input_text("##title", nullptr, vm.ui.rename_text, ImGuiInputTextFlags_EnterReturnsTrue);
   if (ImGui::Button("Rename") || enter) {
     actions.push_back({ActionKind::RenameConversation, vm.ui.rename_conversation, vm.ui.rename_text});
     vm.ui.rename_conversation = 0;
@@ -40,7 +42,7 @@ void draw_delete_popup(ViewModel& vm, UiActions& actions) {
   for (const ConversationSummary& c : vm.conversations) {
     if (c.id == vm.ui.delete_conversation) title = c.title;
   }
-  ImGui::Text("Delete \"%s\" and all its messages?", title.c_str());
+  ImGui::Text("Delete \"%s\" and all its messages?", display_text(title).c_str());
   ImGui::TextDisabled("This cannot be undone.");
   if (ImGui::Button("Delete")) {
     actions.push_back({ActionKind::DeleteConversation, vm.ui.delete_conversation});
@@ -60,7 +62,7 @@ void draw_row(ViewModel& vm, const ConversationSummary& c, UiActions& actions) {
   const float indent = ImGui::GetTextLineHeight();
   const ImVec2 pos = ImGui::GetCursorScreenPos();
   ImGui::SetCursorPosX(ImGui::GetCursorPosX() + indent);
-  if (ImGui::Selectable(c.title.empty() ? "(untitled)" : c.title.c_str(), c.id == vm.chat.conversation_id)) {
+  if (ImGui::Selectable(c.title.empty() ? "(untitled)" : display_text(c.title).c_str(), c.id == vm.chat.conversation_id)) {
     actions.push_back({ActionKind::SelectConversation, c.id});
   }
   if (!c.engine.empty() && ImGui::IsItemHovered()) ImGui::SetTooltip("answers from %s", c.engine.c_str());
@@ -89,7 +91,7 @@ void draw_conversation_list_panel(ViewModel& vm, UiActions& actions) {
     ImGui::SetKeyboardFocusHere();
     vm.ui.focus_search = false;
   }
-  if (ImGui::InputTextWithHint("##search", "Search conversations", &vm.ui.search)) {
+  if (emoji_input_text("##search", "Search conversations", vm.ui.search)) {
     actions.push_back({ActionKind::Search, 0, vm.ui.search});
   }
   ImGui::Separator();

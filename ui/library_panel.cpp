@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "ui/emoji_text.h"
 #include "ui/library_rows.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
@@ -127,7 +128,7 @@ void draw_row(const ViewModel& vm, const LibraryEntryView& e, int32_t index, UiA
   if (ImGui::BeginPopupContextItem("##row_menu")) {
     if (ImGui::MenuItem("Open", nullptr, false, !e.broken)) actions.push_back({ActionKind::OpenModel, 0, e.path});
     if (ImGui::MenuItem("Show in folder")) actions.push_back({ActionKind::ShowInFolder, 0, e.path});
-    if (ImGui::MenuItem("Copy path")) ImGui::SetClipboardText(e.path.c_str());
+    if (ImGui::MenuItem("Copy path")) ImGui::SetClipboardText(display_text(e.path).c_str());
     ImGui::EndPopup();
   }
   ImGui::PopID();

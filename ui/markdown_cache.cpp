@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ui/emoji_text.h"
+
 namespace kvdesk::ui {
 
 const MdDocument& MarkdownCache::document(int64_t message_id, const std::string& text) {
@@ -10,7 +12,7 @@ const MdDocument& MarkdownCache::document(int64_t message_id, const std::string&
   Entry& e = it->second;
   if (inserted || e.text != text) {
     e.text = text;
-    e.document = parse_markdown(text);
+    e.document = parse_markdown(emoji_table().to_display(text));
     ++parses_;
   }
   return e.document;

@@ -2,7 +2,11 @@
 // only what changed. While an answer streams, only its text changes, so only it is parsed again
 // (once per frame at most); finished messages are parsed once.
 //
-// Invariant: document(id, text) equals parse_markdown(text) for the text passed.
+// The text is parsed as display text (ui/emoji_text.h): emoji clusters are single characters of
+// the Private Use Area by then, which Markdown treats as plain letters.
+//
+// Invariant: document(id, text) equals parse_markdown(emoji_table().to_display(text)) for the
+// text passed.
 #pragma once
 #include <cstdint>
 #include <map>

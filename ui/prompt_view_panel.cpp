@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cfloat>
 
+#include "ui/emoji_text.h"
 #include "ui/panel_data.h"
 #include "ui/panels.h"
 #include "ui/text_layout.h"
@@ -31,7 +32,7 @@ void draw_legend(const ViewModel& vm) {
   ImGui::SameLine();
   ImGui::TextUnformatted("| conversation content");
   ImGui::SameLine();
-  if (ImGui::SmallButton("Copy prompt")) ImGui::SetClipboardText(prompt_text(vm.chat.prompt).c_str());
+  if (ImGui::SmallButton("Copy prompt")) ImGui::SetClipboardText(display_text(prompt_text(vm.chat.prompt)).c_str());
 }
 
 // The pieces wrapped to the width left, each run in its piece's colour; runs outside the visible

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "ui/emoji_text_field.h"
 #include "ui/font_size.h"
 #include "ui/fonts.h"
 #include "ui/panel_data.h"
@@ -20,7 +21,7 @@ namespace {
 void draw_system_prompt(ViewModel& vm, UiActions& actions) {
   ImGui::TextUnformatted("System prompt");
   ImGui::BeginDisabled(vm.chat.conversation_id == 0);
-  ImGui::InputTextMultiline("##system_prompt", &vm.chat.system_prompt, ImVec2(-1, ImGui::GetTextLineHeight() * 5));
+  emoji_input_text_multiline("##system_prompt", vm.chat.system_prompt, ImVec2(-1, ImGui::GetTextLineHeight() * 5));
   if (ImGui::IsItemDeactivatedAfterEdit()) actions.push_back({ActionKind::SetSystemPrompt, 0, vm.chat.system_prompt});
   ImGui::EndDisabled();
   if (vm.chat.conversation_id == 0) ImGui::TextDisabled("Select or start a conversation to set its system prompt.");

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "ui/emoji_text.h"
+
 namespace kvdesk::ui {
 namespace {
 
@@ -40,11 +42,17 @@ void framed(ImVec4 accent, Content content) {
   draw->ChannelsMerge();
 }
 
-// TextUnformatted, not TextWrapped("%s"): ImGui 1.86 formats into a 3 KB buffer and cuts
-// longer text; inside framed() the wrap position is set.
+// Display text (emoji as their atlas glyphs, ui/emoji_text.h) through TextUnformatted, not
+// TextWrapped("%s"): ImGui 1.86 formats into a 3 KB buffer and cuts longer text; inside
+// framed() the wrap position is set.
+void unformatted(const std::string& real) {
+  const std::string& text = display_text(real);
+  ImGui::TextUnformatted(text.c_str(), text.c_str() + text.size());
+}
+
 void monospaced(const std::string& text, const Fonts& fonts) {
   if (fonts.mono) ImGui::PushFont(fonts.mono);
-  ImGui::TextUnformatted(text.c_str(), text.c_str() + text.size());
+  unformatted(text);
   if (fonts.mono) ImGui::PopFont();
 }
 
@@ -57,8 +65,9 @@ void header(const char* label, const std::string& name, const std::string& detai
   const float had = ImGui::GetContentRegionAvail().x - ImGui::GetStyle().FramePadding.x;
   float needed = ImGui::CalcTextSize(label).x;
   ImGui::TextColored(accent, "%s", label);
-  const auto part = [&](const std::string& text, bool dim) {
-    if (text.empty()) return;
+  const auto part = [&](const std::string& real, bool dim) {
+    if (real.empty()) return;
+    const std::string& text = display_text(real);
     ImGui::SameLine();
     if (dim) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     ImGui::TextUnformatted(text.c_str(), text.c_str() + text.size());
@@ -90,7 +99,7 @@ void draw_tool_result(const MessageView& result, const Fonts& fonts, Theme theme
     if (result.text_is_json) {
       monospaced(result.text, fonts);
     } else {
-      ImGui::TextUnformatted(result.text.c_str(), result.text.c_str() + result.text.size());
+      unformatted(result.text);
     }
     if (lines > kToolResultFoldLines) ImGui::TreePop();
   });

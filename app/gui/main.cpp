@@ -19,12 +19,16 @@
 
 #include "app/gui/app_options.h"
 #include "app/gui/controller.h"
+#include "app/gui/emoji_input.h"
+#include "app/gui/font_atlas.h"
 #include "app/gui/frame_stats.h"
 #include "app/gui/gl_texture_cache.h"
 #include "app/gui/model_file.h"
 #include "app/gui/screenshot.h"
 #include "app/gui/script.h"
 #include "engine/error.h"
+#include "ui/emoji_text.h"
+#include "ui/emoji_text_field.h"
 #include "ui/font_size.h"
 #include "ui/fonts.h"
 #include "ui/panels.h"
@@ -94,6 +98,7 @@ void init_imgui(GLFWwindow* window) {
   ImGui::StyleColorsDark();
   scale_style(1.0f);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
+  gui::install_emoji_input(window);
   ImGui_ImplOpenGL3_Init("#version 330");
 }
 
@@ -106,8 +111,7 @@ void restore_window_size(GLFWwindow* window, const gui::AppOptions& options, con
 struct Frame {
   GLFWwindow* window;
   ui::ViewModel& vm;
-  ui::Fonts& fonts;
-  float font_pixels;     // the size the fonts were built at
+  gui::FontAtlas& fonts;
   float style_scale;     // the content scale ImGui's sizes are scaled to
   gui::Controller& controller;
   gui::Script* script;
@@ -179,7 +183,7 @@ void capture_if_asked(Frame& f, int width, int height) {
 // The fonts at the size the settings and the monitor ask for now, and ImGui's sizes at the
 // monitor's scale: the atlas is rebuilt and its GL texture made again here, between frames,
 // never between NewFrame and Render (ImGui 1.86 reads the atlas while a frame is open). The
-// Korean atlas takes about a second to build.
+// Korean atlas takes about a second to build. Emoji met in the last frame are drawn into it here.
 void rebuild_fonts_if_needed(Frame& f) {
   const float scale = ui::usable_content_scale(f.events.content_scale);
   if (scale != f.style_scale) {
@@ -187,14 +191,11 @@ void rebuild_fonts_if_needed(Frame& f) {
     f.style_scale = scale;
   }
   const float pixels = ui::font_pixels(f.events.content_scale, f.vm.ui.layout_prefs.font_size);
-  if (pixels == f.font_pixels) return;
-  ImGui::GetIO().Fonts->Clear();
-  f.fonts = ui::load_fonts(pixels);
-  ImGui::GetIO().Fonts->Build();
-  ImGui_ImplOpenGL3_DestroyFontsTexture();
-  ImGui_ImplOpenGL3_CreateFontsTexture();
-  f.font_pixels = pixels;
-  f.vm.status.font_note = f.fonts.note;
+  if (pixels != f.fonts.size_px()) {
+    f.fonts.build(pixels);
+    f.vm.status.font_note = f.fonts.note();
+  }
+  f.fonts.update();
 }
 
 // 5. One frame. Returns the milliseconds spent before GL rendering (events, panels, actions):
@@ -209,12 +210,16 @@ double run_frame(Frame& f) {
     f.theme = f.vm.ui.layout_prefs.theme;
     ui::apply_theme(f.theme);
   }
+  gui::hand_typed_characters_to_imgui();
   rebuild_fonts_if_needed(f);
   ImGui_ImplOpenGL3_NewFrame();                            // 5c. draw the panels
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
-  const ui::UiActions actions = ui::draw_main_window(f.vm, f.fonts, f.textures);
+  const ui::UiActions actions = ui::draw_main_window(f.vm, f.fonts.fonts(), f.textures);
   ImGui::Render();
+  ui::end_display_frame();
+  ui::end_field_frame();
+  if (f.fonts.waiting()) glfwPostEmptyEvent();             // the next frame draws the new emoji
   f.controller.apply_all(actions);                         // 5d. the user's actions
   const double ui_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   int width = 0, height = 0;                               // 5e. render, capture, swap
@@ -262,10 +267,11 @@ int run(const gui::AppOptions& options) {
     events.content_scale = std::max(x_scale, y_scale);
     // The fonts at the remembered size for this monitor, built before the first frame (the Korean
     // atlas is turned into a texture on the first frame).
-    const float font_pixels = ui::font_pixels(events.content_scale, vm.ui.layout_prefs.font_size);
-    ui::Fonts fonts = ui::load_fonts(font_pixels);
-    vm.status.font_note = fonts.note;
-    Frame frame{window, vm, fonts, font_pixels, 1.0f, controller, script ? &*script : nullptr, events, {}, {}};
+    gui::FontAtlas fonts;
+    if (!fonts.colour_emoji()) std::fprintf(stderr, "kvdesk: %s\n", fonts.emoji_note().c_str());
+    fonts.build(ui::font_pixels(events.content_scale, vm.ui.layout_prefs.font_size));
+    vm.status.font_note = fonts.note();
+    Frame frame{window, vm, fonts, 1.0f, controller, script ? &*script : nullptr, events, {}, {}};
     // 5. Frame loop.
     auto last_start = Clock::now() - kMinFrameInterval;
     while (!frame.done) {
@@ -283,6 +289,10 @@ int run(const gui::AppOptions& options) {
       }
     }
     exit_code = frame.exit_code;
+    if (options.frame_stats) {
+      std::printf("kvdesk: font atlas: last built in %.1f ms (%.1f ms of it drawing emoji); %zu emoji met\n", fonts.build_ms(),
+                  fonts.emoji_ms(), ui::emoji_table().size());
+    }
     int width = 0, height = 0;
     glfwGetWindowSize(window, &width, &height);
     controller.remember_layout(width, height);

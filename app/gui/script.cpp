@@ -11,7 +11,9 @@
 #include <utility>
 #include <set>
 
+#include "app/gui/emoji_input.h"
 #include "engine/error.h"
+#include "ui/emoji_clusters.h"
 #include "ui/keyboard.h"
 #include "ui/kv_report.h"
 #include "ui/model_info.h"
@@ -26,7 +28,7 @@ const std::set<std::string>& known_commands() {
   static const std::set<std::string> commands = {
       "new_chat", "system", "send", "wait_answer", "regenerate", "edit_last", "stop", "wait_model",
       "sleep", "open_panel", "select_conversation", "screenshot", "kv_type", "layout_report", "key", "export", "import", "set_context", "set_max_tokens", "model_info", "resize", "drop", "expect_status", "delete_message", "continue_last", "font_size", "cancel_load",
-      "serve", "wait_served", "connect", "kv_report", "library", "library_folder", "wait_library", "browse", "variants", "quit"};
+      "serve", "wait_served", "connect", "kv_report", "library", "library_folder", "wait_library", "browse", "variants", "type", "quit"};
   return commands;
 }
 
@@ -35,7 +37,7 @@ const std::set<std::string>& commands_with_argument() {
                                                  "select_conversation", "screenshot", "kv_type",
                                                  "layout_report", "key", "export", "import", "set_context",
                                                  "set_max_tokens", "resize", "drop", "expect_status", "delete_message", "font_size",
-                                                 "serve", "wait_served", "connect", "kv_report", "library_folder", "browse", "variants"};
+                                                 "serve", "wait_served", "connect", "kv_report", "library_folder", "browse", "variants", "type"};
   return commands;
 }
 
@@ -238,6 +240,7 @@ Script::Outcome Script::run(const Line& line, Controller& controller, ui::ViewMo
       return act({ActionKind::SelectConversation, vm.conversations[n - 1].id});
     }
     if (c == "key") return press_key(*ui::parse_key_chord(arg));
+    if (c == "type") return type_text(arg, vm);
     if (c == "export") {
       const size_t space = arg.find(' ');
       return act({ActionKind::ExportConversation, 0, arg.substr(0, space), arg.substr(space + 1)});
@@ -370,6 +373,26 @@ Script::Outcome Script::press_key(const ui::KeyChord& chord) {
   }
   ui::set_chord_down(chord, false);
   key_down_ = false;
+  return Outcome::Next;
+}
+
+// The composer is given the keyboard focus, which takes hold over the next two frames (ImGui
+// reads no typed characters in the frame a field becomes active); then the text arrives one
+// character at a time as GLFW reports typing (what is not valid UTF-8 is left out: a keyboard
+// never sends it).
+Script::Outcome Script::type_text(const std::string& text, ui::ViewModel& vm) {
+  constexpr int kFocusFrames = 2;
+  if (typing_frames_ == 0) vm.ui.focus_composer = true;
+  if (typing_frames_ < kFocusFrames) {
+    ++typing_frames_;
+    return Outcome::Wait;
+  }
+  typing_frames_ = 0;
+  for (size_t i = 0; i < text.size();) {
+    const ui::Utf8Char c = ui::decode_utf8(text, i);
+    if (c.valid) add_typed_character(c.code_point);
+    i += c.length;
+  }
   return Outcome::Next;
 }
 

@@ -22,7 +22,8 @@
 // figures as text, ui/kv_report.h, beside the screenshots; with a remote server, once its
 // statistics were read again after the line began), library (the middle column shows the model
 // library), variants N (N new answers to the last question at once, as Variants: N under it), library_folder PATH (a folder the library also searches), wait_library (until its
-// scan has finished), browse PATH (the file browser open at PATH, choosing a model), quit.
+// scan has finished), browse PATH (the file browser open at PATH, choosing a model), type TEXT
+// (TEXT typed into the composer character by character, as the keyboard delivers it), quit.
 // Blank lines and lines starting with # are skipped. A failing line ends the run.
 #pragma once
 #include <chrono>
@@ -73,6 +74,7 @@ class Script {
   Outcome run(const Line& line, Controller& controller, ui::ViewModel& vm, ScriptFrameRequest& frame);
   Outcome wait_for_model(const ui::ViewModel& vm);
   Outcome press_key(const ui::KeyChord& chord);
+  Outcome type_text(const std::string& text, ui::ViewModel& vm);
   Outcome show_model_info(const Line& line, ui::ViewModel& vm);
   Outcome expect_status(const std::string& text, const ui::ViewModel& vm);
   Outcome resize_window(std::pair<int, int> size, ScriptFrameRequest& frame);
@@ -90,6 +92,7 @@ class Script {
   int settle_frames_ = 0;
   bool screenshot_requested_ = false;
   bool key_down_ = false;
+  int typing_frames_ = 0;   // type: frames since the composer was asked for the focus
   bool resize_requested_ = false;
   std::optional<uint64_t> stats_reads_at_start_;   // kv_report: the remote's reads when the line began
   std::string failure_;

@@ -2,7 +2,7 @@
 # Regenerates the README's screenshots with the app's own --script mode under Xvfb:
 # library.png (the model library over a scratch home holding copies of the shared test models
 # laid out as LM Studio, Ollama, the Hugging Face cache and llama.cpp keep them, plus a broken
-# file) and chat.png (a conversation with stories260K and the KV block map).
+# file) and chat.png (a conversation with stories260K, emoji in its questions, and the KV block map).
 # Usage: assets/screenshots/make-screenshots.sh [BUILD_DIR] [MODELS_DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,9 +37,9 @@ quit
 SCRIPT
 cat > "$work/chat.script" <<SCRIPT
 wait_model
-send Once upon a time
+send Once upon a time 🐉🏰
 wait_answer
-send Tell me more about the little girl.
+send Tell me more about the little girl. 👧🏽✨
 wait_answer
 open_panel blocks
 sleep 0.5
