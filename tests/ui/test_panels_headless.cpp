@@ -312,16 +312,26 @@ TEST_CASE("actions come back from the panels without touching anything else", "[
   CHECK(actions.empty());   // no input, no action
 }
 
-TEST_CASE("the Korean font is found and its atlas built with oversampling 1", "[ui][headless]") {
+TEST_CASE("the CJK fonts are found and their atlas built with oversampling 1", "[ui][headless]") {
   HeadlessImGui imgui(true);
   if (imgui.fonts().korean) {
-    CHECK(imgui.fonts().note.find("Korean") == 0);
+    CHECK(imgui.fonts().note.find("CJK: ") == 0);
     CHECK(imgui.atlas_width() <= 4096);
+    // Hangul, kana, a Japanese kanji, simplified Chinese (not among NanumGothic's Hanja: from the
+    // merged fallback font when one is installed) and full-width punctuation.
+    for (const ImWchar c : {ImWchar(0xD55C), ImWchar(0x3042), ImWchar(0x30AB), ImWchar(0x65E5), ImWchar(0xFF01)}) {
+      CHECK(imgui.fonts().body->FindGlyphNoFallback(c) != nullptr);
+    }
+    if (imgui.fonts().note.find(" + ") != std::string::npos) {
+      for (const ImWchar c : {ImWchar(0x8FD9), ImWchar(0x4EEC), ImWchar(0x8BF4)}) {   // 这 们 说
+        CHECK(imgui.fonts().body->FindGlyphNoFallback(c) != nullptr);
+      }
+    }
   } else {
     CHECK(imgui.fonts().note.find("no CJK font") == 0);
   }
   ViewModel vm = make_vm(64, 1, 0);
-  vm.chat.messages.push_back({1, MessageRole::User, MessageState::Complete, "안녕하세요, KV 캐시!"});
+  vm.chat.messages.push_back({1, MessageRole::User, MessageState::Complete, "안녕하세요, KV 캐시! こんにちは 你好，这是我们的"});
   imgui.frame(vm);
 }
 
