@@ -14,6 +14,64 @@ namespace {
 
 constexpr size_t kTitleBytes = 40;
 
+bool is_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// The code point starting at `at` (a lead byte of valid UTF-8, as text cut at lead bytes has);
+// 0 for anything else, which joins nothing.
+char32_t code_point_at(const std::string& text, size_t at) {
+  const auto byte = [&](size_t i) { return i < text.size() ? static_cast<unsigned char>(text[i]) : 0u; };
+  const unsigned lead = byte(at);
+  if (lead < 0x80) return lead;
+  if ((lead & 0xE0) == 0xC0) return char32_t((lead & 0x1F) << 6 | (byte(at + 1) & 0x3F));
+  if ((lead & 0xF0) == 0xE0) return char32_t((lead & 0x0F) << 12 | (byte(at + 1) & 0x3F) << 6 | (byte(at + 2) & 0x3F));
+  if ((lead & 0xF8) == 0xF0) {
+    return char32_t((lead & 0x07) << 18 | (byte(at + 1) & 0x3F) << 12 | (byte(at + 2) & 0x3F) << 6 | (byte(at + 3) & 0x3F));
+  }
+  return 0;
+}
+
+size_t previous_start(const std::string& text, size_t at) {
+  do --at;
+  while (at > 0 && is_continuation_byte(text[at]));
+  return at;
+}
+
+// What continues the emoji before it: a zero-width joiner or what follows one, a variation
+// selector, a skin tone, a keycap mark, a tag character.
+bool joins_previous(char32_t c) {
+  return c == 0x200D || c == 0xFE0F || c == 0xFE0E || c == 0x20E3 || (c >= 0x1F3FB && c <= 0x1F3FF) ||
+         (c >= 0xE0020 && c <= 0xE007F);
+}
+
+bool is_regional_indicator(char32_t c) { return c >= 0x1F1E6 && c <= 0x1F1FF; }
+
+// The longest prefix of `text` up to `limit` bytes that ends on a UTF-8 character boundary and
+// splits no emoji sequence: not after a joiner, not before what joins the emoji before it, not
+// inside a flag's pair of regional indicators.
+size_t title_cut(const std::string& text, size_t limit) {
+  size_t cut = limit;
+  while (cut > 0 && is_continuation_byte(text[cut])) --cut;
+  while (cut > 0) {
+    const size_t before = previous_start(text, cut);
+    const char32_t previous = code_point_at(text, before);
+    if (previous == 0x200D || joins_previous(code_point_at(text, cut))) {
+      cut = before;
+      continue;
+    }
+    size_t indicators = 0;
+    for (size_t at = cut; at > 0 && is_regional_indicator(code_point_at(text, previous_start(text, at)));) {
+      at = previous_start(text, at);
+      ++indicators;
+    }
+    if (indicators % 2 == 1 && is_regional_indicator(code_point_at(text, cut))) {
+      cut = before;
+      continue;
+    }
+    break;
+  }
+  return cut;
+}
+
 constexpr std::array<std::pair<Role, std::string_view>, 4> kRoles = {{
     {Role::System, "system"},
     {Role::User, "user"},
@@ -101,11 +159,7 @@ int64_t unix_time_ms() {
 
 std::string title_from(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
-  if (line.size() > kTitleBytes) {
-    size_t cut = kTitleBytes;
-    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
-    line = line.substr(0, cut) + "...";
-  }
+  if (line.size() > kTitleBytes) line = line.substr(0, title_cut(line, kTitleBytes)) + "...";
   return line.empty() ? kNewChatTitle : line;
 }
 

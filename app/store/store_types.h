@@ -35,7 +35,8 @@ std::optional<MessageStatus> parse_status(std::string_view name);
 int64_t unix_time_ms();   // the timestamps the store writes: Unix time in milliseconds
 
 // A new conversation's title from its first message: the first line, cut on a UTF-8 character
-// boundary; "New chat" when that line is empty.
+// boundary that splits no emoji sequence (ZWJ, skin tone, flag); "New chat" when that line is
+// empty.
 std::string title_from(const std::string& text);
 
 inline constexpr const char* kNewChatTitle = "New chat";

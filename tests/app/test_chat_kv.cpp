@@ -111,6 +111,16 @@ TEST_CASE("a stored conversation renders as its system prompt and active branch"
   CHECK(messages[1].content == "Hi");
   CHECK(store.conversation(c)->title == "Hello there");
   CHECK(store::title_from("") == store::kNewChatTitle);
+  // The cut at 40 bytes never splits a character or an emoji sequence.
+  const std::string family = "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7";   // 18 bytes
+  CHECK(store::title_from(std::string(30, 'a') + family) == std::string(30, 'a') + "...");
+  CHECK(store::title_from(std::string(22, 'a') + family + "tail") == std::string(22, 'a') + family + "...");
+  const std::string korea = "\xF0\x9F\x87\xB0\xF0\x9F\x87\xB7";   // a flag: two regional indicators
+  CHECK(store::title_from(std::string(34, 'a') + korea + "x") == std::string(34, 'a') + "...");
+  CHECK(store::title_from(std::string(30, 'a') + korea + korea + "x") == std::string(30, 'a') + korea + "...");
+  const std::string thumb = "\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD";   // a thumb with a skin tone
+  CHECK(store::title_from(std::string(37, 'a') + thumb) == std::string(37, 'a') + "...");
+  CHECK(store::title_from(std::string(39, 'a') + "\xED\x95\x9C") == std::string(39, 'a') + "...");
 }
 
 TEST_CASE("saved KV stays within its cap, dropping the least recently saved first", "[app][store][chat]") {
