@@ -130,7 +130,7 @@ struct Avx2 {
   static void dot_chunk(IVec& a0, IVec t, uint32_t q) {
     const __m256i s8 = _mm256_set1_epi32(int32_t(q));
     if constexpr (Type == KvType::INT4 && kInt16Spans) {
-      a0 = byte_sum_add(ByteSum{a0}, t, s8).v;
+      a0 = byte_sum_add(a0, t, s8);
     } else {
       a0 = dot_u8s8(a0, t, s8);
     }
@@ -140,7 +140,7 @@ struct Avx2 {
   template <KvType Type>
   static void end_span(IVec& a0, IVec& a1) {
     if constexpr (Type == KvType::INT4 && kInt16Spans) {
-      a1 = _mm256_add_epi32(a1, widen(ByteSum{a0}));
+      a1 = _mm256_add_epi32(a1, widen(a0));
       a0 = izero();
     }
   }

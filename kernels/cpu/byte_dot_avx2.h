@@ -7,8 +7,8 @@
 //
 //   dot_u8s8(acc, u8, s8)        acc + the products, int32 lanes
 //   ByteSum                      several chunks' products: int16 pairs that AVX2 widens once
-//                                (byte_sum_zero or byte_sum, byte_sum_add, widen), int32 lanes
-//                                on AVX-VNNI
+//                                (byte_sum_zero, byte_sum or byte_sum_pair, byte_sum_add,
+//                                widen), int32 lanes on AVX-VNNI
 //   ByteScale                    a per-lane int32 factor of a ByteSum (widen_scaled): AVX2 keeps
 //                                it in both int16 halves of the lane for one vpmaddwd, AVX-VNNI
 //                                as the int32 vpmulld takes it
@@ -39,57 +39,65 @@ ALWAYS_INLINE __m256i dot_u8s8(__m256i acc, __m256i u8, __m256i s8) {
 #endif
 }
 
-struct ByteSum {
-  __m256i v;
-};
+// int16 pairs on AVX2, int32 lanes on AVX-VNNI.
+using ByteSum = __m256i;
 
-ALWAYS_INLINE ByteSum byte_sum_zero() { return ByteSum{_mm256_setzero_si256()}; }
+ALWAYS_INLINE ByteSum byte_sum_zero() { return _mm256_setzero_si256(); }
 
 ALWAYS_INLINE ByteSum byte_sum(__m256i u8, __m256i s8) {
 #if defined(KVDESK_AVXVNNI)
-  return ByteSum{_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u8, s8)};
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u8, s8);
 #else
-  return ByteSum{_mm256_maddubs_epi16(u8, s8)};
+  return _mm256_maddubs_epi16(u8, s8);
 #endif
 }
 
 ALWAYS_INLINE ByteSum byte_sum_add(ByteSum sum, __m256i u8, __m256i s8) {
 #if defined(KVDESK_AVXVNNI)
-  return ByteSum{_mm256_dpbusd_avx_epi32(sum.v, u8, s8)};
+  return _mm256_dpbusd_avx_epi32(sum, u8, s8);
 #else
-  return ByteSum{_mm256_add_epi16(sum.v, _mm256_maddubs_epi16(u8, s8))};
+  return _mm256_add_epi16(sum, _mm256_maddubs_epi16(u8, s8));
+#endif
+}
+
+// Two chunks' products: on AVX2 both vpmaddubsw before their add, the order GCC 12 allocates the
+// AVX2 Q6_Kx8 kernel's registers best in (chained through byte_sum_add it kept 33 more register
+// copies and spills).
+ALWAYS_INLINE ByteSum byte_sum_pair(__m256i u0, __m256i s0, __m256i u1, __m256i s1) {
+#if defined(KVDESK_AVXVNNI)
+  return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u0, s0), u1, s1);
+#else
+  return _mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1));
 #endif
 }
 
 // The sum in int32 lanes, 4 products each.
 ALWAYS_INLINE __m256i widen(ByteSum sum) {
 #if defined(KVDESK_AVXVNNI)
-  return sum.v;
+  return sum;
 #else
-  return _mm256_madd_epi16(sum.v, _mm256_set1_epi16(1));
+  return _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
 #endif
 }
 
-struct ByteScale {
-  __m256i v;
-};
+using ByteScale = __m256i;
 
 // From a factor in both int16 halves of each int32 lane (lanes 2r and 2r + 1 as int16 hold the
 // same value).
 ALWAYS_INLINE ByteScale byte_scale(__m256i pair_scale) {
 #if defined(KVDESK_AVXVNNI)
-  return ByteScale{_mm256_srai_epi32(pair_scale, 16)};
+  return _mm256_srai_epi32(pair_scale, 16);
 #else
-  return ByteScale{pair_scale};
+  return pair_scale;
 #endif
 }
 
 // widen(sum) * scale per int32 lane.
 ALWAYS_INLINE __m256i widen_scaled(ByteSum sum, ByteScale scale) {
 #if defined(KVDESK_AVXVNNI)
-  return _mm256_mullo_epi32(sum.v, scale.v);
+  return _mm256_mullo_epi32(sum, scale);
 #else
-  return _mm256_madd_epi16(sum.v, scale.v);
+  return _mm256_madd_epi16(sum, scale);
 #endif
 }
 

@@ -45,15 +45,13 @@ ALWAYS_INLINE void unpack_sub_block(const BlockQ6_Kx8& b, int i, __m256i (&w)[4]
                          shifted_bits(packed[2], 2, 0x30));
 }
 
-// Per row lane: scales[i] * the sub-block's 16 products with act values a[0..15]: on AVX2 in two
-// s16 sums of two maddubs each, on AVX-VNNI in one int32 sum.
-ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[4], const int8_t* a, ByteScale scale) {
-  const ByteSum first = byte_sum_add(byte_sum(w[0], broadcast_4_bytes(a)), w[1], broadcast_4_bytes(a + 4));
-  if constexpr (kByteDotVnni) {
-    return widen_scaled(byte_sum_add(byte_sum_add(first, w[2], broadcast_4_bytes(a + 8)), w[3], broadcast_4_bytes(a + 12)),
-                        scale);
-  }
-  const ByteSum second = byte_sum_add(byte_sum(w[2], broadcast_4_bytes(a + 8)), w[3], broadcast_4_bytes(a + 12));
+// Per row lane: scales[i] * the sub-block's 16 products with act values a[0..15], in two sums of
+// two chunks each: on AVX2 s16 sums, each met by the scale, on AVX-VNNI int32 sums added first.
+ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[4], const int8_t* a, __m256i pair_scale) {
+  const ByteScale scale = byte_scale(pair_scale);
+  const ByteSum first = byte_sum_pair(w[0], broadcast_4_bytes(a), w[1], broadcast_4_bytes(a + 4));
+  const ByteSum second = byte_sum_pair(w[2], broadcast_4_bytes(a + 8), w[3], broadcast_4_bytes(a + 12));
+  if constexpr (kByteDotVnni) return widen_scaled(_mm256_add_epi32(first, second), scale);
   return _mm256_add_epi32(widen_scaled(first, scale), widen_scaled(second, scale));
 }
 
@@ -83,7 +81,7 @@ ALWAYS_INLINE void super_step(const BlockQ6_Kx8& b, const char* acts, size_t a_s
   for (int i = 0; i < kSubBlocks; ++i) {
     __m256i w[4];
     unpack_sub_block(b, i, w);
-    const ByteScale scale = byte_scale(pair_scale(b, i / 2, i % 2));
+    const __m256i scale = pair_scale(b, i / 2, i % 2);
 #pragma GCC unroll 8
     for (int t = 0; t < C; ++t) {
       iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 16 * i, scale));
