@@ -51,15 +51,15 @@ inline CLI::Option* add_backend_option(CLI::App* cmd, BackendRequest& backend) {
       ->default_str("auto");
 }
 
-// --isa auto|avx2|avx512|ref, the same in every program: which instruction set the CPU kernels
+// --isa auto|avx2|avxvnni|avx512|ref, the same in every program: which instruction set the CPU kernels
 // use (engine/system/cpu_isa_choice.h; empty: KVDESK_ISA, else auto). An unknown name is a
 // usage error here; a CPU that lacks the ISA is refused when the choice is applied.
 inline CLI::Option* add_isa_option(CLI::App* cmd, std::string& isa) {
   return cmd
       ->add_option("--isa", isa,
-                   "CPU kernels' instruction set: auto (the widest this CPU has), avx2, avx512 or ref (scalar); "
+                   "CPU kernels' instruction set: auto (the widest this CPU has), avx2, avxvnni, avx512 or ref (scalar); "
                    "default: $KVDESK_ISA, else auto")
-      ->check(CLI::IsMember({"auto", "avx2", "avx512", "ref"}));
+      ->check(CLI::IsMember({"auto", "avx2", "avxvnni", "avx512", "ref"}));
 }
 
 }  // namespace kvdesk

@@ -237,11 +237,12 @@ void paged_attention_twin(const PagedKvLayer& layer, const PagedSeq& seq, const 
 namespace cpu {
 namespace {
 
-enum class Route { Reference, Avx512, Avx2 };
+enum class Route { Reference, Avx512, AvxVnni, Avx2 };
 
 Route route(int32_t head_dim, bool scalar_only) {
   const CpuIsa isa = cpu_isa_active();
   if (!scalar_only && isa == CpuIsa::Avx512 && head_dim % 16 == 0) return Route::Avx512;
+  if (!scalar_only && isa == CpuIsa::AvxVnni && head_dim % 8 == 0) return Route::AvxVnni;
   if (!scalar_only && isa != CpuIsa::Scalar && head_dim % 8 == 0) return Route::Avx2;
   return Route::Reference;
 }
@@ -255,6 +256,7 @@ Route route(const PagedKvLayer& layer, const AttentionArgs& args) {
 IntAttentionScheme scheme_of(Route route, KvType k_type, KvType v_type) {
   switch (route) {
     case Route::Avx512: return simd_int_scheme(k_type, v_type, CpuIsa::Avx512);
+    case Route::AvxVnni: return simd_int_scheme(k_type, v_type, CpuIsa::AvxVnni);
     case Route::Avx2: return simd_int_scheme(k_type, v_type, CpuIsa::Avx2);
     case Route::Reference: return IntAttentionScheme{};
   }
@@ -266,6 +268,7 @@ IntAttentionScheme scheme_of(Route route, KvType k_type, KvType v_type) {
 void paged_attention(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
   switch (route(layer, args)) {
     case Route::Avx512: return paged_attention_avx512(layer, seq, args);
+    case Route::AvxVnni: return paged_attention_avxvnni(layer, seq, args);
     case Route::Avx2: return paged_attention_avx2(layer, seq, args);
     case Route::Reference: return ref::paged_attention(layer, seq, args);
   }

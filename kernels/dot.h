@@ -4,7 +4,7 @@
 // inner loop is integer SIMD; float weights meet float activations.
 //
 // Three faces, one signature: ref:: is the scalar truth, cpu:: dispatches at run time to the
-// widest ISA present (AVX-512 VNNI, AVX2, scalar), and tests compare the two.
+// widest ISA present (AVX-512 VNNI, AVX-VNNI, AVX2, scalar), and tests compare the two.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -46,14 +46,18 @@ ActFormat act_format_for(GgmlType weight_type);
 // Bytes of one prepared activation row of n values for this weight type.
 size_t act_row_bytes(GgmlType weight_type, int64_t n);
 
-enum class CpuIsa { Scalar, Avx2, Avx512 };
+// AvxVnni: the AVX2 kernels with the VEX-encoded 256-bit vpdpbusd (Intel 12th generation and
+// later without AVX-512); a CPU may have it, AVX-512 or both.
+enum class CpuIsa { Scalar, Avx2, AvxVnni, Avx512 };
 const char* cpu_isa_name(CpuIsa isa);
-CpuIsa cpu_isa_detected();          // best ISA of this CPU
+CpuIsa cpu_isa_detected();          // best ISA of this CPU (AVX-512 over AVX-VNNI where both are)
 CpuIsa cpu_isa_active();            // what cpu:: uses now
-void cpu_isa_force(CpuIsa isa);     // tests pin a path; clamped to what the CPU supports
+// Tests pin a path; one the CPU lacks falls to the next narrower it has (Avx512, AvxVnni,
+// Avx2, Scalar).
+void cpu_isa_force(CpuIsa isa);
 bool cpu_isa_supported(CpuIsa isa); // this CPU can run isa's kernels
-// "avx2", "avx512" (or "avx512-vnni"), "ref" (or "scalar"), "auto" (the detected one); nullopt
-// for any other name.
+// "avx2", "avxvnni" (or "avx-vnni"), "avx512" (or "avx512-vnni"), "ref" (or "scalar"), "auto"
+// (the detected one); nullopt for any other name.
 std::optional<CpuIsa> cpu_isa_from_name(std::string_view name);
 
 namespace ref {

@@ -19,14 +19,46 @@ bool has_f16c() {
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
 }
 
-CpuIsa detect_isa() {
+// AVX-VNNI from CPUID leaf 7 subleaf 1 (EAX bit 4), read directly as F16C is. It works on the
+// ymm registers, whose saving by the OS (XGETBV) the AVX2 check has confirmed, so the bit alone
+// decides.
+bool has_avx_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
+}
+
+// What this CPU runs, ISA by ISA.
+struct IsaSupport {
+  bool avx2 = false;
+  bool avx_vnni = false;
+  bool avx512 = false;
+};
+
+IsaSupport detect_support() {
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                      __builtin_cpu_supports("avx512vnni");
-  if (avx2 && avx512) return CpuIsa::Avx512;
-  return avx2 ? CpuIsa::Avx2 : CpuIsa::Scalar;
+  IsaSupport s;
+  s.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+  s.avx_vnni = s.avx2 && has_avx_vnni();
+  s.avx512 = s.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vnni");
+  return s;
+}
+
+const IsaSupport& support() {
+  static const IsaSupport s = detect_support();
+  return s;
+}
+
+// The next narrower ISA, where a forced one the CPU lacks falls to.
+CpuIsa narrower(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::Avx512: return CpuIsa::AvxVnni;
+    case CpuIsa::AvxVnni: return CpuIsa::Avx2;
+    case CpuIsa::Avx2:
+    case CpuIsa::Scalar: break;
+  }
+  return CpuIsa::Scalar;
 }
 
 std::atomic<CpuIsa>& active_isa() {
@@ -37,6 +69,7 @@ std::atomic<CpuIsa>& active_isa() {
 const IsaKernels& kernels_for(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Avx512: return kAvx512Kernels;
+    case CpuIsa::AvxVnni: return kAvxVnniKernels;
     case CpuIsa::Avx2: return kAvx2Kernels;
     case CpuIsa::Scalar: break;
   }
@@ -48,6 +81,7 @@ const IsaKernels& kernels_for(CpuIsa isa) {
 const char* cpu_isa_name(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Avx512: return "avx512-vnni";
+    case CpuIsa::AvxVnni: return "avxvnni";
     case CpuIsa::Avx2: return "avx2";
     case CpuIsa::Scalar: break;
   }
@@ -55,15 +89,27 @@ const char* cpu_isa_name(CpuIsa isa) {
 }
 
 CpuIsa cpu_isa_detected() {
-  static const CpuIsa detected = detect_isa();
-  return detected;
+  const IsaSupport& s = support();
+  if (s.avx512) return CpuIsa::Avx512;
+  if (s.avx_vnni) return CpuIsa::AvxVnni;
+  return s.avx2 ? CpuIsa::Avx2 : CpuIsa::Scalar;
 }
 
-bool cpu_isa_supported(CpuIsa isa) { return static_cast<int>(isa) <= static_cast<int>(cpu_isa_detected()); }
+bool cpu_isa_supported(CpuIsa isa) {
+  const IsaSupport& s = support();
+  switch (isa) {
+    case CpuIsa::Avx512: return s.avx512;
+    case CpuIsa::AvxVnni: return s.avx_vnni;
+    case CpuIsa::Avx2: return s.avx2;
+    case CpuIsa::Scalar: break;
+  }
+  return true;
+}
 
 std::optional<CpuIsa> cpu_isa_from_name(std::string_view name) {
   if (name == "auto") return cpu_isa_detected();
   if (name == "avx2") return CpuIsa::Avx2;
+  if (name == "avxvnni" || name == "avx-vnni") return CpuIsa::AvxVnni;
   if (name == "avx512" || name == "avx512-vnni") return CpuIsa::Avx512;
   if (name == "ref" || name == "scalar") return CpuIsa::Scalar;
   return std::nullopt;
@@ -72,9 +118,8 @@ std::optional<CpuIsa> cpu_isa_from_name(std::string_view name) {
 CpuIsa cpu_isa_active() { return active_isa().load(std::memory_order_relaxed); }
 
 void cpu_isa_force(CpuIsa isa) {
-  const CpuIsa best = cpu_isa_detected();
-  active_isa().store(static_cast<int>(isa) < static_cast<int>(best) ? isa : best,
-                     std::memory_order_relaxed);
+  while (!cpu_isa_supported(isa)) isa = narrower(isa);
+  active_isa().store(isa, std::memory_order_relaxed);
 }
 
 const IsaKernels& cpu_isa_kernels() { return kernels_for(cpu_isa_active()); }

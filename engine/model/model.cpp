@@ -372,11 +372,11 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   const uint64_t memory = memory_budget(options.memory_limit_bytes);
   // The interleaved layouts serve the AVX2 GEMM, which AVX-512 machines run too for the types
   // where it beats their own kernels (cpu_layout_pays); the scalar kernels keep ggml's rows. On
-  // AVX2 repacking touches every matrix byte once more, about as much work as reading it: half
+  // AVX2 and AVX-VNNI repacking touches every matrix byte once more, about as much work as reading it: half
   // the progress; on AVX-512 it is rare (a few types), so reading gets all of it.
   const CpuIsa isa = cpu_isa_active();
   const bool repack = options.cpu_layouts && isa != CpuIsa::Scalar;
-  const double read_share = repack && isa == CpuIsa::Avx2 ? 0.5 : 1.0;
+  const double read_share = repack && (isa == CpuIsa::Avx2 || isa == CpuIsa::AvxVnni) ? 0.5 : 1.0;
   m->file_ = GgufFile::open(path, progress, read_share);
   m->config_ = read_model_config(*m->file_);
   m->weights_ = bind_model_weights(*m->file_, m->config_);

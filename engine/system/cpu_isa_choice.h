@@ -10,7 +10,7 @@
 namespace kvdesk {
 
 inline constexpr const char* kIsaEnvVar = "KVDESK_ISA";
-inline constexpr const char* kIsaNames = "auto, avx2, avx512, ref";
+inline constexpr const char* kIsaNames = "auto, avx2, avxvnni, avx512, ref";
 
 // A name that is none of kIsaNames.
 class IsaNameError : public Error {

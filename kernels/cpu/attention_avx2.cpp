@@ -1,9 +1,12 @@
-// AVX2 paged attention: the shared driver (attention_driver.h) over 8-float vectors, float and
-// fp8 KV widened to f32 in registers (fp8 through vcvtph2ps), int8 / int4 codes multiplied as
-// bytes by vpmaddubsw (attention_int_phases.h, attention_weighted_codes.h). Built with
-// AVX2/FMA/F16C flags, reached only through cpu::paged_attention after the CPU check; it also
-// serves head dims that are a multiple of 8 but not of 16 on AVX-512 machines.
-#include "kernels/cpu/simd_prelude.h"
+// AVX2 / AVX-VNNI paged attention: the shared driver (attention_driver.h) over 8-float vectors,
+// float and fp8 KV widened to f32 in registers (fp8 through vcvtph2ps), int8 / int4 codes
+// multiplied as bytes by the u8 x s8 dot of byte_dot_avx2.h (vpmaddubsw on AVX2, vpdpbusd on
+// AVX-VNNI; both tiers round as AVX2 does, attention_isa.h simd_int_scheme, so their int16 bounds
+// hold for both) (attention_int_phases.h, attention_weighted_codes.h). Built with AVX2/FMA/F16C
+// flags, and again with AVX-VNNI's (KVDESK_AVXVNNI), reached only through cpu::paged_attention
+// after the CPU check; it also serves head dims that are a multiple of 8 but not of 16 on AVX-512
+// machines.
+#include "kernels/cpu/byte_dot_avx2.h"
 
 #include "kernels/cpu/attention_driver.h"
 #include "kernels/cpu/attention_isa.h"
@@ -78,10 +81,10 @@ struct Avx2 {
     return _mm256_cvtph_ps(_mm_and_si128(h, _mm_set1_epi16(short(0xBF80))));
   }
   // Integer key scores (attention_int_phases.h): 8 lanes of 4 u8 codes each, one per row,
-  // multiplied by 4 s8 query codes by vpmaddubsw (over int8 keys the query's pairs of codes
-  // are limited to 128 in sum, attention_isa.h simd_int_scheme).
+  // multiplied by 4 s8 query codes (over int8 keys the query's pairs of codes are limited to 128
+  // in sum, attention_isa.h simd_int_scheme).
   using IVec = __m256i;
-  static constexpr CpuIsa kIsa = CpuIsa::Avx2;
+  static constexpr CpuIsa kIsa = kByteDotVnni ? CpuIsa::AvxVnni : CpuIsa::Avx2;
   // Query heads scored at once: int4 keys keep 2 accumulators a head, 8 of the 16 registers (8
   // heads of int8 keys' 1 measured 6% slower: spills).
   static constexpr int kIntHeadTile = 4;
@@ -118,35 +121,38 @@ struct Avx2 {
     istore(out + 16, _mm256_unpacklo_epi64(t1, t3));
     istore(out + 24, _mm256_unpackhi_epi64(t1, t3));
   }
-  // The chunk's two int16 pair sums (vpmaddubsw): int8 keys widen them into a0 at once (each
-  // may reach 255 * 128 = 32640); int4 keys add them in a0 (at most 2 * 15 * 127 = 3810
-  // each) and widen into a1 once per span of 8 chunks (30480).
+  // The chunk's products. AVX2: two int16 pair sums (vpmaddubsw); int8 keys widen them into a0
+  // at once (each may reach 255 * 128 = 32640); int4 keys add them in a0 (at most
+  // 2 * 15 * 127 = 3810 each) and widen into a1 once per span of 8 chunks (30480). AVX-VNNI:
+  // both add into a0 in int32 (vpdpbusd), one span.
+  static constexpr bool kInt16Spans = !kByteDotVnni;
   template <KvType Type>
   static void dot_chunk(IVec& a0, IVec t, uint32_t q) {
-    const __m256i pairs = _mm256_maddubs_epi16(t, _mm256_set1_epi32(int32_t(q)));
-    if constexpr (Type == KvType::INT4) {
-      a0 = _mm256_add_epi16(a0, pairs);
+    const __m256i s8 = _mm256_set1_epi32(int32_t(q));
+    if constexpr (Type == KvType::INT4 && kInt16Spans) {
+      a0 = byte_sum_add(a0, t, s8);
     } else {
-      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+      a0 = dot_u8s8(a0, t, s8);
     }
   }
   template <KvType Type>
-  static constexpr int32_t span_chunks() { return Type == KvType::INT4 ? 8 : 1 << 20; }
+  static constexpr int32_t span_chunks() { return Type == KvType::INT4 && kInt16Spans ? 8 : 1 << 20; }
   template <KvType Type>
   static void end_span(IVec& a0, IVec& a1) {
-    if constexpr (Type == KvType::INT4) {
-      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(a0, _mm256_set1_epi16(1)));
+    if constexpr (Type == KvType::INT4 && kInt16Spans) {
+      a1 = _mm256_add_epi32(a1, widen(a0));
       a0 = izero();
     }
   }
   template <KvType Type>
-  static IVec combine(IVec a0, IVec a1) { return Type == KvType::INT4 ? a1 : a0; }
+  static IVec combine(IVec a0, IVec a1) { return Type == KvType::INT4 && kInt16Spans ? a1 : a0; }
   static Vec to_float(IVec v) { return _mm256_cvtepi32_ps(v); }
 
-  // Values weighted by codes (attention_weighted_codes.h). vpmaddubsw multiplies u8 weights by
-  // s8 centred codes into int16 pairs: int4's (the low nibbles, even dims, and the high ones,
-  // odd dims; |c| <= 8) leave room for a run of four tiles (8 quads) to add up before widening;
-  // int8's (|c| <= 128, with 7-bit weights) are widened quad by quad.
+  // Values weighted by codes (attention_weighted_codes.h). u8 weights meet s8 centred codes; on
+  // AVX2 vpmaddubsw multiplies them into int16 pairs: int4's (the low nibbles, even dims, and the
+  // high ones, odd dims; |c| <= 8) leave room for a run of four tiles (8 quads) to add up before
+  // widening; int8's (|c| <= 128, with 7-bit weights) are widened quad by quad. AVX-VNNI sums
+  // both in int32.
   //
   // 4 rows' vectors -> 4: vector k, 32-bit lane 4L + i holds the rows' bytes at position
   // 16L + 4k + i (bytes, then words, interleaved within 128-bit lanes).
@@ -221,16 +227,13 @@ struct Avx2 {
   template <KvType Type, int Quads>
   static __m256i quad_sum(const __m256i* w, const uint8_t* codes, int32_t at) {
     static_assert(Type == KvType::INT8 || Quads <= 8, "int16 sums of int4 products");
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i sum = _mm256_maddubs_epi16(w[0], load_256(codes + at));
     if constexpr (Type == KvType::INT4) {
-      for (int q = 1; q < Quads; ++q) sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(w[q], load_256(codes + q * kValueQuadBytes + at)));
-      return _mm256_madd_epi16(sum, ones);
+      ByteSum sum = byte_sum(w[0], load_256(codes + at));
+      for (int q = 1; q < Quads; ++q) sum = byte_sum_add(sum, w[q], load_256(codes + q * kValueQuadBytes + at));
+      return widen(sum);
     }
-    sum = _mm256_madd_epi16(sum, ones);
-    for (int q = 1; q < Quads; ++q) {
-      sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(w[q], load_256(codes + q * kValueQuadBytes + at)), ones));
-    }
+    __m256i sum = _mm256_setzero_si256();
+    for (int q = 0; q < Quads; ++q) sum = dot_u8s8(sum, w[q], load_256(codes + q * kValueQuadBytes + at));
     return sum;
   }
   // acc[f] += step * sum over the run's Quads quads of the weight codes . the centred codes,
@@ -263,7 +266,7 @@ struct Avx2 {
 
 }  // namespace
 
-void paged_attention_avx2(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
+void KVDESK_TIER_NAME(paged_attention)(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args) {
   paged_attention_simd<Avx2>(layer, seq, args);
 }
 

@@ -20,7 +20,8 @@ constexpr int64_t simd_int_groups(int32_t head_dim) { return kv_row_scales(KvTyp
 // vpdpbusd, 8-bit query and weight codes into int32; AVX2's vpmaddubsw multiplies 2 into int16
 // pairs, which int4 codes (|c| <= 15) leave room for at 8 bits, a run of four tiles adding up
 // before widening, and int8 codes (|c| <= 255 as keys, 128 centred as values) only with the
-// query's pairs of codes limited to 128 in sum (attention_int_keys.h) and 7-bit weights.
+// query's pairs of codes limited to 128 in sum (attention_int_keys.h) and 7-bit weights. The
+// AVX-VNNI tier is AVX2's kernel with vpdpbusd for the byte products: it rounds as AVX2 does.
 constexpr bool simd_byte_pairs(CpuIsa isa) { return isa != CpuIsa::Avx512; }
 // Rows of the run of tiles whose int8 / int4 values an ISA weighs at once: 32 (AVX-512: a pair
 // of tiles; AVX2 over int4: four, 16 products of at most 255 x 8 adding up in an int16 lane),
@@ -76,5 +77,6 @@ constexpr int64_t simd_scratch_floats(int32_t num_heads, int32_t head_dim) {
 
 void paged_attention_avx512(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);  // head_dim % 16 == 0
 void paged_attention_avx2(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args);    // head_dim % 8 == 0
+void paged_attention_avxvnni(const PagedKvLayer& layer, const PagedSeq& seq, const AttentionArgs& args); // head_dim % 8 == 0
 
 }  // namespace kvdesk

@@ -1,11 +1,12 @@
 // AVX2 + FMA + F16C kernels: Q8Act quantization, dots and tiled matmul for every computable
 // weight type (the K-quants handed on to dot_kquant_avx2.cpp). Integer blocks go one per ymm
-// through maddubs; float types use FMA.
-// Built with AVX2 flags, reached only through kAvx2Kernels after the CPU check.
+// through the u8 x s8 dot of kernels/cpu/byte_dot_avx2.h; float types use FMA.
+// Built twice: with AVX2 flags for kAvx2Kernels, and with AVX-VNNI's too (KVDESK_AVXVNNI) for
+// kAvxVnniKernels, each reached only after the CPU check.
 #include <cstring>
 
 #include "kernels/check.h"
-#include "kernels/cpu/simd_prelude.h"
+#include "kernels/cpu/byte_dot_avx2.h"
 #include "kernels/cpu/dot_isa.h"
 #include "kernels/cpu/dot_subblock.h"
 #include "kernels/cpu/dot_lowbit_formats.h"
@@ -55,7 +56,7 @@ void prepare_act_row(GgmlType weight_type, const float* x, void* act, int64_t n)
 // ---- integer blocks: Q8_0 / Q4_0 weights x Q8Act --------------------------------------------
 //
 // One block per step. Per 32-bit lane i (4 values):
-//     dot[i]  = sum_{4 values} u8(w) * s8(a)     (maddubs to s16 pairs, madd with 1 to s32)
+//     dot[i]  = sum_{4 values} u8(w) * s8(a)     (dot_u8s8)
 //     acc[i] += float(dot[i]) * fp16(w.d) * a.d
 // Q8_0: u8(w) = |w| and s8(a) = a * sign(w), so pairs stay within s16.
 // Q4_0: u8(w) = nibble 0..15, s8(a) = a, and -8 * a.sum is added to lane 0.
@@ -70,9 +71,9 @@ struct Q8_0Format {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
     return Weights{_mm256_sign_epi8(w, w), w};
   }
-  ALWAYS_INLINE static __m256i dot(const Weights& w, const BlockQ8Act& a, __m256i ones) {
+  ALWAYS_INLINE static __m256i dot(const Weights& w, const BlockQ8Act& a) {
     const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(av, w.signs)), ones);
+    return dot_u8s8(_mm256_setzero_si256(), w.abs, _mm256_sign_epi8(av, w.signs));
   }
 };
 
@@ -86,17 +87,16 @@ struct Q4_0Format {
     const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
     return Weights{_mm256_and_si256(both, _mm256_set1_epi8(15))};
   }
-  ALWAYS_INLINE static __m256i dot(const Weights& w, const BlockQ8Act& a, __m256i ones) {
+  ALWAYS_INLINE static __m256i dot(const Weights& w, const BlockQ8Act& a) {
     const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
     const __m256i bias = _mm256_setr_epi32(-8 * a.sum, 0, 0, 0, 0, 0, 0, 0);
-    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w.nibbles, av), ones), bias);
+    return dot_u8s8(bias, w.nibbles, av);
   }
 };
 
 template <class F, int R, int C>
 ALWAYS_INLINE void quant_step(const Tile& t, int64_t j, __m256 (&acc)[R][C]) {
   using Block = typename F::Block;
-  const __m256i ones = _mm256_set1_epi16(1);
   typename F::Weights w[R];
   __m256 dw[R];
 #pragma GCC unroll 16
@@ -111,7 +111,7 @@ ALWAYS_INLINE void quant_step(const Tile& t, int64_t j, __m256 (&acc)[R][C]) {
     const __m256 da = _mm256_broadcast_ss(&a.d);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const __m256 dot = _mm256_cvtepi32_ps(F::dot(w[r], a, ones));
+      const __m256 dot = _mm256_cvtepi32_ps(F::dot(w[r], a));
       acc[r][c] = _mm256_fmadd_ps(dot, _mm256_mul_ps(dw[r], da), acc[r][c]);
     }
   }
@@ -203,42 +203,45 @@ struct FloatKernel : UnpackedActs {
 // kernels/cpu/dot_lowbit_formats.h) x Q8Act: kernels/cpu/dot_subblock.h (the K-quants meet Q8K
 // rows in kernels/cpu/dot_kquant_avx2.cpp)
 
-// u8 x s8 -> int32 lanes of 4 products: maddubs to s16 pairs (no saturation for u8 up to 128
-// against |s8| <= 127: quants below 64, IQ4's |level| <= 127), madd with 1 to s32.
-struct Avx2Dot {
-  ALWAYS_INLINE static __m256i dot(__m256i acc, __m256i u8, __m256i s8) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
-  }
+// u8 x s8 -> int32 lanes of 4 products (dot_u8s8; on AVX2 the s16 pairs do not saturate for
+// u8 up to 128 against |s8| <= 127: quants below 64, IQ4's |level| <= 127).
+struct ByteDot {
+  ALWAYS_INLINE static __m256i dot(__m256i acc, __m256i u8, __m256i s8) { return dot_u8s8(acc, u8, s8); }
 };
 
 template <class F>
-using SubBlock = SubBlockKernel<F, Avx2Dot, 4, 2, 3>;
+using SubBlock = SubBlockKernel<F, ByteDot, 4, 2, 3>;
 
 // ---- entry points ------------------------------------------------------------------------------
 
-// The K-quants go to dot_kquant_avx2.cpp.
+// The K-quants go to dot_kquant_avx2.cpp (AVX2's for both tiers); the interleaved GEMMs are this
+// tier's (KVDESK_TIER_NAME).
 using Avx2Table = KernelTable<
     Serves<GgmlType::F32, FloatKernel<F32Format>>, Serves<GgmlType::F16, FloatKernel<F16Format>>,
     Serves<GgmlType::BF16, FloatKernel<Bf16Format>>, Serves<GgmlType::Q8_0, QuantKernel<Q8_0Format>>,
-    Interleaved<GgmlType::Q8_0x8, &matmul_q8_0x8_avx2>,
-    Serves<GgmlType::Q4_0, QuantKernel<Q4_0Format>>, Interleaved<GgmlType::Q4_0x8, &matmul_q4_0x8_avx2>,
+    Interleaved<GgmlType::Q8_0x8, &KVDESK_TIER_NAME(matmul_q8_0x8)>,
+    Serves<GgmlType::Q4_0, QuantKernel<Q4_0Format>>, Interleaved<GgmlType::Q4_0x8, &KVDESK_TIER_NAME(matmul_q4_0x8)>,
     Serves<GgmlType::Q4_1, SubBlock<Q4_1Format>>,
-    Interleaved<GgmlType::Q4_1x8, &matmul_q4_1x8_avx2>,
-    Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Interleaved<GgmlType::Q5_0x8, &matmul_q5_0x8_avx2>,
-    Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>, Interleaved<GgmlType::Q5_1x8, &matmul_q5_1x8_avx2>,
-    HandsOff<GgmlType::Q4_K, kAvx2KQuantKernels>, Interleaved<GgmlType::Q4_Kx8, &matmul_q4_kx8_avx2>,
-    HandsOff<GgmlType::Q5_K, kAvx2KQuantKernels>, Interleaved<GgmlType::Q5_Kx8, &matmul_q5_kx8_avx2>,
+    Interleaved<GgmlType::Q4_1x8, &KVDESK_TIER_NAME(matmul_q4_1x8)>,
+    Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Interleaved<GgmlType::Q5_0x8, &KVDESK_TIER_NAME(matmul_q5_0x8)>,
+    Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>, Interleaved<GgmlType::Q5_1x8, &KVDESK_TIER_NAME(matmul_q5_1x8)>,
+    HandsOff<GgmlType::Q4_K, kAvx2KQuantKernels>, Interleaved<GgmlType::Q4_Kx8, &KVDESK_TIER_NAME(matmul_q4_kx8)>,
+    HandsOff<GgmlType::Q5_K, kAvx2KQuantKernels>, Interleaved<GgmlType::Q5_Kx8, &KVDESK_TIER_NAME(matmul_q5_kx8)>,
     HandsOff<GgmlType::Q6_K, kAvx2KQuantKernels>,
-    Interleaved<GgmlType::Q6_Kx8, &matmul_q6_kx8_avx2>, Serves<GgmlType::Q2_K, SubBlock<Q2_KFormat>>,
-    Interleaved<GgmlType::Q2_Kx8, &matmul_q2_kx8_avx2>,
-    Serves<GgmlType::Q3_K, SubBlock<Q3_KFormat>>, Interleaved<GgmlType::Q3_Kx8, &matmul_q3_kx8_avx2>,
+    Interleaved<GgmlType::Q6_Kx8, &KVDESK_TIER_NAME(matmul_q6_kx8)>, Serves<GgmlType::Q2_K, SubBlock<Q2_KFormat>>,
+    Interleaved<GgmlType::Q2_Kx8, &KVDESK_TIER_NAME(matmul_q2_kx8)>,
+    Serves<GgmlType::Q3_K, SubBlock<Q3_KFormat>>, Interleaved<GgmlType::Q3_Kx8, &KVDESK_TIER_NAME(matmul_q3_kx8)>,
     Serves<GgmlType::IQ4_NL, SubBlock<IQ4_NLFormat>>,
-    Interleaved<GgmlType::IQ4_NLx8, &matmul_iq4_nlx8_avx2>,
-    Serves<GgmlType::IQ4_XS, SubBlock<IQ4_XSFormat>>, Interleaved<GgmlType::IQ4_XSx8, &matmul_iq4_xsx8_avx2>,
-    Serves<GgmlType::MXFP4, SubBlock<MXFP4Format>>, Interleaved<GgmlType::MXFP4x8, &matmul_mxfp4x8_avx2>>;
+    Interleaved<GgmlType::IQ4_NLx8, &KVDESK_TIER_NAME(matmul_iq4_nlx8)>,
+    Serves<GgmlType::IQ4_XS, SubBlock<IQ4_XSFormat>>, Interleaved<GgmlType::IQ4_XSx8, &KVDESK_TIER_NAME(matmul_iq4_xsx8)>,
+    Serves<GgmlType::MXFP4, SubBlock<MXFP4Format>>, Interleaved<GgmlType::MXFP4x8, &KVDESK_TIER_NAME(matmul_mxfp4x8)>>;
 
 }  // namespace
 
+#if defined(KVDESK_AVXVNNI)
+const IsaKernels kAvxVnniKernels = {&prepare_act_row, &Avx2Table::vec_dot, &Avx2Table::matmul_rows};
+#else
 const IsaKernels kAvx2Kernels = {&prepare_act_row, &Avx2Table::vec_dot, &Avx2Table::matmul_rows};
+#endif
 
 }  // namespace kvdesk

@@ -2,9 +2,10 @@
 // formats built from sub-blocks with their own scales, Q4_1, Q5_0 and Q5_1 here, Q2_K, Q3_K,
 // IQ4_NL and IQ4_XS in dot_lowbit_formats.h (AVX2 only), IQ4_NL and MXFP4 in
 // level_index_format.h, against BlockQ8Act rows. Each including unit supplies its u8 x s8 dot
-// (AVX2: maddubs + madd; AVX-512: VNNI vpdpbusd on ymm) and its tile shape; AVX-512 uses these
-// for Q4_1, Q5_0, Q5_1 and MXFP4 only (its super-block types take zmm steps). The K-quants Q4_K,
-// Q5_K and Q6_K meet Q8K rows in dot_kquant_avx2.cpp and dot_kquant_avx512.cpp instead.
+// (AVX2 and AVX-VNNI: dot_u8s8 of byte_dot_avx2.h; AVX-512: VNNI vpdpbusd on ymm) and its tile
+// shape; AVX-512 uses these for Q4_1, Q5_0, Q5_1 and MXFP4 only (its super-block types take zmm
+// steps). The K-quants Q4_K, Q5_K and Q6_K meet Q8K rows in dot_kquant_avx2.cpp and
+// dot_kquant_avx512.cpp instead.
 // Everything here has internal linkage so each ISA keeps its own copy.
 //
 // One sub-block s of weight block j meets act block j * kSubBlocks + s. Per int32 lane i

@@ -1,11 +1,12 @@
-// Internal, included only by the AVX2 GEMMs over 4-bit level indices in an 8-row interleaved
-// layout (IQ4_XSx8, IQ4_NLx8 into kIq4nlValues, MXFP4x8 into kMxfp4Values; kernels/
+// Internal, included only by the AVX2 / AVX-VNNI GEMMs over 4-bit level indices in an 8-row
+// interleaved layout (IQ4_XSx8, IQ4_NLx8 into kIq4nlValues, MXFP4x8 into kMxfp4Values; kernels/
 // weight_repack.h): a 32-byte chunk of indices becomes two vectors of signed levels (low and high
-// nibbles) with one byte shuffle each, and a levels vector meets 4 act bytes per row lane. maddubs
+// nibbles) with one byte shuffle each, and a levels vector meets 4 act bytes per row lane. The dot
 // takes u8 x s8, so the levels' absolute values meet the activations carrying the levels' signs;
-// |level| <= 127, so a pair sum reaches 2 x 127 x 127 = 32258 and two could overflow s16: every
-// vector is widened to s32 by its own madd.
+// |level| <= 127, so on AVX2 a pair sum reaches 2 x 127 x 127 = 32258 and two could overflow s16:
+// every vector is widened to s32 at once (dot_u8s8; one vpdpbusd on AVX-VNNI).
 #pragma once
+#include "kernels/cpu/byte_dot_avx2.h"
 #include "kernels/cpu/interleaved_gemm_avx2.h"
 
 namespace kvdesk {
@@ -28,11 +29,10 @@ ALWAYS_INLINE __m256i high_levels(__m256i table, __m256i raw) {
 template <int C>
 ALWAYS_INLINE void levels_dot(__m256i levels, const BlockQ8Act* (&a)[C], int offset, __m256i (&dot)[C]) {
   const __m256i abs_levels = _mm256_abs_epi8(levels);
-  const __m256i ones = _mm256_set1_epi16(1);
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) {
     const __m256i signed_a = _mm256_sign_epi8(broadcast_4_bytes(a[t]->qs + offset), levels);
-    dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(abs_levels, signed_a), ones));
+    dot[t] = dot_u8s8(dot[t], abs_levels, signed_a);
     pin_register(dot[t]);
   }
 }

@@ -1,10 +1,10 @@
-// AVX2 GEMM over IQ4_NLx8 weights (kernels/weight_repack.h: Q4_0x8's layout, the nibbles level
+// AVX2 / AVX-VNNI GEMM over IQ4_NLx8 weights (kernels/weight_repack.h: Q4_0x8's layout, the nibbles level
 // indices) x Q8Act activation rows. A tile is one group of 8 rows x C activation rows, one output
 // row per 32-bit lane. Each 32-byte chunk of a block becomes two vectors of signed levels,
 // unpacked once for all C act rows, and meets the act rows as kernels/cpu/level_indices_x8_avx2.h
 // says; a block's int32 sums become floats once, scaled by fp16(d) of the 8 rows times the act
-// scale (the products of ggml's layout, which meets the same act blocks). Built with AVX2 flags,
-// reached only through the ISA tables.
+// scale (the products of ggml's layout, which meets the same act blocks). Built for each 256-bit tier
+// (kernels/cpu/byte_dot_avx2.h), reached only through the ISA tables.
 //
 // Registers: the 1-act-row tile (decode) keeps everything in the 16 ymm registers; the
 // kTileActs (4) tile needs more (per chunk the levels and their absolute values, 4 int32 block
@@ -30,7 +30,7 @@ struct IQ4_NLx8Kernel {
 
 }  // namespace
 
-void matmul_iq4_nlx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_iq4_nlx8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<IQ4_NLx8Kernel>(args, row_begin, row_end);
 }
 

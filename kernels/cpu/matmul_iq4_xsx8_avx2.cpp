@@ -1,12 +1,12 @@
-// AVX2 GEMM over IQ4_XSx8 weights (kernels/weight_repack.h) x Q8Act activation rows. A tile is
+// AVX2 / AVX-VNNI GEMM over IQ4_XSx8 weights (kernels/weight_repack.h) x Q8Act activation rows. A tile is
 // one group of 8 rows x C activation rows, one output row per 32-bit lane. Each 32-byte chunk of
 // a sub-block becomes two vectors of signed levels, unpacked once for all C act rows, and meets
 // the act rows as kernels/cpu/level_indices_x8_avx2.h says. Sub-block s meets act block 8j + s with
 // its own scale (the act format of IQ4_XS, so the products are those of ggml's layout), so its
 // int32 sums become floats once per sub-block: one conversion and one FMA for 8 rows per act
 // row, scaled by fp16(d) * (ls[s] - 32) of the 8 rows times the act scale. The super-block's 64
-// six-bit scales are unpacked for all 8 rows with a few vector shifts. Built with AVX2 flags,
-// reached only through the ISA tables.
+// six-bit scales are unpacked for all 8 rows with a few vector shifts. Built for each 256-bit tier
+// (kernels/cpu/byte_dot_avx2.h), reached only through the ISA tables.
 #include "kernels/cpu/level_indices_x8_avx2.h"
 
 namespace kvdesk {
@@ -83,7 +83,7 @@ struct IQ4_XSx8Kernel {
 
 }  // namespace
 
-void matmul_iq4_xsx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_iq4_xsx8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<IQ4_XSx8Kernel>(args, row_begin, row_end);
 }
 

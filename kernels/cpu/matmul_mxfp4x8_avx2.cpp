@@ -1,9 +1,9 @@
-// AVX2 GEMM over MXFP4x8 weights (kernels/weight_repack.h: Q4_0x8's layout, the nibbles indices
+// AVX2 / AVX-VNNI GEMM over MXFP4x8 weights (kernels/weight_repack.h: Q4_0x8's layout, the nibbles indices
 // into the doubled E2M1 levels, each row's E8M0 exponent for its scale) x Q8Act activation rows,
 // as IQ4_NLx8's: the levels (|level| <= 12) meet the act rows as kernels/cpu/level_indices_x8_avx2.h
 // says, and a block's int32 sums become floats once, scaled by 2^(e - 128) of the 8 rows times
-// the act scale (the products of ggml's layout, which meets the same act blocks). Built with
-// AVX2 flags, reached only through the ISA tables.
+// the act scale (the products of ggml's layout, which meets the same act blocks). Built for
+// each 256-bit tier (kernels/cpu/byte_dot_avx2.h), reached only through the ISA tables.
 #include "kernels/cpu/level_indices_x8_avx2.h"
 
 namespace kvdesk {
@@ -33,7 +33,7 @@ struct MXFP4x8Kernel {
 
 }  // namespace
 
-void matmul_mxfp4x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_mxfp4x8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<MXFP4x8Kernel>(args, row_begin, row_end);
 }
 

@@ -1,11 +1,12 @@
-// AVX2 GEMM over Q2_Kx8 weights (kernels/weight_repack.h) x Q8Act activation rows. A tile is one
-// group of 8 rows x C activation rows, one output row per 32-bit lane. Quants stay unsigned
-// (0..3) for maddubs; a 16-value sub-block's 4 chunks share one s16 sum (8 products of at most
-// 3 x 127) that meets the sub-block's 4-bit scale in one madd. The mins, one per 16 values, meet
+// AVX2 / AVX-VNNI GEMM over Q2_Kx8 weights (kernels/weight_repack.h) x Q8Act activation rows. A
+// tile is one group of 8 rows x C activation rows, one output row per 32-bit lane. Quants stay
+// unsigned (0..3) for the u8 x s8 dot; a 16-value sub-block's 4 chunks share one ByteSum (on
+// AVX2 an s16 sum of 8 products of at most 3 x 127) that meets the sub-block's 4-bit scale
+// (kernels/cpu/sub_block16_x8_avx2.h). The mins, one per 16 values, meet
 // the act block's two half sums (BlockQ8Act low_sum and sum - low_sum) in one madd per act
 // block. Each act block has its own scale, so the integer sums become floats once per 32 values,
-// as the ggml-layout kernel and ref::vec_dot do. Built with AVX2 flags, reached only through the
-// ISA tables.
+// as the ggml-layout kernel and ref::vec_dot do. Built for each 256-bit tier
+// (kernels/cpu/byte_dot_avx2.h), reached only through the ISA tables.
 #include "kernels/cpu/sub_block16_x8_avx2.h"
 
 namespace kvdesk {
@@ -54,10 +55,10 @@ ALWAYS_INLINE void super_step(const BlockQ2_Kx8& b, const char* acts, size_t a_s
   const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.dmin)));
   const BlockQ8Act* a[C];
   super_block_acts(acts, a_stride, j, a);
-  const auto add_chunk = [&](int i, int c, __m256i (&sums)[C]) __attribute__((always_inline)) {
+  const auto add_chunk = [&](int i, int c, ByteSum (&sums)[C]) __attribute__((always_inline)) {
     const __m256i q = sub_block_chunk(b, i, c);
 #pragma GCC unroll 8
-    for (int t = 0; t < C; ++t) sums[t] = _mm256_add_epi16(sums[t], _mm256_maddubs_epi16(q, chunk_acts(a[t], i, c)));
+    for (int t = 0; t < C; ++t) sums[t] = byte_sum_add(sums[t], q, chunk_acts(a[t], i, c));
   };
 #pragma GCC unroll 8
   for (int s = 0; s < kActBlocks; ++s) {
@@ -86,7 +87,7 @@ struct Q2_Kx8Kernel {
 
 }  // namespace
 
-void matmul_q2_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_q2_kx8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<Q2_Kx8Kernel>(args, row_begin, row_end);
 }
 

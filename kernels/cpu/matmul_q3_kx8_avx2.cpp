@@ -1,11 +1,12 @@
-// AVX2 GEMM over Q3_Kx8 weights (kernels/weight_repack.h) x Q8Act activation rows. A tile is one
-// group of 8 rows x C activation rows, one output row per 32-bit lane. The quants are signed
-// (-4..3), so each chunk of 4 values x 8 rows is multiplied as |q| (u8) by the activations with
-// q's signs (vpsignb), which also leaves no offset to take back; a 16-value sub-block's 4 chunks
-// share one s16 sum (8 products of at most 4 x 127) that meets the sub-block's scale in one madd.
+// AVX2 / AVX-VNNI GEMM over Q3_Kx8 weights (kernels/weight_repack.h) x Q8Act activation rows. A
+// tile is one group of 8 rows x C activation rows, one output row per 32-bit lane. The quants are
+// signed (-4..3), so each chunk of 4 values x 8 rows is multiplied as |q| (u8) by the activations
+// with q's signs (vpsignb), which also leaves no offset to take back; a 16-value sub-block's 4
+// chunks share one ByteSum (on AVX2 an s16 sum of 8 products of at most 4 x 127) that meets the
+// sub-block's scale (kernels/cpu/sub_block16_x8_avx2.h).
 // Each act block (two sub-blocks) has its own scale, so the integer sums become floats once per
-// 32 values, as the ggml-layout kernel and ref::vec_dot do. Built with AVX2 flags, reached only
-// through the ISA tables.
+// 32 values, as the ggml-layout kernel and ref::vec_dot do. Built for each 256-bit tier
+// (kernels/cpu/byte_dot_avx2.h), reached only through the ISA tables.
 #include "kernels/cpu/six_bits_avx2.h"
 #include "kernels/cpu/sub_block16_x8_avx2.h"
 
@@ -53,12 +54,12 @@ ALWAYS_INLINE void super_step(const BlockQ3_Kx8& b, const char* acts, size_t a_s
   const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
   const BlockQ8Act* a[C];
   super_block_acts(acts, a_stride, j, a);
-  const auto add_chunk = [&](int i, int c, __m256i (&sums)[C]) __attribute__((always_inline)) {
+  const auto add_chunk = [&](int i, int c, ByteSum (&sums)[C]) __attribute__((always_inline)) {
     const __m256i q = sub_block_chunk(b, i, c);
     const __m256i magnitude = _mm256_abs_epi8(q);
 #pragma GCC unroll 8
     for (int t = 0; t < C; ++t) {
-      sums[t] = _mm256_add_epi16(sums[t], _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(chunk_acts(a[t], i, c), q)));
+      sums[t] = byte_sum_add(sums[t], magnitude, _mm256_sign_epi8(chunk_acts(a[t], i, c), q));
     }
   };
 #pragma GCC unroll 8
@@ -86,7 +87,7 @@ struct Q3_Kx8Kernel {
 
 }  // namespace
 
-void matmul_q3_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_q3_kx8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<Q3_Kx8Kernel>(args, row_begin, row_end);
 }
 

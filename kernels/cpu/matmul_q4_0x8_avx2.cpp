@@ -1,8 +1,10 @@
-// AVX2 GEMM over Q4_0x8 weights (kernels/weight_repack.h) x Q8Act activation rows. A tile is
-// one group of 8 rows x C activation rows; its accumulators hold one output row per float lane,
-// so a block costs per activation row 8 maddubs (s16 sums of 16 products stay below 2^15:
-// 16 x 15 x 127 = 30480), one madd, one conversion and one FMA, and the result is stored as 8
-// floats with no horizontal sum. Built with AVX2 flags, reached only through the ISA tables.
+// AVX2 / AVX-VNNI GEMM over Q4_0x8 weights (kernels/weight_repack.h) x Q8Act activation rows. A
+// tile is one group of 8 rows x C activation rows; its accumulators hold one output row per float
+// lane, so a block costs per activation row one ByteSum of 8 chunks (AVX2: 8 maddubs, whose s16
+// sums of 16 products stay below 2^15: 16 x 15 x 127 = 30480, and one madd; AVX-VNNI: 8 vpdpbusd),
+// one conversion and one FMA, and the result is stored as 8 floats with no horizontal sum. Built
+// for each 256-bit tier (kernels/cpu/byte_dot_avx2.h), reached only through the ISA tables.
+#include "kernels/cpu/byte_dot_avx2.h"
 #include "kernels/cpu/interleaved_gemm_avx2.h"
 
 namespace kvdesk {
@@ -25,14 +27,13 @@ ALWAYS_INLINE void unpack_block(const BlockQ4_0x8& b, __m256i (&w)[8]) {
 
 // acc (rows of the group) += fp16(d) * a.d * (dot - 8 * a.sum) per row lane; dw = fp16(d).
 ALWAYS_INLINE void act_step(const __m256i (&w)[8], __m256 dw, const BlockQ8Act& a, __m256& acc) {
-  __m256i isum = _mm256_maddubs_epi16(w[0], broadcast_4_bytes(a.qs));
+  ByteSum isum = byte_sum(w[0], broadcast_4_bytes(a.qs));
 #pragma GCC unroll 8
   for (int k = 1; k < 8; ++k) {
     const int8_t* values = a.qs + (k < 4 ? 4 * k : 16 + 4 * (k - 4));
-    isum = _mm256_add_epi16(isum, _mm256_maddubs_epi16(w[k], broadcast_4_bytes(values)));
+    isum = byte_sum_add(isum, w[k], broadcast_4_bytes(values));
   }
-  const __m256i dot = _mm256_sub_epi32(_mm256_madd_epi16(isum, _mm256_set1_epi16(1)),
-                                       _mm256_slli_epi32(_mm256_set1_epi32(a.sum), 3));
+  const __m256i dot = _mm256_sub_epi32(widen(isum), _mm256_slli_epi32(_mm256_set1_epi32(a.sum), 3));
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc);
 }
 
@@ -60,7 +61,7 @@ struct Q4_0x8Kernel {
 
 }  // namespace
 
-void matmul_q4_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_q4_0x8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<Q4_0x8Kernel>(args, row_begin, row_end);
 }
 

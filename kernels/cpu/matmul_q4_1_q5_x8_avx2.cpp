@@ -1,10 +1,12 @@
-// AVX2 GEMM over Q4_1x8, Q5_0x8 and Q5_1x8 weights (kernels/weight_repack.h) x Q8Act activation
-// rows. A tile is one group of 8 rows x C activation rows, one output row per 32-bit lane, as
-// Q4_0x8's: a block unpacks once into 8 vectors of 4 values x 8 rows, q = nibble (| fifth bit
-// << 4 for Q5: 0..31, unsigned for maddubs), and per activation row the values' halves each take
-// one s16 sum of 4 maddubs (16 products of at most 31 x 127: 31496 < 2^15). Q5_0's -16 offset is
-// taken back as 16 * a.sum, Q4_1's and Q5_1's minimum added as m * a.d * a.sum, as ref::vec_dot
-// does. Built with AVX2 flags, reached only through the ISA tables.
+// AVX2 / AVX-VNNI GEMM over Q4_1x8, Q5_0x8 and Q5_1x8 weights (kernels/weight_repack.h) x Q8Act
+// activation rows. A tile is one group of 8 rows x C activation rows, one output row per 32-bit
+// lane, as Q4_0x8's: a block unpacks once into 8 vectors of 4 values x 8 rows, q = nibble (| fifth
+// bit << 4 for Q5: 0..31, unsigned for the u8 x s8 dot), and per activation row the values' halves
+// each take one ByteSum of 4 chunks (on AVX2 an s16 sum of 16 products of at most 31 x 127:
+// 31496 < 2^15). Q5_0's -16 offset is taken back as 16 * a.sum, Q4_1's and Q5_1's minimum added
+// as m * a.d * a.sum, as ref::vec_dot does. Built for each 256-bit tier
+// (kernels/cpu/byte_dot_avx2.h), reached only through the ISA tables.
+#include "kernels/cpu/byte_dot_avx2.h"
 #include "kernels/cpu/interleaved_gemm_avx2.h"
 
 namespace kvdesk {
@@ -39,15 +41,14 @@ ALWAYS_INLINE void unpack_block(const Block& b, __m256i (&w)[8]) {
 // + fp16(m) * a.d * a.sum for Q4_1 and Q5_1, per row lane; dw = fp16(d), mw = fp16(m).
 template <bool kHasMin>
 ALWAYS_INLINE void act_step(const __m256i (&w)[8], __m256 dw, __m256 mw, const BlockQ8Act& a, __m256& acc) {
-  __m256i low = _mm256_maddubs_epi16(w[0], broadcast_4_bytes(a.qs));
-  __m256i high = _mm256_maddubs_epi16(w[4], broadcast_4_bytes(a.qs + 16));
+  ByteSum low = byte_sum(w[0], broadcast_4_bytes(a.qs));
+  ByteSum high = byte_sum(w[4], broadcast_4_bytes(a.qs + 16));
 #pragma GCC unroll 3
   for (int k = 1; k < 4; ++k) {
-    low = _mm256_add_epi16(low, _mm256_maddubs_epi16(w[k], broadcast_4_bytes(a.qs + 4 * k)));
-    high = _mm256_add_epi16(high, _mm256_maddubs_epi16(w[4 + k], broadcast_4_bytes(a.qs + 16 + 4 * k)));
+    low = byte_sum_add(low, w[k], broadcast_4_bytes(a.qs + 4 * k));
+    high = byte_sum_add(high, w[4 + k], broadcast_4_bytes(a.qs + 16 + 4 * k));
   }
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i dot = _mm256_add_epi32(_mm256_madd_epi16(low, ones), _mm256_madd_epi16(high, ones));
+  __m256i dot = _mm256_add_epi32(widen(low), widen(high));
   if constexpr (!kHasMin) dot = _mm256_sub_epi32(dot, _mm256_slli_epi32(_mm256_set1_epi32(a.sum), 4));
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc);
   if constexpr (kHasMin) acc = _mm256_fmadd_ps(mw, _mm256_set1_ps(a.d * static_cast<float>(a.sum)), acc);
@@ -83,15 +84,15 @@ struct Block32x8Kernel {
 
 }  // namespace
 
-void matmul_q4_1x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_q4_1x8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<Block32x8Kernel<BlockQ4_1x8, GgmlType::Q4_1x8, GgmlType::Q4_1>>(args, row_begin, row_end);
 }
 
-void matmul_q5_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_q5_0x8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<Block32x8Kernel<BlockQ5_0x8, GgmlType::Q5_0x8, GgmlType::Q5_0>>(args, row_begin, row_end);
 }
 
-void matmul_q5_1x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_q5_1x8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<Block32x8Kernel<BlockQ5_1x8, GgmlType::Q5_1x8, GgmlType::Q5_1>>(args, row_begin, row_end);
 }
 

@@ -1,11 +1,13 @@
-// AVX2 GEMM over Q4_Kx8 weights (kernels/weight_repack.h) x Q8K activation rows. A tile is one
-// group of 8 rows x C activation rows, one output row per 32-bit lane. Per 32-value sub-block and
-// activation row: 8 maddubs summed in s16 (16 products of at most 15 x 127: 30480 < 2^15), then
-// one madd with the row's sub-block scale in both s16 lanes of its pair, so the scale costs no
-// extra multiply; the int32 sums of a super-block (at most 8 x 63 x 60960 < 2^31) meet fp16(d)
-// and the mins once. The super-block's scales are unpacked for all 8 rows with a few vector
-// shifts (kernels/cpu/k_x8_scales_avx2.h). Built with AVX2 flags, reached only through the ISA
-// tables.
+// AVX2 / AVX-VNNI GEMM over Q4_Kx8 weights (kernels/weight_repack.h) x Q8K activation rows. A
+// tile is one group of 8 rows x C activation rows, one output row per 32-bit lane. Per 32-value
+// sub-block and activation row: one ByteSum of 8 chunks (AVX2: 8 maddubs summed in s16, 16
+// products of at most 15 x 127: 30480 < 2^15, then one madd with the row's sub-block scale in
+// both s16 lanes of its pair, so the scale costs no extra multiply; AVX-VNNI: 8 vpdpbusd and one
+// vpmulld); the int32 sums of a super-block (at most 8 x 63 x 60960 < 2^31) meet fp16(d) and the
+// mins once. The super-block's scales are unpacked for all 8 rows with a few vector shifts
+// (kernels/cpu/k_x8_scales_avx2.h). Built for each 256-bit tier (kernels/cpu/byte_dot_avx2.h),
+// reached only through the ISA tables.
+#include "kernels/cpu/byte_dot_avx2.h"
 #include "kernels/cpu/k_x8_scales_avx2.h"
 
 namespace kvdesk {
@@ -26,11 +28,11 @@ ALWAYS_INLINE void unpack_sub_block(const BlockQ4_Kx8& b, int s, __m256i (&w)[8]
 }
 
 // Per row lane: sc[s] * sum of the sub-block's 32 products with act values a[0..31].
-ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[8], const int8_t* a, __m256i scale) {
-  __m256i isum = _mm256_maddubs_epi16(w[0], broadcast_4_bytes(a));
+ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[8], const int8_t* a, ByteScale scale) {
+  ByteSum isum = byte_sum(w[0], broadcast_4_bytes(a));
 #pragma GCC unroll 8
-  for (int c = 1; c < 8; ++c) isum = _mm256_add_epi16(isum, _mm256_maddubs_epi16(w[c], broadcast_4_bytes(a + 4 * c)));
-  return _mm256_madd_epi16(isum, scale);
+  for (int c = 1; c < 8; ++c) isum = byte_sum_add(isum, w[c], broadcast_4_bytes(a + 4 * c));
+  return widen_scaled(isum, scale);
 }
 
 // Super-block j of the group against super-block j of every act row.
@@ -46,8 +48,9 @@ ALWAYS_INLINE void super_step(const BlockQ4_Kx8& b, const char* acts, size_t a_s
   for (int s = 0; s < kKSubBlocks; ++s) {
     __m256i w[8];
     unpack_sub_block(b, s, w);
+    const ByteScale scale = byte_scale(sc.scale[s]);
 #pragma GCC unroll 8
-    for (int t = 0; t < C; ++t) iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 32 * s, sc.scale[s]));
+    for (int t = 0; t < C; ++t) iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 32 * s, scale));
   }
   finish_super_block(b.scales, sc, a, iacc, acc);
 }
@@ -66,7 +69,7 @@ struct Q4_Kx8Kernel {
 
 }  // namespace
 
-void matmul_q4_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_q4_kx8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<Q4_Kx8Kernel>(args, row_begin, row_end);
 }
 

@@ -1,10 +1,12 @@
-// AVX2 GEMM over Q5_Kx8 weights (kernels/weight_repack.h) x Q8K activation rows: the Q4_Kx8
-// GEMM over 5-bit quants, every 8 of them unpacked from 5 bytes. A tile is one group of 8 rows x
-// C activation rows, one output row per 32-bit lane. Per 32-value sub-block and activation row:
-// two runs of 4 maddubs, each summed in s16 (8 products of at most 31 x 127: 31496 < 2^15; 8
-// maddubs would overflow), each met by one madd with the row's sub-block scale; the int32 sums of
-// a super-block (at most 8 x 63 x 125984 < 2^31) meet fp16(d) and the mins once
-// (kernels/cpu/k_x8_scales_avx2.h). Built with AVX2 flags, reached only through the ISA tables.
+// AVX2 / AVX-VNNI GEMM over Q5_Kx8 weights (kernels/weight_repack.h) x Q8K activation rows: the
+// Q4_Kx8 GEMM over 5-bit quants, every 8 of them unpacked from 5 bytes. A tile is one group of 8
+// rows x C activation rows, one output row per 32-bit lane. Per 32-value sub-block and activation
+// row: two runs of 4 chunks, each one ByteSum (on AVX2 an s16 sum of 8 products of at most
+// 31 x 127: 31496 < 2^15; 8 maddubs would overflow) met by the row's sub-block scale (AVX2: one
+// madd; AVX-VNNI: one vpmulld); the int32 sums of a super-block (at most 8 x 63 x 125984 < 2^31)
+// meet fp16(d) and the mins once (kernels/cpu/k_x8_scales_avx2.h). Built for each 256-bit tier
+// (kernels/cpu/byte_dot_avx2.h), reached only through the ISA tables.
+#include "kernels/cpu/byte_dot_avx2.h"
 #include "kernels/cpu/k_x8_scales_avx2.h"
 
 namespace kvdesk {
@@ -37,11 +39,11 @@ ALWAYS_INLINE void unpack_run(const BlockQ5_Kx8& b, int s, int run, __m256i (&w)
 }
 
 // iacc += per row lane sc[s] * sum of the run's 16 products with act values a[0..15].
-ALWAYS_INLINE void add_run_dot(const __m256i (&w)[kRunChunks], const int8_t* a, __m256i scale, __m256i& iacc) {
-  __m256i isum = _mm256_maddubs_epi16(w[0], broadcast_4_bytes(a));
+ALWAYS_INLINE void add_run_dot(const __m256i (&w)[kRunChunks], const int8_t* a, ByteScale scale, __m256i& iacc) {
+  ByteSum isum = byte_sum(w[0], broadcast_4_bytes(a));
 #pragma GCC unroll 4
-  for (int c = 1; c < kRunChunks; ++c) isum = _mm256_add_epi16(isum, _mm256_maddubs_epi16(w[c], broadcast_4_bytes(a + 4 * c)));
-  iacc = _mm256_add_epi32(iacc, _mm256_madd_epi16(isum, scale));
+  for (int c = 1; c < kRunChunks; ++c) isum = byte_sum_add(isum, w[c], broadcast_4_bytes(a + 4 * c));
+  iacc = _mm256_add_epi32(iacc, widen_scaled(isum, scale));
   pin_register(iacc);
 }
 
@@ -56,12 +58,13 @@ ALWAYS_INLINE void super_step(const BlockQ5_Kx8& b, const char* acts, size_t a_s
   for (int t = 0; t < C; ++t) iacc[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int s = 0; s < kKSubBlocks; ++s) {
+    const ByteScale scale = byte_scale(sc.scale[s]);
 #pragma GCC unroll 2
     for (int run = 0; run < kRuns; ++run) {
       __m256i w[kRunChunks];
       unpack_run(b, s, run, w);
 #pragma GCC unroll 8
-      for (int t = 0; t < C; ++t) add_run_dot(w, a[t]->qs + 32 * s + 4 * kRunChunks * run, sc.scale[s], iacc[t]);
+      for (int t = 0; t < C; ++t) add_run_dot(w, a[t]->qs + 32 * s + 4 * kRunChunks * run, scale, iacc[t]);
     }
   }
   finish_super_block(b.scales, sc, a, iacc, acc);
@@ -81,7 +84,7 @@ struct Q5_Kx8Kernel {
 
 }  // namespace
 
-void matmul_q5_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_q5_kx8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<Q5_Kx8Kernel>(args, row_begin, row_end);
 }
 

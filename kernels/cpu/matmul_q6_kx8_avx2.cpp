@@ -1,12 +1,14 @@
-// AVX2 GEMM over Q6_Kx8 weights (kernels/weight_repack.h) x Q8K activation rows. A tile is one
-// group of 8 rows x C activation rows, one output row per 32-bit lane. Quants stay unsigned
-// (q in 0..63) for maddubs, so only two maddubs may share an s16 sum (4 products of at most
-// 63 x 127: 32004 < 2^15); each such pair meets its 16-value sub-block's scale in one madd. The
+// AVX2 / AVX-VNNI GEMM over Q6_Kx8 weights (kernels/weight_repack.h) x Q8K activation rows. A
+// tile is one group of 8 rows x C activation rows, one output row per 32-bit lane. Quants stay
+// unsigned (q in 0..63) for the u8 x s8 dot, so on AVX2 only two maddubs may share an s16 sum (4
+// products of at most 63 x 127: 32004 < 2^15); each such pair meets its 16-value sub-block's
+// scale in one madd (AVX-VNNI: 4 vpdpbusd into one int32 sum, one vpmulld; byte_dot_avx2.h). The
 // tile walks 16-value sub-blocks, 4 weight vectors live (walking 32-value quarters, 8 live, spilled
 // and ran at 0.7x the ggml-layout kernel). The -32 offset is paid once per super-block and act row: 32 * sum_i scales[i] * bsums[i], madds
-// over pairs of sub-blocks. Built with AVX2 flags, reached only through the ISA tables.
+// over pairs of sub-blocks. Built for each 256-bit tier, reached only through the ISA tables.
 #include <cstring>
 
+#include "kernels/cpu/byte_dot_avx2.h"
 #include "kernels/cpu/interleaved_gemm_avx2.h"
 
 namespace kvdesk {
@@ -43,14 +45,14 @@ ALWAYS_INLINE void unpack_sub_block(const BlockQ6_Kx8& b, int i, __m256i (&w)[4]
                          shifted_bits(packed[2], 2, 0x30));
 }
 
-// Per row lane: scales[i] * the sub-block's 16 products with act values a[0..15], in two s16
-// sums of two maddubs each.
-ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[4], const int8_t* a, __m256i scale) {
-  const __m256i first = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], broadcast_4_bytes(a)),
-                                         _mm256_maddubs_epi16(w[1], broadcast_4_bytes(a + 4)));
-  const __m256i second = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], broadcast_4_bytes(a + 8)),
-                                          _mm256_maddubs_epi16(w[3], broadcast_4_bytes(a + 12)));
-  return _mm256_add_epi32(_mm256_madd_epi16(first, scale), _mm256_madd_epi16(second, scale));
+// Per row lane: scales[i] * the sub-block's 16 products with act values a[0..15], in two sums of
+// two chunks each: on AVX2 s16 sums, each met by the scale, on AVX-VNNI int32 sums added first.
+ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[4], const int8_t* a, __m256i pair_scale) {
+  const ByteScale scale = byte_scale(pair_scale);
+  const ByteSum first = byte_sum_pair(w[0], broadcast_4_bytes(a), w[1], broadcast_4_bytes(a + 4));
+  const ByteSum second = byte_sum_pair(w[2], broadcast_4_bytes(a + 8), w[3], broadcast_4_bytes(a + 12));
+  if constexpr (kByteDotVnni) return widen_scaled(_mm256_add_epi32(first, second), scale);
+  return _mm256_add_epi32(widen_scaled(first, scale), widen_scaled(second, scale));
 }
 
 // Per row lane: 32 * sum_i scales[i] * bsums[i], the -32 offset of every quant.
@@ -108,7 +110,7 @@ struct Q6_Kx8Kernel {
 
 }  // namespace
 
-void matmul_q6_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_q6_kx8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<Q6_Kx8Kernel>(args, row_begin, row_end);
 }
 

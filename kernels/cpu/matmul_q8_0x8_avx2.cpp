@@ -1,11 +1,13 @@
-// AVX2 GEMM over Q8_0x8 weights (kernels/weight_repack.h) x Q8Act activation rows. A tile is
-// one group of 8 rows x C activation rows; its accumulators hold one output row per float lane,
-// so a block costs per activation row 8 x (broadcast, sign, maddubs, madd, add), one
-// conversion and one FMA for 8 rows, where the ggml layout pays a conversion, a multiply and
-// an FMA per row and a horizontal sum per tile. maddubs takes u8 x s8: the weights' absolute
-// values (unpacked once per block) meet the activations carrying the weights' signs. A pair sum
-// reaches 2 x 128 x 127 = 32512, so two of them could overflow s16: every chunk is widened to
-// s32 by its own madd. Built with AVX2 flags, reached only through the ISA tables.
+// AVX2 / AVX-VNNI GEMM over Q8_0x8 weights (kernels/weight_repack.h) x Q8Act activation rows. A
+// tile is one group of 8 rows x C activation rows; its accumulators hold one output row per float
+// lane, so a block costs per activation row 8 x (broadcast, sign, dot_u8s8), one conversion and
+// one FMA for 8 rows, where the ggml layout pays a conversion, a multiply and an FMA per row and a
+// horizontal sum per tile. The dot takes u8 x s8: the weights' absolute values (unpacked once per
+// block) meet the activations carrying the weights' signs. On AVX2 a pair sum reaches
+// 2 x 128 x 127 = 32512, so two of them could overflow s16: every chunk is widened to s32 at
+// once (dot_u8s8, maddubs + madd + add; AVX-VNNI: one vpdpbusd). Built for each 256-bit tier
+// (kernels/cpu/byte_dot_avx2.h), reached only through the ISA tables.
+#include "kernels/cpu/byte_dot_avx2.h"
 #include "kernels/cpu/interleaved_gemm_avx2.h"
 
 namespace kvdesk {
@@ -23,7 +25,6 @@ ALWAYS_INLINE void block_step(const BlockQ8_0x8& b, const char* acts, size_t a_s
 #pragma GCC unroll 8
   for (int c = 0; c < kChunks; ++c) abs_w[c] = _mm256_abs_epi8(load_256(b.qs + 32 * c));
   const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
-  const __m256i ones = _mm256_set1_epi16(1);
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) {
     const BlockQ8Act& a = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride)[j];
@@ -31,7 +32,7 @@ ALWAYS_INLINE void block_step(const BlockQ8_0x8& b, const char* acts, size_t a_s
 #pragma GCC unroll 8
     for (int c = 0; c < kChunks; ++c) {
       const __m256i signed_a = _mm256_sign_epi8(broadcast_4_bytes(a.qs + 4 * c), load_256(b.qs + 32 * c));
-      dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w[c], signed_a), ones));
+      dot = dot_u8s8(dot, abs_w[c], signed_a);
     }
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc[t]);
   }
@@ -51,7 +52,7 @@ struct Q8_0x8Kernel {
 
 }  // namespace
 
-void matmul_q8_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+void KVDESK_TIER_NAME(matmul_q8_0x8)(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   interleaved_matmul<Q8_0x8Kernel>(args, row_begin, row_end);
 }
 

@@ -1,10 +1,12 @@
-// Internal, included only by the AVX2 GEMMs over Q2_Kx8 and Q3_Kx8 (kernels/weight_repack.h), whose
-// super-blocks are 16 sub-blocks of 16 values with a scale each and meet Q8Act rows: the walk both
-// take. Act block s of a super-block (32 values, its own scale) meets sub-blocks 2s and 2s + 1;
-// per act row, a sub-block's 4 chunks of 4 values x 8 rows sum into one s16 vector (each kernel
-// bounds it below 2^15) that meets the sub-block's scales in one madd, and each act block's int32
-// sums become floats once, in the kernel.
+// Internal, included only by the AVX2 / AVX-VNNI GEMMs over Q2_Kx8 and Q3_Kx8
+// (kernels/weight_repack.h), whose super-blocks are 16 sub-blocks of 16 values with a scale each
+// and meet Q8Act rows: the walk both take. Act block s of a super-block (32 values, its own scale)
+// meets sub-blocks 2s and 2s + 1; per act row, a sub-block's 4 chunks of 4 values x 8 rows sum
+// into one ByteSum (on AVX2 an s16 vector, which each kernel bounds below 2^15) that meets the
+// sub-block's scales (widen_scaled), and each act block's int32 sums become floats once, in the
+// kernel.
 #pragma once
+#include "kernels/cpu/byte_dot_avx2.h"
 #include "kernels/cpu/interleaved_gemm_avx2.h"
 
 namespace kvdesk {
@@ -28,20 +30,22 @@ ALWAYS_INLINE __m256i chunk_acts(const BlockQ8Act* a, int i, int c) {
 
 // dots[t] = sum over sub-blocks i = 2s, 2s + 1 of scales[i] . (sub-block i's products with act
 // row t), per row lane; add_chunk(i, c, sums) adds chunk c of sub-block i's products with every
-// act row t to sums[t] (s16 pairs).
+// act row t to sums[t] (byte_sum_add); scales[i] holds each row's scale in both s16 halves of its
+// lane (byte_scale).
 template <int C, class AddChunk>
 ALWAYS_INLINE void act_block_dots(int s, const __m256i* scales, AddChunk add_chunk, __m256i (&dots)[C]) {
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) dots[t] = _mm256_setzero_si256();
 #pragma GCC unroll 2
   for (int i = 2 * s; i < 2 * s + 2; ++i) {
-    __m256i sums[C];
+    ByteSum sums[C];
 #pragma GCC unroll 8
-    for (int t = 0; t < C; ++t) sums[t] = _mm256_setzero_si256();
+    for (int t = 0; t < C; ++t) sums[t] = byte_sum_zero();
 #pragma GCC unroll 4
     for (int c = 0; c < kSubBlockChunks; ++c) add_chunk(i, c, sums);
+    const ByteScale scale = byte_scale(scales[i]);
 #pragma GCC unroll 8
-    for (int t = 0; t < C; ++t) dots[t] = _mm256_add_epi32(dots[t], _mm256_madd_epi16(sums[t], scales[i]));
+    for (int t = 0; t < C; ++t) dots[t] = _mm256_add_epi32(dots[t], widen_scaled(sums[t], scale));
   }
 }
 

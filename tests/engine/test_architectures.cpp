@@ -415,7 +415,7 @@ TEST_CASE("gpt-oss with MXFP4 experts (its release's mix) matches the reference 
   // The reference reads the same MXFP4 weights dequantized; what is left is the engine's 8-bit
   // activation rounding (Q8_0 elsewhere), as for the other low-bit mixes, on ggml's rows and on
   // AVX2's repacked ones.
-  const CpuIsa isa = GENERATE(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512);
+  const CpuIsa isa = GENERATE(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::AvxVnni, CpuIsa::Avx512);
   if (!cpu_isa_supported(isa)) return;   // this CPU cannot run that ISA's kernels
   TempDir dir;
   RandomModelSpec spec = tiny_spec("gpt-oss");
@@ -433,7 +433,7 @@ TEST_CASE("gpt-oss with MXFP4 experts (its release's mix) matches the reference 
   test::ModelRun r = open_model(dir.file("m.gguf"), 2);
   CHECK(r.model->file().find_tensor("blk.1.ffn_down_exps.weight")->type == GgmlType::MXFP4);
   CHECK(r.model->file().find_tensor("blk.1.attn_q.weight")->type == GgmlType::Q8_0);
-  // The AVX2 path repacks the experts one by one into MXFP4x8.
+  // The AVX2 and AVX-VNNI paths repack the experts one by one into MXFP4x8.
   const GgmlType expert_type = cpu_layout_pays(GgmlType::MXFP4, isa) ? GgmlType::MXFP4x8 : GgmlType::MXFP4;
   CHECK(r.model->weights().layers[1].experts[3].down.type == expert_type);
   const std::vector<int32_t> tokens = some_tokens(12);

@@ -37,7 +37,7 @@ TEST_CASE("KVDESK_ISA applies when no flag is given, and the flag wins over it",
 }
 
 TEST_CASE("an ISA this CPU lacks is refused, one it has is applied", "[engine][isa]") {
-  for (const char* name : {"avx2", "avx512", "ref"}) {
+  for (const char* name : {"avx2", "avxvnni", "avx512", "ref"}) {
     const CpuIsa isa = *cpu_isa_from_name(name);
     INFO(name);
     if (cpu_isa_supported(isa)) {
@@ -52,7 +52,7 @@ TEST_CASE("an ISA this CPU lacks is refused, one it has is applied", "[engine][i
 
 TEST_CASE("stories260K greedy continuation equals the reference under every ISA this CPU has",
           "[engine][reference][isa]") {
-  for (const char* name : {"ref", "avx2", "avx512"}) {
+  for (const char* name : {"ref", "avx2", "avxvnni", "avx512"}) {
     const CpuIsa isa = *cpu_isa_from_name(name);
     if (!cpu_isa_supported(isa)) continue;
     INFO(name);

@@ -117,23 +117,31 @@ std::vector<float> contiguous_attention(const Problem& p, const std::vector<floa
 }
 
 // Ref: the float truth; RefIntKeys: the SIMD kernels' scalar twin with integer key scores and
-// values weighted in f32; TwinOfAvx2 / TwinOfAvx512: the twin as that ISA's kernel runs (its
-// values weighted by codes where it does that, cpu::int_attention_scheme).
-enum class Path { Ref, RefIntKeys, TwinOfAvx2, TwinOfAvx512, Avx2, Avx512 };
+// values weighted in f32; TwinOfAvx2 / TwinOfAvxVnni / TwinOfAvx512: the twin as that ISA's
+// kernel runs (its values weighted by codes where it does that, cpu::int_attention_scheme).
+enum class Path { Ref, RefIntKeys, TwinOfAvx2, TwinOfAvxVnni, TwinOfAvx512, Avx2, AvxVnni, Avx512 };
 
 const char* path_name(Path path) {
   switch (path) {
     case Path::Ref: return "ref";
     case Path::RefIntKeys: return "ref int keys";
     case Path::TwinOfAvx2: return "twin of avx2";
+    case Path::TwinOfAvxVnni: return "twin of avxvnni";
     case Path::TwinOfAvx512: return "twin of avx512";
     case Path::Avx2: return "avx2";
+    case Path::AvxVnni: return "avxvnni";
     case Path::Avx512: return "avx512";
   }
   return "?";
 }
 
-Path twin_of(Path path) { return path == Path::Avx2 ? Path::TwinOfAvx2 : Path::TwinOfAvx512; }
+Path twin_of(Path path) {
+  switch (path) {
+    case Path::Avx2: return Path::TwinOfAvx2;
+    case Path::AvxVnni: return Path::TwinOfAvxVnni;
+    default: return Path::TwinOfAvx512;
+  }
+}
 
 // The newest `count` rows of a problem passed in f32 (AttentionArgs::recent_k), and where a
 // sliding window starts.
@@ -199,8 +207,13 @@ IntAttentionScheme scheme_of(CpuIsa isa, const PagedKv& kv) {
 }
 
 CpuIsa isa_of(Path path) {
-  return path == Path::Avx2 || path == Path::TwinOfAvx2 ? CpuIsa::Avx2 : CpuIsa::Avx512;
+  if (path == Path::Avx2 || path == Path::TwinOfAvx2) return CpuIsa::Avx2;
+  if (path == Path::AvxVnni || path == Path::TwinOfAvxVnni) return CpuIsa::AvxVnni;
+  return CpuIsa::Avx512;
 }
+
+// The AVX-VNNI paths run only where the CPU has AVX-VNNI (elsewhere they would repeat AVX2's).
+bool runs_here(Path path) { return isa_of(path) != CpuIsa::AvxVnni || cpu_isa_supported(CpuIsa::AvxVnni); }
 
 // The query's limit on pairs of codes on a path with integer key scores.
 int32_t query_pair_max_of(Path path, const PagedKv& kv) {
@@ -216,8 +229,10 @@ std::vector<float> run_attention(Path path, const PagedKv& kv, const Problem& p,
     case Path::Ref: ref::paged_attention(kv.layer(), run.seq(), args); break;
     case Path::RefIntKeys: ref::paged_attention_twin(kv.layer(), run.seq(), args, IntAttentionScheme{}); break;
     case Path::TwinOfAvx2:
+    case Path::TwinOfAvxVnni:
     case Path::TwinOfAvx512: ref::paged_attention_twin(kv.layer(), run.seq(), args, scheme_of(isa_of(path), kv)); break;
     case Path::Avx2:
+    case Path::AvxVnni:
     case Path::Avx512:
       cpu_isa_force(isa_of(path));
       cpu::paged_attention(kv.layer(), run.seq(), args);
@@ -329,7 +344,8 @@ TEST_CASE("paged attention over shuffled blocks equals contiguous attention for 
 // attention over rows [first_token, n - count) as stored and the last `count` rows exact, the
 // integer-key paths within their query rounding of it.
 TEST_CASE("recent rows passed in f32 replace the cached rows they stand for", "[kernels][attention]") {
-  const Path path = GENERATE(Path::Ref, Path::RefIntKeys, Path::Avx2, Path::Avx512);
+  const Path path = GENERATE(Path::Ref, Path::RefIntKeys, Path::Avx2, Path::AvxVnni, Path::Avx512);
+  if (!runs_here(path)) return;
   const auto [k_type, v_type] = GENERATE(table<KvType, KvType>({{KvType::INT4, KvType::INT4},
       {KvType::INT8, KvType::INT8}, {KvType::FP8_E4M3, KvType::FP8_E4M3}, {KvType::INT8, KvType::F16}}));
   const auto [count, first_token] = GENERATE(table<int, int>({{0, 0}, {1, 0}, {7, 0}, {16, 0}, {17, 0}, {45, 0},
@@ -351,7 +367,7 @@ TEST_CASE("recent rows passed in f32 replace the cached rows they stand for", "[
   const std::vector<float> out = run_attention(path, kv, p, AttentionNumerics::Exact, nullptr, {count, first_token});
   INFO(path_name(path) << " k " << kv_type_name(k_type) << " v " << kv_type_name(v_type) << " recent " << count
                        << " first " << first_token << " heads " << heads << "/" << kv_heads << " d " << d);
-  const bool simd = path == Path::Avx2 || path == Path::Avx512;
+  const bool simd = path == Path::Avx2 || path == Path::AvxVnni || path == Path::Avx512;
   if (simd && scheme_of(isa_of(path), kv).value_tile > 0) {
     // Weighted by codes: equal to the twin that does the same (which reads rows as ref:: does).
     check_twin(out, run_attention(twin_of(path), kv, p, AttentionNumerics::Exact, nullptr, {count, first_token}), true);
@@ -520,7 +536,8 @@ TEST_CASE("f16 and bf16 paged attention stays within their rounding of f32 atten
 }
 
 TEST_CASE("cpu paged attention equals the reference for every kv type shape and isa", "[kernels][attention]") {
-  const Path path = GENERATE(Path::Avx2, Path::Avx512);
+  const Path path = GENERATE(Path::Avx2, Path::AvxVnni, Path::Avx512);
+  if (!runs_here(path)) return;
   const auto [k_type, v_type] = GENERATE(table<KvType, KvType>({
       {KvType::F32, KvType::F32}, {KvType::F16, KvType::F16}, {KvType::BF16, KvType::BF16},
       {KvType::FP8_E4M3, KvType::FP8_E4M3}, {KvType::FP8_E5M2, KvType::FP8_E5M2}, {KvType::INT8, KvType::INT8},
@@ -570,7 +587,8 @@ TEST_CASE("llama.cpp numerics over f16 kv take the reference path bit for bit", 
 TEST_CASE("quantized kv attention stays within its format's error of f32 attention", "[kernels][attention]") {
   const auto [type, bound] = GENERATE(table<KvType, double>({{KvType::FP8_E4M3, 2e-3}, {KvType::FP8_E5M2, 8e-3},
                                                              {KvType::INT8, 2.8e-4}, {KvType::INT4, 2.2e-2}}));
-  const Path path = GENERATE(Path::Avx2, Path::Avx512);
+  const Path path = GENERATE(Path::Avx2, Path::AvxVnni, Path::Avx512);
+  if (!runs_here(path)) return;
   const Problem p = random_problem(11, 16, 4, 64, 300);
   const PagedKv kv(p, type, type, 16, 11);
   const std::vector<float> expected = contiguous_attention(p, p.k, p.v);
@@ -584,7 +602,8 @@ TEST_CASE("quantized kv attention stays within its format's error of f32 attenti
 // between cpu:: and its scalar twin and to a double-precision softmax, summing to 1; asking for it leaves
 // the attention output bit for bit as it was.
 TEST_CASE("attention weights output equals the softmax and leaves the output unchanged", "[kernels][attention][retention]") {
-  const Path path = GENERATE(Path::Ref, Path::Avx2, Path::Avx512);
+  const Path path = GENERATE(Path::Ref, Path::Avx2, Path::AvxVnni, Path::Avx512);
+  if (!runs_here(path)) return;
   const KvType type = GENERATE(KvType::F32, KvType::F16, KvType::INT8, KvType::FP8_E4M3);
   const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({
       {4, 4, 64, 37}, {8, 2, 64, 130}, {6, 1, 64, 50}, {3, 1, 8, 19}, {2, 2, 8, 1}}));
@@ -623,7 +642,8 @@ TEST_CASE("attention weights output equals the softmax and leaves the output unc
 
 TEST_CASE("a head's sink logit joins the softmax's sum on every path", "[kernels][attention]") {
   // gpt-oss: p[j] = e^s[j] / (e^sink + sum e^s[j]); the sink takes its share and gives no value.
-  const Path path = GENERATE(Path::Ref, Path::Avx2, Path::Avx512);
+  const Path path = GENERATE(Path::Ref, Path::Avx2, Path::AvxVnni, Path::Avx512);
+  if (!runs_here(path)) return;
   const KvType type = GENERATE(KvType::F32, KvType::F16, KvType::INT8);
   const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({{4, 4, 64, 37}, {8, 2, 64, 130}, {6, 1, 64, 1}}));
   const uint32_t seed = uint32_t(heads * 17 + n);
@@ -665,4 +685,28 @@ TEST_CASE("a head's sink logit joins the softmax's sum on every path", "[kernels
       CHECK(run.out[size_t(h) * d + i] == Approx(want).margin(tolerance));
     }
   }
+}
+
+// The AVX-VNNI tier is AVX2's kernel with vpdpbusd for the byte products, rounding as AVX2 does
+// (the same query and weight codes): its integer sums equal AVX2's int16-then-widened ones, so
+// over int8 / int4 KV the outputs and weights are the same bit for bit.
+TEST_CASE("AVX-VNNI attention over int8 and int4 kv equals AVX2's bit for bit", "[kernels][attention]") {
+  if (!cpu_isa_supported(CpuIsa::AvxVnni)) return;
+  const auto [k_type, v_type] = GENERATE(table<KvType, KvType>({{KvType::INT8, KvType::INT8},
+      {KvType::INT4, KvType::INT4}, {KvType::INT8, KvType::INT4}, {KvType::INT8, KvType::F16}}));
+  const auto [heads, kv_heads, d, n] = GENERATE(table<int, int, int, int>({
+      {8, 4, 64, 130}, {32, 4, 64, 300}, {16, 2, 128, 77}, {3, 1, 8, 19}, {6, 1, 40, 33}, {8, 1, 72, 20},
+      {12, 4, 96, 70}, {8, 4, 256, 40}}));
+  const uint32_t seed = uint32_t(heads * 31 + d * 7 + n);
+  const Problem p = random_problem(seed, heads, kv_heads, d, n);
+  const PagedKv kv(p, k_type, v_type, 16, seed);
+  INFO("k " << kv_type_name(k_type) << " v " << kv_type_name(v_type) << " heads " << heads << "/" << kv_heads << " d "
+            << d << " n " << n);
+  std::vector<float> avx2_weights, vnni_weights;
+  const std::vector<float> avx2 = run_attention(Path::Avx2, kv, p, AttentionNumerics::Exact, &avx2_weights);
+  const std::vector<float> vnni = run_attention(Path::AvxVnni, kv, p, AttentionNumerics::Exact, &vnni_weights);
+  CHECK(std::memcmp(vnni.data(), avx2.data(), sizeof(float) * avx2.size()) == 0);
+  CHECK(std::memcmp(vnni_weights.data(), avx2_weights.data(), sizeof(float) * avx2_weights.size()) == 0);
+  // Integer arithmetic ran: the output is not the float reference's.
+  CHECK(nmse(vnni, run_attention(Path::Ref, kv, p)) > 0);
 }

@@ -63,11 +63,33 @@ double simd_dot_nmse(GgmlType type, int64_t n, int64_t rows) {
 TEST_CASE("the dispatcher names ISAs and clamps a forced ISA to what the CPU has", "[kernels][dot]") {
   CHECK(std::string(cpu_isa_name(CpuIsa::Scalar)) == "scalar");
   CHECK(std::string(cpu_isa_name(CpuIsa::Avx2)) == "avx2");
+  CHECK(std::string(cpu_isa_name(CpuIsa::AvxVnni)) == "avxvnni");
   CHECK(std::string(cpu_isa_name(CpuIsa::Avx512)) == "avx512-vnni");
+  CHECK(cpu_isa_from_name("avxvnni") == CpuIsa::AvxVnni);
+  CHECK(cpu_isa_from_name("avx-vnni") == CpuIsa::AvxVnni);
   cpu_isa_force(CpuIsa::Scalar);
   CHECK(cpu_isa_active() == CpuIsa::Scalar);
   cpu_isa_force(CpuIsa::Avx512);
   CHECK(cpu_isa_active() == cpu_isa_detected());
+  // AVX-VNNI forced runs where the CPU has it, else falls to AVX2 (or scalar).
+  cpu_isa_force(CpuIsa::AvxVnni);
+  const CpuIsa fallback = cpu_isa_supported(CpuIsa::Avx2) ? CpuIsa::Avx2 : CpuIsa::Scalar;
+  CHECK(cpu_isa_active() == (cpu_isa_supported(CpuIsa::AvxVnni) ? CpuIsa::AvxVnni : fallback));
+  cpu_isa_force(cpu_isa_detected());
+}
+
+TEST_CASE("auto-detection prefers AVX-512, then AVX-VNNI, then AVX2", "[kernels][dot]") {
+  const CpuIsa detected = cpu_isa_detected();
+  CHECK(cpu_isa_supported(detected));
+  if (cpu_isa_supported(CpuIsa::Avx512)) {
+    CHECK(detected == CpuIsa::Avx512);
+  } else if (cpu_isa_supported(CpuIsa::AvxVnni)) {
+    CHECK(detected == CpuIsa::AvxVnni);
+  } else if (cpu_isa_supported(CpuIsa::Avx2)) {
+    CHECK(detected == CpuIsa::Avx2);
+  }
+  // Both 256-bit tiers need AVX2.
+  if (cpu_isa_supported(CpuIsa::AvxVnni)) CHECK(cpu_isa_supported(CpuIsa::Avx2));
 }
 
 TEST_CASE("activation formats and row sizes follow the weight type", "[kernels][dot]") {

@@ -14,6 +14,7 @@
 #include "kernels/ggml_types.h"
 #include "kernels/matmul.h"
 #include "kernels/quantize.h"
+#include "kernels/weight_repack.h"
 #include "tests/kernels/quant_test_support.h"
 #include "tests/kernels/simd_isas.h"
 
@@ -190,4 +191,35 @@ TEST_CASE("SIMD matmul results do not depend on the row split or the batch size"
       CHECK(split == whole);
     });
   }
+}
+
+// The AVX-VNNI tier is the AVX2 source with vpdpbusd for the u8 x s8 dots: the int16 sums that
+// AVX2 keeps never saturate, so every integer and then every float is the same, bit for bit, in
+// ggml's layout and the interleaved one, for decode and prefill batches (random super-block
+// bytes: every scale, negative Q6_K ones included).
+TEST_CASE("AVX-VNNI matmul equals AVX2's bit for bit for every weight type and layout", "[kernels][matmul]") {
+  if (!cpu_isa_supported(CpuIsa::AvxVnni)) return;
+  const int64_t rows = 48;
+  for (GgmlType type : kTypes) {
+    const int64_t n = sizes_for(type).back();
+    for (int64_t batch : {1, 3, 4, 5, 17}) {
+      Problem p(type, rows, n, batch);
+      if (ggml_type_info(type).block_values == kQK_K) randomize_super_blocks(type, p.weights, uint32_t(batch));
+      Problem packed = p;
+      repack_rows(type, packed.weights.data(), rows, n);
+      packed.type = repacked_type(type, rows);
+      for (const Problem* layout : {&p, &packed}) {
+        INFO("type " << ggml_type_info(layout->type).name << " n " << n << " batch " << batch);
+        cpu_isa_force(CpuIsa::Avx2);
+        const std::vector<float> avx2 = layout->run(cpu::matmul_rows, rows, 0, rows);
+        cpu_isa_force(CpuIsa::AvxVnni);
+        REQUIRE(cpu_isa_active() == CpuIsa::AvxVnni);
+        const std::vector<float> vnni = layout->run(cpu::matmul_rows, rows, 0, rows);
+        CHECK(std::memcmp(vnni.data(), avx2.data(), sizeof(float) * avx2.size()) == 0);
+        // The outputs are real dots, not zeros or NaNs.
+        CHECK(relative_error(vnni, p.run(ref::matmul_rows, rows, 0, rows), batch, rows, 0, rows) < 1e-10);
+      }
+    }
+  }
+  cpu_isa_force(cpu_isa_detected());
 }
