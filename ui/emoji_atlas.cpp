@@ -1,5 +1,5 @@
 // Emoji atlas: a square cell one line high per point and font, the reserve doubling past what
-// the table holds; pictures copied into the atlas's RGBA32 pixels at their rects.
+// the table holds up to kMaxReserve; pictures copied into the atlas's RGBA32 pixels at their rects.
 #include "ui/emoji_atlas.h"
 
 #include <imgui.h>
@@ -29,7 +29,7 @@ void EmojiAtlas::reserve(ImFontAtlas& atlas, const std::vector<ImFont*>& fonts) 
   drawn_ = 0;
   reserved_ = kMinReserve;
   while (reserved_ < table_.size() * 2) reserved_ *= 2;
-  reserved_ = std::min(reserved_, table_.capacity());
+  reserved_ = std::min({reserved_, table_.capacity(), kMaxReserve});
   for (ImFont* font : fonts) {
     const bool seen = std::any_of(fonts_.begin(), fonts_.end(), [font](const FontRects& f) { return f.font == font; });
     const float size = config_size(atlas, font);

@@ -8,6 +8,7 @@
 // counted from the first, hold their pictures (the rest are transparent until draw_new()).
 // A glyph drawn from the colour font is marked Colored, so ImGui draws it untinted.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct AtlasRect {
   int height = 0;
 };
 
+// At most this many emoji glyphs a font: the reserve doubles up to it (at twice the content scale,
+// two fonts' cells and the CJK glyphs still fit a 4096-wide atlas a few thousand rows high, which
+// every GL driver takes); points past it show ImGui's fallback glyph, their text kept.
+inline constexpr size_t kMaxReserve = 2048;
+
 class EmojiAtlas {
  public:
   EmojiAtlas(EmojiTable& table, EmojiRaster& raster) : table_(table), raster_(raster) {}
@@ -36,10 +42,11 @@ class EmojiAtlas {
   // After atlas.Build(): draws the points given out since the last call (all of them after a
   // build) that have rects, and returns the rects drawn, for the texture.
   std::vector<AtlasRect> draw_new(ImFontAtlas& atlas);
-  // A point was given out beyond the reserve: the atlas must be built again to show it.
-  bool needs_rebuild() const { return table_.size() > reserved_; }
-  // Points given out that draw_new() has not drawn yet.
-  bool waiting() const { return table_.size() > drawn_; }
+  // A point was given out beyond the reserve, which may still grow: the atlas must be built again
+  // to show it.
+  bool needs_rebuild() const { return table_.size() > reserved_ && reserved_ < kMaxReserve; }
+  // Points with rects that draw_new() has not drawn yet.
+  bool waiting() const { return std::min(table_.size(), reserved_) > drawn_; }
 
   size_t reserved() const { return reserved_; }
   size_t drawn() const { return drawn_; }

@@ -61,7 +61,10 @@ bool Controller::start_remote(const AppOptions& options) {
 // Serving over HTTP
 // ---------------------------------------------------------------------------------------
 void Controller::serve_http(bool on) {
-  if (serving_) keep_served_chats();
+  if (serving_) {
+    serving_->stop();
+    keep_served_chats();
+  }
   serving_.reset();
   vm_.serve = ui::ServeView{};
   store().set_setting(kServeOnKey, on ? "1" : "0");

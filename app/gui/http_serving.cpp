@@ -53,7 +53,11 @@ HttpServing::HttpServing(server::EngineShare& share, const ServeSettings& settin
   });
 }
 
-HttpServing::~HttpServing() {
+HttpServing::~HttpServing() { stop(); }
+
+void HttpServing::stop() {
+  if (stopped_) return;
+  stopped_ = true;
   router_->cancel_all();
   while (!http_->listening() && !listener_returned_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   http_->stop();

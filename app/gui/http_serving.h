@@ -37,7 +37,7 @@ class HttpServing {
   // Binds at once. Throws kvdesk::Error saying why it cannot serve: a host other machines can
   // reach without an API key, a port out of range, an address in use or not this machine's.
   HttpServing(server::EngineShare& share, const ServeSettings& settings, bool model_loaded);
-  // Cancels the requests in flight, stops listening and waits for the listener.
+  // stop(), if not yet.
   ~HttpServing();
   HttpServing(const HttpServing&) = delete;
   HttpServing& operator=(const HttpServing&) = delete;
@@ -46,6 +46,9 @@ class HttpServing {
   ServingLoad load(const EngineStats& stats) const;
   // The chats answered since the last call, oldest first (none unless keep_chats).
   std::vector<server::ServedChat> take_answered_chats();
+  // Cancels the requests in flight, stops listening and waits for the listener: after it, no
+  // chat is answered any more, so take_answered_chats() gets the last of them.
+  void stop();
 
  private:
   server::Doorbell doorbell_;
@@ -55,6 +58,7 @@ class HttpServing {
   std::unique_ptr<server::HttpServer> http_;
   std::string url_;
   std::atomic<bool> listener_returned_{false};
+  bool stopped_ = false;
   std::mutex answered_mutex_;                        // guards answered_, filled by HTTP threads
   std::vector<server::ServedChat> answered_;
   std::thread listener_;

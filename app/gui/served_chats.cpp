@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "app/store/message_fields.h"
+#include "engine/error.h"
 
 namespace kvdesk::gui {
 namespace {
@@ -29,8 +30,24 @@ store::Role role_of(const std::string& role) {
   return store::parse_role(role).value_or(store::Role::User);
 }
 
+// What identifies a message when a client sends it back: role, content and fields, but not an
+// answer's reasoning_content, which clients do not send back.
 std::string key_of(const ChatMessage& m) {
-  return std::string(store::role_name(role_of(m.role))) + '\x1f' + m.content + '\x1f' + stored_fields(m.fields_json);
+  std::string fields = stored_fields(m.fields_json);
+  if (!fields.empty()) {
+    json object = json::parse(fields);
+    object.erase("reasoning_content");
+    fields = object.empty() ? std::string() : object.dump();
+  }
+  return std::string(store::role_name(role_of(m.role))) + '\x1f' + m.content + '\x1f' + fields;
+}
+
+// The stored message a thread's position names, if it is still there as the thread saw it (the
+// user may have deleted it, and SQLite may give its id to a new message since).
+bool still_stored(store::ConversationStore& store, store::ConversationId conversation, store::MessageId id,
+                  const ChatMessage& as_sent) {
+  const std::optional<store::Message> m = store.message(id);
+  return m && m->conversation_id == conversation && m->role == role_of(as_sent.role) && m->content == as_sent.content;
 }
 
 size_t leading_system_messages(const std::vector<ChatMessage>& messages) {
@@ -52,12 +69,19 @@ std::vector<store::ConversationId> ServedChats::record(store::ConversationStore&
                                                         const std::vector<server::ServedChat>& chats,
                                                         const std::string& server_url) {
   std::vector<store::ConversationId> changed;
-  for (const server::ServedChat& chat : chats) record_one(store, chat, server_url, changed);
+  for (const server::ServedChat& chat : chats) {
+    try {
+      record_one(store, chat, server_url, changed);
+    } catch (const Error&) {
+      // Its conversation changed under the thread (deleted, say): the chat starts a new one.
+      record_one(store, chat, server_url, changed, /*fresh=*/true);
+    }
+  }
   return changed;
 }
 
 void ServedChats::record_one(store::ConversationStore& store, const server::ServedChat& chat, const std::string& server_url,
-                             std::vector<store::ConversationId>& changed) {
+                             std::vector<store::ConversationId>& changed, bool fresh) {
   std::vector<std::string> keys;
   for (const ChatMessage& m : chat.messages) keys.push_back(key_of(m));
   const size_t system = leading_system_messages(chat.messages);
@@ -66,7 +90,8 @@ void ServedChats::record_one(store::ConversationStore& store, const server::Serv
   size_t best_shared = system;
   for (Thread& t : threads_) {
     const size_t shared = std::min(shared_prefix(t.keys, keys), keys.size());
-    if (shared > best_shared && t.ids[shared - 1] != 0) {
+    if (!fresh && shared > best_shared && t.ids[shared - 1] != 0 &&
+        still_stored(store, t.conversation, t.ids[shared - 1], chat.messages[shared - 1])) {
       best = &t;
       best_shared = shared;
     }

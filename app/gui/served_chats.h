@@ -16,8 +16,9 @@ namespace kvdesk::gui {
 
 class ServedChats {
  public:
-  // Stores each chat in order; returns the conversations it added to (created ones included).
-  // Throws kvdesk::Error when the store fails (what was written before stays).
+  // Stores each chat in order; returns the conversations it added to (created ones included). A
+  // chat whose kept conversation changed under it (a message deleted) starts a new one. Throws
+  // kvdesk::Error when the store fails (what was written before stays).
   std::vector<store::ConversationId> record(store::ConversationStore& store, const std::vector<server::ServedChat>& chats,
                                             const std::string& server_url);
 
@@ -31,8 +32,9 @@ class ServedChats {
     std::vector<store::MessageId> ids;
   };
 
+  // fresh: start a conversation whatever the kept threads share with the chat.
   void record_one(store::ConversationStore& store, const server::ServedChat& chat, const std::string& server_url,
-                  std::vector<store::ConversationId>& changed);
+                  std::vector<store::ConversationId>& changed, bool fresh = false);
   Thread start_thread(store::ConversationStore& store, const server::ServedChat& chat, const std::string& server_url);
 
   std::vector<Thread> threads_;   // newest last

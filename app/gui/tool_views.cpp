@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/store/bounded_json.h"
 #include "app/store/message_fields.h"
 
 namespace kvdesk {
@@ -10,13 +11,18 @@ namespace {
 
 using json = nlohmann::ordered_json;   // keys in the order the model or the tool wrote them
 
-// `text` indented when it is a JSON object or array (invalid UTF-8 inside shown as U+FFFD),
-// else empty.
+// `text` indented when it is a JSON object or array (invalid UTF-8 inside shown as U+FFFD), else
+// empty: also for JSON nested too deep to walk safely (store::parse_bounded_json), shown as written.
 std::string indented_json(const std::string& text) {
-  const json j = json::parse(text, nullptr, false);
+  bool too_deep = false;
+  const json j = store::parse_bounded_json<json>(text, too_deep);
   if (j.is_discarded() || !j.is_structured()) return {};
   return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
+
+// An answer that shows code (a fence) may quote a call's markup rather than make a call: its
+// markup is left as text.
+bool may_hold_calls(const std::string& answer) { return answer.find("```") == std::string::npos; }
 
 ui::ToolCallView call_view(std::string id, std::string name, const std::string& arguments) {
   std::string shown = indented_json(arguments);
@@ -41,7 +47,10 @@ void add_tool_views(const store::Message& message, ToolCallFormat answer_format,
     return;
   }
   const bool finished_answer = message.role == store::Role::Assistant && message.status != store::MessageStatus::Streaming;
-  if (!finished_answer || !view.tool_calls.empty() || answer_format == ToolCallFormat::None) return;
+  if (!finished_answer || !view.tool_calls.empty() || answer_format == ToolCallFormat::None ||
+      !may_hold_calls(message.content)) {
+    return;
+  }
   ParsedAnswer parsed = parse_tool_calls(answer_format, message.content);
   if (parsed.tool_calls.empty()) return;
   view.text = std::move(parsed.content);

@@ -74,9 +74,10 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 bool write_text(httplib::DataSink& sink, const std::string& text) { return sink.write(text.data(), text.size()); }
 
-// Reports a chat's first choice, once its text and finish reason are whole, to whoever keeps
-// served chats (ServeOptions::on_chat_answered); empty when nobody does.
-using AnsweredText = std::function<void(const std::string& text, const std::string& finish_reason)>;
+// Reports a chat's first choice, once it is whole, as the response carried it (the message of a
+// whole answer, or the streamed chunks joined: the ids of its tool calls are the ones the client
+// got), to whoever keeps served chats (ServeOptions::on_chat_answered); empty when nobody does.
+using AnsweredMessage = std::function<void(const json& message)>;
 
 // One streamed response: what the provider callback needs between its calls.
 struct SseStream {
@@ -86,8 +87,8 @@ struct SseStream {
   std::vector<ChoicePiece> early;      // pieces that arrived before the response began
   std::vector<ChoiceStream> choices;   // [n] each choice's reasoning, answer and tool calls so far
   std::vector<bool> finished;          // [n] its finish chunk was written
-  AnsweredText answered = {};
-  std::string first_choice_text = {};  // choice 0's whole text so far, kept only for answered
+  AnsweredMessage answered = {};
+  StreamedMessage first_choice{0};     // choice 0's chunks joined, kept only for answered
   bool started = false;
   Clock::time_point last_write = Clock::now();
 };
@@ -101,12 +102,17 @@ bool write_chunks(httplib::DataSink& sink, const std::vector<json>& chunks) {
 
 // A piece's chunks, then the finish chunk of its choice once that choice is done.
 bool write_piece(SseStream& s, httplib::DataSink& sink, const ChoicePiece& p) {
-  if (s.answered && p.index == 0) s.first_choice_text += p.text;
+  const auto write = [&](const std::vector<json>& chunks) {
+    if (s.answered && p.index == 0) {
+      for (const json& c : chunks) s.first_choice.add(c);
+    }
+    return write_chunks(sink, chunks);
+  };
   ChoiceStream& choice = s.choices[size_t(p.index)];
-  bool ok = write_chunks(sink, s.shape.piece(choice, p.index, p.text, p.logprobs));
+  bool ok = write(s.shape.piece(choice, p.index, p.text, p.logprobs));
   if (ok && s.run->choice_done(p.index) && !s.finished[size_t(p.index)]) {
     s.finished[size_t(p.index)] = true;
-    ok = write_chunks(sink, s.shape.finish(choice, p.index, s.run->finish_reason(p.index)));
+    ok = write(s.shape.finish(choice, p.index, s.run->finish_reason(p.index)));
   }
   return ok;
 }
@@ -117,7 +123,7 @@ bool write_stream_end(SseStream& s, httplib::DataSink& sink) {
   if (s.include_usage) ok = write_text(sink, sse_event(s.shape.usage(s.run->usage())));
   if (ok) ok = write_text(sink, kSseDone);
   if (ok) sink.done();
-  if (ok && s.answered) s.answered(s.first_choice_text, s.run->finish_reason(0));
+  if (ok && s.answered) s.answered(s.first_choice.message());
   return ok;
 }
 
@@ -187,11 +193,11 @@ struct HttpServer::Impl {
   void apply_template(const httplib::Request& req, httplib::Response& res) const;
   void tokenize(const httplib::Request& req, httplib::Response& res) const;
   void detokenize(const httplib::Request& req, httplib::Response& res) const;
-  AnsweredText chat_recorder(const CompletionRequest& request, const ResponseShape& shape) const;
-  void answer_whole(CompletionRun& run, const ResponseShape& shape, const std::string& echo, const AnsweredText& answered,
-                    httplib::Response& res) const;
+  AnsweredMessage chat_recorder(const CompletionRequest& request) const;
+  void answer_whole(CompletionRun& run, const ResponseShape& shape, const std::string& echo,
+                    const AnsweredMessage& answered, httplib::Response& res) const;
   void answer_stream(std::unique_ptr<CompletionRun> run, ResponseShape shape, bool include_usage, const std::string& echo,
-                     AnsweredText answered, httplib::Response& res) const;
+                     AnsweredMessage answered, httplib::Response& res) const;
 };
 
 // Every handler's failures become error JSON.
@@ -325,7 +331,7 @@ void HttpServer::Impl::complete(const httplib::Request& req, httplib::Response& 
   ResponseShape shape(endpoint, model_id(stats), stats.model.chat_template_opens_reasoning, request.tool_format,
                       request.engine.top_logprobs >= 0);
   const std::string echo = request.echo ? request.engine.prompt_text : std::string();
-  AnsweredText answered = chat_recorder(request, shape);
+  AnsweredMessage answered = chat_recorder(request);
   if (request.stream) {
     answer_stream(std::move(run), std::move(shape), request.include_usage, echo, std::move(answered), res);
   } else {
@@ -333,14 +339,12 @@ void HttpServer::Impl::complete(const httplib::Request& req, httplib::Response& 
   }
 }
 
-// The chat's messages and its first choice's answer, shaped as the response shapes it (content,
-// reasoning_content, tool_calls), for on_chat_answered.
-AnsweredText HttpServer::Impl::chat_recorder(const CompletionRequest& request, const ResponseShape& shape) const {
+// The chat's messages and its first choice's message, for on_chat_answered.
+AnsweredMessage HttpServer::Impl::chat_recorder(const CompletionRequest& request) const {
   if (!options.on_chat_answered || request.endpoint != Endpoint::ChatCompletions) return {};
-  return [this, messages = request.engine.messages, shape](const std::string& text, const std::string& finish_reason) {
+  return [this, messages = request.engine.messages](const json& message) {
     try {
-      const json choice = shape.full({ChoiceAnswer{text, finish_reason, {}}}, Usage{})["choices"][0];
-      options.on_chat_answered(ServedChat{messages, chat_message_of(choice["message"])});
+      options.on_chat_answered(ServedChat{messages, chat_message_of(message)});
     } catch (const std::exception&) {
       // The client has its whole answer by now: keeping a copy of it must not turn it into an error.
     }
@@ -438,7 +442,7 @@ void HttpServer::Impl::detokenize(const httplib::Request& req, httplib::Response
 }
 
 void HttpServer::Impl::answer_whole(CompletionRun& run, const ResponseShape& shape, const std::string& echo,
-                                    const AnsweredText& answered, httplib::Response& res) const {
+                                    const AnsweredMessage& answered, httplib::Response& res) const {
   std::vector<ChoiceAnswer> answers(size_t(run.choices()), ChoiceAnswer{echo, "", {}});
   while (!run.done()) {
     const std::optional<ChoicePiece> piece = run.next(kEventPoll);
@@ -448,14 +452,15 @@ void HttpServer::Impl::answer_whole(CompletionRun& run, const ResponseShape& sha
     a.logprobs.insert(a.logprobs.end(), piece->logprobs.begin(), piece->logprobs.end());
   }
   for (int32_t i = 0; i < run.choices(); ++i) answers[size_t(i)].finish_reason = run.finish_reason(i);
-  send_json(res, shape.full(answers, run.usage()));
-  if (answered) answered(answers[0].text, answers[0].finish_reason);
+  const json body = shape.full(answers, run.usage());
+  send_json(res, body);
+  if (answered) answered(body["choices"][0]["message"]);
 }
 
 // The status line goes out with the first chunk, so the stream waits for the first text (or
 // the end) first: a request the engine refuses still gets its HTTP error status.
 void HttpServer::Impl::answer_stream(std::unique_ptr<CompletionRun> run, ResponseShape shape, bool include_usage,
-                                     const std::string& echo, AnsweredText answered, httplib::Response& res) const {
+                                     const std::string& echo, AnsweredMessage answered, httplib::Response& res) const {
   std::vector<ChoicePiece> early;
   for (int32_t i = 0; i < run->choices() && !echo.empty(); ++i) early.push_back(ChoicePiece{i, echo, {}});
   while (early.empty() && !run->done()) {

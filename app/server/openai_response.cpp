@@ -247,6 +247,34 @@ ChatMessage chat_message_of(const json& message) {
   return out;
 }
 
+void StreamedMessage::add(const json& chunk) {
+  const auto choices = chunk.find("choices");
+  if (choices == chunk.end() || !choices->is_array()) return;
+  for (const json& choice : *choices) {
+    if (choice.value("index", -1) != index_ || !choice.contains("delta")) continue;
+    const json& delta = choice["delta"];
+    for (const char* key : {"content", "reasoning_content"}) {
+      if (!delta.contains(key) || !delta[key].is_string()) continue;
+      const std::string so_far = message_.value(key, json()).is_string() ? message_[key].get<std::string>() : "";
+      message_[key] = so_far + delta[key].get<std::string>();
+    }
+    if (!delta.contains("tool_calls")) continue;
+    json& calls = message_["tool_calls"];
+    if (!calls.is_array()) calls = json::array();
+    for (const json& piece : delta["tool_calls"]) {
+      const size_t at = size_t(std::max(0, piece.value("index", 0)));
+      while (calls.size() <= at) calls.push_back({{"id", ""}, {"type", "function"}, {"function", {{"name", ""}, {"arguments", ""}}}});
+      json& call = calls[at];
+      if (piece.contains("id") && piece["id"].is_string()) call["id"] = piece["id"];
+      const json function = piece.value("function", json::object());
+      if (function.contains("name") && function["name"].is_string()) call["function"]["name"] = function["name"];
+      if (function.contains("arguments") && function["arguments"].is_string()) {
+        call["function"]["arguments"] = call["function"]["arguments"].get<std::string>() + function["arguments"].get<std::string>();
+      }
+    }
+  }
+}
+
 std::string sse_event(const json& value) { return "data: " + json_body(value) + "\n\n"; }
 
 }  // namespace kvdesk::server

@@ -97,6 +97,21 @@ class ResponseShape {
 // and its tool_calls and reasoning_content as the message's fields.
 ChatMessage chat_message_of(const nlohmann::json& message);
 
+// One choice's message put together from the chunks streamed for it, as an OpenAI client joins
+// them: content and reasoning_content appended, each tool call opened by its first delta (id,
+// name) and its arguments appended by index. So what is kept of a streamed answer is what the
+// client received, call ids included.
+class StreamedMessage {
+ public:
+  explicit StreamedMessage(int32_t index) : index_(index) {}
+  void add(const nlohmann::json& chunk);   // chunks of other choices are ignored
+  const nlohmann::json& message() const { return message_; }
+
+ private:
+  int32_t index_;
+  nlohmann::json message_ = {{"role", "assistant"}, {"content", ""}};
+};
+
 // One server-sent event: "data: <json>\n\n".
 std::string sse_event(const nlohmann::json& value);
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "app/store/bounded_json.h"
 #include "app/store/message_fields.h"
 #include "app/store/openai_transcript.h"
 #include "engine/error.h"
@@ -308,7 +309,11 @@ ConversationTree conversation_from_json(const json& j) {
 }
 
 ConversationTree conversation_from_json_text(std::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr, false);
+  bool too_deep = false;
+  const json j = parse_bounded_json(text, too_deep);
+  if (too_deep) {
+    throw Error("conversation JSON: the text nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
   if (j.is_discarded()) throw Error("conversation JSON: the text is not valid JSON");
   return is_openai_transcript(j) ? conversation_from_openai_transcript(j) : conversation_from_json(j);
 }

@@ -1,6 +1,7 @@
 // Reading and writing a message's OpenAI fields (see message_fields.h).
 #include "app/store/message_fields.h"
 
+#include "app/store/bounded_json.h"
 #include "engine/error.h"
 
 namespace kvdesk::store {
@@ -63,7 +64,8 @@ std::string fields_from_message_json(const json& j, const std::string& where) {
 
 void add_fields_to_message_json(const std::string& fields_json, json& message) {
   if (fields_json.empty()) return;
-  const json fields = json::parse(fields_json, nullptr, false);
+  bool too_deep = false;
+  const json fields = parse_bounded_json(fields_json, too_deep);
   if (!fields.is_object()) return;
   for (const char* key : kMessageFieldKeys) {
     if (fields.contains(key)) message[key] = fields[key];
@@ -73,7 +75,8 @@ void add_fields_to_message_json(const std::string& fields_json, json& message) {
 MessageFields parse_message_fields(const std::string& fields_json) {
   MessageFields out;
   if (fields_json.empty()) return out;
-  const json fields = json::parse(fields_json, nullptr, false);
+  bool too_deep = false;
+  const json fields = parse_bounded_json(fields_json, too_deep);
   if (!fields.is_object()) return out;
   out.tool_call_id = string_or_empty(fields, "tool_call_id");
   out.name = string_or_empty(fields, "name");

@@ -222,3 +222,29 @@ TEST_CASE("logprobs take each endpoint's OpenAI shape", "[app][serve_parsing]") 
   CHECK(legacy["choices"][0]["logprobs"]["top_logprobs"][0]["Hi"] == Approx(-0.5));
   CHECK(ResponseShape(Endpoint::ChatCompletions, "m").full({{"Hi", "stop", {}}}, {})["choices"][0]["logprobs"].is_null());
 }
+
+TEST_CASE("a streamed choice's chunks join into the message the client got, tool call ids included", "[app][serve_parsing]") {
+  using nlohmann::json;
+  StreamedMessage joined(0);
+  const auto delta = [](int index, json d) { return json{{"choices", {{{"index", index}, {"delta", std::move(d)}}}}}; };
+  joined.add(delta(0, {{"role", "assistant"}, {"content", ""}}));
+  joined.add(delta(0, {{"reasoning_content", "Think"}}));
+  joined.add(delta(0, {{"reasoning_content", "ing."}}));
+  joined.add(delta(0, {{"content", "Let me look."}}));
+  joined.add(delta(1, {{"content", "another choice"}}));
+  joined.add(delta(0, {{"tool_calls", {{{"index", 0}, {"id", "call_x"}, {"type", "function"},
+                                        {"function", {{"name", "get"}, {"arguments", ""}}}}}}}));
+  joined.add(delta(0, {{"tool_calls", {{{"index", 0}, {"function", {{"arguments", "{\"a\":"}}}}}}}));
+  joined.add(delta(0, {{"tool_calls", {{{"index", 0}, {"function", {{"arguments", "1}"}}}}}}}));
+  joined.add(json{{"choices", json::array()}, {"usage", {{"prompt_tokens", 3}}}});
+  const json& m = joined.message();
+  CHECK(m["content"] == "Let me look.");
+  CHECK(m["reasoning_content"] == "Thinking.");
+  REQUIRE(m["tool_calls"].size() == 1);
+  CHECK(m["tool_calls"][0]["id"] == "call_x");
+  CHECK(m["tool_calls"][0]["function"]["name"] == "get");
+  CHECK(m["tool_calls"][0]["function"]["arguments"] == "{\"a\":1}");
+  const ChatMessage chat = chat_message_of(m);
+  CHECK(chat.content == "Let me look.");
+  CHECK(json::parse(chat.fields_json)["tool_calls"][0]["id"] == "call_x");
+}

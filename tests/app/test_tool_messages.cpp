@@ -184,6 +184,15 @@ TEST_CASE("a hostile transcript or tool field is refused with the place named", 
   CHECK_THROWS_WITH(conversation_from_json(own), Catch::StartsWith("conversation JSON: message #1"));
 }
 
+TEST_CASE("a conversation file nested a million levels deep is refused, not walked", "[app][store][tools]") {
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  CHECK_THROWS_WITH(conversation_from_json_text(deep), Catch::Contains("nests deeper than"));
+  const std::string deep_arguments = R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": )" +
+                                     std::string(100000, '[') + std::string(100000, ']') + "}}]}]}";
+  CHECK_THROWS_WITH(conversation_from_json_text(deep_arguments), Catch::Contains("nests deeper than"));
+  CHECK(parse_message_fields(R"({"tool_calls": )" + deep + "}").tool_calls.empty());
+}
+
 TEST_CASE("a damaged fields column reads as no fields rather than failing", "[app][store][tools]") {
   CHECK(parse_message_fields("not json").tool_calls.empty());
   CHECK(parse_message_fields(R"({"tool_calls": [3, {"function": "x"}, {"function": {"name": "f"}}]})").tool_calls.size() == 1);

@@ -41,6 +41,13 @@ TEST_CASE("stored tool calls and a JSON tool result become indented blocks", "[g
   CHECK(view_of(plain, ToolCallFormat::None).text == "sunny");
 }
 
+TEST_CASE("a tool result nested too deep to indent is shown as written", "[gui][tools]") {
+  const store::Message deep{.role = store::Role::Tool, .content = std::string(200000, '[') + std::string(200000, ']')};
+  const ui::MessageView v = view_of(deep, ToolCallFormat::None);
+  CHECK_FALSE(v.text_is_json);
+  CHECK(v.text == deep.content);
+}
+
 TEST_CASE("an answer's calls written in its model's markup leave the text and become blocks", "[gui][tools]") {
   const store::Message answer{.role = store::Role::Assistant,
                               .content = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Seoul\"}}\n</tool_call>"};
@@ -50,6 +57,10 @@ TEST_CASE("an answer's calls written in its model's markup leave the text and be
   CHECK(v.tool_calls[0].arguments == "{\n  \"city\": \"Seoul\"\n}");
   CHECK(v.text.find("<tool_call>") == std::string::npos);
   CHECK(v.text.find("Let me look.") != std::string::npos);
+  // An answer showing code may be quoting the markup: it stays text.
+  store::Message quoting = answer;
+  quoting.content = "Write it like this:\n```\n" + answer.content + "\n```";
+  CHECK(view_of(quoting, ToolCallFormat::Hermes).tool_calls.empty());
   // Without a format, or while the answer streams, the text stays as written.
   CHECK(view_of(answer, ToolCallFormat::None).tool_calls.empty());
   store::Message streaming = answer;
