@@ -45,7 +45,7 @@ class Scanner {
   char32_t peek(size_t ahead = 0) const {
     size_t i = at_;
     for (size_t k = 0; i < text_.size(); ++k) {
-      const Utf8Char c = decode_utf8(text_, i);
+      const DecodedChar c = decode_utf8(text_, i);
       if (!c.valid) return 0;
       if (k == ahead) return c.code_point;
       i += c.length;
@@ -105,35 +105,10 @@ bool take_element(Scanner& s, bool joined) {
 
 }  // namespace
 
-Utf8Char decode_utf8(std::string_view text, size_t at) {
-  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char lead = byte(at);
-  if (lead < 0x80) return {lead, 1, true};
-  size_t length = 0;
-  char32_t c = 0;
-  char32_t minimum = 0;
-  if ((lead & 0xE0) == 0xC0) {
-    length = 2, c = lead & 0x1F, minimum = 0x80;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3, c = lead & 0x0F, minimum = 0x800;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4, c = lead & 0x07, minimum = 0x10000;
-  } else {
-    return {};
-  }
-  if (at + length > text.size()) return {};
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(at + k) & 0xC0) != 0x80) return {};
-    c = (c << 6) | (byte(at + k) & 0x3F);
-  }
-  if (c < minimum || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return {};
-  return {c, length, true};
-}
-
 size_t emoji_cluster_length(std::string_view text, size_t at) {
   if (at >= text.size()) return 0;
   Scanner s(text, at);
-  const Utf8Char first = decode_utf8(text, at);
+  const DecodedChar first = decode_utf8(text, at);
   if (!first.valid) return 0;
   if (!take_element(s, false)) {
     if (first.code_point <= 0xFFFF) return 0;

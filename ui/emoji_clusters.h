@@ -9,16 +9,9 @@
 #include <cstddef>
 #include <string_view>
 
-namespace kvdesk::ui {
+#include "engine/tokenizer/utf8_decode.h"
 
-// One decoded UTF-8 character. Strict: overlong forms, surrogates, values above U+10FFFF and
-// truncated sequences are invalid and take one byte, so that every byte is accounted for.
-struct Utf8Char {
-  char32_t code_point = 0;
-  size_t length = 1;   // bytes taken (1 for an invalid byte)
-  bool valid = false;
-};
-Utf8Char decode_utf8(std::string_view text, size_t at);
+namespace kvdesk::ui {
 
 // The longest cluster allowed: a longer ZWJ chain ends at this many code points, so that hostile
 // input cannot make one glyph of unbounded length.

@@ -265,7 +265,7 @@ const std::string& EmojiRaster::note() const { return fonts_->note; }
 
 EmojiBitmap EmojiRaster::draw(std::string_view cluster, int width, int height, int baseline) {
   const bool text_style = cluster.find("\xEF\xB8\x8E") != std::string_view::npos;   // U+FE0E
-  const Utf8Char first = cluster.empty() ? Utf8Char{} : decode_utf8(cluster, 0);
+  const DecodedChar first = cluster.empty() ? DecodedChar{} : decode_utf8(cluster, 0);
   if (has_colour_font() && !text_style && first.valid) {
     const std::vector<unsigned> glyphs = fonts_->shape(cluster);
     if (!glyphs.empty()) {

@@ -10,26 +10,6 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";   // U+FFFD
 
 }  // namespace
 
-std::string utf8_encode(char32_t c) {
-  std::string out;
-  if (c < 0x80) {
-    out += char(c);
-  } else if (c < 0x800) {
-    out += char(0xC0 | (c >> 6));
-    out += char(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += char(0xE0 | (c >> 12));
-    out += char(0x80 | ((c >> 6) & 0x3F));
-    out += char(0x80 | (c & 0x3F));
-  } else {
-    out += char(0xF0 | (c >> 18));
-    out += char(0x80 | ((c >> 12) & 0x3F));
-    out += char(0x80 | ((c >> 6) & 0x3F));
-    out += char(0x80 | (c & 0x3F));
-  }
-  return out;
-}
-
 EmojiTable::EmojiTable(char32_t first, size_t capacity) : first_(first), capacity_(capacity) {}
 
 std::optional<char32_t> EmojiTable::point_for(std::string_view cluster) {
@@ -53,7 +33,7 @@ std::string EmojiTable::to_display(std::string_view real) {
   out.reserve(real.size());
   size_t i = 0;
   while (i < real.size()) {
-    const Utf8Char c = decode_utf8(real, i);
+    const DecodedChar c = decode_utf8(real, i);
     size_t length = emoji_cluster_length(real, i);
     const bool genuine_private = length == 0 && c.valid && in_range(c.code_point);
     if (genuine_private || !c.valid) length = c.length;
@@ -64,7 +44,7 @@ std::string EmojiTable::to_display(std::string_view real) {
     }
     const std::string_view cluster = real.substr(i, length);
     if (const std::optional<char32_t> point = point_for(cluster)) {
-      out += utf8_encode(*point);
+      out += encode_utf8(*point);
     } else {
       out += genuine_private ? kReplacement : cluster;
     }
@@ -78,7 +58,7 @@ std::string EmojiTable::to_real(std::string_view display) const {
   out.reserve(display.size());
   size_t i = 0;
   while (i < display.size()) {
-    const Utf8Char c = decode_utf8(display, i);
+    const DecodedChar c = decode_utf8(display, i);
     const std::string* cluster = c.valid ? cluster_at(c.code_point) : nullptr;
     if (cluster) {
       out += *cluster;

@@ -51,7 +51,4 @@ class EmojiTable {
   std::unordered_map<std::string, char32_t> points_;    // cluster -> point
 };
 
-// UTF-8 for one code point (valid code points only).
-std::string utf8_encode(char32_t c);
-
 }  // namespace kvdesk::ui

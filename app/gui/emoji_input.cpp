@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "engine/tokenizer/utf8_decode.h"
 #include "ui/emoji_text.h"
 #include "ui/emoji_text_field.h"
 
@@ -60,7 +61,7 @@ void install_emoji_input(GLFWwindow* window) {
 
 void add_typed_character(unsigned int code_point) {
   if (code_point == 0 || code_point > 0x10FFFF || (code_point >= 0xD800 && code_point <= 0xDFFF)) return;
-  typed() += ui::utf8_encode(char32_t(code_point));
+  typed() += encode_utf8(char32_t(code_point));
 }
 
 void hand_typed_characters_to_imgui() {

@@ -389,7 +389,7 @@ Script::Outcome Script::type_text(const std::string& text, ui::ViewModel& vm) {
   }
   typing_frames_ = 0;
   for (size_t i = 0; i < text.size();) {
-    const ui::Utf8Char c = ui::decode_utf8(text, i);
+    const DecodedChar c = decode_utf8(text, i);
     if (c.valid) add_typed_character(c.code_point);
     i += c.length;
   }

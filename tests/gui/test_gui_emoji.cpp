@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "app/store/conversation_store.h"
+#include "engine/tokenizer/utf8_decode.h"
 #include "ui/emoji_table.h"
 #include "tests/gui/app_run.h"
 #include "tests/test_support.h"
@@ -113,7 +114,7 @@ TEST_CASE("without the colour emoji font the app runs and draws emoji in one col
 // running window and its texture made anew: the last emoji typed still show in colour.
 TEST_CASE("more distinct emoji than the atlas reserved are drawn after it is rebuilt", "[gui][emoji]") {
   std::string many;
-  for (char32_t c = 0x1F400; c < 0x1F400 + 300; ++c) many += kvdesk::ui::utf8_encode(c);
+  for (char32_t c = 0x1F400; c < 0x1F400 + 300; ++c) many += kvdesk::encode_utf8(c);
   TempDir dir;
   std::ofstream(dir.file("many.txt"), std::ios::binary)
       << "wait_model\nnew_chat\ntype " << many << "\nscreenshot many.png\nquit\n";

@@ -7,6 +7,7 @@
 
 #include "ui/emoji_clusters.h"
 
+using namespace kvdesk;
 using namespace kvdesk::ui;
 
 namespace {
@@ -30,12 +31,12 @@ std::vector<std::string> clusters(std::string_view text) {
 
 TEST_CASE("the decoder accepts valid UTF-8 and takes one byte of anything else", "[ui][emoji]") {
   CHECK(decode_utf8("A", 0).code_point == 'A');
-  const Utf8Char smile = decode_utf8("\xF0\x9F\x98\x80", 0);
+  const DecodedChar smile = decode_utf8("\xF0\x9F\x98\x80", 0);
   CHECK(smile.valid);
   CHECK(smile.code_point == 0x1F600);
   CHECK(smile.length == 4);
   for (const std::string bad : {"\xC0\xAF", "\xE0\x80\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xF0\x9F\x98", "\x80", "\xFF"}) {
-    const Utf8Char c = decode_utf8(bad, 0);
+    const DecodedChar c = decode_utf8(bad, 0);
     CHECK_FALSE(c.valid);
     CHECK(c.length == 1);
   }

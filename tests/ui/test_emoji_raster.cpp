@@ -9,10 +9,12 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "engine/tokenizer/utf8_decode.h"
 #include "ui/emoji_atlas.h"
 #include "ui/emoji_raster.h"
 #include "ui/emoji_table.h"
 
+using namespace kvdesk;
 using namespace kvdesk::ui;
 
 namespace {
@@ -130,7 +132,7 @@ TEST_CASE("emoji land in ImGui's atlas as untinted glyphs, reserved ahead and dr
   CHECK(emoji.draw_new(atlas).size() == 1);
   // Past the reserve the atlas must be built again.
   std::string many;
-  for (char32_t c = 0x1F400; c < 0x1F400 + 300; ++c) many += utf8_encode(c);
+  for (char32_t c = 0x1F400; c < 0x1F400 + 300; ++c) many += encode_utf8(c);
   table.to_display(many);
   CHECK(emoji.needs_rebuild());
   ImGui::DestroyContext();

@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/tokenizer/utf8_decode.h"
 #include "ui/emoji_clusters.h"
 #include "ui/emoji_table.h"
 
+using namespace kvdesk;
 using namespace kvdesk::ui;
 
 namespace {
@@ -24,7 +26,7 @@ const std::string kHangul = "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4";
 // Whether `text` is valid UTF-8 whose characters fit ImGui's 16 bits.
 bool fits_16_bits(const std::string& text) {
   for (size_t i = 0; i < text.size();) {
-    const Utf8Char c = decode_utf8(text, i);
+    const DecodedChar c = decode_utf8(text, i);
     if (!c.valid || c.code_point > 0xFFFF) return false;
     i += c.length;
   }
@@ -124,7 +126,7 @@ TEST_CASE("a full table leaves new emoji as they are and never misreads text", "
 TEST_CASE("more distinct emoji than the private use area holds", "[ui][emoji]") {
   EmojiTable table;
   std::string real;
-  for (char32_t c = 0x1F000; c < 0x1F000 + char32_t(EmojiTable::kPrivateUseSize) + 100; ++c) real += utf8_encode(c);
+  for (char32_t c = 0x1F000; c < 0x1F000 + char32_t(EmojiTable::kPrivateUseSize) + 100; ++c) real += encode_utf8(c);
   const std::string display = table.to_display(real);
   CHECK(table.size() == EmojiTable::kPrivateUseSize);
   CHECK(table.to_real(display) == real);
