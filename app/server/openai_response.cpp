@@ -253,10 +253,12 @@ void StreamedMessage::add(const json& chunk) {
   for (const json& choice : *choices) {
     if (choice.value("index", -1) != index_ || !choice.contains("delta")) continue;
     const json& delta = choice["delta"];
+    // Appended in place: a long answer comes in thousands of chunks.
     for (const char* key : {"content", "reasoning_content"}) {
       if (!delta.contains(key) || !delta[key].is_string()) continue;
-      const std::string so_far = message_.value(key, json()).is_string() ? message_[key].get<std::string>() : "";
-      message_[key] = so_far + delta[key].get<std::string>();
+      json& text = message_[key];
+      if (!text.is_string()) text = "";
+      text.get_ref<std::string&>() += delta[key].get_ref<const std::string&>();
     }
     if (!delta.contains("tool_calls")) continue;
     json& calls = message_["tool_calls"];
@@ -269,7 +271,7 @@ void StreamedMessage::add(const json& chunk) {
       const json function = piece.value("function", json::object());
       if (function.contains("name") && function["name"].is_string()) call["function"]["name"] = function["name"];
       if (function.contains("arguments") && function["arguments"].is_string()) {
-        call["function"]["arguments"] = call["function"]["arguments"].get<std::string>() + function["arguments"].get<std::string>();
+        call["function"]["arguments"].get_ref<std::string&>() += function["arguments"].get_ref<const std::string&>();
       }
     }
   }
