@@ -516,4 +516,10 @@ std::shared_ptr<const Grammar> parse_gbnf(std::string_view text, std::string_vie
   return Parser(text).parse(root);
 }
 
+bool same_rules(const Grammar& a, const Grammar& b) {
+  auto same_element = [](const Element& x, const Element& y) { return x.kind == y.kind && x.value == y.value; };
+  return a.root == b.root && a.byte_sets == b.byte_sets && a.alternatives == b.alternatives &&
+         std::equal(a.elements.begin(), a.elements.end(), b.elements.begin(), b.elements.end(), same_element);
+}
+
 }  // namespace kvdesk::grammar

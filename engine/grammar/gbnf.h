@@ -66,6 +66,10 @@ struct Grammar {
   int32_t rule_count() const { return int32_t(alternatives.size()); }
 };
 
+// The same elements, byte sets, alternatives and root (the rule names aside): a recognizer
+// state of one is the same state of the other.
+bool same_rules(const Grammar& a, const Grammar& b);
+
 // Limits that keep a hostile grammar (from an HTTP request) cheap to compile.
 constexpr size_t kMaxGrammarBytes = size_t{1} << 20;
 constexpr size_t kMaxGrammarRules = 10'000;       // written and generated

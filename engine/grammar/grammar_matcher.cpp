@@ -99,21 +99,55 @@ GrammarMatcher::GrammarMatcher(GrammarMatcher&&) noexcept = default;
 GrammarMatcher& GrammarMatcher::operator=(GrammarMatcher&&) noexcept = default;
 
 void GrammarMatcher::start_grammar() {
-  sets_ = std::make_unique<StackSets>(grammar_);
+  if (inherited_.sets) {
+    sets_ = std::move(inherited_.sets);
+    masks_ = std::move(inherited_.masks);
+  } else {
+    sets_ = std::make_unique<StackSets>(grammar_);
+    masks_ = MaskCache{};
+  }
+  inherited_ = Tables{};
   state_ = sets_->start();
-  mask_cache_.assign(kMaskCacheSize, CachedMask{});
   walk_states_.assign(size_t(tokens_->max_depth()) + 1, 0);
 }
 
+void GrammarMatcher::reuse_tables(Tables tables) {
+  if (!tables.sets || !tables.grammar || !same_rules(*tables.grammar, *grammar_) || fed_) return;
+  inherited_ = std::move(tables);
+  if (triggered_) start_grammar();
+}
+
+GrammarMatcher::Tables GrammarMatcher::take_tables() {
+  Tables tables{grammar_, std::move(sets_), std::move(masks_)};
+  if (!tables.sets) tables = std::move(inherited_);
+  return tables;
+}
+
 void GrammarMatcher::compact_if_needed() const {
-  if (!sets_->over_budget()) return;
-  state_ = sets_->compact({state_})[0];
-  for (CachedMask& entry : mask_cache_) entry.state = -1;
+  if (sets_->over_budget()) compact({&state_});
+}
+
+void GrammarMatcher::compact(std::vector<int32_t*> states) const {
+  std::vector<int32_t> keep;
+  for (const int32_t* state : states) keep.push_back(*state);
+  const std::vector<int32_t> masked(masked_here_.begin(), masked_here_.end());
+  keep.insert(keep.end(), masked.begin(), masked.end());
+  for (const MaskCache::Entry& entry : masks_.entries) keep.push_back(entry.state);
+  const std::vector<int32_t> renamed = sets_->compact(keep);
+  size_t next = 0;
+  for (int32_t* state : states) *state = renamed[next++];
+  masked_here_.clear();
+  for (size_t i = 0; i < masked.size(); ++i) masked_here_.insert(renamed[next++]);
+  masks_.by_state.clear();
+  for (size_t i = 0; i < masks_.entries.size(); ++i) {
+    masks_.entries[i].state = renamed[next++];
+    masks_.by_state[masks_.entries[i].state] = i;
+  }
 }
 
 void GrammarMatcher::apply_mask(float* logits) const {
-  if (!triggered_) return;
-  const std::vector<uint64_t>& allowed = allowed_tokens();
+  const uint64_t* allowed = allowed_bits();
+  if (!allowed) return;
   const int32_t vocab = tokens_->vocab_size();
   for (int32_t word = 0; word * 64 < vocab; ++word) {
     const uint64_t bits = allowed[size_t(word)];
@@ -124,26 +158,48 @@ void GrammarMatcher::apply_mask(float* logits) const {
   }
 }
 
+const uint64_t* GrammarMatcher::allowed_bits() const { return triggered_ ? allowed_tokens().data() : nullptr; }
+
+bool GrammarMatcher::mask_known() const {
+  if (!triggered_) return true;
+  compact_if_needed();
+  return memoize_ && masked_here_.count(state_) > 0;
+}
+
+size_t GrammarMatcher::mask_capacity() const {
+  const size_t mask_bytes = (size_t(tokens_->vocab_size()) + 63) / 64 * sizeof(uint64_t);
+  return std::clamp(kMaskCacheBytes / std::max<size_t>(mask_bytes, 1), kMinMasks, kMaxMasks);
+}
+
 const std::vector<uint64_t>& GrammarMatcher::allowed_tokens() const {
   compact_if_needed();
   if (!memoize_) {
     walk_trie(scratch_allowed_);
     return scratch_allowed_;
   }
-  ++mask_clock_;
-  for (CachedMask& entry : mask_cache_) {
-    if (entry.state == state_) {
-      entry.last_used = mask_clock_;
-      return entry.allowed;
-    }
+  masked_here_.insert(state_);
+  const uint64_t now = ++masks_.clock;
+  if (const auto found = masks_.by_state.find(state_); found != masks_.by_state.end()) {
+    MaskCache::Entry& entry = masks_.entries[found->second];
+    entry.last_used = now;
+    return entry.allowed;
   }
-  CachedMask& victim = *std::min_element(mask_cache_.begin(), mask_cache_.end(),
-                                         [](const CachedMask& a, const CachedMask& b) { return a.last_used < b.last_used; });
-  victim.state = -1;
-  walk_trie(victim.allowed);
-  victim.state = state_;
-  victim.last_used = mask_clock_;
-  return victim.allowed;
+  walk_trie(scratch_allowed_);
+  size_t slot = masks_.entries.size();
+  if (slot < mask_capacity()) {
+    masks_.entries.emplace_back();
+  } else {
+    slot = size_t(std::min_element(masks_.entries.begin(), masks_.entries.end(), [](const auto& a, const auto& b) {
+                    return a.last_used < b.last_used;
+                  }) - masks_.entries.begin());
+    masks_.by_state.erase(masks_.entries[slot].state);
+  }
+  MaskCache::Entry& entry = masks_.entries[slot];
+  entry.allowed.swap(scratch_allowed_);
+  entry.state = state_;
+  entry.last_used = now;
+  masks_.by_state[state_] = slot;
+  return entry.allowed;
 }
 
 // Preorder over the trie with the state at each depth: a node's state is its parent's
@@ -186,6 +242,7 @@ bool GrammarMatcher::allows(int32_t token) const {
 }
 
 void GrammarMatcher::accept(int32_t token) {
+  fed_ = true;
   if (token < 0 || token >= tokens_->vocab_size()) throw Error("token " + std::to_string(token) + " is not in the vocabulary");
   if (!triggered_) {
     watch_for_trigger(tokens_->bytes(token));
@@ -200,6 +257,7 @@ void GrammarMatcher::accept(int32_t token) {
 }
 
 void GrammarMatcher::accept_bytes(std::string_view bytes) {
+  fed_ = true;
   if (triggered_) {
     feed(bytes);
   } else {
@@ -214,10 +272,8 @@ void GrammarMatcher::feed(std::string_view bytes) {
   int32_t original = state_, state = state_;
   for (size_t i = 0; i < bytes.size(); ++i) {
     if (i % kCompactEveryBytes == kCompactEveryBytes - 1 && sets_->over_budget()) {
-      const std::vector<int32_t> renamed = sets_->compact({original, state});
-      original = state_ = renamed[0];
-      state = renamed[1];
-      for (CachedMask& entry : mask_cache_) entry.state = -1;
+      compact({&original, &state});
+      state_ = original;
     }
     state = sets_->step(state, uint8_t(bytes[i]));
     if (state == StackSets::kDead) {

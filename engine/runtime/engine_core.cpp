@@ -134,7 +134,30 @@ std::unique_ptr<EngineCore::Live> EngineCore::make_live(RequestId id, const Requ
   } else if (c.active()) {
     live->matcher = std::make_unique<grammar::GrammarMatcher>(c.grammar, token_table(request.print_control_tokens), c.triggers);
   }
+  if (live->matcher) reuse_grammar_tables(*live->matcher, *c.grammar, request.print_control_tokens);
   return live;
+}
+
+// A finished request's grammar tables, for the next request with the same rules (replacing
+// older tables of those rules; the least recently finished grammar goes past kKeptGrammars).
+void EngineCore::keep_grammar_tables(Live& live) {
+  if (!live.matcher) return;
+  KeptGrammar kept{live.request.print_control_tokens, live.matcher->take_tables()};
+  if (!kept.tables.sets || kept.tables.sets->over_budget()) return;
+  std::erase_if(kept_grammars_, [&](const KeptGrammar& k) { return k.print_control_tokens == kept.print_control_tokens &&
+                                                                    grammar::same_rules(*k.tables.grammar, *kept.tables.grammar); });
+  kept_grammars_.push_back(std::move(kept));
+  if (kept_grammars_.size() > kKeptGrammars) kept_grammars_.erase(kept_grammars_.begin());
+}
+
+// Hands the matcher the tables a finished request of the same rules left, if any.
+void EngineCore::reuse_grammar_tables(grammar::GrammarMatcher& matcher, const grammar::Grammar& grammar, bool print_control_tokens) {
+  for (auto it = kept_grammars_.begin(); it != kept_grammars_.end(); ++it) {
+    if (it->print_control_tokens != print_control_tokens || !grammar::same_rules(*it->tables.grammar, grammar)) continue;
+    matcher.reuse_tables(std::move(it->tables));
+    kept_grammars_.erase(it);
+    return;
+  }
 }
 
 const std::shared_ptr<const grammar::TokenTable>& EngineCore::token_table(bool print_control_tokens) {
@@ -379,6 +402,7 @@ void EngineCore::finish(Live& live, FinishReason reason, std::vector<Event>& eve
   events.push_back(std::move(e));
   end_unforked_samples(live, events, "");
   scheduler_.finish(live.id, live.request.conversation_key != 0);
+  keep_grammar_tables(live);
   live_.erase(live.id);
 }
 

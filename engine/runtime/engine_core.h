@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/engine_types.h"
+#include "engine/grammar/grammar_matcher.h"
 #include "engine/runtime/sampler.h"
 #include "engine/sched/scheduler.h"
 
@@ -24,9 +25,6 @@ namespace kvdesk {
 class ForwardBackend;
 class KvCache;
 class Model;
-namespace grammar {
-class TokenTable;
-}
 
 class EngineCore {
  public:
@@ -77,6 +75,8 @@ class EngineCore {
   void advance_grammar(Live& live, int32_t token);
   void end_unforked_samples(const Live& live, std::vector<Event>& events, const std::string& error);
   const std::shared_ptr<const grammar::TokenTable>& token_table(bool print_control_tokens);
+  void keep_grammar_tables(Live& live);
+  void reuse_grammar_tables(grammar::GrammarMatcher& matcher, const grammar::Grammar& grammar, bool print_control_tokens);
   void emit_prompt_logits(const ScheduledChunk& chunk, const Live& live, const float* rows, std::vector<Event>& events);
   void after_chunk(const ScheduledChunk& chunk, const float* last_row, std::vector<Event>& events);
   void accept_token(Live& live, int32_t token, const SampleReport* report, std::vector<Event>& events);
@@ -95,6 +95,15 @@ class EngineCore {
   std::vector<float> logits_;   // [rows][vocab] of the last forward pass
   // The vocabulary as grammars see it, built on first use: [0] control tokens silent, [1] printed.
   std::shared_ptr<const grammar::TokenTable> token_tables_[2];
+  // Finished requests' grammar tables (GrammarMatcher::take_tables), least recently finished
+  // first: agents send the same schema or tools with every request, and a request with the
+  // same rules starts from its predecessor's states and masks instead of from nothing.
+  struct KeptGrammar {
+    bool print_control_tokens = false;
+    grammar::GrammarMatcher::Tables tables;
+  };
+  static constexpr size_t kKeptGrammars = 8;
+  std::vector<KeptGrammar> kept_grammars_;
 };
 
 }  // namespace kvdesk

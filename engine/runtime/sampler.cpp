@@ -44,23 +44,13 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 
 int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history,
                         const grammar::GrammarMatcher* matcher, SampleReport* report, int32_t top_logprobs) {
-  if (matcher && !report && !narrows()) {
-    // Rejection first: draws without the mask until one is a token the grammar allows. Each
-    // stage is exactly a draw from the masked distribution: a draw from p accepted when allowed
-    // gives t with probability p(t) / A (A the allowed mass), whichever try it was, and so does
-    // the masked draw after kRejectionTries refusals. Greedy tries the best candidates in order:
-    // the first allowed one is the masked argmax. Only when every try is refused is the whole
-    // mask computed (its first visit of a grammar state walks the vocabulary's trie). Filters
-    // that narrow the candidates would differ with and without the mask, so they take the mask
-    // first.
-    start(logits, vocab, history);
-    if (matcher->must_end()) return matcher->can_end() ? pick_among(matcher->end_of_generation_ids()) : -1;
-    if (const int32_t allowed = pick_by_rejection(*matcher); allowed >= 0) return allowed;
-    if (params_.temperature > 0) {
-      if (const int32_t drawn = draw_masked(*matcher); drawn >= 0) return drawn;
-    }
-  }
   start(logits, vocab, history);
+  if (matcher && !report) {
+    if (const int32_t chosen = pick_allowed(*matcher); chosen != kRetryFromLogits) return chosen;
+    start(logits, vocab, history);
+    keep_allowed(matcher->allowed_bits());
+    return any_allowed() ? pick() : -1;
+  }
   if (matcher) {
     apply_mask(*matcher);
     if (!any_allowed()) return -1;
@@ -72,6 +62,31 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
   const int32_t chosen = pick();
   if (report && chosen >= 0) report_logprobs(chosen, top_logprobs, *report);
   return chosen;
+}
+
+// Under a grammar, with candidates_ as start() left them. Where this state's mask is known (a
+// bitset look-up) the draw is over the allowed tokens alone, so the softmax skips the rest.
+// Otherwise rejection first: draws without the mask until one is a token the grammar allows.
+// Each stage is exactly a draw from the masked distribution: a draw from p accepted when
+// allowed gives t with probability p(t) / A (A the allowed mass), whichever try it was, and so
+// does the masked draw after kRejectionTries refusals. Greedy tries the best candidates in
+// order: the first allowed one is the masked argmax. Only when every try is refused is the
+// whole mask computed (its first visit of a grammar state walks the vocabulary's trie). Filters
+// that narrow the candidates would differ with and without the mask, so they take the mask
+// first. kRetryFromLogits when the refused tries' probabilities are too small to carry the
+// allowed mass.
+int32_t Sampler::pick_allowed(const grammar::GrammarMatcher& matcher) {
+  if (matcher.must_end()) return matcher.can_end() ? pick_among(matcher.end_of_generation_ids()) : -1;
+  if (narrows() || matcher.mask_known()) {
+    keep_allowed(matcher.allowed_bits());
+    return any_allowed() ? pick() : -1;
+  }
+  if (!any_allowed()) return -1;
+  if (const int32_t allowed = pick_by_rejection(matcher); allowed >= 0) return allowed;
+  const double total_weight = params_.temperature > 0 ? cumulative_.back() : 0;
+  keep_allowed(matcher.allowed_bits());
+  if (params_.temperature <= 0) return any_allowed() ? pick() : -1;
+  return draw_refused_tries_masked(total_weight);
 }
 
 // candidates_ = the logits with the bias and penalties in.
@@ -93,11 +108,7 @@ int32_t Sampler::pick_by_rejection(const grammar::GrammarMatcher& matcher) {
     }
     return -1;
   }
-  if (!any_allowed()) return -1;
-  softmax_with_temperature();
-  cumulative_.resize(candidates_.size());
-  double total = 0;
-  for (size_t i = 0; i < candidates_.size(); ++i) cumulative_[i] = total += candidates_[i].value;
+  const double total = weigh_with_temperature();
   for (int32_t attempt = 0; attempt < kRejectionTries; ++attempt) {
     const double u = uniform() * total;   // as draw(): the first candidate whose running sum passes u
     const size_t i = size_t(std::upper_bound(cumulative_.begin(), cumulative_.end(), u) - cumulative_.begin());
@@ -107,21 +118,40 @@ int32_t Sampler::pick_by_rejection(const grammar::GrammarMatcher& matcher) {
   return -1;
 }
 
-// After refused tries at a temperature: candidates_ hold the whole vocabulary's probabilities
-// (id order); the masked distribution is the allowed ones renormalized, drawn here without a
-// second softmax. -1 when the allowed mass is too small for those probabilities to carry it
-// (the masked softmax from the logits is exact then).
-int32_t Sampler::draw_masked(const grammar::GrammarMatcher& matcher) {
-  constexpr double kSmallestAllowedMass = 1e-20;
-  adjusted_.resize(candidates_.size());
-  for (size_t i = 0; i < candidates_.size(); ++i) adjusted_[i] = candidates_[i].value;
-  matcher.apply_mask(adjusted_.data());
-  double allowed_mass = 0;
+// softmax_with_temperature() without the division: candidates_ get exp((v - max) / T) (the
+// most likely 1), cumulative_ their running sums; returns the sum. One pass for the rejection
+// tries, which draw against the sum and need no normalized probabilities.
+double Sampler::weigh_with_temperature() {
+  float max_value = candidates_[0].value;
+  for (const Candidate& c : candidates_) max_value = std::max(max_value, c.value);
+  cumulative_.resize(candidates_.size());
+  double total = 0;
   for (size_t i = 0; i < candidates_.size(); ++i) {
-    if (std::isinf(adjusted_[i])) candidates_[i].value = 0;   // refused: no weight in draw()
-    allowed_mass += candidates_[i].value;
+    candidates_[i].value = std::exp((candidates_[i].value - max_value) / params_.temperature);
+    cumulative_[i] = total += candidates_[i].value;
   }
-  return allowed_mass < kSmallestAllowedMass ? -1 : draw();
+  return total;
+}
+
+// After refused tries at a temperature: candidates_ hold the allowed tokens' weights from
+// weigh_with_temperature(); the masked distribution is those renormalized, drawn here without
+// a second exponential unless the allowed share of the whole is too small for them to carry it.
+int32_t Sampler::draw_refused_tries_masked(double total_weight) {
+  constexpr double kSmallestAllowedShare = 1e-20;
+  double allowed_weight = 0;
+  for (const Candidate& c : candidates_) allowed_weight += c.value;
+  return allowed_weight < kSmallestAllowedShare * total_weight ? kRetryFromLogits : draw();
+}
+
+// Keeps the candidates whose bit is set (candidates_ in id order, as start() leaves them); a
+// null mask keeps all.
+void Sampler::keep_allowed(const uint64_t* allowed) {
+  if (!allowed) return;
+  size_t kept = 0;
+  for (const Candidate& c : candidates_) {
+    if ((allowed[size_t(c.id) >> 6] >> (c.id & 63)) & 1) candidates_[kept++] = c;
+  }
+  candidates_.resize(kept);
 }
 
 // When the grammar allows only end-of-generation: the masked distribution over those few ids,

@@ -56,7 +56,11 @@ class Sampler {
   int32_t pick_by_rejection(const grammar::GrammarMatcher& matcher);
   std::vector<int32_t> best_candidates(int32_t count) const;
   int32_t pick_among(const std::vector<int32_t>& ids);
-  int32_t draw_masked(const grammar::GrammarMatcher& matcher);
+  static constexpr int32_t kRetryFromLogits = -2;
+  int32_t pick_allowed(const grammar::GrammarMatcher& matcher);
+  double weigh_with_temperature();
+  int32_t draw_refused_tries_masked(double total_weight);
+  void keep_allowed(const uint64_t* allowed /*[vocab / 64 rounded up] bits, or null*/);
   double uniform();
   void report_logprobs(int32_t chosen, int32_t top, SampleReport& report) const;
   void keep_top_k();
@@ -68,8 +72,8 @@ class Sampler {
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<Candidate> candidates_;   // [vocab] at the start of each sample()
-  std::vector<float> adjusted_;         // [vocab] the logits after bias, penalties and mask (draw_masked: the probabilities)
-  std::vector<double> cumulative_;      // [vocab] running sums of candidates_' probabilities
+  std::vector<float> adjusted_;         // [vocab] the logits after bias, penalties and mask
+  std::vector<double> cumulative_;      // [vocab] running sums of candidates_' weights (weigh_with_temperature)
 };
 
 }  // namespace kvdesk

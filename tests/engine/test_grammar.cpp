@@ -362,6 +362,62 @@ TEST_CASE("The memoized mask equals a fresh walk and the per-token check", "[gra
   }
 }
 
+TEST_CASE("A matcher started from a finished one's tables masks as a fresh one", "[grammar]") {
+  const auto table = llama_table();
+  const auto grammar = parse_gbnf(kvdesk::grammar::json_object_gbnf());
+  std::mt19937 rng(11);
+  GrammarMatcher::Tables tables;
+  for (int run = 0; run < 3; ++run) {
+    // The same rules parsed again (another Grammar object) take the tables; a warm run meets
+    // states the one before computed.
+    GrammarMatcher warm(parse_gbnf(kvdesk::grammar::json_object_gbnf()), table), fresh(grammar, table);
+    warm.reuse_tables(std::move(tables));
+    fresh.set_memoize(false);
+    for (int step = 0; step < 40 && !warm.must_end(); ++step) {
+      if (step == 0) CHECK_FALSE(warm.mask_known());   // inherited masks are not this matcher's own
+      const std::vector<int32_t> allowed = allowed_tokens(warm, table->vocab_size());
+      REQUIRE(allowed == allowed_tokens(fresh, table->vocab_size()));
+      CHECK(warm.mask_known());
+      const int32_t token = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+      if (table->is_end_of_generation(token)) break;
+      warm.accept(token);
+      fresh.accept(token);
+    }
+    tables = warm.take_tables();
+    REQUIRE(tables.sets != nullptr);
+  }
+  // Tables of other rules are ignored: the matcher starts from nothing and masks its own language.
+  GrammarMatcher other(parse_gbnf("root ::= \"[\" [0-9]* \"]\""), table);
+  other.reuse_tables(std::move(tables));
+  GrammarMatcher other_fresh(parse_gbnf("root ::= \"[\" [0-9]* \"]\""), table);
+  CHECK(allowed_tokens(other, table->vocab_size()) == allowed_tokens(other_fresh, table->vocab_size()));
+}
+
+TEST_CASE("A matcher keeps its place and its masks through the tables' compaction", "[grammar]") {
+  // Nested parentheses 300,000 deep: each depth a state of its own, past the recognizer's budget
+  // of sets, so the tables are compacted on the way in and on the way out.
+  const auto grammar = parse_gbnf("root ::= \"(\" root \")\" | \"x\"");
+  const auto table = byte_table();
+  GrammarMatcher matcher(grammar, table), fresh(grammar, table);
+  fresh.set_memoize(false);
+  constexpr int kDepth = 300'000;
+  auto step = [&](int i, char byte) {
+    if (i % 60'000 == 0) {
+      REQUIRE(allowed_tokens(matcher, table->vocab_size()) == allowed_tokens(fresh, table->vocab_size()));
+      CHECK(matcher.mask_known());
+    }
+    matcher.accept(uint8_t(byte));
+    fresh.accept(uint8_t(byte));
+  };
+  for (int i = 0; i < kDepth; ++i) step(i, '(');
+  CHECK(allowed_tokens(matcher, table->vocab_size()) == std::vector<int32_t>{'(', 'x'});
+  matcher.accept('x');
+  fresh.accept('x');
+  for (int i = 0; i < kDepth; ++i) step(i, ')');
+  CHECK(matcher.must_end());
+  CHECK(matcher.can_end());
+}
+
 TEST_CASE("JSON schema outputs of a random model always parse and validate", "[grammar]") {
   const std::vector<json> schemas = {
       json::parse(R"({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0, "maximum": 150}}, "required": ["name", "age"], "additionalProperties": false})"),
