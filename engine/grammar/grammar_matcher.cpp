@@ -1,6 +1,7 @@
 #include "engine/grammar/grammar_matcher.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -75,6 +76,10 @@ void TokenTable::build_trie() {
     previous = bytes;
   }
   for (int32_t node : path) trie_[size_t(node)].subtree_end = int32_t(trie_.size());
+  root_children_.fill(-1);
+  for (int32_t child = 1; child < int32_t(trie_.size()); child = trie_[size_t(child)].subtree_end) {
+    root_children_[trie_[size_t(child)].byte] = child;
+  }
   trie_token_begin_.assign(trie_.size() + 1, 0);
   for (const auto& [node, token] : ends) ++trie_token_begin_[size_t(node) + 1];
   std::partial_sum(trie_token_begin_.begin(), trie_token_begin_.end(), trie_token_begin_.begin());
@@ -203,13 +208,28 @@ const std::vector<uint64_t>& GrammarMatcher::allowed_tokens() const {
 }
 
 // Preorder over the trie with the state at each depth: a node's state is its parent's
-// stepped by the node's byte; a dead step skips the node's whole subtree.
+// stepped by the node's byte; a dead step skips the node's whole subtree. The root's children
+// (one per first byte, some 256 of them) are entered only for the bytes the state can read
+// next, so a state that allows a few tokens is a few short walks.
 void GrammarMatcher::walk_trie(std::vector<uint64_t>& allowed) const {
   allowed.assign((size_t(tokens_->vocab_size()) + 63) / 64, 0);
+  walk_states_[0] = state_;
+  const ByteSet& first_bytes = sets_->next_bytes(state_);
+  for (size_t word = 0; word < first_bytes.words.size(); ++word) {
+    for (uint64_t bits = first_bytes.words[word]; bits != 0; bits &= bits - 1) {
+      const int32_t child = tokens_->root_child(uint8_t(word * 64 + size_t(std::countr_zero(bits))));
+      if (child >= 0) walk_subtree(child, allowed);
+    }
+  }
+  if (sets_->can_end(state_)) {
+    for (int32_t id : tokens_->end_of_generation_ids()) set_bit(allowed, id);
+  }
+}
+
+void GrammarMatcher::walk_subtree(int32_t top, std::vector<uint64_t>& allowed) const {
   const std::vector<TokenTable::TrieNode>& trie = tokens_->trie();
   const std::vector<int32_t>& trie_tokens = tokens_->trie_tokens();
-  walk_states_[0] = state_;
-  for (int32_t i = 1; i < int32_t(trie.size());) {
+  for (int32_t i = top; i < trie[size_t(top)].subtree_end;) {
     const TokenTable::TrieNode node = trie[size_t(i)];
     const int32_t from = walk_states_[node.depth - 1];
     const int32_t to = memoize_ ? sets_->step(from, node.byte) : sets_->step_uncached(from, node.byte);
@@ -220,9 +240,6 @@ void GrammarMatcher::walk_trie(std::vector<uint64_t>& allowed) const {
     walk_states_[node.depth] = to;
     for (int32_t k = tokens_->token_begin(i); k < tokens_->token_begin(i + 1); ++k) set_bit(allowed, trie_tokens[size_t(k)]);
     ++i;
-  }
-  if (sets_->can_end(state_)) {
-    for (int32_t id : tokens_->end_of_generation_ids()) set_bit(allowed, id);
   }
 }
 

@@ -20,6 +20,7 @@
 // A matcher is for one generation on one thread; the Grammar and TokenTable it shares are
 // immutable.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,6 +60,8 @@ class TokenTable {
   int32_t token_begin(int32_t node) const { return trie_token_begin_[size_t(node)]; }
   const std::vector<int32_t>& trie_tokens() const { return trie_tokens_; }
   int max_depth() const { return max_depth_; }
+  // The root's child on `byte` (the first node of the tokens starting with it), or -1.
+  int32_t root_child(uint8_t byte) const { return root_children_[byte]; }
 
  private:
   void build_trie();
@@ -70,6 +73,7 @@ class TokenTable {
   std::vector<int32_t> trie_token_begin_;           // [nodes + 1]
   std::vector<int32_t> trie_tokens_;                // token ids grouped by node, in node order
   int max_depth_ = 0;
+  std::array<int32_t, 256> root_children_{};        // [first byte] node, or -1
 };
 
 class GrammarMatcher {
@@ -145,6 +149,7 @@ class GrammarMatcher {
   const std::vector<uint64_t>& allowed_tokens() const;
   size_t mask_capacity() const;
   void walk_trie(std::vector<uint64_t>& allowed) const;
+  void walk_subtree(int32_t top, std::vector<uint64_t>& allowed) const;   // top: a child of the root
   int32_t state_after(int32_t state, std::string_view bytes) const;   // StackSets::kDead if rejected
   void feed(std::string_view bytes);
   void watch_for_trigger(std::string_view bytes);
