@@ -85,6 +85,19 @@ TEST_CASE("bench kv measures bytes per token against the formula and times atten
   CHECK(j["results"]["attention"][0]["us_per_token"]["median"].get<double>() > 0);
 }
 
+TEST_CASE("bench grammar times decode free, held on a kept engine and held on a fresh one", "[bench][cli]") {
+  TempDir dir;
+  const nlohmann::json j = run_mode(dir, {"grammar", "--json-schema", source_path("assets/bench/person.schema.json"),
+                                          "--decode-tokens", "8", "--repeat", "3", "-t", "1"});
+  const nlohmann::json& r = j["results"];
+  CHECK(r["free_tok_s"]["runs"].size() == 3);
+  CHECK(r["constrained_tok_s"]["runs"].size() == 2);   // the first held request found no tables kept
+  CHECK(r["fresh_engine_tok_s"]["runs"].size() == 3);
+  for (const char* key : {"free_tok_s", "constrained_tok_s", "fresh_engine_tok_s"}) CHECK(r[key]["median"].get<double>() > 0);
+  for (const char* key : {"mask_cost_pct", "fresh_engine_mask_cost_pct", "mask_us_per_token", "fresh_engine_mask_us_per_token"}) CHECK(r.contains(key));
+  CHECK(j["settings"]["vocab"] == 512);
+}
+
 TEST_CASE("bench capacity compares paged block sizes with contiguous preallocation", "[bench][cli]") {
   TempDir dir;
   const nlohmann::json j = run_mode(dir, {"capacity", "--kv-budget-mib", "1", "--kv-types", "f16,int8"});
