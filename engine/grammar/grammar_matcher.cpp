@@ -128,6 +128,12 @@ GrammarMatcher::Tables GrammarMatcher::take_tables() {
   return tables;
 }
 
+size_t GrammarMatcher::Tables::footprint_bytes() const {
+  size_t bytes = sets ? sets->footprint_bytes() : 0;
+  for (const MaskCache::Entry& entry : masks.entries) bytes += sizeof(entry) + entry.allowed.size() * sizeof(uint64_t);
+  return bytes;
+}
+
 void GrammarMatcher::compact_if_needed() const {
   if (sets_->over_budget()) compact({&state_});
 }

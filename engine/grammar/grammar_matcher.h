@@ -101,6 +101,8 @@ class GrammarMatcher {
     std::shared_ptr<const Grammar> grammar;
     std::unique_ptr<StackSets> sets;
     MaskCache masks;
+
+    size_t footprint_bytes() const;   // about: the recognizer's tables and the masks
   };
 
   // Starts at the grammar's root. Throws kvdesk::Error when the grammar is too ambiguous.

@@ -22,6 +22,13 @@ void StackSets::reset() {
   sets_.clear();
   set_ids_.clear();
   transitions_.assign(size_t{1} << kTransitionBits, Transition{});
+  interned_stack_ids_ = 0;
+}
+
+size_t StackSets::footprint_bytes() const {
+  constexpr size_t kHashEntryBytes = 48;   // a node of std::unordered_map with its bucket
+  return transitions_.size() * sizeof(Transition) + nodes_.size() * (sizeof(Node) + kHashEntryBytes) +
+         sets_.size() * (sizeof(Set) + kHashEntryBytes) + interned_stack_ids_ * 2 * sizeof(int32_t);
 }
 
 int32_t StackSets::node(int32_t position, int32_t below) {
@@ -67,6 +74,7 @@ int32_t StackSets::intern(std::vector<int32_t> stacks) {
   std::string key(reinterpret_cast<const char*>(stacks.data()), stacks.size() * sizeof(int32_t));
   const auto [found, added] = set_ids_.emplace(std::move(key), int32_t(sets_.size()));
   if (!added) return found->second;
+  interned_stack_ids_ += stacks.size();
   Set set;
   for (int32_t id : stacks) {
     if (id == kEmptyStack) {

@@ -51,6 +51,8 @@ class StackSets {
   const ByteSet& next_bytes(int32_t set) const { return sets_[size_t(set)].next_bytes; }
 
   bool over_budget() const { return nodes_.size() > kNodeBudget || sets_.size() > kSetBudget; }
+  // About how many bytes the tables hold (vectors and hash entries), for whoever keeps them.
+  size_t footprint_bytes() const;
   // Forgets every set but those in `keep` (and the transition cache); returns their new ids,
   // in order. Ids handed out before are invalid afterwards.
   std::vector<int32_t> compact(const std::vector<int32_t>& keep);
@@ -90,6 +92,7 @@ class StackSets {
   std::unordered_map<std::string, int32_t> set_ids_;   // stacks as bytes -> set
   std::vector<Transition> transitions_;   // [1 << kTransitionBits]
   std::vector<int32_t> scratch_;
+  size_t interned_stack_ids_ = 0;   // stack ids over all sets (each held twice: set and key)
 };
 
 }  // namespace kvdesk::grammar

@@ -139,15 +139,21 @@ std::unique_ptr<EngineCore::Live> EngineCore::make_live(RequestId id, const Requ
 }
 
 // A finished request's grammar tables, for the next request with the same rules (replacing
-// older tables of those rules; the least recently finished grammar goes past kKeptGrammars).
+// older tables of those rules); the least recently finished go past kKeptGrammars grammars or
+// kKeptGrammarBytes in all.
 void EngineCore::keep_grammar_tables(Live& live) {
   if (!live.matcher) return;
   KeptGrammar kept{live.request.print_control_tokens, live.matcher->take_tables()};
-  if (!kept.tables.sets || kept.tables.sets->over_budget()) return;
+  if (!kept.tables.sets || kept.tables.sets->over_budget() || kept.tables.footprint_bytes() > kKeptGrammarBytes) return;
   std::erase_if(kept_grammars_, [&](const KeptGrammar& k) { return k.print_control_tokens == kept.print_control_tokens &&
                                                                     grammar::same_rules(*k.tables.grammar, *kept.tables.grammar); });
   kept_grammars_.push_back(std::move(kept));
-  if (kept_grammars_.size() > kKeptGrammars) kept_grammars_.erase(kept_grammars_.begin());
+  auto total_bytes = [&] {
+    size_t bytes = 0;
+    for (const KeptGrammar& k : kept_grammars_) bytes += k.tables.footprint_bytes();
+    return bytes;
+  };
+  while (kept_grammars_.size() > kKeptGrammars || total_bytes() > kKeptGrammarBytes) kept_grammars_.erase(kept_grammars_.begin());
 }
 
 // Hands the matcher the tables a finished request of the same rules left, if any.

@@ -103,6 +103,7 @@ class EngineCore {
     grammar::GrammarMatcher::Tables tables;
   };
   static constexpr size_t kKeptGrammars = 8;
+  static constexpr size_t kKeptGrammarBytes = size_t{32} << 20;
   std::vector<KeptGrammar> kept_grammars_;
 };
 
