@@ -112,18 +112,21 @@ void GrammarMatcher::start_grammar() {
     masks_ = MaskCache{};
   }
   inherited_ = Tables{};
+  masked_here_.clear();
   state_ = sets_->start();
   walk_states_.assign(size_t(tokens_->max_depth()) + 1, 0);
 }
 
 void GrammarMatcher::reuse_tables(Tables tables) {
-  if (!tables.sets || !tables.grammar || !same_rules(*tables.grammar, *grammar_) || fed_) return;
+  if (!tables.sets || !tables.grammar || tables.tokens != tokens_ || !same_rules(*tables.grammar, *grammar_) || fed_) {
+    return;
+  }
   inherited_ = std::move(tables);
   if (triggered_) start_grammar();
 }
 
 GrammarMatcher::Tables GrammarMatcher::take_tables() {
-  Tables tables{grammar_, std::move(sets_), std::move(masks_)};
+  Tables tables{grammar_, tokens_, std::move(sets_), std::move(masks_)};
   if (!tables.sets) tables = std::move(inherited_);
   return tables;
 }
@@ -138,7 +141,20 @@ void GrammarMatcher::compact_if_needed() const {
   if (sets_->over_budget()) compact({&state_});
 }
 
+// Keeps *states, this matcher's masked states and the cached masks' states. Should those alone
+// still be over budget (a hostile grammar's huge sets), the cached masks go, being a cache, and
+// then the masked states: only such a grammar's answers then differ from a fresh engine's.
 void GrammarMatcher::compact(std::vector<int32_t*> states) const {
+  compact_keeping(states);
+  if (!sets_->over_budget()) return;
+  masks_ = MaskCache{};
+  compact_keeping(states);
+  if (!sets_->over_budget()) return;
+  masked_here_.clear();
+  compact_keeping(states);
+}
+
+void GrammarMatcher::compact_keeping(const std::vector<int32_t*>& states) const {
   std::vector<int32_t> keep;
   for (const int32_t* state : states) keep.push_back(*state);
   const std::vector<int32_t> masked(masked_here_.begin(), masked_here_.end());
@@ -177,6 +193,13 @@ bool GrammarMatcher::mask_known() const {
   return memoize_ && masked_here_.count(state_) > 0;
 }
 
+// The set is this matcher's own history, so where it is cleared does not depend on the tables
+// it inherited.
+void GrammarMatcher::note_masked_here() const {
+  if (masked_here_.size() >= kMaxMaskedStates) masked_here_.clear();
+  masked_here_.insert(state_);
+}
+
 size_t GrammarMatcher::mask_capacity() const {
   const size_t mask_bytes = (size_t(tokens_->vocab_size()) + 63) / 64 * sizeof(uint64_t);
   return std::clamp(kMaskCacheBytes / std::max<size_t>(mask_bytes, 1), kMinMasks, kMaxMasks);
@@ -188,14 +211,15 @@ const std::vector<uint64_t>& GrammarMatcher::allowed_tokens() const {
     walk_trie(scratch_allowed_);
     return scratch_allowed_;
   }
-  masked_here_.insert(state_);
   const uint64_t now = ++masks_.clock;
   if (const auto found = masks_.by_state.find(state_); found != masks_.by_state.end()) {
+    note_masked_here();
     MaskCache::Entry& entry = masks_.entries[found->second];
     entry.last_used = now;
     return entry.allowed;
   }
   walk_trie(scratch_allowed_);
+  note_masked_here();
   size_t slot = masks_.entries.size();
   if (slot < mask_capacity()) {
     masks_.entries.emplace_back();

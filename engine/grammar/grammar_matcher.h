@@ -99,6 +99,7 @@ class GrammarMatcher {
   // masks computed for them. Empty (null sets) for a lazy matcher whose grammar never started.
   struct Tables {
     std::shared_ptr<const Grammar> grammar;
+    std::shared_ptr<const TokenTable> tokens;   // the vocabulary the masks are over
     std::unique_ptr<StackSets> sets;
     MaskCache masks;
 
@@ -120,7 +121,7 @@ class GrammarMatcher {
   void apply_mask(float* logits /*[vocab]*/) const;
   // The same mask as bits: token t is allowed when bit t % 64 of word t / 64 is set
   // ([vocab / 64 rounded up] words); null before a lazy matcher's trigger (all allowed). Valid
-  // until the matcher next changes.
+  // until the next mask is asked for or the matcher changes.
   const uint64_t* allowed_bits() const;
   // allowed_bits() is a look-up now, not a walk over the vocabulary (this state's mask was
   // computed before, or the grammar has not started).
@@ -136,8 +137,9 @@ class GrammarMatcher {
   const std::vector<int32_t>& end_of_generation_ids() const { return tokens_->end_of_generation_ids(); }
   bool triggered() const { return triggered_; }
 
-  // Starts from the tables a finished matcher of a grammar with the same rules left (take_tables()):
-  // its states are look-ups here. Only before the first token; tables of other rules are ignored.
+  // Starts from the tables a finished matcher of a grammar with the same rules and vocabulary
+  // left (take_tables()): its states are look-ups here. Only before the first token; other
+  // tables are ignored.
   void reuse_tables(Tables tables);
   // This matcher's tables, for the next one of the same grammar; the matcher is done afterwards.
   Tables take_tables();
@@ -158,6 +160,8 @@ class GrammarMatcher {
   void compact_if_needed() const;
   // Compacts the tables keeping *states, the masks' states and masked_here_, renamed in place.
   void compact(std::vector<int32_t*> states) const;
+  void compact_keeping(const std::vector<int32_t*>& states) const;
+  void note_masked_here() const;   // the current state's mask was asked for
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTable> tokens_;
@@ -171,7 +175,9 @@ class GrammarMatcher {
   mutable std::unique_ptr<StackSets> sets_;
   mutable int32_t state_ = 0;
   mutable MaskCache masks_;
-  mutable std::unordered_set<int32_t> masked_here_;   // states this matcher asked the mask of
+  // States this matcher asked the mask of (at most kMaxMaskedStates: cleared when full).
+  static constexpr size_t kMaxMaskedStates = 1024;
+  mutable std::unordered_set<int32_t> masked_here_;
   Tables inherited_;   // reuse_tables() before a lazy grammar starts
   mutable std::vector<uint64_t> scratch_allowed_;
   mutable std::vector<int32_t> walk_states_;   // [trie depth + 1]

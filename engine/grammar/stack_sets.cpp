@@ -109,25 +109,28 @@ int32_t StackSets::compute_step(int32_t set, uint8_t byte) {
   return intern(scratch_);
 }
 
+// Each kept stack is rebuilt node by node from its bottom, an old node's new id remembered, so
+// stacks that share a tail share it again and the work is one visit per old node reached (a
+// deep stack of many kept states is not copied out once per state).
 std::vector<int32_t> StackSets::compact(const std::vector<int32_t>& keep) {
-  std::vector<std::vector<std::vector<int32_t>>> kept;   // [keep][stacks][positions, bottom first]
-  for (int32_t set : keep) {
-    std::vector<std::vector<int32_t>>& stacks = kept.emplace_back();
-    for (int32_t id : sets_[size_t(set)].stacks) {
-      std::vector<int32_t>& positions = stacks.emplace_back();
-      for (; id != kEmptyStack; id = nodes_[size_t(id)].below) positions.push_back(nodes_[size_t(id)].position);
-      std::reverse(positions.begin(), positions.end());
-    }
-  }
+  const std::vector<Node> old_nodes = std::move(nodes_);
+  std::vector<std::vector<int32_t>> kept_stacks;   // [keep][stacks] old node ids
+  for (int32_t set : keep) kept_stacks.push_back(sets_[size_t(set)].stacks);
   reset();
-  std::vector<int32_t> renamed;
-  for (const std::vector<std::vector<int32_t>>& stacks_of_set : kept) {
-    std::vector<int32_t> stacks;
-    for (const std::vector<int32_t>& positions : stacks_of_set) {
-      int32_t id = kEmptyStack;
-      for (int32_t position : positions) id = node(position, id);
-      stacks.push_back(id);
+  std::vector<int32_t> renamed_node(old_nodes.size(), -1);   // [old node] new id
+  renamed_node[kEmptyStack] = kEmptyStack;
+  std::vector<int32_t> path;   // old nodes above the first one renamed already, top first
+  auto rename = [&](int32_t top) {
+    for (int32_t id = top; renamed_node[size_t(id)] < 0; id = old_nodes[size_t(id)].below) path.push_back(id);
+    for (; !path.empty(); path.pop_back()) {
+      const Node& old = old_nodes[size_t(path.back())];
+      renamed_node[size_t(path.back())] = node(old.position, renamed_node[size_t(old.below)]);
     }
+    return renamed_node[size_t(top)];
+  };
+  std::vector<int32_t> renamed;
+  for (std::vector<int32_t>& stacks : kept_stacks) {
+    for (int32_t& id : stacks) id = rename(id);
     renamed.push_back(intern(std::move(stacks)));
   }
   return renamed;

@@ -51,13 +51,10 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
     keep_allowed(matcher->allowed_bits());
     return any_allowed() ? pick() : -1;
   }
-  if (matcher) {
-    apply_mask(*matcher);
+  if (report) record_adjusted(matcher);
+  if (matcher) {   // as pick_allowed() where a filter narrows: the same seed draws the same token
+    keep_allowed(matcher->allowed_bits());
     if (!any_allowed()) return -1;
-  }
-  if (report && !matcher) {
-    adjusted_.resize(size_t(vocab));
-    for (int32_t i = 0; i < vocab; ++i) adjusted_[size_t(i)] = candidates_[size_t(i)].value;
   }
   const int32_t chosen = pick();
   if (report && chosen >= 0) report_logprobs(chosen, top_logprobs, *report);
@@ -206,12 +203,12 @@ int32_t Sampler::pick() {
   return draw();
 }
 
-// Tokens the grammar does not allow next get -inf, so no filter below can bring them back.
-void Sampler::apply_mask(const grammar::GrammarMatcher& matcher) {
+// adjusted_ = the logits with bias and penalties in, and the grammar's -inf where it refuses:
+// what the report's log-probabilities are computed from.
+void Sampler::record_adjusted(const grammar::GrammarMatcher* matcher) {
   adjusted_.resize(candidates_.size());
   for (size_t i = 0; i < candidates_.size(); ++i) adjusted_[i] = candidates_[i].value;
-  matcher.apply_mask(adjusted_.data());
-  for (size_t i = 0; i < candidates_.size(); ++i) candidates_[i].value = adjusted_[i];
+  if (matcher) matcher->apply_mask(adjusted_.data());
 }
 
 // log softmax of adjusted_ (bias, penalties and mask in; temperature not): the chosen token's

@@ -4,7 +4,9 @@
 // (argmax, lowest id on ties). Log-probabilities, when asked for, are those of the distribution
 // after the mask and before temperature: what the model says about the tokens it may write.
 // One Sampler per sequence: its random stream, seeded once, makes a run with the same seed
-// repeat exactly.
+// repeat exactly. Under a grammar the draw without a log-probability report tries unmasked
+// draws first (sample()), so a seed's tokens there can differ from the same seed's with a
+// report, unless top-k, top-p or min-p narrow the candidates (both then draw from the mask).
 #pragma once
 #include <cstdint>
 #include <random>
@@ -48,7 +50,7 @@ class Sampler {
   bool narrows() const;   // a filter (top-k, top-p, min-p) narrows what a draw may take
   void apply_logit_bias();
   void apply_penalties(const std::vector<int32_t>& history);
-  void apply_mask(const grammar::GrammarMatcher& matcher);
+  void record_adjusted(const grammar::GrammarMatcher* matcher);
   bool any_allowed() const;   // some candidate is above -inf
   int32_t pick();
   // Up to kRejectionTries unmasked draws (greedy: the best candidates in order) checked against

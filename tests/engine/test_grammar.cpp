@@ -386,6 +386,16 @@ TEST_CASE("A matcher started from a finished one's tables masks as a fresh one",
     tables = warm.take_tables();
     REQUIRE(tables.sets != nullptr);
   }
+  // Tables over another vocabulary are ignored (their masks would be another vocabulary's bits).
+  GrammarMatcher::Tables elsewhere;
+  {
+    GrammarMatcher bytes(grammar, byte_table());
+    allowed_tokens(bytes, byte_table()->vocab_size());
+    elsewhere = bytes.take_tables();
+  }
+  GrammarMatcher own(grammar, table), own_fresh(grammar, table);
+  own.reuse_tables(std::move(elsewhere));
+  CHECK(allowed_tokens(own, table->vocab_size()) == allowed_tokens(own_fresh, table->vocab_size()));
   // Tables of other rules are ignored: the matcher starts from nothing and masks its own language.
   GrammarMatcher other(parse_gbnf("root ::= \"[\" [0-9]* \"]\""), table);
   other.reuse_tables(std::move(tables));
@@ -416,6 +426,23 @@ TEST_CASE("A matcher keeps its place and its masks through the tables' compactio
   for (int i = 0; i < kDepth; ++i) step(i, ')');
   CHECK(matcher.must_end());
   CHECK(matcher.can_end());
+}
+
+TEST_CASE("Compaction stays bounded when the masked states alone are many stacks", "[grammar]") {
+  // Every depth's set holds 301 stacks (300 alternatives of x start with the same byte), so the
+  // states whose masks were asked for fill the recognizer's budget by themselves: compaction
+  // must drop what it can and go on, not compact again at every step.
+  std::string x = "x ::= \"a0\"";
+  for (int i = 1; i < 300; ++i) x += " | \"a" + std::to_string(i) + "\"";
+  const auto grammar = parse_gbnf("root ::= \"(\" root \")\" | x\n" + x);
+  const auto table = byte_table();
+  GrammarMatcher matcher(grammar, table);
+  for (int depth = 0; depth < 6000; ++depth) {
+    REQUIRE(allowed_tokens(matcher, table->vocab_size()) == std::vector<int32_t>{'(', 'a'});
+    matcher.accept('(');
+  }
+  for (const char byte : std::string("a299")) matcher.accept(uint8_t(byte));
+  CHECK(allowed_tokens(matcher, table->vocab_size()) == std::vector<int32_t>{')'});
 }
 
 TEST_CASE("JSON schema outputs of a random model always parse and validate", "[grammar]") {

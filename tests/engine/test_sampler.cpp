@@ -195,6 +195,39 @@ TEST_CASE("under a grammar, sampling draws from the allowed tokens renormalized"
   CHECK(double(counts[2]) / draws == Approx(expected_c).margin(0.015));
 }
 
+TEST_CASE("under a grammar, an allowed share too small for the unmasked probabilities is drawn from the logits",
+          "[engine][sampler][grammar]") {
+  BcGrammar g;
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 5;
+  // b and c carry e^-60 of the mass: every unmasked try lands on a or d.
+  const std::vector<float> logits = {0.0f, -60.0f, -59.0f, 0.0f, -80.0f};
+  Sampler sampler(p);
+  std::map<int32_t, int> counts;
+  const int draws = 20000;
+  for (int i = 0; i < draws; ++i) ++counts[sampler.sample(logits.data(), 5, {}, &g.matcher)];
+  CHECK(counts[1] + counts[2] == draws);
+  CHECK(double(counts[2]) / draws == Approx(std::exp(1.0) / (1.0 + std::exp(1.0))).margin(0.015));
+}
+
+TEST_CASE("under a grammar with top-k, a seed draws the same tokens with and without log-probabilities",
+          "[engine][sampler][grammar]") {
+  BcGrammar g;
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 3;
+  p.seed = 9;
+  const std::vector<float> logits = {2.0f, 0.5f, 1.0f, 1.5f, 0.0f};
+  Sampler plain(p), reporting(p);
+  for (int i = 0; i < 500; ++i) {
+    SampleReport report;
+    const int32_t token = plain.sample(logits.data(), 5, {}, &g.matcher);
+    REQUIRE(reporting.sample(logits.data(), 5, {}, &g.matcher, &report, 2) == token);
+    CHECK(report.logprob == Approx(token == 2 ? std::log(std::exp(1.0) / (std::exp(1.0) + std::exp(0.5))) : std::log(std::exp(0.5) / (std::exp(1.0) + std::exp(0.5)))));
+  }
+}
+
 TEST_CASE("greedy over an all -inf row picks id 0, and a grammar that allows no token gives -1", "[engine][sampler][grammar]") {
   const float inf = std::numeric_limits<float>::infinity();
   Sampler sampler(SamplingParams{});
