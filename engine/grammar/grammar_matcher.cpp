@@ -244,7 +244,7 @@ const std::vector<uint64_t>& GrammarMatcher::allowed_tokens() const {
 void GrammarMatcher::walk_trie(std::vector<uint64_t>& allowed) const {
   allowed.assign((size_t(tokens_->vocab_size()) + 63) / 64, 0);
   walk_states_[0] = state_;
-  const ByteSet& first_bytes = sets_->next_bytes(state_);
+  const ByteSet first_bytes = sets_->next_bytes(state_);   // a copy: the walk adds sets
   for (size_t word = 0; word < first_bytes.words.size(); ++word) {
     for (uint64_t bits = first_bytes.words[word]; bits != 0; bits &= bits - 1) {
       const int32_t child = tokens_->root_child(uint8_t(word * 64 + size_t(std::countr_zero(bits))));

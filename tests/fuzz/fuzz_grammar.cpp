@@ -3,7 +3,8 @@
 // schema (converted with json_schema_gbnf), anything else GBNF. Parsing and converting may
 // refuse with kvdesk::Error; then the bytes go through a matcher (a refused byte is an Error
 // too) with masks over a small token table along the way, which must agree with allows().
-// A second, lazy matcher sees the same bytes with a trigger.
+// A second matcher takes the tables the first left (its masks then looked up, not walked) and
+// sees the same bytes; a lazy matcher sees them with a trigger.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -79,7 +80,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!grammar) return 0;
     try {
       GrammarMatcher matcher(grammar, table);
-      run_matcher(matcher, bytes, *table);
+      try {
+        run_matcher(matcher, bytes, *table);
+      } catch (const kvdesk::Error&) {
+      }
+      // The same bytes again from the tables the first left: its masks against fresh steps.
+      GrammarMatcher warm(grammar, table);
+      warm.reuse_tables(matcher.take_tables());
+      run_matcher(warm, bytes, *table);
     } catch (const kvdesk::Error&) {
     }
     GrammarMatcher lazy(grammar, table, {"<tool>"});
