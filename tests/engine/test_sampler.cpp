@@ -164,6 +164,20 @@ struct BcGrammar {
   grammar::GrammarMatcher matcher{grammar::parse_gbnf("root ::= [bc]+"), table};
 };
 
+constexpr int kGrammarDraws = 20000;
+
+// kGrammarDraws draws at temperature 1 under the matcher, counted by token.
+std::map<int32_t, int> grammar_histogram(uint64_t seed, const std::vector<float>& logits,
+                                         const grammar::GrammarMatcher& matcher) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = seed;
+  Sampler sampler(p);
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < kGrammarDraws; ++i) ++counts[sampler.sample(logits.data(), int32_t(logits.size()), {}, &matcher)];
+  return counts;
+}
+
 }  // namespace
 
 TEST_CASE("under a grammar, greedy is the best allowed token, ties to the lowest id", "[engine][sampler][grammar]") {
@@ -179,36 +193,22 @@ TEST_CASE("under a grammar, greedy is the best allowed token, ties to the lowest
 
 TEST_CASE("under a grammar, sampling draws from the allowed tokens renormalized", "[engine][sampler][grammar]") {
   BcGrammar g;
-  SamplingParams p;
-  p.temperature = 1.0f;
-  p.seed = 3;
   // Softmax over b and c alone: b 1/(1+e), c e/(1+e); a and d carry most of the unmasked mass.
-  const std::vector<float> logits = {3.0f, 0.0f, 1.0f, 2.5f, -20.0f};
-  Sampler sampler(p);
-  std::map<int32_t, int> counts;
-  const int draws = 20000;
-  for (int i = 0; i < draws; ++i) ++counts[sampler.sample(logits.data(), 5, {}, &g.matcher)];
+  std::map<int32_t, int> counts = grammar_histogram(3, {3.0f, 0.0f, 1.0f, 2.5f, -20.0f}, g.matcher);
   CHECK(counts[0] == 0);
   CHECK(counts[3] == 0);
   CHECK(counts[4] == 0);   // the grammar cannot end before its first b or c
   const double expected_c = std::exp(1.0) / (1.0 + std::exp(1.0));
-  CHECK(double(counts[2]) / draws == Approx(expected_c).margin(0.015));
+  CHECK(double(counts[2]) / kGrammarDraws == Approx(expected_c).margin(0.015));
 }
 
 TEST_CASE("under a grammar, an allowed share too small for the unmasked probabilities is drawn from the logits",
           "[engine][sampler][grammar]") {
   BcGrammar g;
-  SamplingParams p;
-  p.temperature = 1.0f;
-  p.seed = 5;
   // b and c carry e^-60 of the mass: every unmasked try lands on a or d.
-  const std::vector<float> logits = {0.0f, -60.0f, -59.0f, 0.0f, -80.0f};
-  Sampler sampler(p);
-  std::map<int32_t, int> counts;
-  const int draws = 20000;
-  for (int i = 0; i < draws; ++i) ++counts[sampler.sample(logits.data(), 5, {}, &g.matcher)];
-  CHECK(counts[1] + counts[2] == draws);
-  CHECK(double(counts[2]) / draws == Approx(std::exp(1.0) / (1.0 + std::exp(1.0))).margin(0.015));
+  std::map<int32_t, int> counts = grammar_histogram(5, {0.0f, -60.0f, -59.0f, 0.0f, -80.0f}, g.matcher);
+  CHECK(counts[1] + counts[2] == kGrammarDraws);
+  CHECK(double(counts[2]) / kGrammarDraws == Approx(std::exp(1.0) / (1.0 + std::exp(1.0))).margin(0.015));
 }
 
 TEST_CASE("under a grammar with top-k, a seed draws the same tokens with and without log-probabilities",
@@ -262,13 +262,7 @@ TEST_CASE("where the grammar must end, only end-of-generation ids are drawn, in 
   REQUIRE(matcher.must_end());
   const std::vector<float> logits = {9.0f, 9.0f, 9.0f, 9.0f, 0.0f, 1.0f};
   CHECK(Sampler(SamplingParams{}).sample(logits.data(), 6, {}, &matcher) == 5);
-  SamplingParams p;
-  p.temperature = 1.0f;
-  p.seed = 11;
-  Sampler sampler(p);
-  std::map<int32_t, int> counts;
-  const int draws = 20000;
-  for (int i = 0; i < draws; ++i) ++counts[sampler.sample(logits.data(), 6, {}, &matcher)];
-  CHECK(counts[4] + counts[5] == draws);
-  CHECK(double(counts[5]) / draws == Approx(std::exp(1.0) / (1.0 + std::exp(1.0))).margin(0.015));
+  std::map<int32_t, int> counts = grammar_histogram(11, logits, matcher);
+  CHECK(counts[4] + counts[5] == kGrammarDraws);
+  CHECK(double(counts[5]) / kGrammarDraws == Approx(std::exp(1.0) / (1.0 + std::exp(1.0))).margin(0.015));
 }
