@@ -48,15 +48,11 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
   if (matcher && !report) {
     if (const int32_t chosen = pick_allowed(*matcher); chosen != kRetryFromLogits) return chosen;
     start(logits, vocab, history);
-    keep_allowed(matcher->allowed_bits());
-    return any_allowed() ? pick() : -1;
+    return pick_from_mask(*matcher);
   }
   if (report) record_adjusted(matcher);
-  if (matcher) {   // as pick_allowed() where a filter narrows: the same seed draws the same token
-    keep_allowed(matcher->allowed_bits());
-    if (!any_allowed()) return -1;
-  }
-  const int32_t chosen = pick();
+  // Under a grammar as pick_allowed() where a filter narrows: the same seed, the same token.
+  const int32_t chosen = matcher ? pick_from_mask(*matcher) : pick();
   if (report && chosen >= 0) report_logprobs(chosen, top_logprobs, *report);
   return chosen;
 }
@@ -74,16 +70,19 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
 // allowed mass.
 int32_t Sampler::pick_allowed(const grammar::GrammarMatcher& matcher) {
   if (matcher.must_end()) return matcher.can_end() ? pick_among(matcher.end_of_generation_ids()) : -1;
-  if (narrows() || matcher.mask_known()) {
-    keep_allowed(matcher.allowed_bits());
-    return any_allowed() ? pick() : -1;
-  }
+  if (narrows() || matcher.mask_known()) return pick_from_mask(matcher);
   if (!any_allowed()) return -1;
   if (const int32_t allowed = pick_by_rejection(matcher); allowed >= 0) return allowed;
-  const double total_weight = params_.temperature > 0 ? cumulative_.back() : 0;
+  if (params_.temperature <= 0) return pick_from_mask(matcher);
+  const double total_weight = cumulative_.back();
   keep_allowed(matcher.allowed_bits());
-  if (params_.temperature <= 0) return any_allowed() ? pick() : -1;
   return draw_refused_tries_masked(total_weight);
+}
+
+// The draw (pick()) over the tokens the grammar allows; -1 when none is above -inf.
+int32_t Sampler::pick_from_mask(const grammar::GrammarMatcher& matcher) {
+  keep_allowed(matcher.allowed_bits());
+  return any_allowed() ? pick() : -1;
 }
 
 // candidates_ = the logits with the bias and penalties in.

@@ -60,6 +60,7 @@ class Sampler {
   int32_t pick_among(const std::vector<int32_t>& ids);
   static constexpr int32_t kRetryFromLogits = -2;
   int32_t pick_allowed(const grammar::GrammarMatcher& matcher);
+  int32_t pick_from_mask(const grammar::GrammarMatcher& matcher);
   double weigh_with_temperature();
   int32_t draw_refused_tries_masked(double total_weight);
   void keep_allowed(const uint64_t* allowed /*[vocab / 64 rounded up] bits, or null*/);

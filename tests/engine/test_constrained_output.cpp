@@ -112,7 +112,7 @@ TEST_CASE("a JSON schema holds every answer, greedy or sampled hot", "[engine][c
 }
 
 TEST_CASE("a seeded constrained answer is the same from an engine that kept the schema's tables", "[engine][constrained]") {
-  // One engine answers the seeds in turn (each request starts from the grammar tables the one
+  // One engine answers seeds 1 to 4 in turn (each request starts from the grammar tables the one
   // before left); each answer must equal a fresh engine's for that seed.
   Core warm;
   for (uint64_t seed = 1; seed <= 4; ++seed) {
