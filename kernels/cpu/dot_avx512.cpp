@@ -362,7 +362,7 @@ using Avx512Table = KernelTable<
     Interleaved<GgmlType::Q4_1x8, &matmul_q4_1x8_avx2>,
     Serves<GgmlType::Q5_0, SubBlock<Q5_0Format>>, Interleaved<GgmlType::Q5_0x8, &matmul_q5_0x8_avx2>,
     Serves<GgmlType::Q5_1, SubBlock<Q5_1Format>>, Interleaved<GgmlType::Q5_1x8, &matmul_q5_1x8_avx2>,
-    Interleaved<GgmlType::Q4_0x8, &matmul_q4_0x8_avx2>, Interleaved<GgmlType::Q4_Kx8, &matmul_q4_kx8_avx2>,
+    Interleaved<GgmlType::Q4_0x8, &matmul_q4_0x8_avx512>, Interleaved<GgmlType::Q4_Kx8, &matmul_q4_kx8_avx2>,
     Serves<GgmlType::IQ4_NL, QuantKernel<IQ4_NLFormat>>, Interleaved<GgmlType::IQ4_NLx8, &matmul_iq4_nlx8_avx2>,
     HandsOff<GgmlType::Q2_K, kAvx512LowbitKernels>, Interleaved<GgmlType::Q2_Kx8, &matmul_q2_kx8_avx2>,
     HandsOff<GgmlType::Q3_K, kAvx512LowbitKernels>, Interleaved<GgmlType::Q3_Kx8, &matmul_q3_kx8_avx2>,

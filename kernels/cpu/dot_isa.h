@@ -23,11 +23,13 @@ extern const IsaKernels kAvx512Kernels;   // kernels/cpu/dot_avx512.cpp
 extern const IsaKernels kAvx2KQuantKernels;    // kernels/cpu/dot_kquant_avx2.cpp
 extern const IsaKernels kAvx512KQuantKernels;  // kernels/cpu/dot_kquant_avx512.cpp
 
-// Q4_0x8 (kernels/weight_repack.h) x Q8Act, row_begin and row_end multiples of 8; the AVX-512
-// table uses it too (kernels/cpu/matmul_q4_0x8_avx2.cpp). Those named _avxvnni are the same
-// sources built for AVX-VNNI.
+// Q4_0x8 (kernels/weight_repack.h) x Q8Act, row_begin and row_end multiples of 8
+// (kernels/cpu/matmul_q4_0x8_avx2.cpp; the AVX-512 tier's in matmul_q4_0x8_avx512.cpp, which
+// hands an unpaired last group to the AVX2 one). Those named _avxvnni are the same sources
+// built for AVX-VNNI.
 void matmul_q4_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 void matmul_q4_0x8_avxvnni(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+void matmul_q4_0x8_avx512(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // Q4_1x8, Q5_0x8 and Q5_1x8 x Q8Act the same way (kernels/cpu/matmul_q4_1_q5_x8_avx2.cpp).
 void matmul_q4_1x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 void matmul_q4_1x8_avxvnni(const MatmulArgs& args, int64_t row_begin, int64_t row_end);

@@ -564,27 +564,36 @@ TEST_CASE("AVX2's repacked K-quant, IQ4_XS and IQ4_NL layouts give the logits of
   cpu_isa_force(cpu_isa_detected());
 }
 
-TEST_CASE("AVX-512 repacks only the types whose AVX2 tile beats its kernels: Q4_1, Q5_0, Q5_1",
+TEST_CASE("AVX-512 repacks Q4_0 for its own tiles and Q4_1, Q5_0, Q5_1 for the AVX2 ones, not the K-quants",
           "[engine][architectures][lowbit]") {
-  // On AVX-512 the interleaved layouts pay only for Q4_1, Q5_0 and Q5_1 (cpu_layout_pays): a
-  // q5_1 model's matrices are repacked and give the stored layout's logits, a q4_k_m model's are
-  // not repacked at all.
+  // On AVX-512 the interleaved layouts pay for Q4_0 (its 512-bit tiles over pairs of groups) and
+  // for Q4_1, Q5_0 and Q5_1 (whose AVX2 tiles beat the AVX-512 row kernels) (cpu_layout_pays):
+  // q4_0 and q5_1 models' matrices are repacked and give the stored layout's logits, a q4_k_m
+  // model's are not repacked at all.
   if (!cpu_isa_supported(CpuIsa::Avx512)) return;
   cpu_isa_force(CpuIsa::Avx512);
   TempDir dir;
-  write_random_model(weight_mix_spec("q5_1"), dir.file("q5_1.gguf"));
-  write_random_model(weight_mix_spec("q4_k_m"), dir.file("q4_k_m.gguf"));
   ModelLoadOptions as_stored;
   as_stored.cpu_layouts = false;
-  test::ModelRun repacked(Model::load(dir.file("q5_1.gguf")), KvCacheConfig{}, 2);
-  test::ModelRun stored(Model::load(dir.file("q5_1.gguf"), as_stored), KvCacheConfig{}, 2);
-  CHECK(stored.model->weights().layers[0].w_up.type == GgmlType::Q5_1);
-  CHECK(repacked.model->weights().layers[0].w_up.type == GgmlType::Q5_1x8);
   const std::vector<int32_t> tokens = some_tokens(12);
-  const LogitGap gap = logit_gap(repacked.logits(tokens), stored.logits(tokens));
-  INFO("largest logit " << gap.spread << ", largest difference " << gap.worst);
-  CHECK(gap.spread > 1.0);
-  CHECK(gap.worst < 0.03 * gap.spread);
+  struct Case {
+    const char* mix;
+    GgmlType stored, packed;
+  };
+  for (const Case& c : {Case{"q4_0", GgmlType::Q4_0, GgmlType::Q4_0x8}, Case{"q5_1", GgmlType::Q5_1, GgmlType::Q5_1x8}}) {
+    INFO("weights " << c.mix);
+    const std::string path = dir.file(std::string(c.mix) + ".gguf");
+    write_random_model(weight_mix_spec(c.mix), path);
+    test::ModelRun repacked(Model::load(path), KvCacheConfig{}, 2);
+    test::ModelRun stored(Model::load(path, as_stored), KvCacheConfig{}, 2);
+    CHECK(stored.model->weights().layers[0].w_up.type == c.stored);
+    CHECK(repacked.model->weights().layers[0].w_up.type == c.packed);
+    const LogitGap gap = logit_gap(repacked.logits(tokens), stored.logits(tokens));
+    INFO("largest logit " << gap.spread << ", largest difference " << gap.worst);
+    CHECK(gap.spread > 1.0);
+    CHECK(gap.worst < 0.03 * gap.spread);
+  }
+  write_random_model(weight_mix_spec("q4_k_m"), dir.file("q4_k_m.gguf"));
   const std::unique_ptr<Model> k_quants = Model::load(dir.file("q4_k_m.gguf"));
   CHECK(k_quants->weights().layers[0].w_up.type == GgmlType::Q4_K);
   cpu_isa_force(cpu_isa_detected());

@@ -55,6 +55,34 @@ struct Problem {
   }
 };
 
+// Whole groups of rows inside a larger matrix, y's rows ld_y apart (past rows, so the rows outside
+// are seen untouched): 4 groups; 5 (an odd count: the AVX-512 Q4_0x8 tiles take groups in pairs);
+// 19 (decode cuts them into 4 runs of 4 read side by side, and 3 past them).
+struct GroupRange {
+  int64_t rows, ld_y, row_begin, row_end;
+};
+constexpr GroupRange kGroupRanges[] = {{48, 50, 8, 40}, {56, 58, 8, 48}, {176, 178, 16, 168}};
+// Decode (1 to 3 act rows, and 4 to 7 on AVX-512), a full tile and what follows it.
+constexpr int64_t kGroupRangeBatches[] = {1, 2, 3, 4, 5, 7, 8, 9, 17};
+
+// Every SIMD ISA's matmul over base's interleaved layout against ref over ggml's rows, for each
+// group range and batch with n values a row.
+void check_group_ranges(GgmlType base, int64_t n) {
+  for (const GroupRange& range : kGroupRanges) {
+    for (int64_t batch : kGroupRangeBatches) {
+      const Problem p(range.rows, n, batch, base);
+      const std::vector<float> want = p.run(ref::matmul_rows, base, range.ld_y, range.row_begin, range.row_end);
+      test::for_each_simd_isa([&](CpuIsa isa) {
+        INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name << " n " << n << " rows "
+                    << range.row_begin << ".." << range.row_end << " batch " << batch);
+        const std::vector<float> got =
+            p.run(cpu::matmul_rows, repacked_type(base, range.rows), range.ld_y, range.row_begin, range.row_end);
+        CHECK(test::relative_error(got, want, batch, range.ld_y, range.row_begin, range.row_end) < 1e-10);
+      });
+    }
+  }
+}
+
 // rows x n values of `type` (blocks of struct Block), fill(block, index) setting each block.
 template <class Block, class Fill>
 std::vector<uint8_t> filled_blocks(GgmlType type, int64_t rows, int64_t n, Fill fill) {
@@ -132,20 +160,8 @@ TEST_CASE("the Q4_0x8 / Q8_0x8 / IQ4_NLx8 / MXFP4x8 / Q4_1x8 / Q5_0x8 / Q5_1x8 s
 
 TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / MXFP4x8 / Q4_1x8 / Q5_0x8 / Q5_1x8 matmuls match ref for decode and prefill batches on group ranges",
           "[kernels][repack]") {
-  // rows [8, 40) of 48 (groups 1..4), ld_y 50: the rows outside stay untouched.
-  const int64_t rows = 48, ld_y = 50, row_begin = 8, row_end = 40;
   for (GgmlType base : kBlock32Bases) {
-    for (int64_t n : {96, 4128}) {
-      for (int64_t batch : {1, 2, 3, 4, 5, 17}) {
-        const Problem p(rows, n, batch, base);
-        const std::vector<float> want = p.run(ref::matmul_rows, base, ld_y, row_begin, row_end);
-        test::for_each_simd_isa([&](CpuIsa isa) {
-          INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name << " n " << n << " batch " << batch);
-          const std::vector<float> got = p.run(cpu::matmul_rows, repacked_type(base, rows), ld_y, row_begin, row_end);
-          CHECK(test::relative_error(got, want, batch, ld_y, row_begin, row_end) < 1e-10);
-        });
-      }
-    }
+    for (int64_t n : {96, 4128}) check_group_ranges(base, n);
   }
 }
 
@@ -214,20 +230,8 @@ TEST_CASE("the Q2_Kx8 / Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 scalar twin
 TEST_CASE("SIMD Q2_Kx8 / Q3_Kx8 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 / IQ4_XSx8 matmuls match ref for decode and prefill batches on "
           "group ranges",
           "[kernels][repack]") {
-  const int64_t rows = 48, ld_y = 50, row_begin = 8, row_end = 40;
   for (GgmlType base : kSuperBlockBases) {
-    for (int64_t n : {256, 2304}) {
-      for (int64_t batch : {1, 2, 3, 4, 5, 17}) {
-        const Problem p(rows, n, batch, base);
-        const GgmlType packed = repacked_type(base, rows);
-        const std::vector<float> want = p.run(ref::matmul_rows, base, ld_y, row_begin, row_end);
-        test::for_each_simd_isa([&](CpuIsa isa) {
-          INFO("isa " << cpu_isa_name(isa) << " type " << ggml_type_info(base).name << " n " << n << " batch " << batch);
-          const std::vector<float> got = p.run(cpu::matmul_rows, packed, ld_y, row_begin, row_end);
-          CHECK(test::relative_error(got, want, batch, ld_y, row_begin, row_end) < 1e-10);
-        });
-      }
-    }
+    for (int64_t n : {256, 2304}) check_group_ranges(base, n);
   }
 }
 
