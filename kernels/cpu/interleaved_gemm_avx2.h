@@ -118,31 +118,38 @@ void interleaved_tile(const typename K::Block* const (&groups)[S], float* const 
   }
 }
 
+// The S groups first + s * stride (s < S) against act rows [c, c + C), as one tile.
+template <class K, int S, int C>
+void strided_tile(const MatmulArgs& args, size_t a_stride, int64_t c, int64_t first, int64_t stride) {
+  const int64_t blocks = args.n / K::kBlockValues;
+  const typename K::Block* groups[S];
+  float* group_y[S];
+#pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) {
+    const int64_t g = first + s * stride;
+    groups[s] = static_cast<const typename K::Block*>(args.weights) + g * blocks;
+    group_y[s] = args.y + c * args.ld_y + g * kInterleavedRows;
+  }
+  interleaved_tile<K, S, C>(groups, group_y, static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride,
+                            a_stride, blocks, args.ld_y);
+}
+
 // Groups [g_begin, g_end) against act rows [c, c + C): cut into S equal runs read side by side,
-// the groups past the last whole run one at a time.
+// and the fewer than S groups past the last whole run side by side in one tile.
 template <class K, int S, int C>
 void interleaved_groups(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c) {
-  const int64_t blocks = args.n / K::kBlockValues;
-  const auto* weights = static_cast<const typename K::Block*>(args.weights);
-  const char* acts = static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride;
-  float* y = args.y + c * args.ld_y;
   const int64_t run = (g_end - g_begin) / S;
-  for (int64_t i = 0; i < run; ++i) {
-    const typename K::Block* groups[S];
-    float* group_y[S];
-#pragma GCC unroll 4
-    for (int s = 0; s < S; ++s) {
-      const int64_t g = g_begin + s * run + i;
-      groups[s] = weights + g * blocks;
-      group_y[s] = y + g * kInterleavedRows;
-    }
-    interleaved_tile<K, S, C>(groups, group_y, acts, a_stride, blocks, args.ld_y);
+  for (int64_t i = 0; i < run; ++i) strided_tile<K, S, C>(args, a_stride, c, g_begin + i, run);
+  static_assert(S <= 4, "the groups past the runs are at most 3");
+  const int64_t rest_begin = g_begin + S * run;
+  const int64_t rest = g_end - rest_begin;
+  if constexpr (S > 3) {
+    if (rest == 3) return strided_tile<K, 3, C>(args, a_stride, c, rest_begin, 1);
   }
-  for (int64_t g = g_begin + S * run; g < g_end; ++g) {
-    const typename K::Block* group[1] = {weights + g * blocks};
-    float* group_y[1] = {y + g * kInterleavedRows};
-    interleaved_tile<K, 1, C>(group, group_y, acts, a_stride, blocks, args.ld_y);
+  if constexpr (S > 2) {
+    if (rest == 2) return strided_tile<K, 2, C>(args, a_stride, c, rest_begin, 1);
   }
+  if (rest == 1) strided_tile<K, 1, C>(args, a_stride, c, rest_begin, 1);
 }
 
 // The act rows [c, batch) fewer than kTileActs, in one narrower tile.
