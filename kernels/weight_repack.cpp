@@ -221,7 +221,10 @@ GgmlType repacked_type(GgmlType type, int64_t rows) {
 
 bool cpu_layout_pays(GgmlType type, CpuIsa isa) {
   if (isa == CpuIsa::Avx2 || isa == CpuIsa::AvxVnni) return true;
-  if (isa == CpuIsa::Avx512) return type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q5_0 || type == GgmlType::Q5_1;
+  if (isa == CpuIsa::Avx512) {
+    return type == GgmlType::Q4_0 || type == GgmlType::Q8_0 || type == GgmlType::Q4_1 || type == GgmlType::Q5_0 ||
+           type == GgmlType::Q5_1;
+  }
   return false;
 }
 

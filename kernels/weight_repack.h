@@ -201,8 +201,8 @@ static_assert(sizeof(BlockIQ4_XSx8) == kInterleavedRows * sizeof(BlockIQ4_XS));
 GgmlType repacked_type(GgmlType type, int64_t rows);
 
 // Whether that layout is worth making when the kernels run `isa`: on AVX2 and AVX-VNNI for every
-// type that has one; on AVX-512 for Q4_0, whose 512-bit tiles over pairs of groups
-// (kernels/cpu/matmul_q4_0x8_avx512.cpp) beat the AVX-512 row kernel, and for Q4_1, Q5_0 and
+// type that has one; on AVX-512 for Q4_0 and Q8_0, whose 512-bit tiles over pairs of groups
+// (kernels/cpu/matmul_x8_avx512.cpp) beat the AVX-512 row kernels, and for Q4_1, Q5_0 and
 // Q5_1, whose AVX2 tiles beat the AVX-512 kernels over ggml's rows (TinyLlama shape, 2 threads,
 // kvdesk-bench ab --knob weight-layout: prefill 128 4.95x, 1.62x, 4.43x, decode 2.65x, 1.45x,
 // 2.37x), while the VNNI kernels of the other types are ahead of the AVX2 tiles; never for the

@@ -370,7 +370,7 @@ using Avx512Table = KernelTable<
     HandsOff<GgmlType::Q4_K, kAvx512KQuantKernels>, HandsOff<GgmlType::Q5_K, kAvx512KQuantKernels>,
     Interleaved<GgmlType::Q5_Kx8, &matmul_q5_kx8_avx2>,
     HandsOff<GgmlType::Q6_K, kAvx512KQuantKernels>, Interleaved<GgmlType::Q6_Kx8, &matmul_q6_kx8_avx2>,
-    Interleaved<GgmlType::Q8_0x8, &matmul_q8_0x8_avx2>, Interleaved<GgmlType::IQ4_XSx8, &matmul_iq4_xsx8_avx2>,
+    Interleaved<GgmlType::Q8_0x8, &matmul_q8_0x8_avx512>, Interleaved<GgmlType::IQ4_XSx8, &matmul_iq4_xsx8_avx2>,
     Serves<GgmlType::MXFP4, SubBlock<MXFP4Format>>, Interleaved<GgmlType::MXFP4x8, &matmul_mxfp4x8_avx2>>;
 
 }  // namespace

@@ -24,9 +24,9 @@ extern const IsaKernels kAvx2KQuantKernels;    // kernels/cpu/dot_kquant_avx2.cp
 extern const IsaKernels kAvx512KQuantKernels;  // kernels/cpu/dot_kquant_avx512.cpp
 
 // Q4_0x8 (kernels/weight_repack.h) x Q8Act, row_begin and row_end multiples of 8
-// (kernels/cpu/matmul_q4_0x8_avx2.cpp; the AVX-512 tier's in matmul_q4_0x8_avx512.cpp, which
-// hands an unpaired last group to the AVX2 one). Those named _avxvnni are the same sources
-// built for AVX-VNNI.
+// (kernels/cpu/matmul_q4_0x8_avx2.cpp; the AVX-512 tier's in matmul_x8_avx512.cpp, which hands
+// an unpaired last group to the AVX2 one). Those named _avxvnni are the same sources built for
+// AVX-VNNI.
 void matmul_q4_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 void matmul_q4_0x8_avxvnni(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 void matmul_q4_0x8_avx512(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
@@ -51,9 +51,10 @@ void matmul_q5_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_e
 void matmul_q5_kx8_avxvnni(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 void matmul_q6_kx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 void matmul_q6_kx8_avxvnni(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
-// Q8_0x8 x Q8Act the same way (kernels/cpu/matmul_q8_0x8_avx2.cpp).
+// Q8_0x8 x Q8Act the same way (kernels/cpu/matmul_q8_0x8_avx2.cpp; AVX-512: matmul_x8_avx512.cpp).
 void matmul_q8_0x8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 void matmul_q8_0x8_avxvnni(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+void matmul_q8_0x8_avx512(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
 // IQ4_XSx8 and IQ4_NLx8 x Q8Act the same way (kernels/cpu/matmul_iq4_xsx8_avx2.cpp,
 // matmul_iq4_nlx8_avx2.cpp).
 void matmul_iq4_xsx8_avx2(const MatmulArgs& args, int64_t row_begin, int64_t row_end);

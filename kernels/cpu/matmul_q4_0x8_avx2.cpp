@@ -25,16 +25,30 @@ ALWAYS_INLINE void unpack_block(const BlockQ4_0x8& b, __m256i (&w)[8]) {
   }
 }
 
+// The 4 act bytes that chunk k of the block meets: values 4k .. 4k + 3 (low nibbles, k < 4) or
+// 16 + 4(k - 4) .. (high nibbles).
+ALWAYS_INLINE __m256i chunk_acts(const BlockQ8Act& a, int k) {
+  return broadcast_4_bytes(a.qs + (k < 4 ? 4 * k : 16 + 4 * (k - 4)));
+}
+
+// dot - 8 * a.sum per row lane: on AVX-VNNI the int32 sum starts at -8 * a.sum; on AVX2 the
+// offset is taken from the widened s16 sum.
+ALWAYS_INLINE __m256i offset_dot(const __m256i (&w)[8], const BlockQ8Act& a) {
+  if constexpr (kByteDotVnni) {
+    __m256i dot = _mm256_set1_epi32(-8 * a.sum);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) dot = dot_u8s8(dot, w[k], chunk_acts(a, k));
+    return dot;
+  }
+  ByteSum isum = byte_sum(w[0], chunk_acts(a, 0));
+#pragma GCC unroll 8
+  for (int k = 1; k < 8; ++k) isum = byte_sum_add(isum, w[k], chunk_acts(a, k));
+  return _mm256_sub_epi32(widen(isum), _mm256_slli_epi32(_mm256_set1_epi32(a.sum), 3));
+}
+
 // acc (rows of the group) += fp16(d) * a.d * (dot - 8 * a.sum) per row lane; dw = fp16(d).
 ALWAYS_INLINE void act_step(const __m256i (&w)[8], __m256 dw, const BlockQ8Act& a, __m256& acc) {
-  ByteSum isum = byte_sum(w[0], broadcast_4_bytes(a.qs));
-#pragma GCC unroll 8
-  for (int k = 1; k < 8; ++k) {
-    const int8_t* values = a.qs + (k < 4 ? 4 * k : 16 + 4 * (k - 4));
-    isum = byte_sum_add(isum, w[k], broadcast_4_bytes(values));
-  }
-  const __m256i dot = _mm256_sub_epi32(widen(isum), _mm256_slli_epi32(_mm256_set1_epi32(a.sum), 3));
-  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(offset_dot(w, a)), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc);
 }
 
 // One block of the group against block j of every act row.

@@ -1,11 +1,12 @@
 // AVX2 / AVX-VNNI GEMM over Q8_0x8 weights (kernels/weight_repack.h) x Q8Act activation rows. A
 // tile is one group of 8 rows x C activation rows; its accumulators hold one output row per float
-// lane, so a block costs per activation row 8 x (broadcast, sign, dot_u8s8), one conversion and
-// one FMA for 8 rows, where the ggml layout pays a conversion, a multiply and an FMA per row and a
-// horizontal sum per tile. The dot takes u8 x s8: the weights' absolute values (unpacked once per
-// block) meet the activations carrying the weights' signs. On AVX2 a pair sum reaches
-// 2 x 128 x 127 = 32512, so two of them could overflow s16: every chunk is widened to s32 at
-// once (dot_u8s8, maddubs + madd + add; AVX-VNNI: one vpdpbusd). Built for each 256-bit tier
+// lane, so a block costs per activation row 8 x (broadcast, dot_u8s8), one conversion and one FMA
+// for 8 rows, where the ggml layout pays a conversion, a multiply and an FMA per row and a
+// horizontal sum per tile. The dot takes u8 x s8. On AVX2 the weights' absolute values (unpacked
+// once per block) meet the activations carrying the weights' signs (a vpsignb per chunk); a pair
+// sum reaches 2 x 128 x 127 = 32512, so two of them could overflow s16: every chunk is widened
+// to s32 at once (dot_u8s8: maddubs + madd + add). AVX-VNNI's vpdpbusd has no s16 step, so there
+// the weights go in offset by 128 instead. Built for each 256-bit tier
 // (kernels/cpu/byte_dot_avx2.h), reached only through the ISA tables.
 #include "kernels/cpu/byte_dot_avx2.h"
 #include "kernels/cpu/interleaved_gemm_avx2.h"
@@ -18,9 +19,33 @@ constexpr int kChunks = 8;  // 32-byte chunks of a block: values 4c .. 4c + 3 of
 // kTileActs (4) act rows per tile: the 8 |w| vectors, 4 float accumulators, the s32 sum and
 // a signed broadcast fill the 16 ymm registers; the weights' signs are read from memory.
 
-// One block of the group against block j of every act row.
+// One block of the group against block j of every act row, the weights offset to u8 (AVX-VNNI):
+// vpdpbusd sums in int32 with no s16 step, so w + 128 (the sign bit flipped) meets the
+// activations as they are and the sum starts at -128 * a.sum, taking the offset back. A chunk
+// costs one vpdpbusd, where the sign trick below spends a vpsignb too.
 template <int C>
-ALWAYS_INLINE void block_step(const BlockQ8_0x8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
+ALWAYS_INLINE void offset_block_step(const BlockQ8_0x8& b, const char* acts, size_t a_stride, int64_t j,
+                                     __m256 (&acc)[C]) {
+  const __m256i sign_bit = _mm256_set1_epi8(static_cast<char>(0x80));
+  __m256i offset_w[kChunks];
+#pragma GCC unroll 8
+  for (int c = 0; c < kChunks; ++c) offset_w[c] = _mm256_xor_si256(load_256(b.qs + 32 * c), sign_bit);
+  const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+#pragma GCC unroll 8
+  for (int t = 0; t < C; ++t) {
+    const BlockQ8Act& a = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride)[j];
+    __m256i dot = _mm256_set1_epi32(-128 * a.sum);
+#pragma GCC unroll 8
+    for (int c = 0; c < kChunks; ++c) dot = dot_u8s8(dot, offset_w[c], broadcast_4_bytes(a.qs + 4 * c));
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc[t]);
+  }
+}
+
+// One block of the group against block j of every act row, the weights' signs moved onto the
+// activations (AVX2: maddubs pairs of w + 128 could pass 2^15).
+template <int C>
+ALWAYS_INLINE void sign_block_step(const BlockQ8_0x8& b, const char* acts, size_t a_stride, int64_t j,
+                                   __m256 (&acc)[C]) {
   __m256i abs_w[kChunks];
 #pragma GCC unroll 8
   for (int c = 0; c < kChunks; ++c) abs_w[c] = _mm256_abs_epi8(load_256(b.qs + 32 * c));
@@ -46,7 +71,11 @@ struct Q8_0x8Kernel {
   static constexpr int64_t kBlockValues = kQ8_0BlockValues;
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-    block_step<C>(b, acts, a_stride, j, acc);
+    if constexpr (kByteDotVnni) {
+      offset_block_step<C>(b, acts, a_stride, j, acc);
+    } else {
+      sign_block_step<C>(b, acts, a_stride, j, acc);
+    }
   }
 };
 

@@ -564,12 +564,12 @@ TEST_CASE("AVX2's repacked K-quant, IQ4_XS and IQ4_NL layouts give the logits of
   cpu_isa_force(cpu_isa_detected());
 }
 
-TEST_CASE("AVX-512 repacks Q4_0 for its own tiles and Q4_1, Q5_0, Q5_1 for the AVX2 ones, not the K-quants",
+TEST_CASE("AVX-512 repacks Q4_0 and Q8_0 for its own tiles and Q4_1, Q5_0, Q5_1 for the AVX2 ones, not the K-quants",
           "[engine][architectures][lowbit]") {
-  // On AVX-512 the interleaved layouts pay for Q4_0 (its 512-bit tiles over pairs of groups) and
-  // for Q4_1, Q5_0 and Q5_1 (whose AVX2 tiles beat the AVX-512 row kernels) (cpu_layout_pays):
-  // q4_0 and q5_1 models' matrices are repacked and give the stored layout's logits, a q4_k_m
-  // model's are not repacked at all.
+  // On AVX-512 the interleaved layouts pay for Q4_0 and Q8_0 (their 512-bit tiles over pairs of
+  // groups) and for Q4_1, Q5_0 and Q5_1 (whose AVX2 tiles beat the AVX-512 row kernels)
+  // (cpu_layout_pays): q4_0, q8_0 and q5_1 models' matrices are repacked and give the stored
+  // layout's logits, a q4_k_m model's are not repacked at all.
   if (!cpu_isa_supported(CpuIsa::Avx512)) return;
   cpu_isa_force(CpuIsa::Avx512);
   TempDir dir;
@@ -580,7 +580,8 @@ TEST_CASE("AVX-512 repacks Q4_0 for its own tiles and Q4_1, Q5_0, Q5_1 for the A
     const char* mix;
     GgmlType stored, packed;
   };
-  for (const Case& c : {Case{"q4_0", GgmlType::Q4_0, GgmlType::Q4_0x8}, Case{"q5_1", GgmlType::Q5_1, GgmlType::Q5_1x8}}) {
+  for (const Case& c : {Case{"q4_0", GgmlType::Q4_0, GgmlType::Q4_0x8}, Case{"q8_0", GgmlType::Q8_0, GgmlType::Q8_0x8},
+                        Case{"q5_1", GgmlType::Q5_1, GgmlType::Q5_1x8}}) {
     INFO("weights " << c.mix);
     const std::string path = dir.file(std::string(c.mix) + ".gguf");
     write_random_model(weight_mix_spec(c.mix), path);

@@ -1,0 +1,287 @@
+// AVX-512 GEMMs over Q4_0x8 and Q8_0x8 weights (kernels/weight_repack.h) x Q8Act activation
+// rows. A tile is two neighbouring groups of 8 rows (group g in the low 256 bits of every vector,
+// g + 1 in the high) x C activation rows: one 512-bit vpdpbusd does 16 rows x 4 values, twice the
+// work of the 256-bit tiers' instruction, and a tile's result is 16 consecutive floats of y per act
+// row, stored with no horizontal sum. The weights enter vpdpbusd as u8, Q4_0's nibbles as they are
+// and Q8_0's values offset by 128, and each block's integer sum starts at -offset * a.sum to take
+// the offset back: the AVX-VNNI tier's integers, lane for lane, so the floats are too. A row range
+// with an odd number of groups hands its last group to the AVX2 kernel. Reached only through
+// kAvx512Kernels.
+#include <cstring>
+#include <vector>
+
+#include "kernels/check.h"
+#include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/simd_prelude.h"
+#include "kernels/weight_repack.h"
+
+namespace kvdesk {
+namespace {
+
+// Act rows per full tile: 8 weight vectors + 8 float accumulators + an integer sum, a broadcast
+// and the row scales stay within the 32 zmm registers.
+constexpr int kTileActs = 8;
+// Weight bytes of a row block that stays in L2 while the whole batch streams past it.
+constexpr size_t kRowBlockBytes = 256 * 1024;
+// How far ahead of the block in use a narrow tile (decode of 1 to kTileActs - 1 sequences, which
+// streams its groups from memory) prefetches each group's weights: as the 256-bit tiers
+// (kernels/cpu/interleaved_gemm_avx2.h).
+constexpr uintptr_t kPrefetchBytes = 2048;
+
+ALWAYS_INLINE __m512i load_pair(const uint8_t* low, const uint8_t* high) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(load_256(low)), load_256(high), 1);
+}
+
+// A weight format F of the tiles supplies:
+//   using Block; kType, kRowType (ggml's type before interleaving), kOffset (what u8(w) adds to w)
+//   unpack(low, high, w):  block j of both groups as 8 vectors of 4 values x 16 rows, u8(w)
+//   chunk_acts(a, k):      the 4 act values chunk k of a block meets
+//   odd_group:             the AVX2 kernel for a last unpaired group
+
+// The 16 rows' fp16 scales as floats (both formats start with d[8]).
+template <class Block>
+ALWAYS_INLINE __m512 pair_scales(const Block& low, const Block& high) {
+  const __m128i d_low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(low.d));
+  const __m128i d_high = _mm_loadu_si128(reinterpret_cast<const __m128i*>(high.d));
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(d_low), d_high, 1));
+}
+
+struct Q4_0Pairs {
+  using Block = BlockQ4_0x8;
+  static constexpr GgmlType kType = GgmlType::Q4_0x8;
+  static constexpr GgmlType kRowType = GgmlType::Q4_0;
+  static constexpr int32_t kOffset = 8;
+  static constexpr auto odd_group = &matmul_q4_0x8_avx2;
+
+  // Chunk c's low nibbles (values 4c .. 4c + 3) in w[c], its high nibbles (values 16 + 4c ..) in
+  // w[4 + c]: the codes 0..15 are w + 8.
+  ALWAYS_INLINE static void unpack(const Block& low, const Block& high, __m512i (&w)[8]) {
+    const __m512i nibble = _mm512_set1_epi8(15);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m512i raw = load_pair(low.qs + 32 * c, high.qs + 32 * c);
+      w[c] = _mm512_and_si512(raw, nibble);
+      w[4 + c] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+    }
+  }
+  ALWAYS_INLINE static const int8_t* chunk_acts(const BlockQ8Act& a, int k) {
+    return a.qs + (k < 4 ? 4 * k : 16 + 4 * (k - 4));
+  }
+};
+
+struct Q8_0Pairs {
+  using Block = BlockQ8_0x8;
+  static constexpr GgmlType kType = GgmlType::Q8_0x8;
+  static constexpr GgmlType kRowType = GgmlType::Q8_0;
+  static constexpr int32_t kOffset = 128;
+  static constexpr auto odd_group = &matmul_q8_0x8_avx2;
+
+  // Chunk c (values 4c .. 4c + 3) in w[c], w + 128 as u8: the sign bit flipped.
+  ALWAYS_INLINE static void unpack(const Block& low, const Block& high, __m512i (&w)[8]) {
+    const __m512i sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      const auto* l = reinterpret_cast<const uint8_t*>(low.qs + 32 * c);
+      const auto* h = reinterpret_cast<const uint8_t*>(high.qs + 32 * c);
+      w[c] = _mm512_xor_si512(load_pair(l, h), sign_bit);
+    }
+  }
+  ALWAYS_INLINE static const int8_t* chunk_acts(const BlockQ8Act& a, int k) { return a.qs + 4 * k; }
+};
+
+// Four activation bytes in every 32-bit lane.
+ALWAYS_INLINE __m512i broadcast_4_bytes(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm512_set1_epi32(v);
+}
+
+// acc (16 rows) += fp16(d) * a.d * (dot - offset * a.sum) per row lane; dw = fp16(d). The
+// integer sum starts at *bias = -offset * a.sum, so the offset costs no instruction of its own.
+template <class F>
+ALWAYS_INLINE void act_step(const __m512i (&w)[8], __m512 dw, const BlockQ8Act& a, const int32_t* bias, __m512& acc) {
+  __m512i dot = _mm512_set1_epi32(*bias);
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) dot = _mm512_dpbusd_epi32(dot, w[k], broadcast_4_bytes(F::chunk_acts(a, k)));
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
+}
+
+// The cache lines kPrefetchBytes past block b, as many as the block has (a prefetch past the
+// matrix's end reads nothing and cannot fault; the address is an integer for that reason).
+template <class Block>
+ALWAYS_INLINE void prefetch_ahead(const Block* b) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(b) + kPrefetchBytes;
+#pragma GCC unroll 8
+  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(reinterpret_cast<const char*>(at + line), _MM_HINT_T0);
+}
+
+// Every act block's -offset * sum as an int32 ([batch][blocks]), made once per call: a tile then
+// starts each block's integer sum with a broadcast load, where sign-extending and scaling the
+// int16 sum and moving it into a vector cost three scalar instructions and a shuffle-port uop per
+// act row and block (the Q4_0 tile ran 7% faster without them).
+thread_local std::vector<int32_t> act_biases;
+
+template <class F>
+const int32_t* make_act_biases(const MatmulArgs& args, size_t a_stride) {
+  const int64_t blocks = args.n / kQ8ActBlockValues;
+  act_biases.resize(static_cast<size_t>(args.batch * blocks));
+  for (int64_t t = 0; t < args.batch; ++t) {
+    const auto* a = reinterpret_cast<const BlockQ8Act*>(static_cast<const char*>(args.acts) + t * a_stride);
+    for (int64_t j = 0; j < blocks; ++j) act_biases[static_cast<size_t>(t * blocks + j)] = -F::kOffset * a[j].sum;
+  }
+  return act_biases.data();
+}
+
+// A range of groups of one matrix against act rows [c, c + C), and their biases.
+template <class F>
+struct GroupRange {
+  const MatmulArgs& args;
+  size_t a_stride;
+  const int32_t* biases;  // [batch][blocks]
+  int64_t c;
+  int64_t blocks() const { return args.n / kQ8ActBlockValues; }
+  const typename F::Block* group(int64_t g) const {
+    return static_cast<const typename F::Block*>(args.weights) + g * blocks();
+  }
+  float* y(int64_t g) const { return args.y + c * args.ld_y + g * kInterleavedRows; }
+  const char* acts() const { return static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride; }
+  const int32_t* act_biases() const { return biases + c * blocks(); }
+};
+
+// The 2P groups of a tile and where their rows go: groups 2p and 2p + 1 share pair p's vectors
+// (the low and the high 256 bits), and group i's 8 rows of act row t go to y[i] + t * ld_y.
+template <class F, int P>
+struct TileGroups {
+  const typename F::Block* group[2 * P];
+  float* y[2 * P];
+};
+
+// The tile's 16P rows x act rows t < C, over all blocks.
+template <class F, int P, int C>
+void pair_tile(const TileGroups<F, P>& tile, const GroupRange<F>& range) {
+  const int64_t blocks = range.blocks();
+  const char* acts = range.acts();
+  const int32_t* biases = range.act_biases();
+  __m512 acc[P][C];
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 8
+    for (int t = 0; t < C; ++t) acc[p][t] = _mm512_setzero_ps();
+  }
+  for (int64_t j = 0; j < blocks; ++j) {
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+      const typename F::Block& low = tile.group[2 * p][j];
+      const typename F::Block& high = tile.group[2 * p + 1][j];
+      if constexpr (C < kTileActs) {
+        prefetch_ahead(&low);
+        prefetch_ahead(&high);
+      }
+      __m512i w[8];
+      F::unpack(low, high, w);
+      const __m512 dw = pair_scales(low, high);
+#pragma GCC unroll 8
+      for (int t = 0; t < C; ++t) {
+        act_step<F>(w, dw, reinterpret_cast<const BlockQ8Act*>(acts + t * range.a_stride)[j], biases + t * blocks + j,
+                    acc[p][t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 8
+    for (int t = 0; t < C; ++t) {
+      _mm256_storeu_ps(tile.y[2 * p] + t * range.args.ld_y, _mm512_castps512_ps256(acc[p][t]));
+      _mm256_storeu_ps(tile.y[2 * p + 1] + t * range.args.ld_y, _mm512_extractf32x8_ps(acc[p][t], 1));
+    }
+  }
+}
+
+// Groups [g_begin, g_end) (an even count) in tiles of two neighbouring groups.
+template <class F, int C>
+void neighbour_tiles(const GroupRange<F>& range, int64_t g_begin, int64_t g_end) {
+  for (int64_t g = g_begin; g < g_end; g += 2) {
+    const TileGroups<F, 1> tile{{range.group(g), range.group(g + 1)}, {range.y(g), range.y(g + 1)}};
+    pair_tile<F, 1, C>(tile, range);
+  }
+}
+
+// Narrow batches (decode) read every weight once, from memory: groups [g_begin, g_end) (an even
+// count) cut into kStreams equal runs, each tile one group of every run, so each thread reads
+// kStreams sequential streams at once, as many as the AVX-512 row kernels' segmented GEMV
+// (kernels/cpu/tile_driver.h). One stream of neighbouring pairs reached 77-86% of the read
+// bandwidth where four reach the row kernels' 88-95% (TinyLlama-shaped Q4_0 decode, 2 threads).
+constexpr int kStreams = 4;
+
+template <class F, int C>
+void streamed_tiles(const GroupRange<F>& range, int64_t g_begin, int64_t g_end) {
+  const int64_t run = (g_end - g_begin) / kStreams;
+  for (int64_t i = 0; i < run; ++i) {
+    TileGroups<F, kStreams / 2> tile;
+    for (int s = 0; s < kStreams; ++s) {
+      tile.group[s] = range.group(g_begin + s * run + i);
+      tile.y[s] = range.y(g_begin + s * run + i);
+    }
+    pair_tile<F, kStreams / 2, C>(tile, range);
+  }
+  neighbour_tiles<F, C>(range, g_begin + kStreams * run, g_end);
+}
+
+// The act rows [c, c + count), count < kTileActs, as one tile of that width: streamed when they
+// are the whole batch, neighbour pairs after full tiles (which left the weights in L2).
+template <class F, int C = kTileActs - 1>
+void narrow_tiles(const GroupRange<F>& range, int count, bool streamed, int64_t g_begin, int64_t g_end) {
+  if constexpr (C > 0) {
+    if (count != C) return narrow_tiles<F, C - 1>(range, count, streamed, g_begin, g_end);
+    if (streamed) return streamed_tiles<F, C>(range, g_begin, g_end);
+    neighbour_tiles<F, C>(range, g_begin, g_end);
+  }
+}
+
+// Groups per L2 row block: as many whole pairs as fit in kRowBlockBytes, at least one.
+template <class F>
+int64_t row_block_groups(int64_t n) {
+  const size_t pair_bytes = 2 * kInterleavedRows * ggml_row_bytes(F::kRowType, n);
+  const int64_t pairs = pair_bytes < kRowBlockBytes ? static_cast<int64_t>(kRowBlockBytes / pair_bytes) : 1;
+  return 2 * pairs;
+}
+
+// Rows [row_begin, row_end) (whole groups) of y = W x acts. Batches of kTileActs and more walk
+// L2-sized row blocks of group pairs, inside each the act rows kTileActs at a time; narrower
+// batches stream the groups. A last unpaired group goes through the AVX2 kernel.
+template <class F>
+void pair_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  KVDESK_ASSERT(args.weight_type == F::kType && row_begin % kInterleavedRows == 0 && row_end % kInterleavedRows == 0);
+  const size_t a_stride = act_row_bytes(args.weight_type, args.n);
+  const int32_t* biases = make_act_biases<F>(args, a_stride);
+  const int64_t g_begin = row_begin / kInterleavedRows;
+  const int64_t pairs_end = g_begin + (row_end / kInterleavedRows - g_begin) / 2 * 2;
+  if (args.batch < kTileActs) {
+    narrow_tiles(GroupRange<F>{args, a_stride, biases, 0}, static_cast<int>(args.batch), true, g_begin, pairs_end);
+  } else {
+    const int64_t block_groups = row_block_groups<F>(args.n);
+    for (int64_t gb = g_begin; gb < pairs_end; gb += block_groups) {
+      const int64_t ge = pairs_end - gb < block_groups ? pairs_end : gb + block_groups;
+      int64_t c = 0;
+      for (; c + kTileActs <= args.batch; c += kTileActs) {
+        neighbour_tiles<F, kTileActs>(GroupRange<F>{args, a_stride, biases, c}, gb, ge);
+      }
+      if (c < args.batch) {
+        narrow_tiles(GroupRange<F>{args, a_stride, biases, c}, static_cast<int>(args.batch - c), false, gb, ge);
+      }
+    }
+  }
+  if (pairs_end * kInterleavedRows < row_end) F::odd_group(args, pairs_end * kInterleavedRows, row_end);
+}
+
+}  // namespace
+
+void matmul_q4_0x8_avx512(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  pair_matmul<Q4_0Pairs>(args, row_begin, row_end);
+}
+
+void matmul_q8_0x8_avx512(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
+  pair_matmul<Q8_0Pairs>(args, row_begin, row_end);
+}
+
+}  // namespace kvdesk
