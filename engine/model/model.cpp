@@ -82,6 +82,10 @@ ObservedAttention observed_attention(const ForwardBatch& batch, KvCache& kv, int
   return o;
 }
 
+// Batches narrower than this are read from memory as streams by every tier's kernels (AVX-512's
+// interleaved tiles stream up to 7 act rows, the 256-bit tiers' up to 3).
+constexpr int64_t kStreamedBatch = 8;
+
 // One matrix product of a forward step: y[batch][w.rows] = x[batch][w.cols] W^T.
 struct MatmulJob {
   const WeightMatrix* w;
@@ -90,17 +94,19 @@ struct MatmulJob {
   int64_t batch;
 };
 
-// How many row chunks a thread gets in a loop over these matrices. A thread runs its range in
-// memory order, and an interleaved layout (kernels/weight_repack.h) reads a chunk as one stream,
-// so finer chunks start no new weight streams; what they shorten is the end of the loop, where one
-// thread waits for the other's last chunk: decode's loops take 40-200 us, and at 8 chunks a thread
-// the caller waited 3-5 us a loop, at 32 about 2 (TinyLlama-shaped Q4_0 decode on the AVX2 path: 8
-// alternating pairs, median 2% faster, 0.96-1.08x; 64 measured no better; prefill of 128 tokens
-// measured unchanged). ggml's rows are read by a GEMV that cuts its chunk into kGemvRows streams,
-// which every chunk starts anew: those keep 8 (32 made AVX-512 Q4_0 decode slower in every pair).
+// How many row chunks a thread gets in a loop over these matrices. The pool runs a thread's range
+// one task (one chunk, one kernel call) at a time, and a call of a narrow batch (decode) reads its
+// weights from memory as several streams that every call starts anew: ggml's rows as the GEMV's
+// kGemvRows row segments, the interleaved layouts (kernels/weight_repack.h) as runs of groups
+// read side by side. Those take 8 chunks a thread (32 made AVX-512 Q4_0 decode slower in every
+// pair; with the interleaved runs, TinyLlama-shaped Q4_K_M decode on the AVX2 path read 25.2-26.2
+// GB/s at 32 and 27.2-28.3 at 8, three alternating rounds). Wider batches on the interleaved
+// layouts reuse each block from L2, and finer chunks shorten the end of the loop, where one
+// thread waits for the other's last chunk: 32 (AVX-512 Q4_0 prefill of 128 tokens 295-303 tok/s
+// against 269-293 at 8).
 int64_t chunks_per_thread(std::span<const MatmulJob> jobs) {
   for (const MatmulJob& job : jobs) {
-    if (ggml_type_info(job.w->type).in_files) return 8;
+    if (ggml_type_info(job.w->type).in_files || job.batch < kStreamedBatch) return 8;
   }
   return 32;
 }
@@ -370,10 +376,11 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   std::unique_ptr<Model> m(new Model());
   // Measured before the file is read in, which may take its size from what is available.
   const uint64_t memory = memory_budget(options.memory_limit_bytes);
-  // The interleaved layouts serve the AVX2 GEMM, which AVX-512 machines run too for the types
-  // where it beats their own kernels (cpu_layout_pays); the scalar kernels keep ggml's rows. On
-  // AVX2 and AVX-VNNI repacking touches every matrix byte once more, about as much work as reading it: half
-  // the progress; on AVX-512 it is rare (a few types), so reading gets all of it.
+  // The interleaved layouts serve the GEMMs over them, on AVX-512 only for the types where they
+  // beat its row kernels (cpu_layout_pays); the scalar kernels keep ggml's rows. On AVX2 and
+  // AVX-VNNI repacking touches every matrix byte once more, about as much work as reading it:
+  // half the progress. On AVX-512 the K-quants keep their rows, so reading gets all of it, and a
+  // Q4_0 or Q8_0 model's progress waits at its end while the matrices are repacked.
   const CpuIsa isa = cpu_isa_active();
   const bool repack = options.cpu_layouts && isa != CpuIsa::Scalar;
   const double read_share = repack && (isa == CpuIsa::Avx2 || isa == CpuIsa::AvxVnni) ? 0.5 : 1.0;

@@ -1,7 +1,7 @@
 // Internal, included only by the AVX2 GEMMs over 8-row interleaved weights (kernels/
-// weight_repack.h): the loops they share. A tile is one group of 8 rows x C activation rows;
-// its accumulators hold one output row per float lane, stored as 8 floats with no horizontal
-// sum. Row groups go in L2-sized blocks, and inside each block the act rows walk the groups
+// weight_repack.h): the loops they share. A tile is one group of 8 rows (a few, for narrow
+// batches) x C activation rows; its accumulators hold one output row per float lane, stored as 8
+// floats a group with no horizontal sum. Row groups go in L2-sized blocks, and inside each block the act rows walk the groups
 // kTileActs at a time; narrower batches (decode) stream the groups in a few runs side by side.
 //
 // A kernel K supplies:
@@ -40,6 +40,17 @@ ALWAYS_INLINE __m256i shifted_bits(__m256i v, int shift, char mask) {
   return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(mask));
 }
 
+// -offset * a.sum in every int32 lane, where a kernel's u8 weights carry an offset: a.sum and
+// a.low_sum are the two int16 halves of one dword, which vpmaddwd weighs by -offset and 0 (a
+// broadcast load and one uop, where sign-extending and scaling a.sum in a scalar register and
+// moving it into a vector took three scalar instructions and a shuffle-port uop).
+ALWAYS_INLINE __m256i offset_sum(const BlockQ8Act& a, int32_t offset) {
+  static_assert(offsetof(BlockQ8Act, low_sum) == offsetof(BlockQ8Act, sum) + sizeof(int16_t));
+  int32_t sums;
+  std::memcpy(&sums, &a.sum, sizeof(sums));
+  return _mm256_madd_epi16(_mm256_set1_epi32(sums), _mm256_set1_epi32(static_cast<uint16_t>(-offset)));
+}
+
 // Four activation bytes in every 32-bit lane: the operand one maddubs pairs with a chunk of
 // 4 values x 8 rows.
 ALWAYS_INLINE __m256i broadcast_4_bytes(const int8_t* p) {
@@ -60,14 +71,14 @@ ALWAYS_INLINE __m128i row_bytes_zipped(__m128i v) {
   return _mm_shuffle_epi8(v, _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
 }
 
-// How far ahead of the block in use a narrow tile (fewer than kTileActs act rows: decode of 1
-// to 3 sequences) prefetches its weights. Such a tile streams the groups as one contiguous run
-// from memory, and the hardware prefetchers alone keep too few lines in flight for it: on a
-// Zen 3 (AVX2, 2 cores, ~30 GB/s) the 2-thread GEMV ran at 75-79% of the read bandwidth for
-// Q4_0x8 without software prefetch and 88-97% with it 2 KiB ahead (4 and 8 KiB no better),
-// Q6_Kx8 (its block then read out of address order) at half the rate without it. Full
-// tiles reuse each block for kTileActs act rows from L2, where the prefetches only cost
-// instructions (2-4% of prefill), so they issue none.
+// How far ahead of the block in use a tile that streams its groups from memory (a narrow batch:
+// decode of 1 to 3 sequences) prefetches its weights. The hardware prefetchers alone keep too few
+// lines in flight for it: on a Zen 3 (AVX2, 2 cores, ~30 GB/s) the 2-thread GEMV, then reading
+// one stream, ran at 75-79% of the read bandwidth for Q4_0x8 without software prefetch and 88-97%
+// with it 2 KiB ahead (4 and 8 KiB no better), Q6_Kx8 (its block then read out of address order)
+// at half the rate without it; on the Intel AVX-512 machine 1, 3 and 4 KiB were no better for the
+// four streams below. Tiles after a full tile read each block from L2, where the prefetches would
+// only cost instructions (2-4% of prefill), so they issue none.
 constexpr uintptr_t kPrefetchBytes = 2048;
 
 // The cache lines kPrefetchBytes past block b, as many as the block has: block after block,
@@ -83,19 +94,19 @@ ALWAYS_INLINE void prefetch_ahead(const Block* b) {
 
 // Narrow batches (fewer than kTileActs act rows: decode of 1 to 3 sequences) read every weight
 // once, from memory. Their groups are cut into equal runs and each tile takes one group of every
-// run, so each thread reads as many sequential streams at once as the AVX-512 row kernels'
-// segmented GEMV (kernels/cpu/tile_driver.h): one stream of groups kept 2 threads at 77-86% of the
-// read bandwidth where four reach 88-95% (Intel, AVX-512 Q4_0x8, TinyLlama-shaped decode). A tile
-// of S streams x C act rows keeps S * C <= kTileActs accumulators, the full tile's register budget.
+// run, so a call reads several sequential streams at once: 4 for one act row, as the AVX-512 row
+// kernels' segmented GEMV (kernels/cpu/tile_driver.h), 2 for two, 1 for three, so that a tile of
+// S streams x C act rows keeps S * C <= kTileActs accumulators, the full tile's register budget.
+// On the Intel AVX-512 machine (2 threads, matrices larger than the caches) the Q4_0x8 GEMV read
+// 20-23 GB/s from one stream and 33-39 from four on the AVX2 tier, 21-26 and 40-43 on AVX-VNNI.
 constexpr int kDecodeStreams = 4;
+static_assert(kDecodeStreams <= kTileActs, "one act row's streams fit the full tile's accumulators");
 
-template <int C>
-constexpr int streams_for() {
-  return kDecodeStreams / C > 1 ? kDecodeStreams / C : 1;
-}
+constexpr int streams_for(int acts) { return kDecodeStreams / acts > 1 ? kDecodeStreams / acts : 1; }
 
-// y[s][t * ld_y + r] for the 8 rows r of each of the S groups and act rows t < C, over all blocks.
-template <class K, int S, int C>
+// y[s][t * ld_y + r] for the 8 rows r of each of the S groups and act rows t < C, over all blocks;
+// kStreamed: the weights come from memory, prefetched (else from L2, where a full tile left them).
+template <class K, int S, int C, bool kStreamed>
 void interleaved_tile(const typename K::Block* const (&groups)[S], float* const (&y)[S], const char* acts,
                       size_t a_stride, int64_t blocks, int64_t ld_y) {
   __m256 acc[S][C];
@@ -107,8 +118,12 @@ void interleaved_tile(const typename K::Block* const (&groups)[S], float* const 
   for (int64_t j = 0; j < blocks; ++j) {
 #pragma GCC unroll 4
     for (int s = 0; s < S; ++s) {
-      if constexpr (C < kTileActs) prefetch_ahead(groups[s] + j);
+      if constexpr (kStreamed) prefetch_ahead(groups[s] + j);
       K::template step<C>(groups[s][j], acts, a_stride, j, acc[s]);
+      // Each stream's step whole before the next's: GCC otherwise schedules the unrolled steps
+      // into each other, keeps several streams' unpacked scales live and spills them (Q4_Kx8: 117
+      // stack accesses a super-block, 24 with this barrier, 26 with one stream).
+      if constexpr (S > 1) __asm__ __volatile__("" ::: "memory");
     }
   }
 #pragma GCC unroll 4
@@ -119,7 +134,7 @@ void interleaved_tile(const typename K::Block* const (&groups)[S], float* const 
 }
 
 // The S groups first + s * stride (s < S) against act rows [c, c + C), as one tile.
-template <class K, int S, int C>
+template <class K, int S, int C, bool kStreamed>
 void strided_tile(const MatmulArgs& args, size_t a_stride, int64_t c, int64_t first, int64_t stride) {
   const int64_t blocks = args.n / K::kBlockValues;
   const typename K::Block* groups[S];
@@ -130,35 +145,37 @@ void strided_tile(const MatmulArgs& args, size_t a_stride, int64_t c, int64_t fi
     groups[s] = static_cast<const typename K::Block*>(args.weights) + g * blocks;
     group_y[s] = args.y + c * args.ld_y + g * kInterleavedRows;
   }
-  interleaved_tile<K, S, C>(groups, group_y, static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride,
+  interleaved_tile<K, S, C, kStreamed>(groups, group_y, static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride,
                             a_stride, blocks, args.ld_y);
 }
 
 // Groups [g_begin, g_end) against act rows [c, c + C): cut into S equal runs read side by side,
 // and the fewer than S groups past the last whole run side by side in one tile.
-template <class K, int S, int C>
+template <class K, int S, int C, bool kStreamed>
 void interleaved_groups(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c) {
   const int64_t run = (g_end - g_begin) / S;
-  for (int64_t i = 0; i < run; ++i) strided_tile<K, S, C>(args, a_stride, c, g_begin + i, run);
+  for (int64_t i = 0; i < run; ++i) strided_tile<K, S, C, kStreamed>(args, a_stride, c, g_begin + i, run);
   static_assert(S <= 4, "the groups past the runs are at most 3");
   const int64_t rest_begin = g_begin + S * run;
   const int64_t rest = g_end - rest_begin;
   if constexpr (S > 3) {
-    if (rest == 3) return strided_tile<K, 3, C>(args, a_stride, c, rest_begin, 1);
+    if (rest == 3) return strided_tile<K, 3, C, kStreamed>(args, a_stride, c, rest_begin, 1);
   }
   if constexpr (S > 2) {
-    if (rest == 2) return strided_tile<K, 2, C>(args, a_stride, c, rest_begin, 1);
+    if (rest == 2) return strided_tile<K, 2, C, kStreamed>(args, a_stride, c, rest_begin, 1);
   }
-  if (rest == 1) strided_tile<K, 1, C>(args, a_stride, c, rest_begin, 1);
+  if (rest == 1) strided_tile<K, 1, C, kStreamed>(args, a_stride, c, rest_begin, 1);
 }
 
-// The act rows [c, batch) fewer than kTileActs, in one narrower tile.
-template <class K>
+// The act rows [c, batch), fewer than kTileActs, in tiles of that width: streamed from memory
+// when they are the whole batch (kStreamed), one group at a time after full tiles.
+template <class K, bool kStreamed>
 void interleaved_rest(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c) {
+  constexpr auto streams = [](int acts) { return kStreamed ? streams_for(acts) : 1; };
   switch (args.batch - c) {
-    case 1: return interleaved_groups<K, streams_for<1>(), 1>(args, a_stride, g_begin, g_end, c);
-    case 2: return interleaved_groups<K, streams_for<2>(), 2>(args, a_stride, g_begin, g_end, c);
-    case 3: return interleaved_groups<K, streams_for<3>(), 3>(args, a_stride, g_begin, g_end, c);
+    case 1: return interleaved_groups<K, streams(1), 1, kStreamed>(args, a_stride, g_begin, g_end, c);
+    case 2: return interleaved_groups<K, streams(2), 2, kStreamed>(args, a_stride, g_begin, g_end, c);
+    case 3: return interleaved_groups<K, streams(3), 3, kStreamed>(args, a_stride, g_begin, g_end, c);
     default: return;
   }
 }
@@ -171,14 +188,16 @@ void interleaved_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_e
   const size_t a_stride = act_row_bytes(args.weight_type, args.n);
   const int64_t g_begin = row_begin / kInterleavedRows;
   const int64_t g_end = row_end / kInterleavedRows;
-  if (args.batch < kTileActs) return interleaved_rest<K>(args, a_stride, g_begin, g_end, 0);
+  if (args.batch < kTileActs) return interleaved_rest<K, true>(args, a_stride, g_begin, g_end, 0);
   const size_t group_bytes = kInterleavedRows * ggml_row_bytes(K::kRowType, args.n);
   const int64_t block_groups = group_bytes < kRowBlockBytes ? static_cast<int64_t>(kRowBlockBytes / group_bytes) : 1;
   for (int64_t gb = g_begin; gb < g_end; gb += block_groups) {
     const int64_t ge = g_end - gb < block_groups ? g_end : gb + block_groups;
     int64_t c = 0;
-    for (; c + kTileActs <= args.batch; c += kTileActs) interleaved_groups<K, 1, kTileActs>(args, a_stride, gb, ge, c);
-    interleaved_rest<K>(args, a_stride, gb, ge, c);
+    for (; c + kTileActs <= args.batch; c += kTileActs) {
+      interleaved_groups<K, 1, kTileActs, false>(args, a_stride, gb, ge, c);
+    }
+    interleaved_rest<K, false>(args, a_stride, gb, ge, c);
   }
 }
 

@@ -35,15 +35,16 @@ ALWAYS_INLINE __m256i chunk_acts(const BlockQ8Act& a, int k) {
 // offset is taken from the widened s16 sum.
 ALWAYS_INLINE __m256i offset_dot(const __m256i (&w)[8], const BlockQ8Act& a) {
   if constexpr (kByteDotVnni) {
-    __m256i dot = _mm256_set1_epi32(-8 * a.sum);
+    __m256i dot = offset_sum(a, 8);
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) dot = dot_u8s8(dot, w[k], chunk_acts(a, k));
     return dot;
-  }
-  ByteSum isum = byte_sum(w[0], chunk_acts(a, 0));
+  } else {
+    ByteSum isum = byte_sum(w[0], chunk_acts(a, 0));
 #pragma GCC unroll 8
-  for (int k = 1; k < 8; ++k) isum = byte_sum_add(isum, w[k], chunk_acts(a, k));
-  return _mm256_sub_epi32(widen(isum), _mm256_slli_epi32(_mm256_set1_epi32(a.sum), 3));
+    for (int k = 1; k < 8; ++k) isum = byte_sum_add(isum, w[k], chunk_acts(a, k));
+    return _mm256_sub_epi32(widen(isum), _mm256_slli_epi32(_mm256_set1_epi32(a.sum), 3));
+  }
 }
 
 // acc (rows of the group) += fp16(d) * a.d * (dot - 8 * a.sum) per row lane; dw = fp16(d).

@@ -16,8 +16,8 @@ namespace {
 
 constexpr int kChunks = 8;  // 32-byte chunks of a block: values 4c .. 4c + 3 of the 8 rows
 
-// kTileActs (4) act rows per tile: the 8 |w| vectors, 4 float accumulators, the s32 sum and
-// a signed broadcast fill the 16 ymm registers; the weights' signs are read from memory.
+// kTileActs (4) act rows per tile: the 8 |w| (or w + 128) vectors, 4 float accumulators, the
+// s32 sum and a broadcast fill the 16 ymm registers; the weights' signs are read from memory.
 
 // One block of the group against block j of every act row, the weights offset to u8 (AVX-VNNI):
 // vpdpbusd sums in int32 with no s16 step, so w + 128 (the sign bit flipped) meets the
@@ -34,7 +34,7 @@ ALWAYS_INLINE void offset_block_step(const BlockQ8_0x8& b, const char* acts, siz
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) {
     const BlockQ8Act& a = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride)[j];
-    __m256i dot = _mm256_set1_epi32(-128 * a.sum);
+    __m256i dot = offset_sum(a, 128);
 #pragma GCC unroll 8
     for (int c = 0; c < kChunks; ++c) dot = dot_u8s8(dot, offset_w[c], broadcast_4_bytes(a.qs + 4 * c));
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc[t]);

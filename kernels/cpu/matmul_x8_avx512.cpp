@@ -1,14 +1,15 @@
 // AVX-512 GEMMs over Q4_0x8 and Q8_0x8 weights (kernels/weight_repack.h) x Q8Act activation
-// rows. A tile is two neighbouring groups of 8 rows (group g in the low 256 bits of every vector,
-// g + 1 in the high) x C activation rows: one 512-bit vpdpbusd does 16 rows x 4 values, twice the
-// work of the 256-bit tiers' instruction, and a tile's result is 16 consecutive floats of y per act
-// row, stored with no horizontal sum. The weights enter vpdpbusd as u8, Q4_0's nibbles as they are
+// rows. A tile holds pairs of 8-row groups x C activation rows, a pair's groups in the low and the
+// high 256 bits of its vectors: one 512-bit vpdpbusd does 16 rows x 4 values, twice the work of
+// the 256-bit tiers' instruction, and each group's 8 results per act row are stored as they are,
+// with no horizontal sum. Prefill pairs neighbouring groups; decode pairs groups of runs far apart
+// (streamed_tiles). The weights enter vpdpbusd as u8, Q4_0's nibbles as they are
 // and Q8_0's values offset by 128, and each block's integer sum starts at -offset * a.sum to take
 // the offset back: the AVX-VNNI tier's integers, lane for lane, so the floats are too. A row range
 // with an odd number of groups hands its last group to the AVX2 kernel. Reached only through
 // kAvx512Kernels.
+#include <cstddef>
 #include <cstring>
-#include <vector>
 
 #include "kernels/check.h"
 #include "kernels/cpu/dot_isa.h"
@@ -18,14 +19,15 @@
 namespace kvdesk {
 namespace {
 
-// Act rows per full tile: 8 weight vectors + 8 float accumulators + an integer sum, a broadcast
-// and the row scales stay within the 32 zmm registers.
+// Act rows per full tile (one pair): 8 weight vectors + 8 float accumulators + an integer sum, a
+// broadcast and the row scales stay within the 32 zmm registers; narrower tiles of two pairs keep
+// at most 2 x 7 accumulators. 8 measured faster than 4, 6, 10 and 12 (Q4_0, 128 act rows).
 constexpr int kTileActs = 8;
 // Weight bytes of a row block that stays in L2 while the whole batch streams past it.
 constexpr size_t kRowBlockBytes = 256 * 1024;
-// How far ahead of the block in use a narrow tile (decode of 1 to kTileActs - 1 sequences, which
-// streams its groups from memory) prefetches each group's weights: as the 256-bit tiers
-// (kernels/cpu/interleaved_gemm_avx2.h).
+// How far ahead of the block in use a tile that streams its groups from memory (decode of 1 to
+// kTileActs - 1 sequences) prefetches each group's weights: as the 256-bit tiers
+// (kernels/cpu/interleaved_gemm_avx2.h); 1 and 4 KiB measured slower here.
 constexpr uintptr_t kPrefetchBytes = 2048;
 
 ALWAYS_INLINE __m512i load_pair(const uint8_t* low, const uint8_t* high) {
@@ -96,11 +98,22 @@ ALWAYS_INLINE __m512i broadcast_4_bytes(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// acc (16 rows) += fp16(d) * a.d * (dot - offset * a.sum) per row lane; dw = fp16(d). The
-// integer sum starts at *bias = -offset * a.sum, so the offset costs no instruction of its own.
+// -offset * a.sum in every int32 lane. a.sum and a.low_sum are the two int16 halves of one dword,
+// which vpmaddwd weighs by -offset and 0: a broadcast load and one vector uop, where sign-extending
+// and scaling a.sum in a scalar register and moving it into a vector took three scalar
+// instructions and a shuffle-port uop (the Q4_0 tile ran 4% faster without them).
+ALWAYS_INLINE __m512i offset_sum(const BlockQ8Act& a, int32_t offset) {
+  static_assert(offsetof(BlockQ8Act, low_sum) == offsetof(BlockQ8Act, sum) + sizeof(int16_t));
+  int32_t sums;
+  std::memcpy(&sums, &a.sum, sizeof(sums));
+  return _mm512_madd_epi16(_mm512_set1_epi32(sums), _mm512_set1_epi32(static_cast<uint16_t>(-offset)));
+}
+
+// acc (16 rows) += fp16(d) * a.d * (dot - offset * a.sum) per row lane; dw = fp16(d). The integer
+// sum starts at -offset * a.sum, so the offset costs no subtraction.
 template <class F>
-ALWAYS_INLINE void act_step(const __m512i (&w)[8], __m512 dw, const BlockQ8Act& a, const int32_t* bias, __m512& acc) {
-  __m512i dot = _mm512_set1_epi32(*bias);
+ALWAYS_INLINE void act_step(const __m512i (&w)[8], __m512 dw, const BlockQ8Act& a, __m512& acc) {
+  __m512i dot = offset_sum(a, F::kOffset);
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) dot = _mm512_dpbusd_epi32(dot, w[k], broadcast_4_bytes(F::chunk_acts(a, k)));
   acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
@@ -115,37 +128,21 @@ ALWAYS_INLINE void prefetch_ahead(const Block* b) {
   for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(reinterpret_cast<const char*>(at + line), _MM_HINT_T0);
 }
 
-// Every act block's -offset * sum as an int32 ([batch][blocks]), made once per call: a tile then
-// starts each block's integer sum with a broadcast load, where sign-extending and scaling the
-// int16 sum and moving it into a vector cost three scalar instructions and a shuffle-port uop per
-// act row and block (the Q4_0 tile ran 7% faster without them).
-thread_local std::vector<int32_t> act_biases;
-
-template <class F>
-const int32_t* make_act_biases(const MatmulArgs& args, size_t a_stride) {
-  const int64_t blocks = args.n / kQ8ActBlockValues;
-  act_biases.resize(static_cast<size_t>(args.batch * blocks));
-  for (int64_t t = 0; t < args.batch; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8Act*>(static_cast<const char*>(args.acts) + t * a_stride);
-    for (int64_t j = 0; j < blocks; ++j) act_biases[static_cast<size_t>(t * blocks + j)] = -F::kOffset * a[j].sum;
-  }
-  return act_biases.data();
-}
-
-// A range of groups of one matrix against act rows [c, c + C), and their biases.
+// A range of groups of one matrix against act rows [c, c + C).
 template <class F>
 struct GroupRange {
   const MatmulArgs& args;
   size_t a_stride;
-  const int32_t* biases;  // [batch][blocks]
   int64_t c;
-  int64_t blocks() const { return args.n / kQ8ActBlockValues; }
+  int64_t blocks() const {
+    static_assert(kQ4_0BlockValues == kQ8ActBlockValues && kQ8_0BlockValues == kQ8ActBlockValues);
+    return args.n / kQ8ActBlockValues;
+  }
   const typename F::Block* group(int64_t g) const {
     return static_cast<const typename F::Block*>(args.weights) + g * blocks();
   }
   float* y(int64_t g) const { return args.y + c * args.ld_y + g * kInterleavedRows; }
   const char* acts() const { return static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride; }
-  const int32_t* act_biases() const { return biases + c * blocks(); }
 };
 
 // The 2P groups of a tile and where their rows go: groups 2p and 2p + 1 share pair p's vectors
@@ -156,12 +153,12 @@ struct TileGroups {
   float* y[2 * P];
 };
 
-// The tile's 16P rows x act rows t < C, over all blocks.
-template <class F, int P, int C>
+// The tile's 16P rows x act rows t < C, over all blocks; kStreamed: its weights come from memory,
+// prefetched (else from L2, where earlier tiles left them).
+template <class F, int P, int C, bool kStreamed>
 void pair_tile(const TileGroups<F, P>& tile, const GroupRange<F>& range) {
   const int64_t blocks = range.blocks();
   const char* acts = range.acts();
-  const int32_t* biases = range.act_biases();
   __m512 acc[P][C];
 #pragma GCC unroll 4
   for (int p = 0; p < P; ++p) {
@@ -173,7 +170,7 @@ void pair_tile(const TileGroups<F, P>& tile, const GroupRange<F>& range) {
     for (int p = 0; p < P; ++p) {
       const typename F::Block& low = tile.group[2 * p][j];
       const typename F::Block& high = tile.group[2 * p + 1][j];
-      if constexpr (C < kTileActs) {
+      if constexpr (kStreamed) {
         prefetch_ahead(&low);
         prefetch_ahead(&high);
       }
@@ -182,8 +179,7 @@ void pair_tile(const TileGroups<F, P>& tile, const GroupRange<F>& range) {
       const __m512 dw = pair_scales(low, high);
 #pragma GCC unroll 8
       for (int t = 0; t < C; ++t) {
-        act_step<F>(w, dw, reinterpret_cast<const BlockQ8Act*>(acts + t * range.a_stride)[j], biases + t * blocks + j,
-                    acc[p][t]);
+        act_step<F>(w, dw, reinterpret_cast<const BlockQ8Act*>(acts + t * range.a_stride)[j], acc[p][t]);
       }
     }
   }
@@ -198,20 +194,22 @@ void pair_tile(const TileGroups<F, P>& tile, const GroupRange<F>& range) {
 }
 
 // Groups [g_begin, g_end) (an even count) in tiles of two neighbouring groups.
-template <class F, int C>
+template <class F, int C, bool kStreamed>
 void neighbour_tiles(const GroupRange<F>& range, int64_t g_begin, int64_t g_end) {
   for (int64_t g = g_begin; g < g_end; g += 2) {
     const TileGroups<F, 1> tile{{range.group(g), range.group(g + 1)}, {range.y(g), range.y(g + 1)}};
-    pair_tile<F, 1, C>(tile, range);
+    pair_tile<F, 1, C, kStreamed>(tile, range);
   }
 }
 
 // Narrow batches (decode) read every weight once, from memory: groups [g_begin, g_end) (an even
-// count) cut into kStreams equal runs, each tile one group of every run, so each thread reads
-// kStreams sequential streams at once, as many as the AVX-512 row kernels' segmented GEMV
-// (kernels/cpu/tile_driver.h). One stream of neighbouring pairs reached 77-86% of the read
-// bandwidth where four reach the row kernels' 88-95% (TinyLlama-shaped Q4_0 decode, 2 threads).
+// count) cut into kStreams equal runs, each tile one group of every run (two pairs), so a call
+// reads kStreams sequential streams at once, as many as the AVX-512 row kernels' segmented GEMV
+// (kernels/cpu/tile_driver.h). One stream of neighbouring pairs kept 2 threads at 77-86% of the
+// read bandwidth where four reach the row kernels' 88-95% (TinyLlama-shaped Q4_0 decode); 8 were
+// slower. The groups past the last whole runs (none or one pair) go as neighbours.
 constexpr int kStreams = 4;
+static_assert(kStreams % 2 == 0, "the streams fill whole pairs");
 
 template <class F, int C>
 void streamed_tiles(const GroupRange<F>& range, int64_t g_begin, int64_t g_end) {
@@ -222,9 +220,9 @@ void streamed_tiles(const GroupRange<F>& range, int64_t g_begin, int64_t g_end) 
       tile.group[s] = range.group(g_begin + s * run + i);
       tile.y[s] = range.y(g_begin + s * run + i);
     }
-    pair_tile<F, kStreams / 2, C>(tile, range);
+    pair_tile<F, kStreams / 2, C, true>(tile, range);
   }
-  neighbour_tiles<F, C>(range, g_begin + kStreams * run, g_end);
+  neighbour_tiles<F, C, true>(range, g_begin + kStreams * run, g_end);
 }
 
 // The act rows [c, c + count), count < kTileActs, as one tile of that width: streamed when they
@@ -234,7 +232,7 @@ void narrow_tiles(const GroupRange<F>& range, int count, bool streamed, int64_t 
   if constexpr (C > 0) {
     if (count != C) return narrow_tiles<F, C - 1>(range, count, streamed, g_begin, g_end);
     if (streamed) return streamed_tiles<F, C>(range, g_begin, g_end);
-    neighbour_tiles<F, C>(range, g_begin, g_end);
+    neighbour_tiles<F, C, false>(range, g_begin, g_end);
   }
 }
 
@@ -253,21 +251,20 @@ template <class F>
 void pair_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   KVDESK_ASSERT(args.weight_type == F::kType && row_begin % kInterleavedRows == 0 && row_end % kInterleavedRows == 0);
   const size_t a_stride = act_row_bytes(args.weight_type, args.n);
-  const int32_t* biases = make_act_biases<F>(args, a_stride);
   const int64_t g_begin = row_begin / kInterleavedRows;
   const int64_t pairs_end = g_begin + (row_end / kInterleavedRows - g_begin) / 2 * 2;
   if (args.batch < kTileActs) {
-    narrow_tiles(GroupRange<F>{args, a_stride, biases, 0}, static_cast<int>(args.batch), true, g_begin, pairs_end);
+    narrow_tiles(GroupRange<F>{args, a_stride, 0}, static_cast<int>(args.batch), true, g_begin, pairs_end);
   } else {
     const int64_t block_groups = row_block_groups<F>(args.n);
     for (int64_t gb = g_begin; gb < pairs_end; gb += block_groups) {
       const int64_t ge = pairs_end - gb < block_groups ? pairs_end : gb + block_groups;
       int64_t c = 0;
       for (; c + kTileActs <= args.batch; c += kTileActs) {
-        neighbour_tiles<F, kTileActs>(GroupRange<F>{args, a_stride, biases, c}, gb, ge);
+        neighbour_tiles<F, kTileActs, false>(GroupRange<F>{args, a_stride, c}, gb, ge);
       }
       if (c < args.batch) {
-        narrow_tiles(GroupRange<F>{args, a_stride, biases, c}, static_cast<int>(args.batch - c), false, gb, ge);
+        narrow_tiles(GroupRange<F>{args, a_stride, c}, static_cast<int>(args.batch - c), false, gb, ge);
       }
     }
   }

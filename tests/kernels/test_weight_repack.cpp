@@ -56,14 +56,19 @@ struct Problem {
 };
 
 // Whole groups of rows inside a larger matrix, y's rows ld_y apart (past rows, so the rows outside
-// are seen untouched): 4 groups; 5 (an odd count: the AVX-512 Q4_0x8 tiles take groups in pairs);
-// 19 (decode cuts them into 4 runs of 4 read side by side, and 3 past them).
+// are seen untouched). Decode cuts a range into runs read side by side (4 for one act row, 2 for
+// two) and takes the groups past the last whole run together; the AVX-512 Q4_0x8 and Q8_0x8
+// tiles take groups in pairs and hand an odd last group to AVX2. 2 groups (no whole run of 4);
+// 4; 5 (odd); 6 (runs of 1, 2 past them); 19 (runs of 4, 3 past them; on AVX-512 runs of 4 over
+// 18, one pair past them, and the odd one).
 struct GroupRange {
   int64_t rows, ld_y, row_begin, row_end;
 };
-constexpr GroupRange kGroupRanges[] = {{48, 50, 8, 40}, {56, 58, 8, 48}, {176, 178, 16, 168}};
-// Decode (1 to 3 act rows, and 4 to 7 on AVX-512), a full tile and what follows it.
-constexpr int64_t kGroupRangeBatches[] = {1, 2, 3, 4, 5, 7, 8, 9, 17};
+constexpr GroupRange kGroupRanges[] = {
+    {32, 34, 8, 24}, {48, 50, 8, 40}, {56, 58, 8, 48}, {64, 66, 8, 56}, {176, 178, 16, 168}};
+// Decode (1 to 3 act rows; to 7 on AVX-512), full tiles (4 act rows; 8 on AVX-512) and the
+// narrower tiles that follow them.
+constexpr int64_t kGroupRangeBatches[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 17};
 
 // Every SIMD ISA's matmul over base's interleaved layout against ref over ggml's rows, for each
 // group range and batch with n values a row.
@@ -166,7 +171,8 @@ TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / MXFP4x8 / Q4_1x8 / Q5_0x8 / Q5_1x8 
 }
 
 TEST_CASE("SIMD Q4_0x8 / Q8_0x8 / IQ4_NLx8 / MXFP4x8 / Q4_1x8 / Q5_0x8 / Q5_1x8 matmuls match ref across several L2 row blocks", "[kernels][repack]") {
-  const int64_t rows = 160, n = 4128, batch = 6;
+  // 14 act rows: full tiles and a narrower one in every row block, on every tier.
+  const int64_t rows = 160, n = 4128, batch = 14;
   for (GgmlType base : kBlock32Bases) {
     const Problem p(rows, n, batch, base);
     const std::vector<float> want = p.run(ref::matmul_rows, base, rows, 0, rows);
