@@ -98,7 +98,7 @@ ALWAYS_INLINE void prefetch_ahead(const Block* b) {
 // kernels' segmented GEMV (kernels/cpu/tile_driver.h), 2 for two, 1 for three, so that a tile of
 // S streams x C act rows keeps S * C <= kTileActs accumulators, the full tile's register budget.
 // On the Intel AVX-512 machine (2 threads, matrices larger than the caches) the Q4_0x8 GEMV read
-// 20-23 GB/s from one stream and 33-39 from four on the AVX2 tier, 21-26 and 40-43 on AVX-VNNI.
+// 22-23 GB/s from one stream and 34-39 from four on the AVX2 tier, 21-26 and 40-43 on AVX-VNNI.
 constexpr int kDecodeStreams = 4;
 static_assert(kDecodeStreams <= kTileActs, "one act row's streams fit the full tile's accumulators");
 
