@@ -1,8 +1,9 @@
 // Internal, included only by the AVX2 GEMMs over 8-row interleaved weights (kernels/
 // weight_repack.h): the loops they share. A tile is one group of 8 rows (a few, for narrow
 // batches) x C activation rows; its accumulators hold one output row per float lane, stored as 8
-// floats a group with no horizontal sum. Row groups go in L2-sized blocks, and inside each block the act rows walk the groups
-// kTileActs at a time; narrower batches (decode) stream the groups in a few runs side by side.
+// floats a group with no horizontal sum. Row groups go in L2-sized blocks, and inside each block
+// the act rows walk the groups kTileActs at a time; narrower batches (decode) stream the groups
+// in a few runs side by side.
 //
 // A kernel K supplies:
 //   using Block;                                 one block of the group's 8 rows
@@ -40,17 +41,6 @@ ALWAYS_INLINE __m256i shifted_bits(__m256i v, int shift, char mask) {
   return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(mask));
 }
 
-// -offset * a.sum in every int32 lane, where a kernel's u8 weights carry an offset: a.sum and
-// a.low_sum are the two int16 halves of one dword, which vpmaddwd weighs by -offset and 0 (a
-// broadcast load and one uop, where sign-extending and scaling a.sum in a scalar register and
-// moving it into a vector took three scalar instructions and a shuffle-port uop).
-ALWAYS_INLINE __m256i offset_sum(const BlockQ8Act& a, int32_t offset) {
-  static_assert(offsetof(BlockQ8Act, low_sum) == offsetof(BlockQ8Act, sum) + sizeof(int16_t));
-  int32_t sums;
-  std::memcpy(&sums, &a.sum, sizeof(sums));
-  return _mm256_madd_epi16(_mm256_set1_epi32(sums), _mm256_set1_epi32(static_cast<uint16_t>(-offset)));
-}
-
 // Four activation bytes in every 32-bit lane: the operand one maddubs pairs with a chunk of
 // 4 values x 8 rows.
 ALWAYS_INLINE __m256i broadcast_4_bytes(const int8_t* p) {
@@ -81,17 +71,6 @@ ALWAYS_INLINE __m128i row_bytes_zipped(__m128i v) {
 // only cost instructions (2-4% of prefill), so they issue none.
 constexpr uintptr_t kPrefetchBytes = 2048;
 
-// The cache lines kPrefetchBytes past block b, as many as the block has: block after block,
-// they cover the run without gaps (the lines of the next groups past this group's end; a
-// prefetch past the matrix's end reads nothing and cannot fault). The address is computed as
-// an integer: a pointer may not point that far past its array.
-template <class Block>
-ALWAYS_INLINE void prefetch_ahead(const Block* b) {
-  const uintptr_t at = reinterpret_cast<uintptr_t>(b) + kPrefetchBytes;
-#pragma GCC unroll 32
-  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(reinterpret_cast<const char*>(at + line), _MM_HINT_T0);
-}
-
 // Narrow batches (fewer than kTileActs act rows: decode of 1 to 3 sequences) read every weight
 // once, from memory. Their groups are cut into equal runs and each tile takes one group of every
 // run, so a call reads several sequential streams at once: 4 for one act row, as the AVX-512 row
@@ -118,7 +97,7 @@ void interleaved_tile(const typename K::Block* const (&groups)[S], float* const 
   for (int64_t j = 0; j < blocks; ++j) {
 #pragma GCC unroll 4
     for (int s = 0; s < S; ++s) {
-      if constexpr (kStreamed) prefetch_ahead(groups[s] + j);
+      if constexpr (kStreamed) prefetch_block_ahead(groups[s] + j, kPrefetchBytes);
       K::template step<C>(groups[s][j], acts, a_stride, j, acc[s]);
       // Each stream's step whole before the next's: GCC otherwise schedules the unrolled steps
       // into each other, keeps several streams' unpacked scales live and spills them (Q4_Kx8: 117
@@ -145,8 +124,8 @@ void strided_tile(const MatmulArgs& args, size_t a_stride, int64_t c, int64_t fi
     groups[s] = static_cast<const typename K::Block*>(args.weights) + g * blocks;
     group_y[s] = args.y + c * args.ld_y + g * kInterleavedRows;
   }
-  interleaved_tile<K, S, C, kStreamed>(groups, group_y, static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride,
-                            a_stride, blocks, args.ld_y);
+  const char* acts = static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride;
+  interleaved_tile<K, S, C, kStreamed>(groups, group_y, acts, a_stride, blocks, args.ld_y);
 }
 
 // Groups [g_begin, g_end) against act rows [c, c + C): cut into S equal runs read side by side,

@@ -35,7 +35,7 @@ ALWAYS_INLINE __m256i chunk_acts(const BlockQ8Act& a, int k) {
 // offset is taken from the widened s16 sum.
 ALWAYS_INLINE __m256i offset_dot(const __m256i (&w)[8], const BlockQ8Act& a) {
   if constexpr (kByteDotVnni) {
-    __m256i dot = offset_sum(a, 8);
+    __m256i dot = _mm256_set1_epi32(-8 * a.sum);
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) dot = dot_u8s8(dot, w[k], chunk_acts(a, k));
     return dot;

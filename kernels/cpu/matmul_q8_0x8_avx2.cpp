@@ -34,7 +34,7 @@ ALWAYS_INLINE void offset_block_step(const BlockQ8_0x8& b, const char* acts, siz
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) {
     const BlockQ8Act& a = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride)[j];
-    __m256i dot = offset_sum(a, 128);
+    __m256i dot = _mm256_set1_epi32(-128 * a.sum);
 #pragma GCC unroll 8
     for (int c = 0; c < kChunks; ++c) dot = dot_u8s8(dot, offset_w[c], broadcast_4_bytes(a.qs + 4 * c));
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc[t]);

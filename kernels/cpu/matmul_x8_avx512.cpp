@@ -8,7 +8,6 @@
 // the offset back: the AVX-VNNI tier's integers, lane for lane, so the floats are too. A row range
 // with an odd number of groups hands its last group to the AVX2 kernel. Reached only through
 // kAvx512Kernels.
-#include <cstddef>
 #include <cstring>
 
 #include "kernels/check.h"
@@ -98,34 +97,16 @@ ALWAYS_INLINE __m512i broadcast_4_bytes(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// -offset * a.sum in every int32 lane. a.sum and a.low_sum are the two int16 halves of one dword,
-// which vpmaddwd weighs by -offset and 0: a broadcast load and one vector uop, where sign-extending
-// and scaling a.sum in a scalar register and moving it into a vector took three scalar
-// instructions and a shuffle-port uop (the Q4_0 tile ran 4% faster without them).
-ALWAYS_INLINE __m512i offset_sum(const BlockQ8Act& a, int32_t offset) {
-  static_assert(offsetof(BlockQ8Act, low_sum) == offsetof(BlockQ8Act, sum) + sizeof(int16_t));
-  int32_t sums;
-  std::memcpy(&sums, &a.sum, sizeof(sums));
-  return _mm512_madd_epi16(_mm512_set1_epi32(sums), _mm512_set1_epi32(static_cast<uint16_t>(-offset)));
-}
-
 // acc (16 rows) += fp16(d) * a.d * (dot - offset * a.sum) per row lane; dw = fp16(d). The integer
-// sum starts at -offset * a.sum, so the offset costs no subtraction.
+// sum starts at -offset * a.sum, so the offset costs no subtraction. (Made with one vpmaddwd
+// from the dword holding a.sum and a.low_sum, it left the tile 5-10% slower: vpmaddwd takes a
+// port vpdpbusd needs, where the scalar product and its broadcast do not.)
 template <class F>
 ALWAYS_INLINE void act_step(const __m512i (&w)[8], __m512 dw, const BlockQ8Act& a, __m512& acc) {
-  __m512i dot = offset_sum(a, F::kOffset);
+  __m512i dot = _mm512_set1_epi32(-F::kOffset * a.sum);
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) dot = _mm512_dpbusd_epi32(dot, w[k], broadcast_4_bytes(F::chunk_acts(a, k)));
   acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
-}
-
-// The cache lines kPrefetchBytes past block b, as many as the block has (a prefetch past the
-// matrix's end reads nothing and cannot fault; the address is an integer for that reason).
-template <class Block>
-ALWAYS_INLINE void prefetch_ahead(const Block* b) {
-  const uintptr_t at = reinterpret_cast<uintptr_t>(b) + kPrefetchBytes;
-#pragma GCC unroll 8
-  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(reinterpret_cast<const char*>(at + line), _MM_HINT_T0);
 }
 
 // A range of groups of one matrix against act rows [c, c + C).
@@ -171,8 +152,8 @@ void pair_tile(const TileGroups<F, P>& tile, const GroupRange<F>& range) {
       const typename F::Block& low = tile.group[2 * p][j];
       const typename F::Block& high = tile.group[2 * p + 1][j];
       if constexpr (kStreamed) {
-        prefetch_ahead(&low);
-        prefetch_ahead(&high);
+        prefetch_block_ahead(&low, kPrefetchBytes);
+        prefetch_block_ahead(&high, kPrefetchBytes);
       }
       __m512i w[8];
       F::unpack(low, high, w);

@@ -3,6 +3,7 @@
 // translation unit is built with its own ISA flags, so everything here has internal linkage
 // and each ISA keeps its own copy; the AVX-512 helpers exist only where __AVX512F__ is on.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 // GCC 12's AVX-512 intrinsics self-initialize their undefined operands (`__Y = __Y`) and
@@ -44,6 +45,16 @@ ALWAYS_INLINE int hsum_epi32(__m256i v) {
 }
 
 ALWAYS_INLINE void set_zero(__m256& v) { v = _mm256_setzero_ps(); }
+
+// The cache lines `ahead` bytes past block b, as many as the block has: block after block of a
+// stream, they cover it without gaps (a prefetch past the matrix's end reads nothing and cannot
+// fault). The address is computed as an integer: a pointer may not point that far past its array.
+template <class Block>
+ALWAYS_INLINE void prefetch_block_ahead(const Block* b, uintptr_t ahead) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(b) + ahead;
+#pragma GCC unroll 32
+  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(reinterpret_cast<const char*>(at + line), _MM_HINT_T0);
+}
 
 #if defined(__AVX512F__)
 // 32 bytes at p into both 256-bit halves
