@@ -67,8 +67,9 @@ ALWAYS_INLINE __m128i row_bytes_zipped(__m128i v) {
 // one stream, ran at 75-79% of the read bandwidth for Q4_0x8 without software prefetch and 88-97%
 // with it 2 KiB ahead (4 and 8 KiB no better), Q6_Kx8 (its block then read out of address order)
 // at half the rate without it; on the Intel AVX-512 machine 1, 3 and 4 KiB were no better for the
-// four streams below. Tiles after a full tile read each block from L2, where the prefetches would
-// only cost instructions (2-4% of prefill), so they issue none.
+// four streams below. The first full tile of each row block (interleaved_matmul) reads it from
+// memory too and prefetches; the tiles after it read the block from L2, where the prefetches
+// would only cost instructions (2-4% of prefill), so they issue none.
 constexpr uintptr_t kPrefetchBytes = 2048;
 
 // Narrow batches (fewer than kTileActs act rows: decode of 1 to 3 sequences) read every weight
@@ -160,7 +161,11 @@ void interleaved_rest(const MatmulArgs& args, size_t a_stride, int64_t g_begin, 
 }
 
 // Rows [row_begin, row_end) (whole groups) of y = W x acts: a narrow batch streams them all at
-// once; wider ones walk L2-sized row blocks, inside each the act rows kTileActs at a time.
+// once; wider ones walk L2-sized row blocks, inside each the act rows kTileActs at a time. The
+// first tile of a block reads it from memory, with prefetch: a prompt of 32 tokens (8 tiles
+// a block) waited on those reads, and prefetching them raised TinyLlama-shaped Q4_0 prefill of 32
+// tokens by 9-21% on AVX-VNNI and 12-29% on the AVX-512 pair tiles (128 tokens 2-7%, 512 1-4%,
+// Q4_K_M, heavier per byte, unchanged; docs/PERFORMANCE.md).
 template <class K>
 void interleaved_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   KVDESK_ASSERT(args.weight_type == K::kType && row_begin % kInterleavedRows == 0 && row_end % kInterleavedRows == 0);
@@ -174,7 +179,11 @@ void interleaved_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_e
     const int64_t ge = g_end - gb < block_groups ? g_end : gb + block_groups;
     int64_t c = 0;
     for (; c + kTileActs <= args.batch; c += kTileActs) {
-      interleaved_groups<K, 1, kTileActs, false>(args, a_stride, gb, ge, c);
+      if (c == 0) {
+        interleaved_groups<K, 1, kTileActs, true>(args, a_stride, gb, ge, c);
+      } else {
+        interleaved_groups<K, 1, kTileActs, false>(args, a_stride, gb, ge, c);
+      }
     }
     interleaved_rest<K, false>(args, a_stride, gb, ge, c);
   }

@@ -25,8 +25,9 @@ constexpr int kTileActs = 8;
 // Weight bytes of a row block that stays in L2 while the whole batch streams past it.
 constexpr size_t kRowBlockBytes = 256 * 1024;
 // How far ahead of the block in use a tile that streams its groups from memory (decode of 1 to
-// kTileActs - 1 sequences) prefetches each group's weights: as the 256-bit tiers
-// (kernels/cpu/interleaved_gemm_avx2.h); 1 and 4 KiB measured slower here.
+// kTileActs - 1 sequences, and the first act tile of each row block) prefetches each group's
+// weights: as the 256-bit tiers (kernels/cpu/interleaved_gemm_avx2.h); 1 and 4 KiB measured
+// slower here.
 constexpr uintptr_t kPrefetchBytes = 2048;
 
 ALWAYS_INLINE __m512i load_pair(const uint8_t* low, const uint8_t* high) {
@@ -226,8 +227,10 @@ int64_t row_block_groups(int64_t n) {
 }
 
 // Rows [row_begin, row_end) (whole groups) of y = W x acts. Batches of kTileActs and more walk
-// L2-sized row blocks of group pairs, inside each the act rows kTileActs at a time; narrower
-// batches stream the groups. A last unpaired group goes through the AVX2 kernel.
+// L2-sized row blocks of group pairs, inside each the act rows kTileActs at a time, the first
+// tile reading the block from memory with prefetch (the 256-bit tiers' interleaved_matmul says
+// what it gained), the others from L2; narrower batches stream the groups. A last unpaired group
+// goes through the AVX2 kernel.
 template <class F>
 void pair_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   KVDESK_ASSERT(args.weight_type == F::kType && row_begin % kInterleavedRows == 0 && row_end % kInterleavedRows == 0);
@@ -242,7 +245,12 @@ void pair_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
       const int64_t ge = pairs_end - gb < block_groups ? pairs_end : gb + block_groups;
       int64_t c = 0;
       for (; c + kTileActs <= args.batch; c += kTileActs) {
-        neighbour_tiles<F, kTileActs, false>(GroupRange<F>{args, a_stride, c}, gb, ge);
+        const GroupRange<F> range{args, a_stride, c};
+        if (c == 0) {
+          neighbour_tiles<F, kTileActs, true>(range, gb, ge);
+        } else {
+          neighbour_tiles<F, kTileActs, false>(range, gb, ge);
+        }
       }
       if (c < args.batch) {
         narrow_tiles(GroupRange<F>{args, a_stride, c}, static_cast<int>(args.batch - c), false, gb, ge);
