@@ -163,9 +163,9 @@ void interleaved_rest(const MatmulArgs& args, size_t a_stride, int64_t g_begin, 
 // Rows [row_begin, row_end) (whole groups) of y = W x acts: a narrow batch streams them all at
 // once; wider ones walk L2-sized row blocks, inside each the act rows kTileActs at a time. The
 // first tile of a block reads it from memory, with prefetch: a prompt of 32 tokens (8 tiles
-// a block) waited on those reads, and prefetching them raised TinyLlama-shaped Q4_0 prefill of 32
-// tokens by 9-21% on AVX-VNNI and 12-29% on the AVX-512 pair tiles (128 tokens 2-7%, 512 1-4%,
-// Q4_K_M, heavier per byte, unchanged; docs/PERFORMANCE.md).
+// a block) waited on those reads, and prefetching them raised TinyLlama-shaped prefill of 32
+// tokens by 11-13% for Q4_0 and 7-8% for Q8_0 on every tier, the AVX-512 pair tiles included
+// (128 and 512 tokens within the noise; Q4_K_M, heavier per byte, unchanged; docs/PERFORMANCE.md).
 template <class K>
 void interleaved_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   KVDESK_ASSERT(args.weight_type == K::kType && row_begin % kInterleavedRows == 0 && row_end % kInterleavedRows == 0);
