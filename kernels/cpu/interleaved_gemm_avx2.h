@@ -12,7 +12,13 @@
 //   static constexpr int64_t kBlockValues;       values per row in one block
 //   template <int C> static void step(const Block&, const char* acts, size_t a_stride,
 //                                     int64_t j, __m256 (&acc)[C]);   block j x every act row
-// and sizes its step so that kTileActs act rows fit the 16 ymm registers.
+// and sizes its step so that kTileActs act rows fit the 16 ymm registers. A kernel whose step
+// unpacks each block before its act rows may split it in two (KeepsUnpacked):
+//   struct Unpacked;                             a block as its act rows use it, alignas(64)
+//   static void unpack(const Block&, Unpacked&);
+//   template <int C> static void step_unpacked(const Unpacked&, const Block&, const char* acts,
+//                                              size_t a_stride, int64_t j, __m256 (&acc)[C]);
+// and the first full tile of a row block then keeps what it unpacks for the tiles after it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +26,7 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/simd_prelude.h"
 #include "kernels/weight_repack.h"
 
@@ -84,11 +91,37 @@ static_assert(kDecodeStreams <= kTileActs, "one act row's streams fit the full t
 
 constexpr int streams_for(int acts) { return kDecodeStreams / acts > 1 ? kDecodeStreams / acts : 1; }
 
+template <class K>
+concept KeepsUnpacked = requires(const typename K::Block& b, typename K::Unpacked& u) { K::unpack(b, u); };
+
+// Where a tile's unpacked blocks come from (KeepsUnpacked kernels): unpacked and dropped (decode,
+// single tiles), unpacked and kept for the act tiles after it (the first full tile of a row
+// block), or read as that tile kept them, which saves the later tiles the unpacking (Q4_0x8:
+// 4 loads and 12 vector operations a block, per 4 act rows).
+enum class Unpacked { kDrop, kKeep, kReuse };
+
+// Block j of one group against every act row of the tile, unpacked and kept (kKeep) or read as
+// kept (kReuse); kept: the group's unpacked blocks.
+template <class K, int C, Unpacked kMode>
+ALWAYS_INLINE void group_step(const typename K::Block& b, const char* acts, size_t a_stride, int64_t j,
+                              typename K::Unpacked* kept, __m256 (&acc)[C]) {
+  if constexpr (kMode == Unpacked::kReuse) {
+    K::template step_unpacked<C>(kept[j], b, acts, a_stride, j, acc);
+  } else {
+    typename K::Unpacked u;
+    K::unpack(b, u);
+    kept[j] = u;
+    K::template step_unpacked<C>(u, b, acts, a_stride, j, acc);
+  }
+}
+
 // y[s][t * ld_y + r] for the 8 rows r of each of the S groups and act rows t < C, over all blocks;
 // kStreamed: the weights come from memory, prefetched (else from L2, where a full tile left them).
-template <class K, int S, int C, bool kStreamed>
+// kMode other than kDrop: one group (S = 1) whose unpacked blocks `kept` holds.
+template <class K, int S, int C, bool kStreamed, Unpacked kMode = Unpacked::kDrop>
 void interleaved_tile(const typename K::Block* const (&groups)[S], float* const (&y)[S], const char* acts,
-                      size_t a_stride, int64_t blocks, int64_t ld_y) {
+                      size_t a_stride, int64_t blocks, int64_t ld_y, void* kept = nullptr) {
+  static_assert(kMode == Unpacked::kDrop || S == 1, "a tile that keeps its blocks has one group");
   __m256 acc[S][C];
 #pragma GCC unroll 4
   for (int s = 0; s < S; ++s) {
@@ -99,7 +132,11 @@ void interleaved_tile(const typename K::Block* const (&groups)[S], float* const 
 #pragma GCC unroll 4
     for (int s = 0; s < S; ++s) {
       if constexpr (kStreamed) prefetch_block_ahead(groups[s] + j, kPrefetchBytes);
-      K::template step<C>(groups[s][j], acts, a_stride, j, acc[s]);
+      if constexpr (kMode == Unpacked::kDrop) {
+        K::template step<C>(groups[s][j], acts, a_stride, j, acc[s]);
+      } else {
+        group_step<K, C, kMode>(groups[s][j], acts, a_stride, j, static_cast<typename K::Unpacked*>(kept), acc[s]);
+      }
       // Each stream's step whole before the next's: GCC otherwise schedules the unrolled steps
       // into each other, keeps several streams' unpacked scales live and spills them (Q4_Kx8: 117
       // stack accesses a super-block, 24 with this barrier, 26 with one stream).
@@ -114,8 +151,9 @@ void interleaved_tile(const typename K::Block* const (&groups)[S], float* const 
 }
 
 // The S groups first + s * stride (s < S) against act rows [c, c + C), as one tile.
-template <class K, int S, int C, bool kStreamed>
-void strided_tile(const MatmulArgs& args, size_t a_stride, int64_t c, int64_t first, int64_t stride) {
+template <class K, int S, int C, bool kStreamed, Unpacked kMode = Unpacked::kDrop>
+void strided_tile(const MatmulArgs& args, size_t a_stride, int64_t c, int64_t first, int64_t stride,
+                  void* kept = nullptr) {
   const int64_t blocks = args.n / K::kBlockValues;
   const typename K::Block* groups[S];
   float* group_y[S];
@@ -126,7 +164,18 @@ void strided_tile(const MatmulArgs& args, size_t a_stride, int64_t c, int64_t fi
     group_y[s] = args.y + c * args.ld_y + g * kInterleavedRows;
   }
   const char* acts = static_cast<const char*>(args.acts) + static_cast<size_t>(c) * a_stride;
-  interleaved_tile<K, S, C, kStreamed>(groups, group_y, acts, a_stride, blocks, args.ld_y);
+  interleaved_tile<K, S, C, kStreamed, kMode>(groups, group_y, acts, a_stride, blocks, args.ld_y, kept);
+}
+
+// Groups [g_begin, g_end) one at a time against act rows [c, c + C), their unpacked blocks kept
+// (kKeep) or read (kReuse) at kept: the row block's groups from g_begin on.
+template <class K, int C, bool kStreamed, Unpacked kMode>
+void kept_groups(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c,
+                 typename K::Unpacked* kept) {
+  const int64_t blocks = args.n / K::kBlockValues;
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    strided_tile<K, 1, C, kStreamed, kMode>(args, a_stride, c, g, 1, kept + (g - g_begin) * blocks);
+  }
 }
 
 // Groups [g_begin, g_end) against act rows [c, c + C): cut into S equal runs read side by side,
@@ -148,9 +197,20 @@ void interleaved_groups(const MatmulArgs& args, size_t a_stride, int64_t g_begin
 }
 
 // The act rows [c, batch), fewer than kTileActs, in tiles of that width: streamed from memory
-// when they are the whole batch (kStreamed), one group at a time after full tiles.
+// when they are the whole batch (kStreamed), one group at a time after full tiles, reading the
+// blocks those kept where the kernel keeps them (kept; null only when no act rows are left).
 template <class K, bool kStreamed>
-void interleaved_rest(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c) {
+void interleaved_rest(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end, int64_t c,
+                      void* kept = nullptr) {
+  if constexpr (KeepsUnpacked<K> && !kStreamed) {
+    auto* unpacked = static_cast<typename K::Unpacked*>(kept);
+    switch (args.batch - c) {
+      case 1: return kept_groups<K, 1, false, Unpacked::kReuse>(args, a_stride, g_begin, g_end, c, unpacked);
+      case 2: return kept_groups<K, 2, false, Unpacked::kReuse>(args, a_stride, g_begin, g_end, c, unpacked);
+      case 3: return kept_groups<K, 3, false, Unpacked::kReuse>(args, a_stride, g_begin, g_end, c, unpacked);
+      default: return;
+    }
+  }
   constexpr auto streams = [](int acts) { return kStreamed ? streams_for(acts) : 1; };
   switch (args.batch - c) {
     case 1: return interleaved_groups<K, streams(1), 1, kStreamed>(args, a_stride, g_begin, g_end, c);
@@ -158,6 +218,34 @@ void interleaved_rest(const MatmulArgs& args, size_t a_stride, int64_t g_begin, 
     case 3: return interleaved_groups<K, streams(3), 3, kStreamed>(args, a_stride, g_begin, g_end, c);
     default: return;
   }
+}
+
+// The full tiles of one row block [g_begin, g_end), then the narrower rest: the first reads the
+// block from memory, the others from L2 or, where the kernel keeps its unpacked blocks, from the
+// per-thread buffer the first filled. A batch of one full tile keeps nothing.
+template <class K>
+void row_block_tiles(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end) {
+  if constexpr (KeepsUnpacked<K>) {
+    if (args.batch > kTileActs) {
+      thread_local PackScratch<typename K::Unpacked> scratch;
+      auto* kept = scratch.get(static_cast<size_t>((g_end - g_begin) * (args.n / K::kBlockValues)));
+      kept_groups<K, kTileActs, true, Unpacked::kKeep>(args, a_stride, g_begin, g_end, 0, kept);
+      int64_t c = kTileActs;
+      for (; c + kTileActs <= args.batch; c += kTileActs) {
+        kept_groups<K, kTileActs, false, Unpacked::kReuse>(args, a_stride, g_begin, g_end, c, kept);
+      }
+      return interleaved_rest<K, false>(args, a_stride, g_begin, g_end, c, kept);
+    }
+  }
+  int64_t c = 0;
+  for (; c + kTileActs <= args.batch; c += kTileActs) {
+    if (c == 0) {
+      interleaved_groups<K, 1, kTileActs, true>(args, a_stride, g_begin, g_end, c);
+    } else {
+      interleaved_groups<K, 1, kTileActs, false>(args, a_stride, g_begin, g_end, c);
+    }
+  }
+  interleaved_rest<K, false>(args, a_stride, g_begin, g_end, c);
 }
 
 // Rows [row_begin, row_end) (whole groups) of y = W x acts: a narrow batch streams them all at
@@ -176,16 +264,7 @@ void interleaved_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_e
   const size_t group_bytes = kInterleavedRows * ggml_row_bytes(K::kRowType, args.n);
   const int64_t block_groups = group_bytes < kRowBlockBytes ? static_cast<int64_t>(kRowBlockBytes / group_bytes) : 1;
   for (int64_t gb = g_begin; gb < g_end; gb += block_groups) {
-    const int64_t ge = g_end - gb < block_groups ? g_end : gb + block_groups;
-    int64_t c = 0;
-    for (; c + kTileActs <= args.batch; c += kTileActs) {
-      if (c == 0) {
-        interleaved_groups<K, 1, kTileActs, true>(args, a_stride, gb, ge, c);
-      } else {
-        interleaved_groups<K, 1, kTileActs, false>(args, a_stride, gb, ge, c);
-      }
-    }
-    interleaved_rest<K, false>(args, a_stride, gb, ge, c);
+    row_block_tiles<K>(args, a_stride, gb, g_end - gb < block_groups ? g_end : gb + block_groups);
   }
 }
 

@@ -52,25 +52,36 @@ ALWAYS_INLINE void act_step(const __m256i (&w)[8], __m256 dw, const BlockQ8Act& 
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(offset_dot(w, a)), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc);
 }
 
-// One block of the group against block j of every act row.
-template <int C>
-ALWAYS_INLINE void block_step(const BlockQ4_0x8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
+// A block as its act rows use it: unpack_block's vectors and the 8 rows' scales.
+struct alignas(64) UnpackedQ4_0 {
   __m256i w[8];
-  unpack_block(b, w);
-  const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
-#pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) act_step(w, dw, reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride)[j], acc[t]);
-}
+  __m256 dw;
+};
 
 // The kernel as interleaved_matmul runs it.
 struct Q4_0x8Kernel {
   using Block = BlockQ4_0x8;
+  using Unpacked = UnpackedQ4_0;
   static constexpr GgmlType kType = GgmlType::Q4_0x8;
   static constexpr GgmlType kRowType = GgmlType::Q4_0;
   static constexpr int64_t kBlockValues = kQ4_0BlockValues;
+
+  ALWAYS_INLINE static void unpack(const Block& b, Unpacked& u) {
+    unpack_block(b, u.w);
+    u.dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+  }
+  // The unpacked block against block j of every act row.
+  template <int C>
+  ALWAYS_INLINE static void step_unpacked(const Unpacked& u, const Block&, const char* acts, size_t a_stride, int64_t j,
+                                          __m256 (&acc)[C]) {
+#pragma GCC unroll 8
+    for (int t = 0; t < C; ++t) act_step(u.w, u.dw, reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride)[j], acc[t]);
+  }
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-    block_step<C>(b, acts, a_stride, j, acc);
+    Unpacked u;
+    unpack(b, u);
+    step_unpacked<C>(u, b, acts, a_stride, j, acc);
   }
 };
 

@@ -19,63 +19,62 @@ constexpr int kChunks = 8;  // 32-byte chunks of a block: values 4c .. 4c + 3 of
 // kTileActs (4) act rows per tile: the 8 |w| (or w + 128) vectors, 4 float accumulators, the
 // s32 sum and a broadcast fill the 16 ymm registers; the weights' signs are read from memory.
 
-// One block of the group against block j of every act row, the weights offset to u8 (AVX-VNNI):
-// vpdpbusd sums in int32 with no s16 step, so w + 128 (the sign bit flipped) meets the
-// activations as they are and the sum starts at -128 * a.sum, taking the offset back. A chunk
-// costs one vpdpbusd, where the sign trick below spends a vpsignb too.
-template <int C>
-ALWAYS_INLINE void offset_block_step(const BlockQ8_0x8& b, const char* acts, size_t a_stride, int64_t j,
-                                     __m256 (&acc)[C]) {
+// A block as its act rows use it: the 8 chunk vectors, w + 128 (AVX-VNNI) or |w| (AVX2), and
+// the 8 rows' scales.
+struct alignas(64) UnpackedQ8_0 {
+  __m256i w[kChunks];
+  __m256 dw;
+};
+
+// The weights offset to u8 (AVX-VNNI): vpdpbusd sums in int32 with no s16 step, so w + 128 (the
+// sign bit flipped) meets the activations as they are and the sum starts at -128 * a.sum, taking
+// the offset back. A chunk costs one vpdpbusd, where the sign trick below spends a vpsignb too.
+// On AVX2 the weights' signs move onto the activations: maddubs pairs of w + 128 could pass 2^15.
+ALWAYS_INLINE void unpack_block(const BlockQ8_0x8& b, UnpackedQ8_0& u) {
   const __m256i sign_bit = _mm256_set1_epi8(static_cast<char>(0x80));
-  __m256i offset_w[kChunks];
 #pragma GCC unroll 8
-  for (int c = 0; c < kChunks; ++c) offset_w[c] = _mm256_xor_si256(load_256(b.qs + 32 * c), sign_bit);
-  const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
-#pragma GCC unroll 8
-  for (int t = 0; t < C; ++t) {
-    const BlockQ8Act& a = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride)[j];
-    __m256i dot = _mm256_set1_epi32(-128 * a.sum);
-#pragma GCC unroll 8
-    for (int c = 0; c < kChunks; ++c) dot = dot_u8s8(dot, offset_w[c], broadcast_4_bytes(a.qs + 4 * c));
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc[t]);
+  for (int c = 0; c < kChunks; ++c) {
+    const __m256i w = load_256(b.qs + 32 * c);
+    u.w[c] = kByteDotVnni ? _mm256_xor_si256(w, sign_bit) : _mm256_abs_epi8(w);
   }
+  u.dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
 }
 
-// One block of the group against block j of every act row, the weights' signs moved onto the
-// activations (AVX2: maddubs pairs of w + 128 could pass 2^15).
+// The unpacked block b against block j of every act row; AVX2 reads the weights' signs from b.
 template <int C>
-ALWAYS_INLINE void sign_block_step(const BlockQ8_0x8& b, const char* acts, size_t a_stride, int64_t j,
-                                   __m256 (&acc)[C]) {
-  __m256i abs_w[kChunks];
-#pragma GCC unroll 8
-  for (int c = 0; c < kChunks; ++c) abs_w[c] = _mm256_abs_epi8(load_256(b.qs + 32 * c));
-  const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+ALWAYS_INLINE void unpacked_step(const UnpackedQ8_0& u, const BlockQ8_0x8& b, const char* acts, size_t a_stride,
+                                 int64_t j, __m256 (&acc)[C]) {
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) {
     const BlockQ8Act& a = reinterpret_cast<const BlockQ8Act*>(acts + t * a_stride)[j];
-    __m256i dot = _mm256_setzero_si256();
+    __m256i dot = _mm256_set1_epi32(kByteDotVnni ? -128 * a.sum : 0);
 #pragma GCC unroll 8
     for (int c = 0; c < kChunks; ++c) {
-      const __m256i signed_a = _mm256_sign_epi8(broadcast_4_bytes(a.qs + 4 * c), load_256(b.qs + 32 * c));
-      dot = dot_u8s8(dot, abs_w[c], signed_a);
+      const __m256i a4 = broadcast_4_bytes(a.qs + 4 * c);
+      dot = dot_u8s8(dot, u.w[c], kByteDotVnni ? a4 : _mm256_sign_epi8(a4, load_256(b.qs + 32 * c)));
     }
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc[t]);
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(u.dw, _mm256_set1_ps(a.d)), acc[t]);
   }
 }
 
 // The kernel as interleaved_matmul runs it.
 struct Q8_0x8Kernel {
   using Block = BlockQ8_0x8;
+  using Unpacked = UnpackedQ8_0;
   static constexpr GgmlType kType = GgmlType::Q8_0x8;
   static constexpr GgmlType kRowType = GgmlType::Q8_0;
   static constexpr int64_t kBlockValues = kQ8_0BlockValues;
+  ALWAYS_INLINE static void unpack(const Block& b, Unpacked& u) { unpack_block(b, u); }
+  template <int C>
+  ALWAYS_INLINE static void step_unpacked(const Unpacked& u, const Block& b, const char* acts, size_t a_stride, int64_t j,
+                                          __m256 (&acc)[C]) {
+    unpacked_step<C>(u, b, acts, a_stride, j, acc);
+  }
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-    if constexpr (kByteDotVnni) {
-      offset_block_step<C>(b, acts, a_stride, j, acc);
-    } else {
-      sign_block_step<C>(b, acts, a_stride, j, acc);
-    }
+    Unpacked u;
+    unpack_block(b, u);
+    unpacked_step<C>(u, b, acts, a_stride, j, acc);
   }
 };
 

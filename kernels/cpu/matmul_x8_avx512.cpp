@@ -12,6 +12,7 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/pack_scratch.h"
 #include "kernels/cpu/simd_prelude.h"
 #include "kernels/weight_repack.h"
 
@@ -135,10 +136,24 @@ struct TileGroups {
   float* y[2 * P];
 };
 
+// One block of a pair as the act steps use it: the 8 unpacked weight vectors and the 16 rows'
+// scales.
+struct alignas(64) UnpackedBlock {
+  __m512i w[8];
+  __m512 dw;
+};
+
+// Where a tile's unpacked weights come from: unpacked and dropped (decode, a batch of one full
+// tile), unpacked and kept for the act tiles after it (the first tile of a row block), or loaded
+// as that tile kept them, which saves the later tiles the unpacking: 16 vector operations a
+// block of Q4_0 (12 of Q8_0), one eighth of the tile's.
+enum class Unpacked { kDrop, kKeep, kReuse };
+
 // The tile's 16P rows x act rows t < C, over all blocks; kStreamed: its weights come from memory,
-// prefetched (else from L2, where earlier tiles left them).
-template <class F, int P, int C, bool kStreamed>
-void pair_tile(const TileGroups<F, P>& tile, const GroupRange<F>& range) {
+// prefetched (else from L2, where earlier tiles left them). kept[p * blocks + j]: pair p's block
+// j, written (kKeep) or read in place of the weights (kReuse).
+template <class F, int P, int C, bool kStreamed, Unpacked kUnpacked = Unpacked::kDrop>
+void pair_tile(const TileGroups<F, P>& tile, const GroupRange<F>& range, UnpackedBlock* kept = nullptr) {
   const int64_t blocks = range.blocks();
   const char* acts = range.acts();
   __m512 acc[P][C];
@@ -150,15 +165,29 @@ void pair_tile(const TileGroups<F, P>& tile, const GroupRange<F>& range) {
   for (int64_t j = 0; j < blocks; ++j) {
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
-      const typename F::Block& low = tile.group[2 * p][j];
-      const typename F::Block& high = tile.group[2 * p + 1][j];
-      if constexpr (kStreamed) {
-        prefetch_block_ahead(&low, kPrefetchBytes);
-        prefetch_block_ahead(&high, kPrefetchBytes);
-      }
       __m512i w[8];
-      F::unpack(low, high, w);
-      const __m512 dw = pair_scales(low, high);
+      __m512 dw;
+      if constexpr (kUnpacked == Unpacked::kReuse) {
+        const UnpackedBlock& u = kept[p * blocks + j];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) w[k] = _mm512_load_si512(&u.w[k]);
+        dw = _mm512_load_ps(&u.dw);
+      } else {
+        const typename F::Block& low = tile.group[2 * p][j];
+        const typename F::Block& high = tile.group[2 * p + 1][j];
+        if constexpr (kStreamed) {
+          prefetch_block_ahead(&low, kPrefetchBytes);
+          prefetch_block_ahead(&high, kPrefetchBytes);
+        }
+        F::unpack(low, high, w);
+        dw = pair_scales(low, high);
+        if constexpr (kUnpacked == Unpacked::kKeep) {
+          UnpackedBlock& u = kept[p * blocks + j];
+#pragma GCC unroll 8
+          for (int k = 0; k < 8; ++k) _mm512_store_si512(&u.w[k], w[k]);
+          _mm512_store_ps(&u.dw, dw);
+        }
+      }
 #pragma GCC unroll 8
       for (int t = 0; t < C; ++t) {
         act_step<F>(w, dw, reinterpret_cast<const BlockQ8Act*>(acts + t * range.a_stride)[j], acc[p][t]);
@@ -176,11 +205,13 @@ void pair_tile(const TileGroups<F, P>& tile, const GroupRange<F>& range) {
 }
 
 // Groups [g_begin, g_end) (an even count) in tiles of two neighbouring groups.
-template <class F, int C, bool kStreamed>
-void neighbour_tiles(const GroupRange<F>& range, int64_t g_begin, int64_t g_end) {
+// kept: the row block's unpacked pairs from g_begin on (kKeep, kReuse).
+template <class F, int C, bool kStreamed, Unpacked kUnpacked = Unpacked::kDrop>
+void neighbour_tiles(const GroupRange<F>& range, int64_t g_begin, int64_t g_end, UnpackedBlock* kept = nullptr) {
   for (int64_t g = g_begin; g < g_end; g += 2) {
     const TileGroups<F, 1> tile{{range.group(g), range.group(g + 1)}, {range.y(g), range.y(g + 1)}};
-    pair_tile<F, 1, C, kStreamed>(tile, range);
+    UnpackedBlock* pair_kept = kUnpacked == Unpacked::kDrop ? nullptr : kept + (g - g_begin) / 2 * range.blocks();
+    pair_tile<F, 1, C, kStreamed, kUnpacked>(tile, range, pair_kept);
   }
 }
 
@@ -210,13 +241,15 @@ void streamed_tiles(const GroupRange<F>& range, int64_t g_begin, int64_t g_end) 
 // The act rows [c, c + count), count < kTileActs, as one tile of that width: streamed when they
 // are the whole batch, neighbour pairs after full tiles (which left the weights in L2).
 template <class F, int C = kTileActs - 1>
-void narrow_tiles(const GroupRange<F>& range, int count, bool streamed, int64_t g_begin, int64_t g_end) {
+void narrow_tiles(const GroupRange<F>& range, int count, UnpackedBlock* kept, int64_t g_begin, int64_t g_end) {
   if constexpr (C > 0) {
-    if (count != C) return narrow_tiles<F, C - 1>(range, count, streamed, g_begin, g_end);
-    if (streamed) return streamed_tiles<F, C>(range, g_begin, g_end);
-    neighbour_tiles<F, C, false>(range, g_begin, g_end);
+    if (count != C) return narrow_tiles<F, C - 1>(range, count, kept, g_begin, g_end);
+    if (kept == nullptr) return streamed_tiles<F, C>(range, g_begin, g_end);
+    neighbour_tiles<F, C, false, Unpacked::kReuse>(range, g_begin, g_end, kept);
   }
 }
+
+thread_local PackScratch<UnpackedBlock> unpacked_scratch;
 
 // Groups per L2 row block: as many whole pairs as fit in kRowBlockBytes, at least one.
 template <class F>
@@ -238,22 +271,23 @@ void pair_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   const int64_t g_begin = row_begin / kInterleavedRows;
   const int64_t pairs_end = g_begin + (row_end / kInterleavedRows - g_begin) / 2 * 2;
   if (args.batch < kTileActs) {
-    narrow_tiles(GroupRange<F>{args, a_stride, 0}, static_cast<int>(args.batch), true, g_begin, pairs_end);
+    narrow_tiles(GroupRange<F>{args, a_stride, 0}, static_cast<int>(args.batch), nullptr, g_begin, pairs_end);
   } else {
     const int64_t block_groups = row_block_groups<F>(args.n);
+    UnpackedBlock* kept = unpacked_scratch.get(static_cast<size_t>(block_groups / 2 * (args.n / kQ8ActBlockValues)));
     for (int64_t gb = g_begin; gb < pairs_end; gb += block_groups) {
       const int64_t ge = pairs_end - gb < block_groups ? pairs_end : gb + block_groups;
-      int64_t c = 0;
+      if (args.batch == kTileActs) {
+        neighbour_tiles<F, kTileActs, true>(GroupRange<F>{args, a_stride, 0}, gb, ge);
+        continue;
+      }
+      neighbour_tiles<F, kTileActs, true, Unpacked::kKeep>(GroupRange<F>{args, a_stride, 0}, gb, ge, kept);
+      int64_t c = kTileActs;
       for (; c + kTileActs <= args.batch; c += kTileActs) {
-        const GroupRange<F> range{args, a_stride, c};
-        if (c == 0) {
-          neighbour_tiles<F, kTileActs, true>(range, gb, ge);
-        } else {
-          neighbour_tiles<F, kTileActs, false>(range, gb, ge);
-        }
+        neighbour_tiles<F, kTileActs, false, Unpacked::kReuse>(GroupRange<F>{args, a_stride, c}, gb, ge, kept);
       }
       if (c < args.batch) {
-        narrow_tiles(GroupRange<F>{args, a_stride, c}, static_cast<int>(args.batch - c), false, gb, ge);
+        narrow_tiles(GroupRange<F>{args, a_stride, c}, static_cast<int>(args.batch - c), kept, gb, ge);
       }
     }
   }

@@ -67,8 +67,9 @@ struct GroupRange {
 constexpr GroupRange kGroupRanges[] = {
     {32, 34, 8, 24}, {48, 50, 8, 40}, {56, 58, 8, 48}, {64, 66, 8, 56}, {176, 178, 16, 168}};
 // Decode (1 to 3 act rows; to 7 on AVX-512), full tiles (4 act rows; 8 on AVX-512) and the
-// narrower tiles that follow them.
-constexpr int64_t kGroupRangeBatches[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 17};
+// narrower tiles that follow them, which read the blocks the first full tile kept unpacked (24:
+// two such full tiles on AVX-512).
+constexpr int64_t kGroupRangeBatches[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 17, 24};
 
 // Every SIMD ISA's matmul over base's interleaved layout against ref over ggml's rows, for each
 // group range and batch with n values a row.
