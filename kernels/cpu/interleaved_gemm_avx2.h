@@ -108,10 +108,8 @@ ALWAYS_INLINE void group_step(const typename K::Block& b, const char* acts, size
   if constexpr (kMode == Unpacked::kReuse) {
     K::template step_unpacked<C>(kept[j], b, acts, a_stride, j, acc);
   } else {
-    typename K::Unpacked u;
-    K::unpack(b, u);
-    kept[j] = u;
-    K::template step_unpacked<C>(u, b, acts, a_stride, j, acc);
+    K::unpack(b, kept[j]);
+    K::template step_unpacked<C>(kept[j], b, acts, a_stride, j, acc);
   }
 }
 

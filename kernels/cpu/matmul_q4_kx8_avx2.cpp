@@ -35,10 +35,11 @@ ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[8], const int8_t* a, Byte
   return widen_scaled(isum, scale);
 }
 
-// Super-block j of the group against super-block j of every act row.
-template <int C>
-ALWAYS_INLINE void super_step(const BlockQ4_Kx8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-  const KX8Scales sc = unpack_scales(b.scales);
+// Super-block j of the group against super-block j of every act row, with the rows' scales sc
+// and sub-block s's 8 vectors as sub_block(s, w) gives them.
+template <int C, class SubBlock>
+ALWAYS_INLINE void super_step(const BlockQ4_Kx8& b, const KX8Scales& sc, SubBlock sub_block, const char* acts,
+                              size_t a_stride, int64_t j, __m256 (&acc)[C]) {
   const BlockQ8K* a[C];
   act_super_blocks(acts, a_stride, j, a);
   __m256i iacc[C];
@@ -47,7 +48,7 @@ ALWAYS_INLINE void super_step(const BlockQ4_Kx8& b, const char* acts, size_t a_s
 #pragma GCC unroll 8
   for (int s = 0; s < kKSubBlocks; ++s) {
     __m256i w[8];
-    unpack_sub_block(b, s, w);
+    sub_block(s, w);
     const ByteScale scale = byte_scale(sc.scale[s]);
 #pragma GCC unroll 8
     for (int t = 0; t < C; ++t) iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 32 * s, scale));
@@ -55,15 +56,38 @@ ALWAYS_INLINE void super_step(const BlockQ4_Kx8& b, const char* acts, size_t a_s
   finish_super_block(b.scales, sc, a, iacc, acc);
 }
 
+// A super-block as its act rows use it: its 8 sub-blocks unpacked and the 8 rows' scales.
+struct alignas(64) UnpackedQ4_K {
+  __m256i w[kKSubBlocks][8];
+  KX8Scales sc;
+};
+
 // The kernel as interleaved_matmul runs it.
 struct Q4_Kx8Kernel {
   using Block = BlockQ4_Kx8;
+  using Unpacked = UnpackedQ4_K;
   static constexpr GgmlType kType = GgmlType::Q4_Kx8;
   static constexpr GgmlType kRowType = GgmlType::Q4_K;
   static constexpr int64_t kBlockValues = kQK_K;
+  ALWAYS_INLINE static void unpack(const Block& b, Unpacked& u) {
+    u.sc = unpack_scales(b.scales);
+#pragma GCC unroll 8
+    for (int s = 0; s < kKSubBlocks; ++s) unpack_sub_block(b, s, u.w[s]);
+  }
+  // d and dmin are still read from b.
+  template <int C>
+  ALWAYS_INLINE static void step_unpacked(const Unpacked& u, const Block& b, const char* acts, size_t a_stride, int64_t j,
+                                          __m256 (&acc)[C]) {
+    const auto kept = [&](int s, __m256i (&w)[8]) {
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) w[c] = u.w[s][c];
+    };
+    super_step<C>(b, u.sc, kept, acts, a_stride, j, acc);
+  }
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-    super_step<C>(b, acts, a_stride, j, acc);
+    const auto unpacked = [&](int s, __m256i (&w)[8]) { unpack_sub_block(b, s, w); };
+    super_step<C>(b, unpack_scales(b.scales), unpacked, acts, a_stride, j, acc);
   }
 };
 

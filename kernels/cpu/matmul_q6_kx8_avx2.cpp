@@ -55,21 +55,25 @@ ALWAYS_INLINE __m256i sub_block_dot(const __m256i (&w)[4], const int8_t* a, __m2
   return _mm256_add_epi32(widen_scaled(first, scale), widen_scaled(second, scale));
 }
 
-// Per row lane: 32 * sum_i scales[i] * bsums[i], the -32 offset of every quant.
-ALWAYS_INLINE __m256i offset_dot(const BlockQ6_Kx8& b, const BlockQ8K& a) {
+// Per row lane: 32 * sum_i scales[i] * bsums[i], the -32 offset of every quant; zipped(q) gives
+// pair q's zipped_scales.
+template <class Zipped>
+ALWAYS_INLINE __m256i offset_dot(const BlockQ8K& a, Zipped zipped) {
   __m256i dot = _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int q = 0; q < kSubBlocks / 2; ++q) {
     int32_t pair;
     std::memcpy(&pair, a.bsums + 2 * q, sizeof(pair));
-    dot = _mm256_add_epi32(dot, _mm256_madd_epi16(zipped_scales(b, q), _mm256_set1_epi32(pair)));
+    dot = _mm256_add_epi32(dot, _mm256_madd_epi16(zipped(q), _mm256_set1_epi32(pair)));
   }
   return _mm256_slli_epi32(dot, 5);
 }
 
-// Super-block j of the group against super-block j of every act row.
-template <int C>
-ALWAYS_INLINE void super_step(const BlockQ6_Kx8& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
+// Super-block j of the group against super-block j of every act row, sub-block i's 4 vectors
+// and pair_scale as sub_block(i, w) gives them, pair q's zipped_scales as zipped(q).
+template <int C, class SubBlock, class Zipped>
+ALWAYS_INLINE void super_step(const BlockQ6_Kx8& b, SubBlock sub_block, Zipped zipped, const char* acts,
+                              size_t a_stride, int64_t j, __m256 (&acc)[C]) {
   const BlockQ8K* a[C];
   __m256i iacc[C];
 #pragma GCC unroll 8
@@ -80,8 +84,7 @@ ALWAYS_INLINE void super_step(const BlockQ6_Kx8& b, const char* acts, size_t a_s
 #pragma GCC unroll 16
   for (int i = 0; i < kSubBlocks; ++i) {
     __m256i w[4];
-    unpack_sub_block(b, i, w);
-    const __m256i scale = pair_scale(b, i / 2, i % 2);
+    const __m256i scale = sub_block(i, w);
 #pragma GCC unroll 8
     for (int t = 0; t < C; ++t) {
       iacc[t] = _mm256_add_epi32(iacc[t], sub_block_dot(w, a[t]->qs + 16 * i, scale));
@@ -91,20 +94,53 @@ ALWAYS_INLINE void super_step(const BlockQ6_Kx8& b, const char* acts, size_t a_s
   const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
 #pragma GCC unroll 8
   for (int t = 0; t < C; ++t) {
-    const __m256i unbiased = _mm256_sub_epi32(iacc[t], offset_dot(b, *a[t]));
+    const __m256i unbiased = _mm256_sub_epi32(iacc[t], offset_dot(*a[t], zipped));
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(unbiased), _mm256_mul_ps(d, _mm256_broadcast_ss(&a[t]->d)), acc[t]);
   }
 }
 
+// A super-block as its act rows use it: its 16 sub-blocks unpacked, each one's pair_scale and
+// each pair's zipped_scales.
+struct alignas(64) UnpackedQ6_K {
+  __m256i w[kSubBlocks][4];
+  __m256i scale[kSubBlocks];
+  __m256i zipped[kSubBlocks / 2];
+};
+
 // The kernel as interleaved_matmul runs it.
 struct Q6_Kx8Kernel {
   using Block = BlockQ6_Kx8;
+  using Unpacked = UnpackedQ6_K;
   static constexpr GgmlType kType = GgmlType::Q6_Kx8;
   static constexpr GgmlType kRowType = GgmlType::Q6_K;
   static constexpr int64_t kBlockValues = kQK_K;
+  ALWAYS_INLINE static void unpack(const Block& b, Unpacked& u) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kSubBlocks; ++i) {
+      unpack_sub_block(b, i, u.w[i]);
+      u.scale[i] = pair_scale(b, i / 2, i % 2);
+    }
+#pragma GCC unroll 8
+    for (int q = 0; q < kSubBlocks / 2; ++q) u.zipped[q] = zipped_scales(b, q);
+  }
+  // d is still read from b.
+  template <int C>
+  ALWAYS_INLINE static void step_unpacked(const Unpacked& u, const Block& b, const char* acts, size_t a_stride, int64_t j,
+                                          __m256 (&acc)[C]) {
+    const auto kept = [&](int i, __m256i (&w)[4]) {
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) w[c] = u.w[i][c];
+      return u.scale[i];
+    };
+    super_step<C>(b, kept, [&](int q) { return u.zipped[q]; }, acts, a_stride, j, acc);
+  }
   template <int C>
   ALWAYS_INLINE static void step(const Block& b, const char* acts, size_t a_stride, int64_t j, __m256 (&acc)[C]) {
-    super_step<C>(b, acts, a_stride, j, acc);
+    const auto unpacked = [&](int i, __m256i (&w)[4]) {
+      unpack_sub_block(b, i, w);
+      return pair_scale(b, i / 2, i % 2);
+    };
+    super_step<C>(b, unpacked, [&](int q) { return zipped_scales(b, q); }, acts, a_stride, j, acc);
   }
 };
 
