@@ -5,9 +5,10 @@
 // with no horizontal sum. Prefill pairs neighbouring groups; decode pairs groups of runs far apart
 // (streamed_tiles). The weights enter vpdpbusd as u8, Q4_0's nibbles as they are
 // and Q8_0's values offset by 128, and each block's integer sum starts at -offset * a.sum to take
-// the offset back: the AVX-VNNI tier's integers, lane for lane, so the floats are too. A row range
-// with an odd number of groups hands its last group to the AVX2 kernel. Reached only through
-// kAvx512Kernels.
+// the offset back: the AVX-VNNI tier's integers, lane for lane, so the floats are too. In prefill
+// the first act tile of each L2 row block keeps the weights it unpacks and the tiles after it
+// read them back. A row range with an odd number of groups hands its last group to the AVX2
+// kernel. Reached only through kAvx512Kernels.
 #include <cstring>
 
 #include "kernels/check.h"
@@ -23,7 +24,9 @@ namespace {
 // broadcast and the row scales stay within the 32 zmm registers; narrower tiles of two pairs keep
 // at most 2 x 7 accumulators. 8 measured faster than 4, 6, 10 and 12 (Q4_0, 128 act rows).
 constexpr int kTileActs = 8;
-// Weight bytes of a row block that stays in L2 while the whole batch streams past it.
+// Weight bytes of a row block: its first act tile reads them from memory, and their unpacked
+// copy (UnpackedBlock: Q4_0 twice the bytes, Q8_0 about the same) stays in L2 while the rest of
+// the batch streams past it.
 constexpr size_t kRowBlockBytes = 256 * 1024;
 // How far ahead of the block in use a tile that streams its groups from memory (decode of 1 to
 // kTileActs - 1 sequences, and the first act tile of each row block) prefetches each group's
@@ -239,7 +242,8 @@ void streamed_tiles(const GroupRange<F>& range, int64_t g_begin, int64_t g_end) 
 }
 
 // The act rows [c, c + count), count < kTileActs, as one tile of that width: streamed when they
-// are the whole batch, neighbour pairs after full tiles (which left the weights in L2).
+// are the whole batch (kept null), neighbour pairs after full tiles, reading the weights the
+// first of those kept unpacked.
 template <class F, int C = kTileActs - 1>
 void narrow_tiles(const GroupRange<F>& range, int count, UnpackedBlock* kept, int64_t g_begin, int64_t g_end) {
   if constexpr (C > 0) {
@@ -249,6 +253,7 @@ void narrow_tiles(const GroupRange<F>& range, int count, UnpackedBlock* kept, in
   }
 }
 
+// The unpacked weights of the row block in use (row_block_tiles), one buffer a thread.
 thread_local PackScratch<UnpackedBlock> unpacked_scratch;
 
 // Groups per L2 row block: as many whole pairs as fit in kRowBlockBytes, at least one.
@@ -259,11 +264,25 @@ int64_t row_block_groups(int64_t n) {
   return 2 * pairs;
 }
 
+// The act tiles of one row block [g_begin, g_end) (whole pairs), kTileActs act rows or more: the
+// first reads the block from memory with prefetch (the 256-bit tiers' interleaved_matmul says
+// what it gained) and, when more act rows follow, keeps its unpacked weights in a per-thread
+// buffer that the tiles after it read instead.
+template <class F>
+void row_block_tiles(const MatmulArgs& args, size_t a_stride, int64_t g_begin, int64_t g_end) {
+  if (args.batch == kTileActs) return neighbour_tiles<F, kTileActs, true>(GroupRange<F>{args, a_stride, 0}, g_begin, g_end);
+  UnpackedBlock* kept = unpacked_scratch.get(static_cast<size_t>((g_end - g_begin) / 2 * (args.n / kQ8ActBlockValues)));
+  neighbour_tiles<F, kTileActs, true, Unpacked::kKeep>(GroupRange<F>{args, a_stride, 0}, g_begin, g_end, kept);
+  int64_t c = kTileActs;
+  for (; c + kTileActs <= args.batch; c += kTileActs) {
+    neighbour_tiles<F, kTileActs, false, Unpacked::kReuse>(GroupRange<F>{args, a_stride, c}, g_begin, g_end, kept);
+  }
+  if (c < args.batch) narrow_tiles(GroupRange<F>{args, a_stride, c}, static_cast<int>(args.batch - c), kept, g_begin, g_end);
+}
+
 // Rows [row_begin, row_end) (whole groups) of y = W x acts. Batches of kTileActs and more walk
-// L2-sized row blocks of group pairs, inside each the act rows kTileActs at a time, the first
-// tile reading the block from memory with prefetch (the 256-bit tiers' interleaved_matmul says
-// what it gained), the others from L2; narrower batches stream the groups. A last unpaired group
-// goes through the AVX2 kernel.
+// L2-sized row blocks of group pairs (row_block_tiles); narrower batches stream the groups. A
+// last unpaired group goes through the AVX2 kernel.
 template <class F>
 void pair_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
   KVDESK_ASSERT(args.weight_type == F::kType && row_begin % kInterleavedRows == 0 && row_end % kInterleavedRows == 0);
@@ -274,21 +293,8 @@ void pair_matmul(const MatmulArgs& args, int64_t row_begin, int64_t row_end) {
     narrow_tiles(GroupRange<F>{args, a_stride, 0}, static_cast<int>(args.batch), nullptr, g_begin, pairs_end);
   } else {
     const int64_t block_groups = row_block_groups<F>(args.n);
-    UnpackedBlock* kept = unpacked_scratch.get(static_cast<size_t>(block_groups / 2 * (args.n / kQ8ActBlockValues)));
     for (int64_t gb = g_begin; gb < pairs_end; gb += block_groups) {
-      const int64_t ge = pairs_end - gb < block_groups ? pairs_end : gb + block_groups;
-      if (args.batch == kTileActs) {
-        neighbour_tiles<F, kTileActs, true>(GroupRange<F>{args, a_stride, 0}, gb, ge);
-        continue;
-      }
-      neighbour_tiles<F, kTileActs, true, Unpacked::kKeep>(GroupRange<F>{args, a_stride, 0}, gb, ge, kept);
-      int64_t c = kTileActs;
-      for (; c + kTileActs <= args.batch; c += kTileActs) {
-        neighbour_tiles<F, kTileActs, false, Unpacked::kReuse>(GroupRange<F>{args, a_stride, c}, gb, ge, kept);
-      }
-      if (c < args.batch) {
-        narrow_tiles(GroupRange<F>{args, a_stride, c}, static_cast<int>(args.batch - c), kept, gb, ge);
-      }
+      row_block_tiles<F>(args, a_stride, gb, pairs_end - gb < block_groups ? pairs_end : gb + block_groups);
     }
   }
   if (pairs_end * kInterleavedRows < row_end) F::odd_group(args, pairs_end * kInterleavedRows, row_end);
