@@ -74,7 +74,7 @@ ALWAYS_INLINE __m128i row_bytes_zipped(__m128i v) {
 // one stream, ran at 75-79% of the read bandwidth for Q4_0x8 without software prefetch and 88-97%
 // with it 2 KiB ahead (4 and 8 KiB no better), Q6_Kx8 (its block then read out of address order)
 // at half the rate without it; on the Intel AVX-512 machine 1, 3 and 4 KiB were no better for the
-// four streams below. The first full tile of each row block (interleaved_matmul) reads it from
+// four streams below. The first full tile of each row block (row_block_tiles) reads it from
 // memory too and prefetches; the tiles after it read the block from L2, where the prefetches
 // would only cost instructions (2-4% of prefill), so they issue none.
 constexpr uintptr_t kPrefetchBytes = 2048;
@@ -105,12 +105,8 @@ enum class Unpacked { kDrop, kKeep, kReuse };
 template <class K, int C, Unpacked kMode>
 ALWAYS_INLINE void group_step(const typename K::Block& b, const char* acts, size_t a_stride, int64_t j,
                               typename K::Unpacked* kept, __m256 (&acc)[C]) {
-  if constexpr (kMode == Unpacked::kReuse) {
-    K::template step_unpacked<C>(kept[j], b, acts, a_stride, j, acc);
-  } else {
-    K::unpack(b, kept[j]);
-    K::template step_unpacked<C>(kept[j], b, acts, a_stride, j, acc);
-  }
+  if constexpr (kMode == Unpacked::kKeep) K::unpack(b, kept[j]);
+  K::template step_unpacked<C>(kept[j], b, acts, a_stride, j, acc);
 }
 
 // y[s][t * ld_y + r] for the 8 rows r of each of the S groups and act rows t < C, over all blocks;
